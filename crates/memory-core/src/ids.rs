@@ -1,0 +1,109 @@
+//! Identifiers and the rules they follow.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{MemoryError, Result};
+
+/// Ids starting with this prefix are reserved for synthetic compaction overlay messages and are
+/// rejected on every write path.
+pub const COMPACTION_PREFIX: &str = "compaction_";
+
+/// The identifier of one conversation (a session). Non-empty, at most 256 bytes, no control
+/// characters.
+///
+/// ```
+/// use memory_core::SessionId;
+/// let id = SessionId::new("support-42").unwrap();
+/// assert_eq!(id.as_str(), "support-42");
+/// assert!(SessionId::new("").is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct SessionId(String);
+
+impl SessionId {
+    /// Validates and wraps a session id.
+    pub fn new(id: impl Into<String>) -> Result<Self> {
+        let id = id.into();
+        if id.is_empty() {
+            return Err(MemoryError::invalid("session id must not be empty"));
+        }
+        if id.len() > 256 {
+            return Err(MemoryError::invalid(format!(
+                "session id is {} bytes; the limit is 256",
+                id.len()
+            )));
+        }
+        if id.chars().any(char::is_control) {
+            return Err(MemoryError::invalid(
+                "session id must not contain control characters",
+            ));
+        }
+        Ok(Self(id))
+    }
+
+    /// The id as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for SessionId {
+    type Error = MemoryError;
+    fn try_from(value: String) -> Result<Self> {
+        Self::new(value)
+    }
+}
+
+impl TryFrom<&str> for SessionId {
+    type Error = MemoryError;
+    fn try_from(value: &str) -> Result<Self> {
+        Self::new(value)
+    }
+}
+
+impl From<SessionId> for String {
+    fn from(id: SessionId) -> Self {
+        id.0
+    }
+}
+
+impl AsRef<str> for SessionId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Checks a message id for a write: non-empty, at most 256 bytes, and not in the reserved
+/// [`COMPACTION_PREFIX`] namespace.
+///
+/// ```
+/// use memory_core::validate_message_id;
+/// assert!(validate_message_id("msg-1").is_ok());
+/// assert!(validate_message_id("compaction_abc").is_err());
+/// ```
+pub fn validate_message_id(id: &str) -> Result<()> {
+    if id.is_empty() {
+        return Err(MemoryError::invalid("message id must not be empty"));
+    }
+    if id.len() > 256 {
+        return Err(MemoryError::invalid(format!(
+            "message id is {} bytes; the limit is 256",
+            id.len()
+        )));
+    }
+    if id.starts_with(COMPACTION_PREFIX) {
+        return Err(MemoryError::invalid(format!(
+            "message id {id:?} uses the reserved prefix {COMPACTION_PREFIX:?} (compaction overlays); choose another id"
+        )));
+    }
+    Ok(())
+}

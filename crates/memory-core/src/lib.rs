@@ -1,0 +1,31 @@
+//! # memory-core
+//!
+//! The domain types and the **ports** (traits) of the agent memory layer.
+//!
+//! This crate is the hexagon's centre: it knows nothing of SQL, HTTP, files or async runtimes.
+//! Adapter crates (`memory-sqlite`, ...) implement the ports; `memory-engine` builds the
+//! application services on top of them; binaries compose the two.
+//!
+//! Start reading at [`ports::MessageStore`] (the conversation tree) and [`message::UiMessage`]
+//! (the AI SDK compatible message model).
+#![forbid(unsafe_code)]
+
+pub mod error;
+pub mod history;
+pub mod ids;
+pub mod message;
+pub mod ports;
+pub mod search;
+pub mod session;
+pub mod time;
+
+pub use error::{MemoryError, Result};
+pub use history::{
+    AppendOutcome, CompactionRecord, NewCompaction, NewMessage, Parent, PathEntry, RecentHistory,
+    StoredMessage,
+};
+pub use ids::{COMPACTION_PREFIX, SessionId, validate_message_id};
+pub use message::{Part, Role, ToolPart, ToolState, UiMessage};
+pub use search::{SearchHit, SearchMode, SearchQuery};
+pub use session::{NewSession, SessionInfo, SessionPatch, SessionUsage};
+pub use time::Timestamp;

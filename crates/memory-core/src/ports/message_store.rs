@@ -1,0 +1,170 @@
+use async_trait::async_trait;
+
+use crate::{
+    AppendOutcome, CompactionRecord, MemoryError, NewCompaction, NewMessage, Parent, PathEntry,
+    RecentHistory, Result, SearchHit, SearchQuery, SessionId, StoredMessage, UiMessage,
+};
+
+/// What a message store can and cannot hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreCapabilities {
+    /// The largest stored message (JSON bytes) the backend accepts; `None` for no limit.
+    pub max_message_bytes: Option<u64>,
+}
+
+/// The conversation tree of every session, its compaction overlay records and its full-text
+/// index.
+///
+/// # Contract
+/// (asserted by `memory_testkit::contract::message_store`)
+/// - Messages are keyed by `(session, message id)`: the same id may exist in two sessions, and
+///   every operation sees only its own session (search with `session: None` excepted).
+/// - [`append`](Self::append) is insert-if-absent and atomic for the whole batch: an existing id
+///   gives [`AppendOutcome::AlreadyExists`] and changes nothing; any error (an explicit parent
+///   not in this session, a reserved id) stores none of the batch. Within a batch, later items
+///   see earlier ones (as latest leaf or explicit parent).
+/// - Ids starting with [`crate::COMPACTION_PREFIX`] are rejected on every write.
+/// - The latest leaf is the most recently appended message without children, by insertion
+///   order, never by wall-clock time.
+/// - Deleting a message removes it and its search entry; its children re-link to its parent.
+///   `clear` removes one session's messages, overlay records and search entries only.
+/// - Reads of a path never recurse on the call stack and load no more than the result.
+/// - The search index is exact: it changes in the same transaction as the rows it indexes.
+#[async_trait]
+pub trait MessageStore: Send + Sync {
+    /// The adapter's name, for errors and logs.
+    fn backend_name(&self) -> &'static str;
+
+    /// Declared limits.
+    fn capabilities(&self) -> StoreCapabilities;
+
+    /// Appends messages in order, in one transaction; one outcome per message.
+    async fn append(&self, session: &SessionId, messages: Vec<NewMessage>)
+    -> Result<Vec<AppendOutcome>>;
+
+    /// Replaces the parts (and the rest of the content) of an existing message and re-indexes
+    /// it. Its parent and role do not change. [`MemoryError::NotFound`] if absent.
+    async fn update(&self, session: &SessionId, message: UiMessage) -> Result<()>;
+
+    /// Deletes messages by id; unknown ids are ignored. Returns how many were deleted.
+    async fn delete(&self, session: &SessionId, ids: &[String]) -> Result<u64>;
+
+    /// Deletes every message, overlay record and search entry of the session.
+    async fn clear(&self, session: &SessionId) -> Result<()>;
+
+    /// One message.
+    async fn get(&self, session: &SessionId, id: &str) -> Result<Option<UiMessage>>;
+
+    /// Several messages, in the order of `ids`; ids not in the session are skipped.
+    async fn get_many(&self, session: &SessionId, ids: &[String]) -> Result<Vec<UiMessage>>;
+
+    /// The id of the most recently appended message without children.
+    async fn latest_leaf(&self, session: &SessionId) -> Result<Option<String>>;
+
+    /// The children of a message, in insertion order. [`MemoryError::NotFound`] if the
+    /// message is not in the session.
+    async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>>;
+
+    /// The root-to-leaf path as row stats (no content). `leaf: None` means the latest leaf; an
+    /// empty session gives an empty path; an unknown leaf is [`MemoryError::NotFound`].
+    async fn path(&self, session: &SessionId, leaf: Option<&str>) -> Result<Vec<PathEntry>>;
+
+    /// The root-to-leaf path with content, raw (no overlays applied). Same leaf rules as
+    /// [`path`](Self::path).
+    async fn history(&self, session: &SessionId, leaf: Option<&str>) -> Result<Vec<UiMessage>>;
+
+    /// Every message of the session in insertion order, with parents: a page of at most
+    /// `limit` messages with `seq > after_seq`.
+    async fn messages(
+        &self,
+        session: &SessionId,
+        after_seq: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>>;
+
+    /// BM25-ranked full-text search over text parts (see [`SearchQuery`]).
+    async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>>;
+
+    /// Records a compaction overlay. Both ends must be messages of the session.
+    async fn add_compaction(
+        &self,
+        session: &SessionId,
+        compaction: NewCompaction,
+    ) -> Result<CompactionRecord>;
+
+    /// The session's overlay records, in recording order.
+    async fn compactions(&self, session: &SessionId) -> Result<Vec<CompactionRecord>>;
+}
+
+/// Conveniences over [`MessageStore`], implemented for every store.
+#[async_trait]
+pub trait MessageStoreExt: MessageStore {
+    /// Appends one message.
+    async fn append_one(
+        &self,
+        session: &SessionId,
+        message: UiMessage,
+        parent: Parent,
+    ) -> Result<AppendOutcome> {
+        let mut outcomes = self
+            .append(session, vec![NewMessage::with_parent(message, parent)])
+            .await?;
+        outcomes.pop().ok_or_else(|| MemoryError::Conflict {
+            message: "append returned no outcome".into(),
+        })
+    }
+
+    /// Updates the message if it exists, else appends it under `parent`.
+    async fn upsert(
+        &self,
+        session: &SessionId,
+        message: UiMessage,
+        parent: Parent,
+    ) -> Result<AppendOutcome> {
+        if self.get(session, &message.id).await?.is_some() {
+            self.update(session, message).await?;
+            Ok(AppendOutcome::AlreadyExists)
+        } else {
+            self.append_one(session, message, parent).await
+        }
+    }
+
+    /// Number of messages on the path to `leaf` (latest leaf by default).
+    async fn path_length(&self, session: &SessionId, leaf: Option<&str>) -> Result<usize> {
+        Ok(self.path(session, leaf).await?.len())
+    }
+
+    /// The contiguous suffix of the path that fits `max_bytes`, always including the leaf and
+    /// at least `min_recent` messages (when the path has them).
+    async fn recent_history(
+        &self,
+        session: &SessionId,
+        leaf: Option<&str>,
+        max_bytes: u64,
+        min_recent: usize,
+    ) -> Result<RecentHistory> {
+        let path = self.path(session, leaf).await?;
+        let total_bytes = path.iter().map(|e| e.bytes).sum();
+        let min_recent = min_recent.max(1);
+        let mut start = path.len();
+        let mut used = 0u64;
+        while start > 0 {
+            let candidate = &path[start - 1];
+            let taken = path.len() - start;
+            if taken >= min_recent && used + candidate.bytes > max_bytes {
+                break;
+            }
+            used += candidate.bytes;
+            start -= 1;
+        }
+        let ids: Vec<String> = path[start..].iter().map(|e| e.id.clone()).collect();
+        let messages = self.get_many(session, &ids).await?;
+        Ok(RecentHistory {
+            messages,
+            truncated: start > 0,
+            total_bytes,
+        })
+    }
+}
+
+impl<T: MessageStore + ?Sized> MessageStoreExt for T {}

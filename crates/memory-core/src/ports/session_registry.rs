@@ -1,0 +1,39 @@
+use async_trait::async_trait;
+
+use crate::{NewSession, Result, SessionId, SessionInfo, SessionPatch, SessionUsage, Timestamp};
+
+/// Metadata and usage of every session.
+///
+/// # Contract
+/// - `create` with an existing id is [`crate::MemoryError::AlreadyExists`].
+/// - `list` orders by `updated_at` descending, ties by most recently created first.
+/// - `update`, `add_usage` and `touch` set `updated_at` to `now`; on an unknown id they are
+///   [`crate::MemoryError::NotFound`].
+/// - The registry owns no messages: deleting a session's messages is the caller's job
+///   (the engine's `SessionManager` does both).
+#[async_trait]
+pub trait SessionRegistry: Send + Sync {
+    /// Creates a session with the given id.
+    async fn create(&self, id: &SessionId, spec: &NewSession, now: Timestamp)
+    -> Result<SessionInfo>;
+
+    /// One session.
+    async fn get(&self, id: &SessionId) -> Result<Option<SessionInfo>>;
+
+    /// Sessions, most recently updated first; `limit` at most, skipping `offset`.
+    async fn list(&self, limit: usize, offset: usize) -> Result<Vec<SessionInfo>>;
+
+    /// Changes metadata.
+    async fn update(&self, id: &SessionId, patch: &SessionPatch, now: Timestamp)
+    -> Result<SessionInfo>;
+
+    /// Adds to the usage counters.
+    async fn add_usage(&self, id: &SessionId, usage: SessionUsage, now: Timestamp)
+    -> Result<SessionInfo>;
+
+    /// Marks the session as updated now.
+    async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()>;
+
+    /// Deletes the record; true if it existed.
+    async fn delete(&self, id: &SessionId) -> Result<bool>;
+}
