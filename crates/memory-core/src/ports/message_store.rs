@@ -67,11 +67,12 @@ pub trait MessageStore: Send + Sync {
 
     /// The root-to-leaf path as row stats (no content). `leaf: None` means the latest leaf; an
     /// empty session gives an empty path; an unknown leaf is [`MemoryError::NotFound`].
-    async fn path(&self, session: &SessionId, leaf: Option<&str>) -> Result<Vec<PathEntry>>;
+    async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>>;
 
     /// The root-to-leaf path with content, raw (no overlays applied). Same leaf rules as
     /// [`path`](Self::path).
-    async fn history(&self, session: &SessionId, leaf: Option<&str>) -> Result<Vec<UiMessage>>;
+    async fn history(&self, session: &SessionId, leaf: Option<String>)
+    -> Result<Vec<UiMessage>>;
 
     /// Every message of the session in insertion order, with parents: a page of at most
     /// `limit` messages with `seq > after_seq`.
@@ -131,7 +132,7 @@ pub trait MessageStoreExt: MessageStore {
 
     /// Number of messages on the path to `leaf` (latest leaf by default).
     async fn path_length(&self, session: &SessionId, leaf: Option<&str>) -> Result<usize> {
-        Ok(self.path(session, leaf).await?.len())
+        Ok(self.path(session, leaf.map(str::to_owned)).await?.len())
     }
 
     /// The contiguous suffix of the path that fits `max_bytes`, always including the leaf and
@@ -143,7 +144,7 @@ pub trait MessageStoreExt: MessageStore {
         max_bytes: u64,
         min_recent: usize,
     ) -> Result<RecentHistory> {
-        let path = self.path(session, leaf).await?;
+        let path = self.path(session, leaf.map(str::to_owned)).await?;
         let total_bytes = path.iter().map(|e| e.bytes).sum();
         let min_recent = min_recent.max(1);
         let mut start = path.len();

@@ -24,7 +24,7 @@ pub trait SkillStore: Send + Sync {
     /// One skill's content.
     async fn get(&self, key: &str) -> Result<Option<String>>;
     /// Stores a skill.
-    async fn put(&self, key: &str, content: &str, description: Option<&str>) -> Result<()>;
+    async fn put(&self, key: &str, content: &str, description: Option<String>) -> Result<()>;
     /// Removes a skill.
     async fn delete(&self, key: &str) -> Result<bool>;
 }

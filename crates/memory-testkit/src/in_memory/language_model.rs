@@ -1,0 +1,77 @@
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use memory_core::ports::{ChatRequest, ChatResponse, LanguageModel, TokenUsage};
+use memory_core::{MemoryError, Result};
+
+use super::lock;
+
+/// A [`LanguageModel`] that answers from a script and records every request.
+///
+/// ```
+/// # tokio_test_block(async {
+/// use memory_core::ports::{ChatRequest, LanguageModel};
+/// use memory_testkit::in_memory::ScriptedLanguageModel;
+/// let model = ScriptedLanguageModel::new(["first answer"]);
+/// let answer = model.complete(ChatRequest::default()).await.unwrap();
+/// assert_eq!(answer.content, "first answer");
+/// assert!(model.complete(ChatRequest::default()).await.is_err()); // script exhausted
+/// assert_eq!(model.requests().len(), 2);
+/// # });
+/// # fn tokio_test_block<F: std::future::Future>(f: F) { tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f); }
+/// ```
+#[derive(Default)]
+pub struct ScriptedLanguageModel {
+    answers: Mutex<VecDeque<Result<String, String>>>,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl ScriptedLanguageModel {
+    /// A model that gives these answers in order, then fails.
+    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(answers: I) -> Self {
+        Self {
+            answers: Mutex::new(answers.into_iter().map(|a| Ok(a.into())).collect()),
+            requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Queues an answer.
+    pub fn push_answer(&self, answer: impl Into<String>) {
+        lock(&self.answers).push_back(Ok(answer.into()));
+    }
+
+    /// Queues a failure.
+    pub fn push_failure(&self, message: impl Into<String>) {
+        lock(&self.answers).push_back(Err(message.into()));
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<ChatRequest> {
+        lock(&self.requests).clone()
+    }
+}
+
+#[async_trait]
+impl LanguageModel for ScriptedLanguageModel {
+    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse> {
+        let input_chars: usize = request.messages.iter().map(|m| m.content.len()).sum();
+        let model = request.model.clone().unwrap_or_else(|| "scripted".into());
+        lock(&self.requests).push(request);
+        match lock(&self.answers).pop_front() {
+            Some(Ok(content)) => Ok(ChatResponse {
+                usage: TokenUsage {
+                    input_tokens: input_chars.div_ceil(4) as u64,
+                    output_tokens: content.len().div_ceil(4) as u64,
+                },
+                content,
+                model,
+            }),
+            Some(Err(message)) => Err(MemoryError::backend("scripted-llm", message)),
+            None => Err(MemoryError::backend(
+                "scripted-llm",
+                "the script has no more answers",
+            )),
+        }
+    }
+}

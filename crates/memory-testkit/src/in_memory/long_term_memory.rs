@@ -1,0 +1,251 @@
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use memory_core::ports::{
+    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
+    MemoryRecord, RawMessage, RawMessageInsert,
+};
+use memory_core::{MemoryError, Result, Role, SearchHit, SearchMode, SessionId};
+
+use super::{Bm25Corpus, lock};
+
+#[derive(Default)]
+struct Inner {
+    raw: Vec<RawMessage>,
+    raw_ids: HashMap<String, usize>,
+    /// Memories by insertion order (the list cursor is the position).
+    memories: BTreeMap<u64, MemoryRecord>,
+    positions: HashMap<String, u64>,
+    next: u64,
+}
+
+/// One profile's [`LongTermMemoryStore`] in memory.
+#[derive(Default)]
+pub struct InMemoryLongTermMemory {
+    inner: Mutex<Inner>,
+}
+
+impl InMemoryLongTermMemory {
+    /// An empty profile.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+fn matches(filter: &MemoryFilter, m: &MemoryRecord) -> bool {
+    filter.kind.is_none_or(|k| k == m.kind)
+        && filter.key.as_ref().is_none_or(|k| m.key.as_ref() == Some(k))
+        && filter
+            .session_id
+            .as_ref()
+            .is_none_or(|s| m.session_id.as_ref() == Some(s))
+        && filter.from.is_none_or(|t| m.recorded_at >= t)
+        && filter.to.is_none_or(|t| m.recorded_at < t)
+        && (filter.include_superseded || m.superseded_by.is_none())
+        && (filter.include_forgotten || m.forgotten.is_none())
+}
+
+#[async_trait]
+impl LongTermMemoryStore for InMemoryLongTermMemory {
+    async fn insert_raw(&self, messages: Vec<RawMessage>) -> Result<RawMessageInsert> {
+        let mut inner = lock(&self.inner);
+        let mut counts = RawMessageInsert::default();
+        for message in messages {
+            if inner.raw_ids.contains_key(&message.id) {
+                counts.existing += 1;
+            } else {
+                let position = inner.raw.len();
+                inner.raw_ids.insert(message.id.clone(), position);
+                inner.raw.push(message);
+                counts.inserted += 1;
+            }
+        }
+        Ok(counts)
+    }
+
+    async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
+        let inner = lock(&self.inner);
+        let mut corpus = Bm25Corpus::new();
+        for (i, m) in inner.raw.iter().enumerate() {
+            corpus.add(i, &m.content);
+        }
+        corpus
+            .search(query, SearchMode::AllWords, limit)
+            .into_iter()
+            .map(|(i, score)| {
+                let m = &inner.raw[i];
+                Ok(SearchHit {
+                    session_id: SessionId::new(m.session_id.clone())?,
+                    message_id: m.id.clone(),
+                    role: Role::parse(&m.role)?,
+                    content: m.content.clone(),
+                    score,
+                })
+            })
+            .collect()
+    }
+
+    async fn insert_memory(&self, memory: MemoryRecord) -> Result<()> {
+        let mut inner = lock(&self.inner);
+        if inner.positions.contains_key(&memory.id) {
+            return Err(MemoryError::AlreadyExists {
+                kind: "memory",
+                id: memory.id,
+            });
+        }
+        inner.next += 1;
+        let position = inner.next;
+        inner.positions.insert(memory.id.clone(), position);
+        inner.memories.insert(position, memory);
+        Ok(())
+    }
+
+    async fn get_memory(&self, id: &str) -> Result<Option<MemoryRecord>> {
+        let inner = lock(&self.inner);
+        Ok(inner
+            .positions
+            .get(id)
+            .and_then(|p| inner.memories.get(p))
+            .cloned())
+    }
+
+    async fn current_by_key(&self, kind: MemoryKind, key: &str) -> Result<Option<MemoryRecord>> {
+        let inner = lock(&self.inner);
+        Ok(inner
+            .memories
+            .values()
+            .rev()
+            .find(|m| {
+                m.kind == kind
+                    && m.key.as_deref() == Some(key)
+                    && m.superseded_by.is_none()
+                    && m.forgotten.is_none()
+            })
+            .cloned())
+    }
+
+    async fn supersede(&self, old_id: &str, new_id: &str) -> Result<()> {
+        let mut inner = lock(&self.inner);
+        if !inner.positions.contains_key(new_id) {
+            return Err(MemoryError::not_found("memory", new_id));
+        }
+        let position = *inner
+            .positions
+            .get(old_id)
+            .ok_or_else(|| MemoryError::not_found("memory", old_id))?;
+        if let Some(m) = inner.memories.get_mut(&position) {
+            m.superseded_by = Some(new_id.to_owned());
+        }
+        Ok(())
+    }
+
+    async fn versions(&self, kind: MemoryKind, key: &str) -> Result<Vec<MemoryRecord>> {
+        let inner = lock(&self.inner);
+        Ok(inner
+            .memories
+            .values()
+            .filter(|m| m.kind == kind && m.key.as_deref() == Some(key))
+            .cloned()
+            .collect())
+    }
+
+    async fn list(
+        &self,
+        filter: &MemoryFilter,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<MemoryPage> {
+        let after: u64 = match cursor.as_deref() {
+            Some(c) => c
+                .parse()
+                .map_err(|_| MemoryError::invalid(format!("invalid cursor {c:?}")))?,
+            None => 0,
+        };
+        let inner = lock(&self.inner);
+        let mut memories = Vec::new();
+        let mut last = None;
+        let mut more = false;
+        for (position, m) in inner.memories.range(after + 1..) {
+            if !matches(filter, m) {
+                continue;
+            }
+            if memories.len() == limit {
+                more = true;
+                break;
+            }
+            memories.push(m.clone());
+            last = Some(*position);
+        }
+        Ok(MemoryPage {
+            memories,
+            next_cursor: if more { last.map(|p| p.to_string()) } else { None },
+        })
+    }
+
+    async fn search_memories(&self, query: &str, limit: usize) -> Result<Vec<(String, f64)>> {
+        let inner = lock(&self.inner);
+        let mut corpus = Bm25Corpus::new();
+        for m in inner.memories.values() {
+            if m.superseded_by.is_none() && m.forgotten.is_none() {
+                corpus.add(m.id.clone(), &format!("{} {}", m.content, m.questions.join(" ")));
+            }
+        }
+        Ok(corpus.search(query, SearchMode::AllWords, limit))
+    }
+
+    async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()> {
+        let mut inner = lock(&self.inner);
+        let position = *inner
+            .positions
+            .get(id)
+            .ok_or_else(|| MemoryError::not_found("memory", id))?;
+        if let Some(m) = inner.memories.get_mut(&position) {
+            m.forgotten = Some(request);
+        }
+        Ok(())
+    }
+
+    async fn purge(&self, id: &str) -> Result<bool> {
+        let mut inner = lock(&self.inner);
+        match inner.positions.remove(id) {
+            Some(position) => Ok(inner.memories.remove(&position).is_some()),
+            None => Ok(false),
+        }
+    }
+}
+
+/// [`MemoryProfiles`] of in-memory stores.
+#[derive(Default)]
+pub struct InMemoryProfiles {
+    profiles: Mutex<BTreeMap<String, Arc<InMemoryLongTermMemory>>>,
+}
+
+impl InMemoryProfiles {
+    /// No profiles yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl MemoryProfiles for InMemoryProfiles {
+    async fn open(&self, name: &str) -> Result<Arc<dyn LongTermMemoryStore>> {
+        if name.is_empty() {
+            return Err(MemoryError::invalid("profile name must not be empty"));
+        }
+        let store = lock(&self.profiles)
+            .entry(name.to_owned())
+            .or_default()
+            .clone();
+        Ok(store)
+    }
+
+    async fn list(&self) -> Result<Vec<String>> {
+        Ok(lock(&self.profiles).keys().cloned().collect())
+    }
+
+    async fn delete(&self, name: &str) -> Result<bool> {
+        Ok(lock(&self.profiles).remove(name).is_some())
+    }
+}

@@ -1,0 +1,37 @@
+//! In-memory adapters for every port. Correct, simple and single-process: the reference
+//! behaviour the contract suite holds real adapters to.
+
+mod clock;
+mod context;
+mod embedder;
+mod key_value_store;
+mod language_model;
+mod long_term_memory;
+mod message_store;
+mod search_index;
+mod session_registry;
+mod skill_store;
+mod text_search;
+mod token_counter;
+mod vector_index;
+
+pub use clock::ManualClock;
+pub use context::{InMemoryBlock, IndexedEntries, StaticBlock, StoredSkills};
+pub use embedder::HashingEmbedder;
+pub use key_value_store::InMemoryKeyValueStore;
+pub use language_model::ScriptedLanguageModel;
+pub use long_term_memory::{InMemoryLongTermMemory, InMemoryProfiles};
+pub use message_store::InMemoryMessageStore;
+pub use search_index::InMemorySearchIndex;
+pub use session_registry::InMemorySessionRegistry;
+pub use skill_store::InMemorySkillStore;
+pub use text_search::{Bm25Corpus, tokenize};
+pub use token_counter::CharRatioTokenCounter;
+pub use vector_index::InMemoryVectorIndex;
+
+use std::sync::{Mutex, MutexGuard};
+
+/// Locks a mutex, recovering the data if a panicking thread poisoned it.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,0 +1,233 @@
+//! mockall mocks of every port, for interaction tests of engine logic.
+//!
+//! ```
+//! use memory_core::ports::MessageStore;
+//! use memory_testkit::mocks::MockMessageStore;
+//! let mut store = MockMessageStore::new();
+//! store.expect_backend_name().return_const("mock");
+//! assert_eq!(store.backend_name(), "mock");
+//! ```
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use memory_core::ports::{
+    ChatRequest, ChatResponse, ContextProvider, Embedder, ForgetRequest, IndexDocument, IndexHit,
+    KeyValueStore, LanguageModel, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage,
+    MemoryProfiles, MemoryRecord, MessageStore, RawMessage, RawMessageInsert, SearchIndex,
+    SearchableContextProvider, SessionRegistry, SkillProvider, SkillStore, SkillSummary,
+    StoreCapabilities, TokenCounter, VectorHit, VectorIndex, VectorRecord,
+    WritableContextProvider, Clock,
+};
+use memory_core::{
+    AppendOutcome, CompactionRecord, NewCompaction, NewMessage, NewSession, PathEntry, Result,
+    SearchHit, SearchMode, SearchQuery, SessionId, SessionInfo, SessionPatch, SessionUsage,
+    StoredMessage, Timestamp, UiMessage,
+};
+use mockall::mock;
+
+mock! {
+    /// Mock of [`MessageStore`].
+    pub MessageStore {}
+    #[async_trait]
+    impl MessageStore for MessageStore {
+        fn backend_name(&self) -> &'static str;
+        fn capabilities(&self) -> StoreCapabilities;
+        async fn append(&self, session: &SessionId, messages: Vec<NewMessage>) -> Result<Vec<AppendOutcome>>;
+        async fn update(&self, session: &SessionId, message: UiMessage) -> Result<()>;
+        async fn delete(&self, session: &SessionId, ids: &[String]) -> Result<u64>;
+        async fn clear(&self, session: &SessionId) -> Result<()>;
+        async fn get(&self, session: &SessionId, id: &str) -> Result<Option<UiMessage>>;
+        async fn get_many(&self, session: &SessionId, ids: &[String]) -> Result<Vec<UiMessage>>;
+        async fn latest_leaf(&self, session: &SessionId) -> Result<Option<String>>;
+        async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>>;
+        async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>>;
+        async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>>;
+        async fn messages(&self, session: &SessionId, after_seq: Option<i64>, limit: usize) -> Result<Vec<StoredMessage>>;
+        async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>>;
+        async fn add_compaction(&self, session: &SessionId, compaction: NewCompaction) -> Result<CompactionRecord>;
+        async fn compactions(&self, session: &SessionId) -> Result<Vec<CompactionRecord>>;
+    }
+}
+
+mock! {
+    /// Mock of [`SessionRegistry`].
+    pub SessionRegistry {}
+    #[async_trait]
+    impl SessionRegistry for SessionRegistry {
+        async fn create(&self, id: &SessionId, spec: &NewSession, now: Timestamp) -> Result<SessionInfo>;
+        async fn get(&self, id: &SessionId) -> Result<Option<SessionInfo>>;
+        async fn list(&self, limit: usize, offset: usize) -> Result<Vec<SessionInfo>>;
+        async fn update(&self, id: &SessionId, patch: &SessionPatch, now: Timestamp) -> Result<SessionInfo>;
+        async fn add_usage(&self, id: &SessionId, usage: SessionUsage, now: Timestamp) -> Result<SessionInfo>;
+        async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()>;
+        async fn delete(&self, id: &SessionId) -> Result<bool>;
+    }
+}
+
+mock! {
+    /// Mock of [`KeyValueStore`].
+    pub KeyValueStore {}
+    #[async_trait]
+    impl KeyValueStore for KeyValueStore {
+        async fn get(&self, key: &str) -> Result<Option<String>>;
+        async fn set(&self, key: &str, value: &str) -> Result<()>;
+        async fn delete(&self, key: &str) -> Result<bool>;
+        async fn keys(&self, prefix: &str) -> Result<Vec<String>>;
+        async fn delete_prefix(&self, prefix: &str) -> Result<u64>;
+    }
+}
+
+mock! {
+    /// Mock of a read-only [`ContextProvider`].
+    pub ContextProvider {}
+    #[async_trait]
+    impl ContextProvider for ContextProvider {
+        async fn get(&self) -> Result<Option<String>>;
+    }
+}
+
+mock! {
+    /// Mock of a [`WritableContextProvider`].
+    pub WritableContextProvider {}
+    #[async_trait]
+    impl ContextProvider for WritableContextProvider {
+        async fn get(&self) -> Result<Option<String>>;
+    }
+    #[async_trait]
+    impl WritableContextProvider for WritableContextProvider {
+        async fn set(&self, content: &str) -> Result<()>;
+    }
+}
+
+mock! {
+    /// Mock of a [`SearchableContextProvider`].
+    pub SearchableContextProvider {}
+    #[async_trait]
+    impl ContextProvider for SearchableContextProvider {
+        async fn get(&self) -> Result<Option<String>>;
+    }
+    #[async_trait]
+    impl SearchableContextProvider for SearchableContextProvider {
+        async fn search(&self, query: &str) -> Result<Option<String>>;
+        async fn set_entry(&self, key: &str, content: &str) -> Result<()>;
+    }
+}
+
+mock! {
+    /// Mock of a [`SkillProvider`].
+    pub SkillProvider {}
+    #[async_trait]
+    impl ContextProvider for SkillProvider {
+        async fn get(&self) -> Result<Option<String>>;
+    }
+    #[async_trait]
+    impl SkillProvider for SkillProvider {
+        async fn load(&self, key: &str) -> Result<Option<String>>;
+        async fn set_skill(&self, key: &str, content: &str, description: Option<String>) -> Result<()>;
+    }
+}
+
+mock! {
+    /// Mock of [`SearchIndex`].
+    pub SearchIndex {}
+    #[async_trait]
+    impl SearchIndex for SearchIndex {
+        async fn upsert(&self, namespace: &str, documents: Vec<IndexDocument>) -> Result<()>;
+        async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64>;
+        async fn search(&self, namespace: &str, query: &str, mode: SearchMode, limit: usize) -> Result<Vec<IndexHit>>;
+        async fn count(&self, namespace: &str) -> Result<u64>;
+        async fn clear(&self, namespace: &str) -> Result<()>;
+    }
+}
+
+mock! {
+    /// Mock of [`VectorIndex`].
+    pub VectorIndex {}
+    #[async_trait]
+    impl VectorIndex for VectorIndex {
+        async fn upsert(&self, namespace: &str, records: Vec<VectorRecord>) -> Result<()>;
+        async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64>;
+        async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>>;
+        async fn model(&self, namespace: &str) -> Result<Option<String>>;
+        async fn clear(&self, namespace: &str) -> Result<()>;
+    }
+}
+
+mock! {
+    /// Mock of [`SkillStore`].
+    pub SkillStore {}
+    #[async_trait]
+    impl SkillStore for SkillStore {
+        async fn list(&self) -> Result<Vec<SkillSummary>>;
+        async fn get(&self, key: &str) -> Result<Option<String>>;
+        async fn put(&self, key: &str, content: &str, description: Option<String>) -> Result<()>;
+        async fn delete(&self, key: &str) -> Result<bool>;
+    }
+}
+
+mock! {
+    /// Mock of [`LongTermMemoryStore`].
+    pub LongTermMemoryStore {}
+    #[async_trait]
+    impl LongTermMemoryStore for LongTermMemoryStore {
+        async fn insert_raw(&self, messages: Vec<RawMessage>) -> Result<RawMessageInsert>;
+        async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>>;
+        async fn insert_memory(&self, memory: MemoryRecord) -> Result<()>;
+        async fn get_memory(&self, id: &str) -> Result<Option<MemoryRecord>>;
+        async fn current_by_key(&self, kind: MemoryKind, key: &str) -> Result<Option<MemoryRecord>>;
+        async fn supersede(&self, old_id: &str, new_id: &str) -> Result<()>;
+        async fn versions(&self, kind: MemoryKind, key: &str) -> Result<Vec<MemoryRecord>>;
+        async fn list(&self, filter: &MemoryFilter, cursor: Option<String>, limit: usize) -> Result<MemoryPage>;
+        async fn search_memories(&self, query: &str, limit: usize) -> Result<Vec<(String, f64)>>;
+        async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()>;
+        async fn purge(&self, id: &str) -> Result<bool>;
+    }
+}
+
+mock! {
+    /// Mock of [`MemoryProfiles`].
+    pub MemoryProfiles {}
+    #[async_trait]
+    impl MemoryProfiles for MemoryProfiles {
+        async fn open(&self, name: &str) -> Result<Arc<dyn LongTermMemoryStore>>;
+        async fn list(&self) -> Result<Vec<String>>;
+        async fn delete(&self, name: &str) -> Result<bool>;
+    }
+}
+
+mock! {
+    /// Mock of [`LanguageModel`].
+    pub LanguageModel {}
+    #[async_trait]
+    impl LanguageModel for LanguageModel {
+        async fn complete(&self, request: ChatRequest) -> Result<ChatResponse>;
+    }
+}
+
+mock! {
+    /// Mock of [`Embedder`].
+    pub Embedder {}
+    #[async_trait]
+    impl Embedder for Embedder {
+        fn model_id(&self) -> &str;
+        fn dimensions(&self) -> usize;
+        async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
+    }
+}
+
+mock! {
+    /// Mock of [`TokenCounter`].
+    pub TokenCounter {}
+    impl TokenCounter for TokenCounter {
+        fn count(&self, text: &str) -> usize;
+    }
+}
+
+mock! {
+    /// Mock of [`Clock`].
+    pub Clock {}
+    impl Clock for Clock {
+        fn now(&self) -> Timestamp;
+    }
+}

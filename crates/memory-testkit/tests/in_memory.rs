@@ -1,0 +1,27 @@
+//! The in-memory adapters pass the same contract suite as every real adapter.
+
+use memory_testkit::contract;
+use memory_testkit::in_memory::{
+    InMemoryKeyValueStore, InMemoryMessageStore, InMemorySessionRegistry,
+};
+
+#[tokio::test]
+async fn in_memory_message_store_passes_the_contract() {
+    contract::message_store::run_all(&InMemoryMessageStore::new(), 20_000).await;
+}
+
+#[tokio::test]
+async fn in_memory_session_registry_passes_the_contract() {
+    contract::session_registry::run_all(&InMemorySessionRegistry::new()).await;
+}
+
+#[tokio::test]
+async fn in_memory_key_value_store_passes_the_contract() {
+    contract::key_value_store::run_all(&InMemoryKeyValueStore::new()).await;
+}
+
+#[test]
+fn in_memory_message_store_agrees_with_the_model() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    memory_testkit::model::check_against_model(&runtime, &InMemoryMessageStore::new(), 200);
+}
