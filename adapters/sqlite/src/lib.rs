@@ -1,1 +1,34 @@
-//! placeholder
+//! # memory-sqlite
+//!
+//! The embedded default adapter: one SQLite file (WAL, foreign keys, FTS5) behind the
+//! [`MessageStore`](memory_core::ports::MessageStore),
+//! [`SessionRegistry`](memory_core::ports::SessionRegistry) and
+//! [`KeyValueStore`](memory_core::ports::KeyValueStore) ports.
+//!
+//! ```no_run
+//! # async fn demo() -> memory_core::Result<()> {
+//! use memory_sqlite::{SqliteConfig, SqliteDatabase, SqliteMessageStore};
+//! let db = SqliteDatabase::open(SqliteConfig::new("./memory-data/memory.db")).await?;
+//! let messages = SqliteMessageStore::new(db.clone());
+//! # Ok(()) }
+//! ```
+//!
+//! One writer connection serialises writes (each batch is one `BEGIN IMMEDIATE`
+//! transaction); a pool of read-only connections serves reads concurrently.
+
+mod config;
+mod database;
+mod error;
+mod key_value_store;
+mod message_store;
+mod session_registry;
+
+pub use config::{SqliteConfig, Synchronous};
+pub use database::SqliteDatabase;
+pub use key_value_store::SqliteKeyValueStore;
+pub use message_store::SqliteMessageStore;
+pub use session_registry::SqliteSessionRegistry;
+
+/// The largest message (stored JSON bytes) this adapter accepts: SQLite's default
+/// `SQLITE_MAX_LENGTH` is 1,000,000,000 bytes; we keep well under it.
+pub const MAX_MESSAGE_BYTES: u64 = 256 * 1024 * 1024;

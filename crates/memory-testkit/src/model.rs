@@ -78,13 +78,14 @@ impl Model {
 
     /// Applies an append; `Err` when the parent is unknown.
     pub fn append(&mut self, id: String, parent: Parent, text: String) -> Result<AppendOutcome, ()> {
+        // An existing id wins over a bad parent: re-sending a stored message is idempotent.
+        if self.find(&id).is_some() {
+            return Ok(AppendOutcome::AlreadyExists);
+        }
         if let Parent::Message(p) = &parent {
             if self.find(p).is_none() {
                 return Err(());
             }
-        }
-        if self.find(&id).is_some() {
-            return Ok(AppendOutcome::AlreadyExists);
         }
         let parent_id = match parent {
             Parent::LatestLeaf => self.latest_leaf(),

@@ -127,6 +127,11 @@ impl MessageStore for InMemoryMessageStore {
             let mut batch_ids = std::collections::HashSet::new();
             for item in &messages {
                 lengths.push(encoded_len(&item.message)?);
+                let exists = existing.is_some_and(|d| d.nodes.contains_key(&item.message.id))
+                    || batch_ids.contains(item.message.id.as_str());
+                if exists {
+                    continue;
+                }
                 if let Parent::Message(parent) = &item.parent {
                     let known = existing.is_some_and(|d| d.nodes.contains_key(parent));
                     if !known && !batch_ids.contains(parent.as_str()) {

@@ -1,0 +1,56 @@
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How hard SQLite syncs to disk on commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// `synchronous=NORMAL` in WAL mode: durable across application crashes; the last
+    /// commits may roll back on power loss. The default.
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: every commit is fsynced.
+    Full,
+}
+
+/// Where and how to open the database.
+///
+/// ```
+/// use memory_sqlite::{SqliteConfig, Synchronous};
+/// let config = SqliteConfig::new("memory.db").synchronous(Synchronous::Full).readers(8);
+/// assert_eq!(config.readers, 8);
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqliteConfig {
+    /// The database file (created if missing, with its parent directory).
+    pub path: PathBuf,
+    /// Commit durability.
+    pub synchronous: Synchronous,
+    /// Size of the read-only connection pool.
+    pub readers: u32,
+    /// How long a connection waits on a lock held by another process.
+    pub busy_timeout: Duration,
+}
+
+impl SqliteConfig {
+    /// Defaults for a file: NORMAL sync, 4 readers, 5 s busy timeout.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            synchronous: Synchronous::Normal,
+            readers: 4,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// Sets the durability mode.
+    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    /// Sets the reader pool size (at least 1).
+    pub fn readers(mut self, readers: u32) -> Self {
+        self.readers = readers.max(1);
+        self
+    }
+}

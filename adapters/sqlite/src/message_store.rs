@@ -1,0 +1,588 @@
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
+use memory_core::{
+    AppendOutcome, CompactionRecord, MemoryError, NewCompaction, NewMessage, Parent, PathEntry,
+    Result, Role, SearchHit, SearchMode, SearchQuery, SessionId, StoredMessage, Timestamp,
+    UiMessage, validate_message_id,
+};
+use sqlx::{Row, SqliteConnection};
+
+use crate::MAX_MESSAGE_BYTES;
+use crate::database::SqliteDatabase;
+use crate::error::{BACKEND, db};
+
+/// The [`MessageStore`] on SQLite.
+#[derive(Debug, Clone)]
+pub struct SqliteMessageStore {
+    db: SqliteDatabase,
+}
+
+impl SqliteMessageStore {
+    /// A store over an open database.
+    pub fn new(db: SqliteDatabase) -> Self {
+        Self { db }
+    }
+}
+
+/// A message encoded for storage.
+struct Encoded {
+    id: String,
+    role: Role,
+    json: String,
+    text: String,
+}
+
+fn encode(message: &UiMessage) -> Result<Encoded> {
+    validate_message_id(&message.id)?;
+    let json = serde_json::to_string(message)?;
+    if json.len() as u64 > MAX_MESSAGE_BYTES {
+        return Err(MemoryError::invalid(format!(
+            "message {:?} is {} bytes; the sqlite adapter stores at most {MAX_MESSAGE_BYTES}",
+            message.id,
+            json.len()
+        )));
+    }
+    Ok(Encoded {
+        id: message.id.clone(),
+        role: message.role,
+        text: message.text(),
+        json,
+    })
+}
+
+fn decode(json: &str) -> Result<UiMessage> {
+    serde_json::from_str(json).map_err(|e| {
+        MemoryError::serialization(format!("stored message is not a valid UIMessage: {e}"))
+    })
+}
+
+/// A row found by id.
+struct Found {
+    seq: i64,
+    run_id: i64,
+    parent_seq: Option<i64>,
+    role: String,
+}
+
+/// One linear segment of a path: rows of `run_id` with `head <= seq <= upto`.
+struct Segment {
+    run_id: i64,
+    head: i64,
+    upto: i64,
+}
+
+async fn session_key(conn: &mut SqliteConnection, session: &SessionId) -> Result<Option<i64>> {
+    sqlx::query_scalar("SELECT key FROM session_keys WHERE session_id = ?")
+        .bind(session.as_str())
+        .fetch_optional(conn)
+        .await
+        .map_err(db)
+}
+
+async fn ensure_session_key(conn: &mut SqliteConnection, session: &SessionId) -> Result<i64> {
+    sqlx::query("INSERT OR IGNORE INTO session_keys(session_id) VALUES (?)")
+        .bind(session.as_str())
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+    session_key(conn, session)
+        .await?
+        .ok_or_else(|| MemoryError::backend(BACKEND, "session key vanished inside a transaction"))
+}
+
+async fn find(conn: &mut SqliteConnection, key: i64, id: &str) -> Result<Option<Found>> {
+    let row = sqlx::query(
+        "SELECT seq, run_id, parent_seq, role FROM messages WHERE session_key = ? AND id = ?",
+    )
+    .bind(key)
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+    .map_err(db)?;
+    Ok(row.map(|r| Found {
+        seq: r.get(0),
+        run_id: r.get(1),
+        parent_seq: r.get(2),
+        role: r.get(3),
+    }))
+}
+
+async fn latest_leaf_row(conn: &mut SqliteConnection, key: i64) -> Result<Option<(i64, String, i64)>> {
+    let row = sqlx::query(
+        "SELECT seq, id, run_id FROM messages m WHERE session_key = ? \
+         AND NOT EXISTS (SELECT 1 FROM messages c WHERE c.parent_seq = m.seq) \
+         ORDER BY seq DESC LIMIT 1",
+    )
+    .bind(key)
+    .fetch_optional(conn)
+    .await
+    .map_err(db)?;
+    Ok(row.map(|r| (r.get(0), r.get(1), r.get(2))))
+}
+
+async fn has_children(conn: &mut SqliteConnection, seq: i64) -> Result<bool> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM messages WHERE parent_seq = ?)")
+        .bind(seq)
+        .fetch_one(conn)
+        .await
+        .map_err(db)
+}
+
+/// Resolves the leaf of a read: a given id (not found is an error) or the latest leaf.
+async fn resolve_leaf(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    leaf: Option<String>,
+) -> Result<Option<i64>> {
+    let key = session_key(conn, session).await?;
+    match (key, leaf) {
+        (Some(key), Some(id)) => match find(conn, key, &id).await? {
+            Some(found) => Ok(Some(found.seq)),
+            None => Err(MemoryError::not_found("message", id)),
+        },
+        (None, Some(id)) => Err(MemoryError::not_found("message", id)),
+        (Some(key), None) => Ok(latest_leaf_row(conn, key).await?.map(|(seq, _, _)| seq)),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Walks from `leaf` to the root one linear run at a time (iteratively, without content),
+/// returning the segments root-first.
+async fn segments(conn: &mut SqliteConnection, leaf: i64) -> Result<Vec<Segment>> {
+    let mut out = Vec::new();
+    let mut cursor = Some(leaf);
+    while let Some(seq) = cursor {
+        let row = sqlx::query(
+            "SELECT m.run_id, h.seq, h.parent_seq FROM messages m \
+             JOIN messages h ON h.seq = (SELECT MIN(r.seq) FROM messages r WHERE r.run_id = m.run_id) \
+             WHERE m.seq = ?",
+        )
+        .bind(seq)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db)?
+        .ok_or_else(|| MemoryError::backend(BACKEND, format!("path walk lost message seq {seq}")))?;
+        let (run_id, head, parent): (i64, i64, Option<i64>) = (row.get(0), row.get(1), row.get(2));
+        if parent.is_some_and(|p| p >= head) {
+            return Err(MemoryError::backend(BACKEND, "corrupt tree: a parent is newer than its child"));
+        }
+        out.push(Segment { run_id, head, upto: seq });
+        cursor = parent;
+    }
+    out.reverse();
+    Ok(out)
+}
+
+fn compaction_from_row(row: &sqlx::sqlite::SqliteRow) -> CompactionRecord {
+    let seq: i64 = row.get(0);
+    CompactionRecord {
+        id: seq.to_string(),
+        summary: row.get(1),
+        from_message_id: row.get(2),
+        to_message_id: row.get(3),
+        created_at: Timestamp(row.get(4)),
+        seq,
+    }
+}
+
+/// The FTS5 MATCH expression for a query: each word quoted (so user input is never syntax),
+/// optionally scoped to one session's token.
+fn match_expression(query: &SearchQuery, session_key: Option<i64>) -> String {
+    let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    let terms = query.terms();
+    let body = match query.mode {
+        SearchMode::AllWords => terms.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" "),
+        SearchMode::Phrase => quote(&terms.join(" ")),
+    };
+    match session_key {
+        Some(key) => format!("scope : \"s{key}\" AND search_text : ({body})"),
+        None => format!("search_text : ({body})"),
+    }
+}
+
+#[async_trait]
+impl MessageStore for SqliteMessageStore {
+    fn backend_name(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn capabilities(&self) -> StoreCapabilities {
+        StoreCapabilities {
+            max_message_bytes: Some(MAX_MESSAGE_BYTES),
+        }
+    }
+
+    async fn append(
+        &self,
+        session: &SessionId,
+        messages: Vec<NewMessage>,
+    ) -> Result<Vec<AppendOutcome>> {
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encoded = messages
+            .iter()
+            .map(|m| encode(&m.message))
+            .collect::<Result<Vec<_>>>()?;
+        let mut tx = self.db.write().await?;
+        let key = ensure_session_key(&mut tx, session).await?;
+        let mut next_seq: i64 = sqlx::query_scalar("SELECT IFNULL(MAX(seq), 0) + 1 FROM messages")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+        // The latest leaf as (seq, id, run): looked up once, then it is the last insert.
+        let mut latest: Option<Option<(i64, String, i64)>> = None;
+        let mut outcomes = Vec::with_capacity(encoded.len());
+        for (item, enc) in messages.into_iter().zip(encoded) {
+            let exists: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM messages WHERE session_key = ? AND id = ?)",
+            )
+            .bind(key)
+            .bind(&enc.id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db)?;
+            if exists {
+                outcomes.push(AppendOutcome::AlreadyExists);
+                continue;
+            }
+            let (parent_seq, parent_id, run_id) = match item.parent {
+                Parent::LatestLeaf => {
+                    if latest.is_none() {
+                        latest = Some(latest_leaf_row(&mut tx, key).await?);
+                    }
+                    match latest.clone().flatten() {
+                        // A leaf has no children, so the new message continues its run.
+                        Some((seq, id, run)) => (Some(seq), Some(id), run),
+                        None => (None, None, next_seq),
+                    }
+                }
+                Parent::Root => (None, None, next_seq),
+                Parent::Message(parent) => {
+                    let found = find(&mut tx, key, &parent)
+                        .await?
+                        .ok_or_else(|| MemoryError::not_found("parent message", parent.as_str()))?;
+                    let run = if has_children(&mut tx, found.seq).await? {
+                        next_seq
+                    } else {
+                        found.run_id
+                    };
+                    (Some(found.seq), Some(parent), run)
+                }
+            };
+            sqlx::query(
+                "INSERT INTO messages (seq, session_key, id, parent_seq, run_id, role, content, search_text, bytes) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(next_seq)
+            .bind(key)
+            .bind(&enc.id)
+            .bind(parent_seq)
+            .bind(run_id)
+            .bind(enc.role.as_str())
+            .bind(&enc.json)
+            .bind(&enc.text)
+            .bind(enc.json.len() as i64)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+            latest = Some(Some((next_seq, enc.id, run_id)));
+            next_seq += 1;
+            outcomes.push(AppendOutcome::Inserted { parent_id });
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(outcomes)
+    }
+
+    async fn update(&self, session: &SessionId, mut message: UiMessage) -> Result<()> {
+        validate_message_id(&message.id)?;
+        let mut tx = self.db.write().await?;
+        let found = match session_key(&mut tx, session).await? {
+            Some(key) => find(&mut tx, key, &message.id).await?,
+            None => None,
+        }
+        .ok_or_else(|| MemoryError::not_found("message", message.id.as_str()))?;
+        message.role = Role::parse(&found.role)?;
+        let enc = encode(&message)?;
+        sqlx::query("UPDATE messages SET content = ?, search_text = ?, bytes = ? WHERE seq = ?")
+            .bind(&enc.json)
+            .bind(&enc.text)
+            .bind(enc.json.len() as i64)
+            .bind(found.seq)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn delete(&self, session: &SessionId, ids: &[String]) -> Result<u64> {
+        let mut tx = self.db.write().await?;
+        let Some(key) = session_key(&mut tx, session).await? else {
+            return Ok(0);
+        };
+        let mut deleted = 0;
+        for id in ids {
+            let Some(found) = find(&mut tx, key, id).await? else {
+                continue;
+            };
+            sqlx::query("UPDATE messages SET parent_seq = ? WHERE parent_seq = ?")
+                .bind(found.parent_seq)
+                .bind(found.seq)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+            sqlx::query("DELETE FROM messages WHERE seq = ?")
+                .bind(found.seq)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+            deleted += 1;
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(deleted)
+    }
+
+    async fn clear(&self, session: &SessionId) -> Result<()> {
+        let mut tx = self.db.write().await?;
+        let Some(key) = session_key(&mut tx, session).await? else {
+            return Ok(());
+        };
+        for sql in [
+            "DELETE FROM compactions WHERE session_key = ?",
+            "DELETE FROM messages WHERE session_key = ?",
+            "DELETE FROM session_keys WHERE key = ?",
+        ] {
+            sqlx::query(sql).bind(key).execute(&mut *tx).await.map_err(db)?;
+        }
+        tx.commit().await.map_err(db)
+    }
+
+    async fn get(&self, session: &SessionId, id: &str) -> Result<Option<UiMessage>> {
+        let json: Option<String> = sqlx::query_scalar(
+            "SELECT content FROM messages WHERE id = ? \
+             AND session_key = (SELECT key FROM session_keys WHERE session_id = ?)",
+        )
+        .bind(id)
+        .bind(session.as_str())
+        .fetch_optional(&self.db.reader)
+        .await
+        .map_err(db)?;
+        json.as_deref().map(decode).transpose()
+    }
+
+    async fn get_many(&self, session: &SessionId, ids: &[String]) -> Result<Vec<UiMessage>> {
+        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let Some(key) = session_key(&mut conn, session).await? else {
+            return Ok(Vec::new());
+        };
+        let mut found: HashMap<String, UiMessage> = HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let list = serde_json::to_string(chunk)?;
+            let mut rows = sqlx::query(
+                "SELECT id, content FROM messages WHERE session_key = ? \
+                 AND id IN (SELECT value FROM json_each(?))",
+            )
+            .bind(key)
+            .bind(list)
+            .fetch(&mut *conn);
+            while let Some(row) = rows.try_next().await.map_err(db)? {
+                let json: &str = row.get(1);
+                found.insert(row.get(0), decode(json)?);
+            }
+        }
+        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+    }
+
+    async fn latest_leaf(&self, session: &SessionId) -> Result<Option<String>> {
+        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let Some(key) = session_key(&mut conn, session).await? else {
+            return Ok(None);
+        };
+        Ok(latest_leaf_row(&mut conn, key).await?.map(|(_, id, _)| id))
+    }
+
+    async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>> {
+        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let found = match session_key(&mut conn, session).await? {
+            Some(key) => find(&mut conn, key, id).await?,
+            None => None,
+        }
+        .ok_or_else(|| MemoryError::not_found("message", id))?;
+        let rows: Vec<String> =
+            sqlx::query_scalar("SELECT content FROM messages WHERE parent_seq = ? ORDER BY seq")
+                .bind(found.seq)
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(db)?;
+        rows.iter().map(|json| decode(json)).collect()
+    }
+
+    async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>> {
+        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let Some(leaf) = resolve_leaf(&mut conn, session, leaf).await? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for segment in segments(&mut conn, leaf).await? {
+            let mut rows = sqlx::query(
+                "SELECT id, role, bytes FROM messages WHERE run_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+            )
+            .bind(segment.run_id)
+            .bind(segment.head)
+            .bind(segment.upto)
+            .fetch(&mut *conn);
+            while let Some(row) = rows.try_next().await.map_err(db)? {
+                let role: &str = row.get(1);
+                let bytes: i64 = row.get(2);
+                out.push(PathEntry {
+                    id: row.get(0),
+                    role: Role::parse(role)?,
+                    bytes: bytes.max(0) as u64,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>> {
+        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let Some(leaf) = resolve_leaf(&mut conn, session, leaf).await? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for segment in segments(&mut conn, leaf).await? {
+            let mut rows = sqlx::query(
+                "SELECT content FROM messages WHERE run_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+            )
+            .bind(segment.run_id)
+            .bind(segment.head)
+            .bind(segment.upto)
+            .fetch(&mut *conn);
+            while let Some(row) = rows.try_next().await.map_err(db)? {
+                let json: &str = row.get(0);
+                out.push(decode(json)?);
+            }
+        }
+        Ok(out)
+    }
+
+    async fn messages(
+        &self,
+        session: &SessionId,
+        after_seq: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let Some(key) = session_key(&mut conn, session).await? else {
+            return Ok(Vec::new());
+        };
+        let rows = sqlx::query(
+            "SELECT m.seq, m.content, p.id FROM messages m LEFT JOIN messages p ON p.seq = m.parent_seq \
+             WHERE m.session_key = ? AND m.seq > ? ORDER BY m.seq LIMIT ?",
+        )
+        .bind(key)
+        .bind(after_seq.unwrap_or(i64::MIN))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|row| {
+                let json: &str = row.get(1);
+                Ok(StoredMessage {
+                    seq: row.get(0),
+                    message: decode(json)?,
+                    parent_id: row.get(2),
+                })
+            })
+            .collect()
+    }
+
+    async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        if query.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.db.reader.acquire().await.map_err(db)?;
+        let key = match &query.session {
+            Some(session) => match session_key(&mut conn, session).await? {
+                Some(key) => Some(key),
+                None => return Ok(Vec::new()),
+            },
+            None => None,
+        };
+        let rows = sqlx::query(
+            "SELECT k.session_id, m.id, m.role, m.search_text, f.rank FROM \
+             (SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) f \
+             JOIN messages m ON m.seq = f.rowid JOIN session_keys k ON k.key = m.session_key \
+             ORDER BY f.rank",
+        )
+        .bind(match_expression(query, key))
+        .bind(query.effective_limit() as i64)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|row| {
+                let session: String = row.get(0);
+                let role: &str = row.get(2);
+                let rank: f64 = row.get(4);
+                Ok(SearchHit {
+                    session_id: SessionId::new(session)?,
+                    message_id: row.get(1),
+                    role: Role::parse(role)?,
+                    content: row.get(3),
+                    score: -rank,
+                })
+            })
+            .collect()
+    }
+
+    async fn add_compaction(
+        &self,
+        session: &SessionId,
+        compaction: NewCompaction,
+    ) -> Result<CompactionRecord> {
+        let mut tx = self.db.write().await?;
+        let key = session_key(&mut tx, session).await?;
+        for id in [&compaction.from_message_id, &compaction.to_message_id] {
+            let found = match key {
+                Some(key) => find(&mut tx, key, id).await?,
+                None => None,
+            };
+            if found.is_none() {
+                return Err(MemoryError::not_found("message", id.as_str()));
+            }
+        }
+        let key = key.ok_or_else(|| MemoryError::not_found("session", session.as_str()))?;
+        let row = sqlx::query(
+            "INSERT INTO compactions (session_key, summary, from_message_id, to_message_id, created_at) \
+             VALUES (?, ?, ?, ?, ?) RETURNING seq, summary, from_message_id, to_message_id, created_at",
+        )
+        .bind(key)
+        .bind(&compaction.summary)
+        .bind(&compaction.from_message_id)
+        .bind(&compaction.to_message_id)
+        .bind(SystemClock.now().millis())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db)?;
+        let record = compaction_from_row(&row);
+        tx.commit().await.map_err(db)?;
+        Ok(record)
+    }
+
+    async fn compactions(&self, session: &SessionId) -> Result<Vec<CompactionRecord>> {
+        let rows = sqlx::query(
+            "SELECT seq, summary, from_message_id, to_message_id, created_at FROM compactions \
+             WHERE session_key = (SELECT key FROM session_keys WHERE session_id = ?) ORDER BY seq",
+        )
+        .bind(session.as_str())
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(db)?;
+        Ok(rows.iter().map(compaction_from_row).collect())
+    }
+}

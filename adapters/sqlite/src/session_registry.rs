@@ -1,0 +1,189 @@
+use async_trait::async_trait;
+use memory_core::ports::SessionRegistry;
+use memory_core::{
+    MemoryError, NewSession, Result, SessionId, SessionInfo, SessionPatch, SessionUsage,
+    Timestamp,
+};
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use crate::database::SqliteDatabase;
+use crate::error::db;
+
+/// The [`SessionRegistry`] on SQLite.
+#[derive(Debug, Clone)]
+pub struct SqliteSessionRegistry {
+    db: SqliteDatabase,
+}
+
+impl SqliteSessionRegistry {
+    /// A registry over an open database.
+    pub fn new(db: SqliteDatabase) -> Self {
+        Self { db }
+    }
+}
+
+const COLUMNS: &str = "id, name, parent_session_id, model, source, input_tokens, output_tokens, cost, end_reason, created_at, updated_at";
+
+fn from_row(row: &SqliteRow) -> Result<SessionInfo> {
+    let parent: Option<String> = row.get(2);
+    let input: i64 = row.get(5);
+    let output: i64 = row.get(6);
+    Ok(SessionInfo {
+        id: SessionId::new(row.get::<String, _>(0))?,
+        name: row.get(1),
+        parent_session_id: parent.map(SessionId::new).transpose()?,
+        model: row.get(3),
+        source: row.get(4),
+        usage: SessionUsage {
+            input_tokens: input.max(0) as u64,
+            output_tokens: output.max(0) as u64,
+            cost: row.get(7),
+        },
+        end_reason: row.get(8),
+        created_at: Timestamp(row.get(9)),
+        updated_at: Timestamp(row.get(10)),
+    })
+}
+
+impl SqliteSessionRegistry {
+    async fn fetch(&self, id: &SessionId) -> Result<Option<SessionInfo>> {
+        let sql = sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM sessions WHERE id = ?"));
+        let row = sqlx::query(sql)
+            .bind(id.as_str())
+            .fetch_optional(&self.db.writer)
+            .await
+            .map_err(db)?;
+        row.as_ref().map(from_row).transpose()
+    }
+
+    async fn changed(&self, id: &SessionId, rows: u64) -> Result<SessionInfo> {
+        if rows == 0 {
+            return Err(MemoryError::not_found("session", id.as_str()));
+        }
+        self.fetch(id)
+            .await?
+            .ok_or_else(|| MemoryError::not_found("session", id.as_str()))
+    }
+}
+
+#[async_trait]
+impl SessionRegistry for SqliteSessionRegistry {
+    async fn create(
+        &self,
+        id: &SessionId,
+        spec: &NewSession,
+        now: Timestamp,
+    ) -> Result<SessionInfo> {
+        let result = sqlx::query(
+            "INSERT INTO sessions (id, name, parent_session_id, model, source, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(id.as_str())
+        .bind(&spec.name)
+        .bind(spec.parent_session_id.as_ref().map(SessionId::as_str))
+        .bind(&spec.model)
+        .bind(&spec.source)
+        .bind(now.millis())
+        .bind(now.millis())
+        .execute(&self.db.writer)
+        .await;
+        match result {
+            Ok(_) => self.changed(id, 1).await,
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                Err(MemoryError::AlreadyExists {
+                    kind: "session",
+                    id: id.to_string(),
+                })
+            }
+            Err(e) => Err(db(e)),
+        }
+    }
+
+    async fn get(&self, id: &SessionId) -> Result<Option<SessionInfo>> {
+        let sql = sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM sessions WHERE id = ?"));
+        let row = sqlx::query(sql)
+            .bind(id.as_str())
+            .fetch_optional(&self.db.reader)
+            .await
+            .map_err(db)?;
+        row.as_ref().map(from_row).transpose()
+    }
+
+    async fn list(&self, limit: usize, offset: usize) -> Result<Vec<SessionInfo>> {
+        let sql = sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM sessions ORDER BY updated_at DESC, ord DESC LIMIT ? OFFSET ?"
+        ));
+        let rows = sqlx::query(sql)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
+            .fetch_all(&self.db.reader)
+            .await
+            .map_err(db)?;
+        rows.iter().map(from_row).collect()
+    }
+
+    async fn update(
+        &self,
+        id: &SessionId,
+        patch: &SessionPatch,
+        now: Timestamp,
+    ) -> Result<SessionInfo> {
+        let result = sqlx::query(
+            "UPDATE sessions SET name = COALESCE(?, name), model = COALESCE(?, model), \
+             end_reason = COALESCE(?, end_reason), updated_at = ? WHERE id = ?",
+        )
+        .bind(&patch.name)
+        .bind(&patch.model)
+        .bind(&patch.end_reason)
+        .bind(now.millis())
+        .bind(id.as_str())
+        .execute(&self.db.writer)
+        .await
+        .map_err(db)?;
+        self.changed(id, result.rows_affected()).await
+    }
+
+    async fn add_usage(
+        &self,
+        id: &SessionId,
+        usage: SessionUsage,
+        now: Timestamp,
+    ) -> Result<SessionInfo> {
+        let result = sqlx::query(
+            "UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, \
+             cost = cost + ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(i64::try_from(usage.input_tokens).unwrap_or(i64::MAX))
+        .bind(i64::try_from(usage.output_tokens).unwrap_or(i64::MAX))
+        .bind(usage.cost)
+        .bind(now.millis())
+        .bind(id.as_str())
+        .execute(&self.db.writer)
+        .await
+        .map_err(db)?;
+        self.changed(id, result.rows_affected()).await
+    }
+
+    async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()> {
+        let result = sqlx::query("UPDATE sessions SET updated_at = ? WHERE id = ?")
+            .bind(now.millis())
+            .bind(id.as_str())
+            .execute(&self.db.writer)
+            .await
+            .map_err(db)?;
+        if result.rows_affected() == 0 {
+            return Err(MemoryError::not_found("session", id.as_str()));
+        }
+        Ok(())
+    }
+
+    async fn delete(&self, id: &SessionId) -> Result<bool> {
+        let result = sqlx::query("DELETE FROM sessions WHERE id = ?")
+            .bind(id.as_str())
+            .execute(&self.db.writer)
+            .await
+            .map_err(db)?;
+        Ok(result.rows_affected() > 0)
+    }
+}

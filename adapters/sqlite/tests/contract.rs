@@ -1,0 +1,56 @@
+//! The SQLite adapter passes the whole port contract suite.
+
+use memory_sqlite::{
+    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteSessionRegistry,
+};
+use memory_testkit::contract;
+
+async fn open(dir: &tempfile::TempDir) -> SqliteDatabase {
+    SqliteDatabase::open(SqliteConfig::new(dir.path().join("memory.db")))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn sqlite_message_store_passes_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteMessageStore::new(open(&dir).await);
+    contract::message_store::run_all(&store, 100_000).await;
+}
+
+#[tokio::test]
+async fn sqlite_session_registry_passes_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    contract::session_registry::run_all(&SqliteSessionRegistry::new(open(&dir).await)).await;
+}
+
+#[tokio::test]
+async fn sqlite_key_value_store_passes_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    contract::key_value_store::run_all(&SqliteKeyValueStore::new(open(&dir).await)).await;
+}
+
+#[test]
+fn sqlite_message_store_agrees_with_the_model() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = runtime.block_on(async { SqliteMessageStore::new(open(&dir).await) });
+    memory_testkit::model::check_against_model(&runtime, &store, 64);
+}
+
+#[tokio::test]
+async fn data_survives_reopening_the_file() {
+    use memory_core::ports::{MessageStore, MessageStoreExt};
+    use memory_core::{Parent, SearchQuery, SessionId};
+    let dir = tempfile::tempdir().unwrap();
+    let session = SessionId::new("durable").unwrap();
+    {
+        let db = open(&dir).await;
+        let store = SqliteMessageStore::new(db.clone());
+        store.append_one(&session, memory_testkit::samples::user("u1", "persist me please"), Parent::LatestLeaf).await.unwrap();
+        db.close().await;
+    }
+    let store = SqliteMessageStore::new(open(&dir).await);
+    assert_eq!(store.history(&session, None).await.unwrap().len(), 1);
+    assert_eq!(store.search(&SearchQuery::new("persist")).await.unwrap().len(), 1);
+}
