@@ -1,1 +1,34 @@
-//! placeholder
+//! # memory-engine
+//!
+//! The application services of the agent memory layer, written only against the ports of
+//! `memory-core`: [`Session`] (one conversation tree) and [`SessionManager`] (the registry of
+//! conversations plus their history). Compose them with any adapters:
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! use std::sync::Arc;
+//! use memory_core::{NewSession, Role, UiMessage};
+//! use memory_core::ports::SystemClock;
+//! use memory_engine::SessionManager;
+//! use memory_testkit::in_memory::{InMemoryMessageStore, InMemorySessionRegistry};
+//!
+//! let manager = SessionManager::new(
+//!     Arc::new(InMemoryMessageStore::new()),
+//!     Arc::new(InMemorySessionRegistry::new()),
+//!     Arc::new(SystemClock),
+//! );
+//! let info = manager.create(NewSession { name: Some("demo".into()), ..Default::default() }).await.unwrap();
+//! let session = manager.session(&info.id).await.unwrap();
+//! session.append(UiMessage::text_message("u1", Role::User, "hello")).await.unwrap();
+//! assert_eq!(session.history(None).await.unwrap().len(), 1);
+//! # });
+//! ```
+
+mod session;
+mod session_manager;
+
+pub use session::Session;
+pub use session_manager::SessionManager;
+
+#[cfg(test)]
+mod tests;
