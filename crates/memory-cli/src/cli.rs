@@ -1,0 +1,179 @@
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Durable, branching, searchable memory for AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "memory", version, about)]
+pub struct Cli {
+    /// Where the data lives [default: ./memory-data]
+    #[arg(long, global = true, env = "MEMORY_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create, list, show, rename and delete sessions.
+    #[command(subcommand)]
+    Session(SessionCommand),
+    /// Append, update and delete messages.
+    #[command(subcommand)]
+    Message(MessageCommand),
+    /// Print the root-to-leaf history of a session (latest leaf by default).
+    History {
+        /// Session id.
+        session: String,
+        /// Read the branch ending at this message.
+        #[arg(long)]
+        leaf: Option<String>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Print the children of a message.
+    Branches {
+        /// Session id.
+        session: String,
+        /// Message id.
+        message: String,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Full-text search (every word must match) across sessions or in one.
+    Search {
+        /// The words to find.
+        query: String,
+        /// Only this session.
+        #[arg(long)]
+        session: Option<String>,
+        /// Match the words as one phrase, in order.
+        #[arg(long)]
+        phrase: bool,
+        /// Maximum hits (default 20, at most 1000).
+        #[arg(long)]
+        limit: Option<usize>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Import a JSONL file written by `export` (idempotent).
+    Import {
+        /// The file.
+        file: PathBuf,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Export a session as JSONL (session record, then messages with parents).
+    Export {
+        /// Session id.
+        session: String,
+        /// Write here instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Write a branching conversation with tool calls into a fresh data dir, search it and
+    /// print two branches.
+    Demo,
+}
+
+#[derive(Debug, Args, Clone, Copy)]
+pub struct Format {
+    /// Print JSON (a stable shape) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Create a session and print it.
+    Create {
+        /// Use this id instead of a generated one.
+        #[arg(long)]
+        id: Option<String>,
+        /// Display name.
+        #[arg(long)]
+        name: Option<String>,
+        /// Parent session id.
+        #[arg(long)]
+        parent: Option<String>,
+        /// Model name.
+        #[arg(long)]
+        model: Option<String>,
+        /// Source (app, channel).
+        #[arg(long)]
+        source: Option<String>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// List sessions, most recently updated first.
+    List {
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// Skip this many.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Show one session.
+    Show {
+        /// Session id.
+        id: String,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Rename a session.
+    Rename {
+        /// Session id.
+        id: String,
+        /// New name.
+        name: String,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Delete a session with all its messages and search entries.
+    Delete {
+        /// Session id.
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MessageCommand {
+    /// Append a UIMessage (JSON argument, or standard input when omitted or `-`).
+    Append {
+        /// Session id.
+        session: String,
+        /// The message JSON.
+        message: Option<String>,
+        /// Attach to this message instead of the latest leaf.
+        #[arg(long, conflicts_with = "root")]
+        parent: Option<String>,
+        /// Start a new root.
+        #[arg(long)]
+        root: bool,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Replace an existing message (matched by its id).
+    Update {
+        /// Session id.
+        session: String,
+        /// The message JSON (standard input when omitted or `-`).
+        message: Option<String>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Delete messages; their children re-link to their parents.
+    Delete {
+        /// Session id.
+        session: String,
+        /// Message ids.
+        #[arg(required = true)]
+        ids: Vec<String>,
+        #[command(flatten)]
+        format: Format,
+    },
+}

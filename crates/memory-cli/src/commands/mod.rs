@@ -1,0 +1,83 @@
+//! Command handlers.
+
+mod demo;
+mod message;
+mod read;
+mod session;
+mod transfer;
+
+use std::io::Read;
+
+use memory_core::MemoryError;
+
+use crate::app::{self, App};
+use crate::cli::{Cli, Command};
+
+/// What can go wrong in a command.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// From the memory layer.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    /// Reading or writing a file or stream.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Bad input.
+    #[error("{0}")]
+    Input(String),
+}
+
+impl From<serde_json::Error> for CliError {
+    fn from(error: serde_json::Error) -> Self {
+        CliError::Input(format!("JSON error: {error}"))
+    }
+}
+
+impl CliError {
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        CliError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// Reads an argument, or standard input when it is absent or `-`.
+pub fn argument_or_stdin(arg: Option<String>) -> Result<String, CliError> {
+    match arg {
+        Some(text) if text != "-" => Ok(text),
+        _ => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| CliError::io("reading standard input", e))?;
+            Ok(text)
+        }
+    }
+}
+
+/// Runs one command.
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    if let Command::Demo = cli.command {
+        return demo::run(cli.data_dir).await;
+    }
+    let app = App::open(&app::data_dir(cli.data_dir)).await?;
+    let result = match cli.command {
+        Command::Session(command) => session::run(&app, command).await,
+        Command::Message(command) => message::run(&app, command).await,
+        Command::History { session, leaf, format } => read::history(&app, &session, leaf, format).await,
+        Command::Branches { session, message, format } => read::branches(&app, &session, &message, format).await,
+        Command::Search { query, session, phrase, limit, format } => {
+            read::search(&app, &query, session, phrase, limit, format).await
+        }
+        Command::Import { file, format } => transfer::import(&app, &file, format).await,
+        Command::Export { session, output } => transfer::export(&app, &session, output).await,
+        Command::Demo => Ok(()),
+    };
+    app.close().await;
+    result
+}

@@ -1,0 +1,71 @@
+use memory_core::NewSession;
+use serde_json::json;
+
+use super::CliError;
+use crate::app::{App, session_id};
+use crate::cli::SessionCommand;
+use crate::output;
+
+pub async fn run(app: &App, command: SessionCommand) -> Result<(), CliError> {
+    match command {
+        SessionCommand::Create { id, name, parent, model, source, format } => {
+            let spec = NewSession {
+                id: id.as_deref().map(session_id).transpose()?,
+                name,
+                parent_session_id: parent.as_deref().map(session_id).transpose()?,
+                model,
+                source,
+            };
+            let info = app.manager.create(spec).await?;
+            if format.json {
+                output::json(&info)
+            } else {
+                println!("{}", info.id);
+                Ok(())
+            }
+        }
+        SessionCommand::List { limit, offset, format } => {
+            let sessions = app.manager.list(limit, offset).await?;
+            if format.json {
+                output::json(&json!({ "sessions": sessions }))
+            } else {
+                if sessions.is_empty() {
+                    println!("No sessions.");
+                }
+                for info in &sessions {
+                    println!("{}", output::session_line(info));
+                }
+                Ok(())
+            }
+        }
+        SessionCommand::Show { id, format } => {
+            let id = session_id(&id)?;
+            let info = app
+                .manager
+                .get(&id)
+                .await?
+                .ok_or_else(|| memory_core::MemoryError::not_found("session", id.as_str()))?;
+            if format.json {
+                output::json(&info)
+            } else {
+                output::session_details(&info);
+                Ok(())
+            }
+        }
+        SessionCommand::Rename { id, name, format } => {
+            let info = app.manager.rename(&session_id(&id)?, &name).await?;
+            if format.json {
+                output::json(&info)
+            } else {
+                println!("renamed {} to {name:?}", info.id);
+                Ok(())
+            }
+        }
+        SessionCommand::Delete { id } => {
+            let id = session_id(&id)?;
+            app.manager.delete(&id).await?;
+            println!("deleted {id}");
+            Ok(())
+        }
+    }
+}
