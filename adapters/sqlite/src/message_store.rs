@@ -110,7 +110,10 @@ async fn find(conn: &mut SqliteConnection, key: i64, id: &str) -> Result<Option<
     }))
 }
 
-async fn latest_leaf_row(conn: &mut SqliteConnection, key: i64) -> Result<Option<(i64, String, i64)>> {
+async fn latest_leaf_row(
+    conn: &mut SqliteConnection,
+    key: i64,
+) -> Result<Option<(i64, String, i64)>> {
     let row = sqlx::query(
         "SELECT seq, id, run_id FROM messages m WHERE session_key = ? \
          AND NOT EXISTS (SELECT 1 FROM messages c WHERE c.parent_seq = m.seq) \
@@ -167,9 +170,16 @@ async fn segments(conn: &mut SqliteConnection, leaf: i64) -> Result<Vec<Segment>
         .ok_or_else(|| MemoryError::backend(BACKEND, format!("path walk lost message seq {seq}")))?;
         let (run_id, head, parent): (i64, i64, Option<i64>) = (row.get(0), row.get(1), row.get(2));
         if parent.is_some_and(|p| p >= head) {
-            return Err(MemoryError::backend(BACKEND, "corrupt tree: a parent is newer than its child"));
+            return Err(MemoryError::backend(
+                BACKEND,
+                "corrupt tree: a parent is newer than its child",
+            ));
         }
-        out.push(Segment { run_id, head, upto: seq });
+        out.push(Segment {
+            run_id,
+            head,
+            upto: seq,
+        });
         cursor = parent;
     }
     out.reverse();
@@ -355,7 +365,11 @@ impl MessageStore for SqliteMessageStore {
             "DELETE FROM messages WHERE session_key = ?",
             "DELETE FROM session_keys WHERE key = ?",
         ] {
-            sqlx::query(sql).bind(key).execute(&mut *tx).await.map_err(db)?;
+            sqlx::query(sql)
+                .bind(key)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
         }
         tx.commit().await.map_err(db)
     }

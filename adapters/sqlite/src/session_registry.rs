@@ -1,8 +1,7 @@
 use async_trait::async_trait;
 use memory_core::ports::SessionRegistry;
 use memory_core::{
-    MemoryError, NewSession, Result, SessionId, SessionInfo, SessionPatch, SessionUsage,
-    Timestamp,
+    MemoryError, NewSession, Result, SessionId, SessionInfo, SessionPatch, SessionUsage, Timestamp,
 };
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;

@@ -1,4 +1,5 @@
 //! The SQLite adapter passes the whole port contract suite.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use memory_sqlite::{
     SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteSessionRegistry,
@@ -32,7 +33,11 @@ async fn sqlite_key_value_store_passes_the_contract() {
 
 #[test]
 fn sqlite_message_store_agrees_with_the_model() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = runtime.block_on(async { SqliteMessageStore::new(open(&dir).await) });
     memory_testkit::model::check_against_model(&runtime, &store, 64);
@@ -47,10 +52,24 @@ async fn data_survives_reopening_the_file() {
     {
         let db = open(&dir).await;
         let store = SqliteMessageStore::new(db.clone());
-        store.append_one(&session, memory_testkit::samples::user("u1", "persist me please"), Parent::LatestLeaf).await.unwrap();
+        store
+            .append_one(
+                &session,
+                memory_testkit::samples::user("u1", "persist me please"),
+                Parent::LatestLeaf,
+            )
+            .await
+            .unwrap();
         db.close().await;
     }
     let store = SqliteMessageStore::new(open(&dir).await);
     assert_eq!(store.history(&session, None).await.unwrap().len(), 1);
-    assert_eq!(store.search(&SearchQuery::new("persist")).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .search(&SearchQuery::new("persist"))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }

@@ -34,7 +34,10 @@ pub fn session_line(info: &SessionInfo) -> String {
 /// A session's details.
 pub fn session_details(info: &SessionInfo) {
     println!("id:          {}", info.id);
-    println!("name:        {}", info.name.as_deref().unwrap_or("(unnamed)"));
+    println!(
+        "name:        {}",
+        info.name.as_deref().unwrap_or("(unnamed)")
+    );
     if let Some(parent) = &info.parent_session_id {
         println!("parent:      {parent}");
     }
@@ -78,8 +81,16 @@ pub fn message(m: &UiMessage) {
                     .map(|o| format!(" -> {}", clip(&o.to_string(), 100)))
                     .or_else(|| t.error_text.as_ref().map(|e| format!(" !! {e}")))
                     .unwrap_or_default();
-                let input = t.input.as_ref().map(|i| clip(&i.to_string(), 80)).unwrap_or_default();
-                println!("    tool {}({input}) [{}]{output}", t.tool_name, t.state.as_str());
+                let input = t
+                    .input
+                    .as_ref()
+                    .map(|i| clip(&i.to_string(), 80))
+                    .unwrap_or_default();
+                println!(
+                    "    tool {}({input}) [{}]{output}",
+                    t.tool_name,
+                    t.state.as_str()
+                );
             }
             Part::StepStart(_) => {}
             other => println!("    ({})", other.type_name()),

@@ -1,4 +1,5 @@
 //! End-to-end tests of the `memory` binary.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use assert_cmd::Command;
 use predicates::prelude::*;
@@ -10,17 +11,29 @@ struct Env {
 
 impl Env {
     fn new() -> Self {
-        Self { dir: tempfile::tempdir().unwrap() }
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+        }
     }
 
     fn cmd(&self) -> Command {
         let mut cmd = Command::cargo_bin("memory").unwrap();
-        cmd.arg("--data-dir").arg(self.dir.path()).env_remove("MEMORY_DATA_DIR");
+        cmd.arg("--data-dir")
+            .arg(self.dir.path())
+            .env_remove("MEMORY_DATA_DIR");
         cmd
     }
 
     fn json(&self, args: &[&str]) -> Value {
-        let out = self.cmd().args(args).arg("--json").assert().success().get_output().stdout.clone();
+        let out = self
+            .cmd()
+            .args(args)
+            .arg("--json")
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
         serde_json::from_slice(&out).unwrap()
     }
 
@@ -43,42 +56,78 @@ fn text(id: &str, role: &str, text: &str) -> Value {
 }
 
 fn ids(history: &Value) -> Vec<String> {
-    history["messages"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap().to_owned()).collect()
+    history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[test]
 fn session_lifecycle() {
     let env = Env::new();
-    let created = env.json(&["session", "create", "--id", "s1", "--name", "First", "--model", "m"]);
+    let created = env.json(&[
+        "session", "create", "--id", "s1", "--name", "First", "--model", "m",
+    ]);
     assert_eq!(created["id"], "s1");
     assert_eq!(created["name"], "First");
-    env.cmd().args(["session", "create", "--id", "s2"]).assert().success().stdout("s2\n");
+    env.cmd()
+        .args(["session", "create", "--id", "s2"])
+        .assert()
+        .success()
+        .stdout("s2\n");
     let listed = env.json(&["session", "list"]);
     assert_eq!(listed["sessions"].as_array().unwrap().len(), 2);
     let renamed = env.json(&["session", "rename", "s2", "Second"]);
     assert_eq!(renamed["name"], "Second");
     let shown = env.json(&["session", "show", "s2"]);
     assert_eq!(shown["name"], "Second");
-    env.cmd().args(["session", "show", "s2"]).assert().success().stdout(predicate::str::contains("Second"));
-    env.cmd().args(["session", "delete", "s1"]).assert().success();
+    env.cmd()
+        .args(["session", "show", "s2"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Second"));
+    env.cmd()
+        .args(["session", "delete", "s1"])
+        .assert()
+        .success();
     env.cmd()
         .args(["session", "show", "s1"])
         .assert()
         .failure()
-        .stderr(predicate::str::starts_with("error: session not found: s1").and(predicate::str::ends_with("\n")));
-    env.cmd().args(["session", "create", "--id", "s2"]).assert().failure().stderr(predicate::str::contains("already exists"));
+        .stderr(
+            predicate::str::starts_with("error: session not found: s1")
+                .and(predicate::str::ends_with("\n")),
+        );
+    env.cmd()
+        .args(["session", "create", "--id", "s2"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("already exists"));
 }
 
 #[test]
 fn messages_history_branches_and_search() {
     let env = Env::new();
-    env.cmd().args(["session", "create", "--id", "s"]).assert().success();
+    env.cmd()
+        .args(["session", "create", "--id", "s"])
+        .assert()
+        .success();
     let first = env.append("s", text("u1", "user", "Plan a trip to Porto"), &[]);
     assert_eq!(first["outcome"], "inserted");
     assert_eq!(first["parent_id"], Value::Null);
-    env.append("s", text("a1", "assistant", "Porto has great port wine cellars"), &[]);
+    env.append(
+        "s",
+        text("a1", "assistant", "Porto has great port wine cellars"),
+        &[],
+    );
     env.append("s", text("u2", "user", "What about food?"), &[]);
-    let branch = env.append("s", text("u2b", "user", "What about museums?"), &["--parent", "a1"]);
+    let branch = env.append(
+        "s",
+        text("u2b", "user", "What about museums?"),
+        &["--parent", "a1"],
+    );
     assert_eq!(branch["parent_id"], "a1");
     let root = env.append("s", text("r1", "user", "Unrelated new thread"), &["--root"]);
     assert_eq!(root["parent_id"], Value::Null);
@@ -90,58 +139,142 @@ fn messages_history_branches_and_search() {
         .write_stdin(text("a2", "assistant", "Try francesinha").to_string())
         .assert()
         .success();
-    assert_eq!(ids(&env.json(&["history", "s", "--leaf", "a2"])), vec!["u1", "a1", "u2", "a2"]);
-    assert_eq!(ids(&env.json(&["history", "s", "--leaf", "u2b"])), vec!["u1", "a1", "u2b"]);
-    assert_eq!(ids(&env.json(&["history", "s"])), vec!["u1", "a1", "u2", "a2"]);
+    assert_eq!(
+        ids(&env.json(&["history", "s", "--leaf", "a2"])),
+        vec!["u1", "a1", "u2", "a2"]
+    );
+    assert_eq!(
+        ids(&env.json(&["history", "s", "--leaf", "u2b"])),
+        vec!["u1", "a1", "u2b"]
+    );
+    assert_eq!(
+        ids(&env.json(&["history", "s"])),
+        vec!["u1", "a1", "u2", "a2"]
+    );
     let branches = env.json(&["branches", "s", "a1"]);
-    let children: Vec<&str> = branches["children"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    let children: Vec<&str> = branches["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
     assert_eq!(children, vec!["u2", "u2b"]);
     let hits = env.json(&["search", "port wine", "--session", "s"]);
     assert_eq!(hits["hits"][0]["message_id"], "a1");
     assert_eq!(hits["hits"][0]["session_id"], "s");
-    assert_eq!(env.json(&["search", "wine port", "--phrase"])["hits"].as_array().unwrap().len(), 0);
-    assert_eq!(env.json(&["search", "what about", "--limit", "1"])["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        env.json(&["search", "wine port", "--phrase"])["hits"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    assert_eq!(
+        env.json(&["search", "what about", "--limit", "1"])["hits"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     // Update and delete.
-    env.cmd().args(["message", "update", "s", &text("u2", "user", "What about seafood?").to_string()]).assert().success();
-    assert_eq!(env.json(&["search", "seafood"])["hits"][0]["message_id"], "u2");
+    env.cmd()
+        .args([
+            "message",
+            "update",
+            "s",
+            &text("u2", "user", "What about seafood?").to_string(),
+        ])
+        .assert()
+        .success();
+    assert_eq!(
+        env.json(&["search", "seafood"])["hits"][0]["message_id"],
+        "u2"
+    );
     let deleted = env.json(&["message", "delete", "s", "a1", "missing"]);
     assert_eq!(deleted["deleted"], 1);
-    assert_eq!(ids(&env.json(&["history", "s", "--leaf", "a2"])), vec!["u1", "u2", "a2"]);
-    assert_eq!(env.json(&["search", "cellars"])["hits"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        ids(&env.json(&["history", "s", "--leaf", "a2"])),
+        vec!["u1", "u2", "a2"]
+    );
+    assert_eq!(
+        env.json(&["search", "cellars"])["hits"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
 }
 
 #[test]
 fn bad_input_is_one_clear_line_and_changes_nothing() {
     let env = Env::new();
-    env.cmd().args(["session", "create", "--id", "s"]).assert().success();
+    env.cmd()
+        .args(["session", "create", "--id", "s"])
+        .assert()
+        .success();
     for (message, expected) in [
         ("{not json", "not a valid UIMessage"),
         (r#"{"id":"x","role":"robot","parts":[]}"#, "unknown variant"),
-        (r#"{"id":"compaction_1","role":"user","parts":[]}"#, "reserved prefix"),
+        (
+            r#"{"id":"compaction_1","role":"user","parts":[]}"#,
+            "reserved prefix",
+        ),
     ] {
-        let assert = env.cmd().args(["message", "append", "s", message]).assert().failure();
+        let assert = env
+            .cmd()
+            .args(["message", "append", "s", message])
+            .assert()
+            .failure();
         let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
-        assert!(stderr.starts_with("error: ") && stderr.contains(expected), "{stderr}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(expected),
+            "{stderr}"
+        );
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
     env.cmd()
-        .args(["message", "append", "s", &text("u1", "user", "x").to_string(), "--parent", "ghost"])
+        .args([
+            "message",
+            "append",
+            "s",
+            &text("u1", "user", "x").to_string(),
+            "--parent",
+            "ghost",
+        ])
         .assert()
         .failure()
         .stderr(predicate::str::contains("parent message not found: ghost"));
     env.cmd()
-        .args(["message", "append", "nosuch", &text("u1", "user", "x").to_string()])
+        .args([
+            "message",
+            "append",
+            "nosuch",
+            &text("u1", "user", "x").to_string(),
+        ])
         .assert()
         .failure()
         .stderr(predicate::str::contains("session not found: nosuch"));
-    env.cmd().args(["history", "s", "--leaf", "ghost"]).assert().failure().stderr(predicate::str::contains("message not found"));
-    assert!(env.json(&["history", "s"])["messages"].as_array().unwrap().is_empty());
+    env.cmd()
+        .args(["history", "s", "--leaf", "ghost"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("message not found"));
+    assert!(
+        env.json(&["history", "s"])["messages"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
 fn export_then_import_is_lossless_and_idempotent() {
     let source = Env::new();
-    source.cmd().args(["session", "create", "--id", "trip", "--name", "Trip"]).assert().success();
+    source
+        .cmd()
+        .args(["session", "create", "--id", "trip", "--name", "Trip"])
+        .assert()
+        .success();
     let rich = json!({
         "id": "a1", "role": "assistant", "metadata": {"k": [1, 2]}, "createdAt": "2026-11-20T10:00:00Z",
         "parts": [
@@ -152,18 +285,55 @@ fn export_then_import_is_lossless_and_idempotent() {
     });
     source.append("trip", text("u1", "user", "Weather in Oslo?"), &[]);
     source.append("trip", rich.clone(), &[]);
-    source.append("trip", text("u2", "user", "And Bergen?"), &["--parent", "u1"]);
+    source.append(
+        "trip",
+        text("u2", "user", "And Bergen?"),
+        &["--parent", "u1"],
+    );
     let file = source.dir.path().join("trip.jsonl");
-    source.cmd().args(["export", "trip", "--output"]).arg(&file).assert().success();
-    let stdout = source.cmd().args(["export", "trip"]).assert().success().get_output().stdout.clone();
-    assert_eq!(String::from_utf8(stdout).unwrap(), std::fs::read_to_string(&file).unwrap());
+    source
+        .cmd()
+        .args(["export", "trip", "--output"])
+        .arg(&file)
+        .assert()
+        .success();
+    let stdout = source
+        .cmd()
+        .args(["export", "trip"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(
+        String::from_utf8(stdout).unwrap(),
+        std::fs::read_to_string(&file).unwrap()
+    );
 
     let target = Env::new();
-    let first = target.cmd().args(["import"]).arg(&file).arg("--json").assert().success().get_output().stdout.clone();
+    let first = target
+        .cmd()
+        .args(["import"])
+        .arg(&file)
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     let first: Value = serde_json::from_slice(&first).unwrap();
     assert_eq!(first["inserted"], 3);
     assert_eq!(first["sessions_created"], 1);
-    let again = target.cmd().args(["import"]).arg(&file).arg("--json").assert().success().get_output().stdout.clone();
+    let again = target
+        .cmd()
+        .args(["import"])
+        .arg(&file)
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
     let again: Value = serde_json::from_slice(&again).unwrap();
     assert_eq!(again["inserted"], 0);
     assert_eq!(again["already_present"], 3);
@@ -173,11 +343,31 @@ fn export_then_import_is_lossless_and_idempotent() {
             target.json(&["history", "trip", "--leaf", leaf])["messages"]
         );
     }
-    assert_eq!(target.json(&["history", "trip", "--leaf", "a1"])["messages"][1], rich);
+    assert_eq!(
+        target.json(&["history", "trip", "--leaf", "a1"])["messages"][1],
+        rich
+    );
     assert_eq!(target.json(&["session", "show", "trip"])["name"], "Trip");
-    let exported_again = target.cmd().args(["export", "trip"]).assert().success().get_output().stdout.clone();
-    let lines = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap().lines().skip(1).map(str::to_owned).collect::<Vec<_>>();
-    assert_eq!(lines(&exported_again), lines(&std::fs::read(&file).unwrap()));
+    let exported_again = target
+        .cmd()
+        .args(["export", "trip"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let lines = |b: &[u8]| {
+        String::from_utf8(b.to_vec())
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        lines(&exported_again),
+        lines(&std::fs::read(&file).unwrap())
+    );
 }
 
 #[test]
@@ -186,8 +376,18 @@ fn import_rejects_a_bad_file_before_writing_anything() {
     let file = env.dir.path().join("bad.jsonl");
     let good = json!({"kind": "message", "session_id": "s", "parent_id": null, "message": text("u1", "user", "hi")});
     std::fs::write(&file, format!("{good}\n{{oops\n")).unwrap();
-    env.cmd().arg("import").arg(&file).assert().failure().stderr(predicate::str::contains("bad.jsonl:2"));
-    assert!(env.json(&["session", "list"])["sessions"].as_array().unwrap().is_empty());
+    env.cmd()
+        .arg("import")
+        .arg(&file)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("bad.jsonl:2"));
+    assert!(
+        env.json(&["session", "list"])["sessions"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]

@@ -82,7 +82,10 @@ impl MemoryError {
     }
 
     /// A [`MemoryError::Backend`], for `map_err(|e| MemoryError::backend("sqlite", e))`.
-    pub fn backend(backend: &'static str, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+    pub fn backend(
+        backend: &'static str,
+        source: impl Into<Box<dyn StdError + Send + Sync>>,
+    ) -> Self {
         Self::Backend {
             backend,
             source: source.into(),

@@ -122,8 +122,15 @@ impl Session {
     }
 
     /// Full-text search within this session.
-    pub async fn search(&self, text: &str, mode: SearchMode, limit: Option<usize>) -> Result<Vec<SearchHit>> {
-        let mut query = SearchQuery::new(text).in_session(self.id.clone()).mode(mode);
+    pub async fn search(
+        &self,
+        text: &str,
+        mode: SearchMode,
+        limit: Option<usize>,
+    ) -> Result<Vec<SearchHit>> {
+        let mut query = SearchQuery::new(text)
+            .in_session(self.id.clone())
+            .mode(mode);
         query.limit = limit;
         self.store.search(&query).await
     }

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use memory_core::{
-    AppendOutcome, MemoryError, NewSession, Parent, Role, SearchQuery, SessionId,
-    SessionInfo, SessionUsage, Timestamp, UiMessage,
+    AppendOutcome, MemoryError, NewSession, Parent, Role, SearchQuery, SessionId, SessionInfo,
+    SessionUsage, Timestamp, UiMessage,
 };
 use memory_testkit::in_memory::{InMemoryMessageStore, InMemorySessionRegistry, ManualClock};
 use memory_testkit::mocks::{MockMessageStore, MockSessionRegistry};
@@ -57,7 +57,10 @@ async fn append_all_chains_parents_from_the_latest_leaf() {
         });
     let session = Session::new(Arc::new(store), sid("s1"));
     let outcomes = session
-        .append_all(vec![user("a", "1"), user("b", "2"), user("c", "3")], Parent::LatestLeaf)
+        .append_all(
+            vec![user("a", "1"), user("b", "2"), user("c", "3")],
+            Parent::LatestLeaf,
+        )
         .await
         .unwrap();
     assert_eq!(outcomes.len(), 3);
@@ -91,8 +94,20 @@ async fn manager_refuses_unregistered_sessions_without_touching_the_store() {
         .append(&sid("nope"), user("a", "x"), Parent::LatestLeaf)
         .await
         .unwrap_err();
-    assert!(matches!(err, MemoryError::NotFound { kind: "session", .. }));
-    assert!(manager.delete(&sid("nope")).await.unwrap_err().is_not_found());
+    assert!(matches!(
+        err,
+        MemoryError::NotFound {
+            kind: "session",
+            ..
+        }
+    ));
+    assert!(
+        manager
+            .delete(&sid("nope"))
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
 }
 
 #[tokio::test]
@@ -103,7 +118,9 @@ async fn manager_append_touches_the_session_with_the_clock() {
         .times(1)
         .returning(|_, _| Ok(vec![AppendOutcome::Inserted { parent_id: None }]));
     let mut registry = MockSessionRegistry::new();
-    registry.expect_get().returning(|id| Ok(Some(info(id.as_str()))));
+    registry
+        .expect_get()
+        .returning(|id| Ok(Some(info(id.as_str()))));
     registry
         .expect_touch()
         .with(eq(sid("s1")), eq(Timestamp(42)))
@@ -126,7 +143,9 @@ async fn manager_delete_clears_history_then_the_record() {
     let mut seq = mockall::Sequence::new();
     let mut store = MockMessageStore::new();
     let mut registry = MockSessionRegistry::new();
-    registry.expect_get().returning(|id| Ok(Some(info(id.as_str()))));
+    registry
+        .expect_get()
+        .returning(|id| Ok(Some(info(id.as_str()))));
     store
         .expect_clear()
         .with(eq(sid("s1")))
@@ -151,7 +170,9 @@ async fn manager_delete_clears_history_then_the_record() {
 async fn a_failed_clear_keeps_the_session_record() {
     let mut store = MockMessageStore::new();
     let mut registry = MockSessionRegistry::new();
-    registry.expect_get().returning(|id| Ok(Some(info(id.as_str()))));
+    registry
+        .expect_get()
+        .returning(|id| Ok(Some(info(id.as_str()))));
     store
         .expect_clear()
         .returning(|_| Err(MemoryError::backend("mock", "disk full")));
@@ -177,7 +198,10 @@ async fn manager_lifecycle_on_in_memory_adapters() {
     let clock = Arc::new(ManualClock::new(1_000));
     let manager = in_memory_manager(clock.clone());
     let a = manager
-        .create(NewSession { name: Some("first".into()), ..Default::default() })
+        .create(NewSession {
+            name: Some("first".into()),
+            ..Default::default()
+        })
         .await
         .unwrap();
     clock.advance(10);
@@ -185,11 +209,25 @@ async fn manager_lifecycle_on_in_memory_adapters() {
     assert_ne!(a.id, b.id);
     clock.advance(10);
     manager
-        .append_all(&a.id, vec![user("m1", "hello otter"), user("m2", "bye")], Parent::LatestLeaf)
+        .append_all(
+            &a.id,
+            vec![user("m1", "hello otter"), user("m2", "bye")],
+            Parent::LatestLeaf,
+        )
         .await
         .unwrap();
-    let listed: Vec<_> = manager.list(10, 0).await.unwrap().into_iter().map(|s| s.id).collect();
-    assert_eq!(listed, vec![a.id.clone(), b.id.clone()], "the active session comes first");
+    let listed: Vec<_> = manager
+        .list(10, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(
+        listed,
+        vec![a.id.clone(), b.id.clone()],
+        "the active session comes first"
+    );
     manager
         .append(&b.id, user("m1", "another otter"), Parent::LatestLeaf)
         .await
@@ -201,26 +239,51 @@ async fn manager_lifecycle_on_in_memory_adapters() {
     manager.delete(&a.id).await.unwrap();
     assert!(manager.get(&a.id).await.unwrap().is_none());
     let hits = manager.search(&SearchQuery::new("otter")).await.unwrap();
-    assert_eq!(hits.iter().map(|h| &h.session_id).collect::<Vec<_>>(), vec![&b.id]);
+    assert_eq!(
+        hits.iter().map(|h| &h.session_id).collect::<Vec<_>>(),
+        vec![&b.id]
+    );
     let child = manager
-        .create(NewSession { parent_session_id: Some(a.id.clone()), ..Default::default() })
+        .create(NewSession {
+            parent_session_id: Some(a.id.clone()),
+            ..Default::default()
+        })
         .await;
-    assert!(child.unwrap_err().is_not_found(), "parent session must exist");
+    assert!(
+        child.unwrap_err().is_not_found(),
+        "parent session must exist"
+    );
 }
 
 #[tokio::test]
 async fn upsert_and_append_all_continue_the_conversation() {
     let manager = in_memory_manager(Arc::new(ManualClock::new(0)));
     let s = manager.create(NewSession::default()).await.unwrap();
-    manager.append(&s.id, user("m1", "one"), Parent::LatestLeaf).await.unwrap();
     manager
-        .append_all(&s.id, vec![user("m2", "two"), user("m3", "three")], Parent::LatestLeaf)
+        .append(&s.id, user("m1", "one"), Parent::LatestLeaf)
+        .await
+        .unwrap();
+    manager
+        .append_all(
+            &s.id,
+            vec![user("m2", "two"), user("m3", "three")],
+            Parent::LatestLeaf,
+        )
         .await
         .unwrap();
     let session = manager.session(&s.id).await.unwrap();
-    let ids: Vec<_> = session.history(None).await.unwrap().into_iter().map(|m| m.id).collect();
+    let ids: Vec<_> = session
+        .history(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
     assert_eq!(ids, vec!["m1", "m2", "m3"]);
-    let outcome = manager.upsert(&s.id, user("m2", "two, edited"), Parent::LatestLeaf).await.unwrap();
+    let outcome = manager
+        .upsert(&s.id, user("m2", "two, edited"), Parent::LatestLeaf)
+        .await
+        .unwrap();
     assert_eq!(outcome, AppendOutcome::AlreadyExists);
     assert_eq!(session.require("m2").await.unwrap().text(), "two, edited");
     assert_eq!(session.path_length(None).await.unwrap(), 3);

@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::ports::{
-    ChatRequest, ChatResponse, ContextProvider, Embedder, ForgetRequest, IndexDocument, IndexHit,
-    KeyValueStore, LanguageModel, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage,
-    MemoryProfiles, MemoryRecord, MessageStore, RawMessage, RawMessageInsert, SearchIndex,
-    SearchableContextProvider, SessionRegistry, SkillProvider, SkillStore, SkillSummary,
-    StoreCapabilities, TokenCounter, VectorHit, VectorIndex, VectorRecord,
-    WritableContextProvider, Clock,
+    ChatRequest, ChatResponse, Clock, ContextProvider, Embedder, ForgetRequest, IndexDocument,
+    IndexHit, KeyValueStore, LanguageModel, LongTermMemoryStore, MemoryFilter, MemoryKind,
+    MemoryPage, MemoryProfiles, MemoryRecord, MessageStore, RawMessage, RawMessageInsert,
+    SearchIndex, SearchableContextProvider, SessionRegistry, SkillProvider, SkillStore,
+    SkillSummary, StoreCapabilities, TokenCounter, VectorHit, VectorIndex, VectorRecord,
+    WritableContextProvider,
 };
 use memory_core::{
     AppendOutcome, CompactionRecord, NewCompaction, NewMessage, NewSession, PathEntry, Result,

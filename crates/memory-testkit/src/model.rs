@@ -76,16 +76,16 @@ impl Model {
             .map(|n| n.0.clone())
     }
 
-    /// Applies an append; `Err` when the parent is unknown.
-    pub fn append(&mut self, id: String, parent: Parent, text: String) -> Result<AppendOutcome, ()> {
+    /// Applies an append; `None` when the explicit parent is unknown (an error).
+    pub fn append(&mut self, id: String, parent: Parent, text: String) -> Option<AppendOutcome> {
         // An existing id wins over a bad parent: re-sending a stored message is idempotent.
         if self.find(&id).is_some() {
-            return Ok(AppendOutcome::AlreadyExists);
+            return Some(AppendOutcome::AlreadyExists);
         }
-        if let Parent::Message(p) = &parent {
-            if self.find(p).is_none() {
-                return Err(());
-            }
+        if let Parent::Message(p) = &parent
+            && self.find(p).is_none()
+        {
+            return None;
         }
         let parent_id = match parent {
             Parent::LatestLeaf => self.latest_leaf(),
@@ -93,7 +93,7 @@ impl Model {
             Parent::Message(p) => Some(p),
         };
         self.nodes.push((id, parent_id.clone(), text));
-        Ok(AppendOutcome::Inserted { parent_id })
+        Some(AppendOutcome::Inserted { parent_id })
     }
 
     /// Root-to-leaf ids.
@@ -121,11 +121,20 @@ impl Model {
     }
 }
 
-async fn check_sequence(store: &dyn MessageStore, session: &SessionId, ops: &[Op]) -> Result<(), TestCaseError> {
+async fn check_sequence(
+    store: &dyn MessageStore,
+    session: &SessionId,
+    ops: &[Op],
+) -> Result<(), TestCaseError> {
     let mut model = Model::default();
     for op in ops {
         match op {
-            Op::Append { id, parent_kind, parent, word } => {
+            Op::Append {
+                id,
+                parent_kind,
+                parent,
+                word,
+            } => {
                 let parent = match parent_kind {
                     0 => Parent::LatestLeaf,
                     1 => Parent::Root,
@@ -134,22 +143,37 @@ async fn check_sequence(store: &dyn MessageStore, session: &SessionId, ops: &[Op
                 let text = word_of(*word);
                 let expected = model.append(id_of(*id), parent.clone(), text.clone());
                 let message = UiMessage::text_message(id_of(*id), Role::User, text);
-                let got = store.append(session, vec![NewMessage::with_parent(message, parent)]).await;
+                let got = store
+                    .append(session, vec![NewMessage::with_parent(message, parent)])
+                    .await;
                 match (expected, got) {
-                    (Ok(e), Ok(g)) => prop_assert_eq!(vec![e], g, "append {:?}", op),
-                    (Err(()), Err(_)) => {}
-                    (e, g) => return Err(TestCaseError::fail(format!("append {op:?}: model {e:?}, store {g:?}"))),
+                    (Some(e), Ok(g)) => prop_assert_eq!(vec![e], g, "append {:?}", op),
+                    (None, Err(_)) => {}
+                    (e, g) => {
+                        return Err(TestCaseError::fail(format!(
+                            "append {op:?}: model {e:?}, store {g:?}"
+                        )));
+                    }
                 }
             }
             Op::Update { id, word } => {
                 let id = id_of(*id);
-                let got = store.update(session, UiMessage::text_message(&id, Role::User, word_of(*word))).await;
+                let got = store
+                    .update(
+                        session,
+                        UiMessage::text_message(&id, Role::User, word_of(*word)),
+                    )
+                    .await;
                 match model.find(&id) {
                     Some(i) => {
                         prop_assert!(got.is_ok(), "update {:?}: {:?}", op, got);
                         model.nodes[i].2 = word_of(*word);
                     }
-                    None => prop_assert!(got.is_err_and(|e| e.is_not_found()), "update of absent {:?}", op),
+                    None => prop_assert!(
+                        got.is_err_and(|e| e.is_not_found()),
+                        "update of absent {:?}",
+                        op
+                    ),
                 }
             }
             Op::Delete { ids } => {
@@ -161,29 +185,58 @@ async fn check_sequence(store: &dyn MessageStore, session: &SessionId, ops: &[Op
                         model.delete(id);
                     }
                 }
-                let got = store.delete(session, &ids).await.map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let got = store
+                    .delete(session, &ids)
+                    .await
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
                 prop_assert_eq!(got, expected as u64, "delete {:?}", op);
             }
         }
         // After every step: latest leaf, every branch's history, children and search agree.
-        let leaf = store.latest_leaf(session).await.map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let leaf = store
+            .latest_leaf(session)
+            .await
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(leaf, model.latest_leaf(), "latest leaf after {:?}", op);
         for (id, _, _) in &model.nodes {
-            let history = store.history(session, Some(id.clone())).await.map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let history = store
+                .history(session, Some(id.clone()))
+                .await
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
             let got: Vec<String> = history.into_iter().map(|m| m.id).collect();
             prop_assert_eq!(got, model.path(id), "history({}) after {:?}", id, op);
-            let children: Vec<String> = store.children(session, id).await.map_err(|e| TestCaseError::fail(e.to_string()))?.into_iter().map(|m| m.id).collect();
-            let expected: Vec<String> = model.nodes.iter().filter(|n| n.1.as_deref() == Some(id.as_str())).map(|n| n.0.clone()).collect();
+            let children: Vec<String> = store
+                .children(session, id)
+                .await
+                .map_err(|e| TestCaseError::fail(e.to_string()))?
+                .into_iter()
+                .map(|m| m.id)
+                .collect();
+            let expected: Vec<String> = model
+                .nodes
+                .iter()
+                .filter(|n| n.1.as_deref() == Some(id.as_str()))
+                .map(|n| n.0.clone())
+                .collect();
             prop_assert_eq!(children, expected, "children({}) after {:?}", id, op);
         }
         for w in 0..WORDS {
             let hits = store
-                .search(&SearchQuery::new(word_of(w)).in_session(session.clone()).limit(100))
+                .search(
+                    &SearchQuery::new(word_of(w))
+                        .in_session(session.clone())
+                        .limit(100),
+                )
                 .await
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;
             let mut got: Vec<String> = hits.into_iter().map(|h| h.message_id).collect();
             got.sort();
-            let mut expected: Vec<String> = model.nodes.iter().filter(|n| n.2 == word_of(w)).map(|n| n.0.clone()).collect();
+            let mut expected: Vec<String> = model
+                .nodes
+                .iter()
+                .filter(|n| n.2 == word_of(w))
+                .map(|n| n.0.clone())
+                .collect();
             expected.sort();
             prop_assert_eq!(got, expected, "search {} after {:?}", word_of(w), op);
         }
@@ -195,7 +248,11 @@ async fn check_sequence(store: &dyn MessageStore, session: &SessionId, ops: &[Op
 /// panics with a shrunk counter-example if the store and the model disagree.
 ///
 /// Call it from a plain `#[test]`, passing the runtime the store was built on.
-pub fn check_against_model(runtime: &tokio::runtime::Runtime, store: &dyn MessageStore, cases: u32) {
+pub fn check_against_model(
+    runtime: &tokio::runtime::Runtime,
+    store: &dyn MessageStore,
+    cases: u32,
+) {
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,

@@ -19,7 +19,13 @@ pub fn assistant(id: &str, text: &str) -> UiMessage {
 }
 
 /// An assistant message with reasoning, a completed tool call and a closing text.
-pub fn assistant_with_tool(id: &str, tool: &str, input: serde_json::Value, output: serde_json::Value, text: &str) -> UiMessage {
+pub fn assistant_with_tool(
+    id: &str,
+    tool: &str,
+    input: serde_json::Value,
+    output: serde_json::Value,
+    text: &str,
+) -> UiMessage {
     serde_json::from_value(json!({
         "id": id,
         "role": "assistant",

@@ -1,4 +1,5 @@
 //! The in-memory adapters pass the same contract suite as every real adapter.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use memory_testkit::contract;
 use memory_testkit::in_memory::{
@@ -22,6 +23,9 @@ async fn in_memory_key_value_store_passes_the_contract() {
 
 #[test]
 fn in_memory_message_store_agrees_with_the_model() {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     memory_testkit::model::check_against_model(&runtime, &InMemoryMessageStore::new(), 200);
 }

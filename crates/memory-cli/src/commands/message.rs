@@ -12,7 +12,13 @@ fn parse_message(text: &str) -> Result<UiMessage, CliError> {
 
 pub async fn run(app: &App, command: MessageCommand) -> Result<(), CliError> {
     match command {
-        MessageCommand::Append { session, message, parent, root, format } => {
+        MessageCommand::Append {
+            session,
+            message,
+            parent,
+            root,
+            format,
+        } => {
             let id = session_id(&session)?;
             let message = parse_message(&argument_or_stdin(message)?)?;
             let message_id = message.id.clone();
@@ -32,26 +38,42 @@ pub async fn run(app: &App, command: MessageCommand) -> Result<(), CliError> {
                 }))
             } else {
                 match outcome {
-                    AppendOutcome::Inserted { parent_id: Some(p) } => println!("appended {message_id} under {p}"),
-                    AppendOutcome::Inserted { parent_id: None } => println!("appended {message_id} as a root"),
-                    AppendOutcome::AlreadyExists => println!("{message_id} already exists; nothing changed"),
+                    AppendOutcome::Inserted { parent_id: Some(p) } => {
+                        println!("appended {message_id} under {p}")
+                    }
+                    AppendOutcome::Inserted { parent_id: None } => {
+                        println!("appended {message_id} as a root")
+                    }
+                    AppendOutcome::AlreadyExists => {
+                        println!("{message_id} already exists; nothing changed")
+                    }
                 }
                 Ok(())
             }
         }
-        MessageCommand::Update { session, message, format } => {
+        MessageCommand::Update {
+            session,
+            message,
+            format,
+        } => {
             let id = session_id(&session)?;
             let message = parse_message(&argument_or_stdin(message)?)?;
             let message_id = message.id.clone();
             app.manager.update(&id, message).await?;
             if format.json {
-                output::json(&json!({ "session_id": id, "message_id": message_id, "outcome": "updated" }))
+                output::json(
+                    &json!({ "session_id": id, "message_id": message_id, "outcome": "updated" }),
+                )
             } else {
                 println!("updated {message_id}");
                 Ok(())
             }
         }
-        MessageCommand::Delete { session, ids, format } => {
+        MessageCommand::Delete {
+            session,
+            ids,
+            format,
+        } => {
             let id = session_id(&session)?;
             let deleted = app.manager.delete_messages(&id, &ids).await?;
             if format.json {

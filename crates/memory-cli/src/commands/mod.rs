@@ -69,11 +69,23 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     let result = match cli.command {
         Command::Session(command) => session::run(&app, command).await,
         Command::Message(command) => message::run(&app, command).await,
-        Command::History { session, leaf, format } => read::history(&app, &session, leaf, format).await,
-        Command::Branches { session, message, format } => read::branches(&app, &session, &message, format).await,
-        Command::Search { query, session, phrase, limit, format } => {
-            read::search(&app, &query, session, phrase, limit, format).await
-        }
+        Command::History {
+            session,
+            leaf,
+            format,
+        } => read::history(&app, &session, leaf, format).await,
+        Command::Branches {
+            session,
+            message,
+            format,
+        } => read::branches(&app, &session, &message, format).await,
+        Command::Search {
+            query,
+            session,
+            phrase,
+            limit,
+            format,
+        } => read::search(&app, &query, session, phrase, limit, format).await,
         Command::Import { file, format } => transfer::import(&app, &file, format).await,
         Command::Export { session, output } => transfer::export(&app, &session, output).await,
         Command::Demo => Ok(()),

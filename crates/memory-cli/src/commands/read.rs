@@ -6,12 +6,19 @@ use crate::app::{App, session_id};
 use crate::cli::Format;
 use crate::output;
 
-pub async fn history(app: &App, session: &str, leaf: Option<String>, format: Format) -> Result<(), CliError> {
+pub async fn history(
+    app: &App,
+    session: &str,
+    leaf: Option<String>,
+    format: Format,
+) -> Result<(), CliError> {
     let session = app.manager.session(&session_id(session)?).await?;
     let messages = session.history(leaf.as_deref()).await?;
     let leaf_id = messages.last().map(|m| m.id.clone());
     if format.json {
-        return output::json(&json!({ "session_id": session.id(), "leaf_id": leaf_id, "messages": messages }));
+        return output::json(
+            &json!({ "session_id": session.id(), "leaf_id": leaf_id, "messages": messages }),
+        );
     }
     if messages.is_empty() {
         println!("No messages.");
@@ -22,11 +29,18 @@ pub async fn history(app: &App, session: &str, leaf: Option<String>, format: For
     Ok(())
 }
 
-pub async fn branches(app: &App, session: &str, message: &str, format: Format) -> Result<(), CliError> {
+pub async fn branches(
+    app: &App,
+    session: &str,
+    message: &str,
+    format: Format,
+) -> Result<(), CliError> {
     let session = app.manager.session(&session_id(session)?).await?;
     let children = session.branches(message).await?;
     if format.json {
-        return output::json(&json!({ "session_id": session.id(), "message_id": message, "children": children }));
+        return output::json(
+            &json!({ "session_id": session.id(), "message_id": message, "children": children }),
+        );
     }
     println!("{} branch(es) from {message}:", children.len());
     for m in &children {
@@ -43,7 +57,11 @@ pub async fn search(
     limit: Option<usize>,
     format: Format,
 ) -> Result<(), CliError> {
-    let mut query = SearchQuery::new(text).mode(if phrase { SearchMode::Phrase } else { SearchMode::AllWords });
+    let mut query = SearchQuery::new(text).mode(if phrase {
+        SearchMode::Phrase
+    } else {
+        SearchMode::AllWords
+    });
     query.limit = limit;
     if let Some(session) = session {
         let id = session_id(&session)?;

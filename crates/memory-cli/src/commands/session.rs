@@ -8,7 +8,14 @@ use crate::output;
 
 pub async fn run(app: &App, command: SessionCommand) -> Result<(), CliError> {
     match command {
-        SessionCommand::Create { id, name, parent, model, source, format } => {
+        SessionCommand::Create {
+            id,
+            name,
+            parent,
+            model,
+            source,
+            format,
+        } => {
             let spec = NewSession {
                 id: id.as_deref().map(session_id).transpose()?,
                 name,
@@ -24,7 +31,11 @@ pub async fn run(app: &App, command: SessionCommand) -> Result<(), CliError> {
                 Ok(())
             }
         }
-        SessionCommand::List { limit, offset, format } => {
+        SessionCommand::List {
+            limit,
+            offset,
+            format,
+        } => {
             let sessions = app.manager.list(limit, offset).await?;
             if format.json {
                 output::json(&json!({ "sessions": sessions }))

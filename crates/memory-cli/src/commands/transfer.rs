@@ -46,7 +46,8 @@ pub async fn export(app: &App, session: &str, output: Option<PathBuf>) -> Result
         .ok_or_else(|| MemoryError::not_found("session", id.as_str()))?;
     let sink: Box<dyn Write> = match &output {
         Some(path) => Box::new(
-            File::create(path).map_err(|e| CliError::io(format!("creating {}", path.display()), e))?,
+            File::create(path)
+                .map_err(|e| CliError::io(format!("creating {}", path.display()), e))?,
         ),
         None => Box::new(std::io::stdout().lock()),
     };
@@ -78,14 +79,24 @@ pub async fn export(app: &App, session: &str, output: Option<PathBuf>) -> Result
     Ok(())
 }
 
-fn open_lines(path: &Path) -> Result<impl Iterator<Item = (usize, std::io::Result<String>)>, CliError> {
-    let file = File::open(path).map_err(|e| CliError::io(format!("opening {}", path.display()), e))?;
-    Ok(BufReader::new(file).lines().enumerate().map(|(i, l)| (i + 1, l)))
+fn open_lines(
+    path: &Path,
+) -> Result<impl Iterator<Item = (usize, std::io::Result<String>)>, CliError> {
+    let file =
+        File::open(path).map_err(|e| CliError::io(format!("opening {}", path.display()), e))?;
+    Ok(BufReader::new(file)
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l)))
 }
 
 fn parse_line(path: &Path, number: usize, text: &str) -> Result<Line, CliError> {
-    serde_json::from_str(text)
-        .map_err(|e| CliError::Input(format!("{}:{number}: not an export record: {e}", path.display())))
+    serde_json::from_str(text).map_err(|e| {
+        CliError::Input(format!(
+            "{}:{number}: not an export record: {e}",
+            path.display()
+        ))
+    })
 }
 
 /// Validates the whole file first (nothing is written if any line is bad), then imports.
@@ -122,7 +133,11 @@ pub async fn import(app: &App, path: &Path, format: Format) -> Result<(), CliErr
                     sessions_created += 1;
                 }
             }
-            Line::Message { session_id, parent_id, message } => {
+            Line::Message {
+                session_id,
+                parent_id,
+                message,
+            } => {
                 if pending_session.as_ref() != Some(&session_id) || pending.len() >= BATCH {
                     if let Some(s) = pending_session.take() {
                         let (i, e) = flush(app, &s, &mut pending, &bar).await?;
@@ -150,7 +165,9 @@ pub async fn import(app: &App, path: &Path, format: Format) -> Result<(), CliErr
             "messages": total, "inserted": inserted, "already_present": existing, "sessions_created": sessions_created,
         }));
     }
-    println!("imported {total} message(s): {inserted} new, {existing} already present; {sessions_created} session(s) created");
+    println!(
+        "imported {total} message(s): {inserted} new, {existing} already present; {sessions_created} session(s) created"
+    );
     Ok(())
 }
 
@@ -182,22 +199,26 @@ async fn ensure_session(
     if app.manager.get(id).await?.is_some() {
         return Ok(false);
     }
-    let mut spec = NewSession { id: Some(id.clone()), source: Some("import".into()), ..Default::default() };
+    let mut spec = NewSession {
+        id: Some(id.clone()),
+        source: Some("import".into()),
+        ..Default::default()
+    };
     if let Some(info) = record {
         spec.name = info.name.clone();
         spec.model = info.model.clone();
         spec.source = info.source.clone().or(spec.source);
-        if let Some(parent) = &info.parent_session_id {
-            if app.manager.get(parent).await?.is_some() {
-                spec.parent_session_id = Some(parent.clone());
-            }
+        if let Some(parent) = &info.parent_session_id
+            && app.manager.get(parent).await?.is_some()
+        {
+            spec.parent_session_id = Some(parent.clone());
         }
     }
     app.manager.create(spec).await?;
-    if let Some(info) = record {
-        if info.usage != SessionUsage::default() {
-            app.manager.add_usage(id, info.usage).await?;
-        }
+    if let Some(info) = record
+        && info.usage != SessionUsage::default()
+    {
+        app.manager.add_usage(id, info.usage).await?;
     }
     Ok(true)
 }

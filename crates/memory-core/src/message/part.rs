@@ -82,7 +82,11 @@ pub struct DataPart {
     #[serde(skip)]
     pub name: String,
     /// The payload.
-    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub data: Option<Value>,
     /// Other fields (`id`, `transient`, ...).
     #[serde(flatten)]
@@ -154,7 +158,11 @@ struct TaggedDynamic<'a> {
 
 impl Serialize for Part {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        fn tagged<S: Serializer, T: Serialize>(s: S, ty: &str, inner: &T) -> Result<S::Ok, S::Error> {
+        fn tagged<S: Serializer, T: Serialize>(
+            s: S,
+            ty: &str,
+            inner: &T,
+        ) -> Result<S::Ok, S::Error> {
             Tagged { ty, inner }.serialize(s)
         }
         match self {

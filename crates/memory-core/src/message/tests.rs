@@ -86,7 +86,8 @@ fn null_metadata_is_kept() {
 fn invalid_messages_are_rejected_with_a_clear_error() {
     let err = UiMessage::from_json(r#"{"id":"m","role":"tool","parts":[]}"#).unwrap_err();
     assert!(err.to_string().contains("unknown variant"), "{err}");
-    let err = UiMessage::from_json(r#"{"id":"m","role":"user","parts":[{"text":"x"}]}"#).unwrap_err();
+    let err =
+        UiMessage::from_json(r#"{"id":"m","role":"user","parts":[{"text":"x"}]}"#).unwrap_err();
     assert!(err.to_string().contains("no `type`"), "{err}");
     let err =
         UiMessage::from_json(r#"{"id":"m","role":"user","parts":[{"type":"text"}]}"#).unwrap_err();

@@ -17,10 +17,18 @@ pub struct ToolPart {
     /// Lifecycle state.
     pub state: ToolState,
     /// The call's arguments.
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub input: Option<Value>,
     /// The result, once available.
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub output: Option<Value>,
     /// The error, in state `output-error`.
     #[serde(rename = "errorText", default, skip_serializing_if = "Option::is_none")]

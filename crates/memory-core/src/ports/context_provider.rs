@@ -49,8 +49,7 @@ pub trait SkillProvider: ContextProvider {
     /// The document under `key`.
     async fn load(&self, key: &str) -> Result<Option<String>>;
     /// Stores a document with an optional one-line description.
-    async fn set_skill(&self, key: &str, content: &str, description: Option<String>)
-    -> Result<()>;
+    async fn set_skill(&self, key: &str, content: &str, description: Option<String>) -> Result<()>;
 }
 
 /// A block's provider, by capability: the kind of block is decided by which variant the

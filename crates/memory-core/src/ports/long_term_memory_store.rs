@@ -131,8 +131,12 @@ pub trait LongTermMemoryStore: Send + Sync {
     /// Every version of a key, oldest first.
     async fn versions(&self, kind: MemoryKind, key: &str) -> Result<Vec<MemoryRecord>>;
     /// A filtered page.
-    async fn list(&self, filter: &MemoryFilter, cursor: Option<String>, limit: usize)
-    -> Result<MemoryPage>;
+    async fn list(
+        &self,
+        filter: &MemoryFilter,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<MemoryPage>;
     /// Full-text search over current memories: `(id, score)` pairs.
     async fn search_memories(&self, query: &str, limit: usize) -> Result<Vec<(String, f64)>>;
     /// Marks a memory forgotten.

@@ -39,8 +39,11 @@ pub trait MessageStore: Send + Sync {
     fn capabilities(&self) -> StoreCapabilities;
 
     /// Appends messages in order, in one transaction; one outcome per message.
-    async fn append(&self, session: &SessionId, messages: Vec<NewMessage>)
-    -> Result<Vec<AppendOutcome>>;
+    async fn append(
+        &self,
+        session: &SessionId,
+        messages: Vec<NewMessage>,
+    ) -> Result<Vec<AppendOutcome>>;
 
     /// Replaces the parts (and the rest of the content) of an existing message and re-indexes
     /// it. Its parent and role do not change. [`MemoryError::NotFound`] if absent.
@@ -71,8 +74,7 @@ pub trait MessageStore: Send + Sync {
 
     /// The root-to-leaf path with content, raw (no overlays applied). Same leaf rules as
     /// [`path`](Self::path).
-    async fn history(&self, session: &SessionId, leaf: Option<String>)
-    -> Result<Vec<UiMessage>>;
+    async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>>;
 
     /// Every message of the session in insertion order, with parents: a page of at most
     /// `limit` messages with `seq > after_seq`.

@@ -14,8 +14,12 @@ use crate::{NewSession, Result, SessionId, SessionInfo, SessionPatch, SessionUsa
 #[async_trait]
 pub trait SessionRegistry: Send + Sync {
     /// Creates a session with the given id.
-    async fn create(&self, id: &SessionId, spec: &NewSession, now: Timestamp)
-    -> Result<SessionInfo>;
+    async fn create(
+        &self,
+        id: &SessionId,
+        spec: &NewSession,
+        now: Timestamp,
+    ) -> Result<SessionInfo>;
 
     /// One session.
     async fn get(&self, id: &SessionId) -> Result<Option<SessionInfo>>;
@@ -24,12 +28,20 @@ pub trait SessionRegistry: Send + Sync {
     async fn list(&self, limit: usize, offset: usize) -> Result<Vec<SessionInfo>>;
 
     /// Changes metadata.
-    async fn update(&self, id: &SessionId, patch: &SessionPatch, now: Timestamp)
-    -> Result<SessionInfo>;
+    async fn update(
+        &self,
+        id: &SessionId,
+        patch: &SessionPatch,
+        now: Timestamp,
+    ) -> Result<SessionInfo>;
 
     /// Adds to the usage counters.
-    async fn add_usage(&self, id: &SessionId, usage: SessionUsage, now: Timestamp)
-    -> Result<SessionInfo>;
+    async fn add_usage(
+        &self,
+        id: &SessionId,
+        usage: SessionUsage,
+        now: Timestamp,
+    ) -> Result<SessionInfo>;
 
     /// Marks the session as updated now.
     async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()>;

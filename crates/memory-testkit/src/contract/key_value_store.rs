@@ -18,7 +18,10 @@ pub async fn get_set_delete(store: &dyn KeyValueStore) {
     store.set(&key, "one").await.unwrap();
     assert_eq!(store.get(&key).await.unwrap().as_deref(), Some("one"));
     store.set(&key, "two ✓ ünïcode").await.unwrap();
-    assert_eq!(store.get(&key).await.unwrap().as_deref(), Some("two ✓ ünïcode"));
+    assert_eq!(
+        store.get(&key).await.unwrap().as_deref(),
+        Some("two ✓ ünïcode")
+    );
     assert!(store.delete(&key).await.unwrap());
     assert!(!store.delete(&key).await.unwrap());
     assert_eq!(store.get(&key).await.unwrap(), None);
@@ -42,7 +45,11 @@ pub async fn prefixes(store: &dyn KeyValueStore) {
     let keys = store.keys(&format!("{prefix}/")).await.unwrap();
     assert_eq!(
         keys,
-        vec![format!("{prefix}/a"), format!("{prefix}/b"), format!("{prefix}/c/d")]
+        vec![
+            format!("{prefix}/a"),
+            format!("{prefix}/b"),
+            format!("{prefix}/c/d")
+        ]
     );
     // LIKE/GLOB wildcards in a prefix are literal.
     assert!(store.keys(&format!("{prefix}%")).await.unwrap().is_empty());

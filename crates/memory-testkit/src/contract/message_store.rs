@@ -46,7 +46,11 @@ async fn append_chain(store: &dyn MessageStore, session: &SessionId, names: &[&s
         .iter()
         .enumerate()
         .map(|(i, id)| {
-            let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
+            let role = if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
             NewMessage::new(UiMessage::text_message(*id, role, format!("message {id}")))
         })
         .collect();
@@ -64,8 +68,13 @@ pub async fn append_get_round_trip(store: &dyn MessageStore) {
         "It is sunny.",
     );
     let mut with_extra = m.clone();
-    with_extra.extra.insert("custom".into(), json!({"kept": true}));
-    let outcome = store.append_one(&s, with_extra.clone(), Parent::LatestLeaf).await.unwrap();
+    with_extra
+        .extra
+        .insert("custom".into(), json!({"kept": true}));
+    let outcome = store
+        .append_one(&s, with_extra.clone(), Parent::LatestLeaf)
+        .await
+        .unwrap();
     assert_eq!(outcome, AppendOutcome::Inserted { parent_id: None });
     assert_eq!(store.get(&s, "a1").await.unwrap(), Some(with_extra));
     assert_eq!(store.get(&s, "missing").await.unwrap(), None);
@@ -74,38 +83,97 @@ pub async fn append_get_round_trip(store: &dyn MessageStore) {
 /// Appending an existing id changes nothing and says so.
 pub async fn append_is_insert_if_absent(store: &dyn MessageStore) {
     let s = fresh_session("idempotent");
-    store.append_one(&s, user("u1", "original"), Parent::LatestLeaf).await.unwrap();
-    store.append_one(&s, assistant("a1", "reply"), Parent::LatestLeaf).await.unwrap();
+    store
+        .append_one(&s, user("u1", "original"), Parent::LatestLeaf)
+        .await
+        .unwrap();
+    store
+        .append_one(&s, assistant("a1", "reply"), Parent::LatestLeaf)
+        .await
+        .unwrap();
     let again = store
         .append_one(&s, user("u1", "changed"), Parent::message("a1"))
         .await
         .unwrap();
     assert_eq!(again, AppendOutcome::AlreadyExists);
-    assert_eq!(store.get(&s, "u1").await.unwrap().unwrap().text(), "original");
-    assert_eq!(ids(&store.history(&s, None).await.unwrap()), vec!["u1", "a1"]);
-    assert!(store.search(&SearchQuery::new("changed").in_session(s.clone())).await.unwrap().is_empty());
+    assert_eq!(
+        store.get(&s, "u1").await.unwrap().unwrap().text(),
+        "original"
+    );
+    assert_eq!(
+        ids(&store.history(&s, None).await.unwrap()),
+        vec!["u1", "a1"]
+    );
+    assert!(
+        store
+            .search(&SearchQuery::new("changed").in_session(s.clone()))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// Latest leaf by default, explicit root, explicit parent; a parent outside the session fails.
 pub async fn parent_rules(store: &dyn MessageStore) {
     let s = fresh_session("parents");
     let other = fresh_session("parents-other");
-    store.append_one(&other, user("x1", "elsewhere"), Parent::LatestLeaf).await.unwrap();
-    let first = store.append_one(&s, user("u1", "hi"), Parent::LatestLeaf).await.unwrap();
+    store
+        .append_one(&other, user("x1", "elsewhere"), Parent::LatestLeaf)
+        .await
+        .unwrap();
+    let first = store
+        .append_one(&s, user("u1", "hi"), Parent::LatestLeaf)
+        .await
+        .unwrap();
     assert_eq!(first, AppendOutcome::Inserted { parent_id: None });
-    let second = store.append_one(&s, assistant("a1", "hello"), Parent::LatestLeaf).await.unwrap();
-    assert_eq!(second, AppendOutcome::Inserted { parent_id: Some("u1".into()) });
-    let root = store.append_one(&s, user("r2", "new topic"), Parent::Root).await.unwrap();
+    let second = store
+        .append_one(&s, assistant("a1", "hello"), Parent::LatestLeaf)
+        .await
+        .unwrap();
+    assert_eq!(
+        second,
+        AppendOutcome::Inserted {
+            parent_id: Some("u1".into())
+        }
+    );
+    let root = store
+        .append_one(&s, user("r2", "new topic"), Parent::Root)
+        .await
+        .unwrap();
     assert_eq!(root, AppendOutcome::Inserted { parent_id: None });
-    let explicit = store.append_one(&s, assistant("a2", "alt"), Parent::message("u1")).await.unwrap();
-    assert_eq!(explicit, AppendOutcome::Inserted { parent_id: Some("u1".into()) });
-    let foreign = store.append_one(&s, user("u9", "bad"), Parent::message("x1")).await;
-    assert!(matches!(foreign, Err(MemoryError::NotFound { .. })), "{foreign:?}");
-    let missing = store.append_one(&s, user("u9", "bad"), Parent::message("nope")).await;
-    assert!(matches!(missing, Err(MemoryError::NotFound { .. })), "{missing:?}");
+    let explicit = store
+        .append_one(&s, assistant("a2", "alt"), Parent::message("u1"))
+        .await
+        .unwrap();
+    assert_eq!(
+        explicit,
+        AppendOutcome::Inserted {
+            parent_id: Some("u1".into())
+        }
+    );
+    let foreign = store
+        .append_one(&s, user("u9", "bad"), Parent::message("x1"))
+        .await;
+    assert!(
+        matches!(foreign, Err(MemoryError::NotFound { .. })),
+        "{foreign:?}"
+    );
+    let missing = store
+        .append_one(&s, user("u9", "bad"), Parent::message("nope"))
+        .await;
+    assert!(
+        matches!(missing, Err(MemoryError::NotFound { .. })),
+        "{missing:?}"
+    );
     assert_eq!(store.get(&s, "u9").await.unwrap(), None);
-    assert_eq!(ids(&store.history(&s, Some("a2".into())).await.unwrap()), vec!["u1", "a2"]);
-    assert_eq!(ids(&store.history(&s, Some("r2".into())).await.unwrap()), vec!["r2"]);
+    assert_eq!(
+        ids(&store.history(&s, Some("a2".into())).await.unwrap()),
+        vec!["u1", "a2"]
+    );
+    assert_eq!(
+        ids(&store.history(&s, Some("r2".into())).await.unwrap()),
+        vec!["r2"]
+    );
 }
 
 /// A batch is one transaction: later items see earlier ones; one bad item stores none.
@@ -127,8 +195,12 @@ pub async fn batch_is_atomic(store: &dyn MessageStore) {
         outcomes,
         vec![
             AppendOutcome::Inserted { parent_id: None },
-            AppendOutcome::Inserted { parent_id: Some("u1".into()) },
-            AppendOutcome::Inserted { parent_id: Some("u1".into()) },
+            AppendOutcome::Inserted {
+                parent_id: Some("u1".into())
+            },
+            AppendOutcome::Inserted {
+                parent_id: Some("u1".into())
+            },
             AppendOutcome::AlreadyExists,
         ]
     );
@@ -144,11 +216,26 @@ pub async fn batch_is_atomic(store: &dyn MessageStore) {
     assert!(failing.is_err());
     assert_eq!(store.get(&s, "ok1").await.unwrap(), None);
     let reserved = store
-        .append(&s, vec![NewMessage::new(user("ok3", "x")), NewMessage::new(user("compaction_1", "x"))])
+        .append(
+            &s,
+            vec![
+                NewMessage::new(user("ok3", "x")),
+                NewMessage::new(user("compaction_1", "x")),
+            ],
+        )
         .await;
-    assert!(matches!(reserved, Err(MemoryError::InvalidInput { .. })), "{reserved:?}");
+    assert!(
+        matches!(reserved, Err(MemoryError::InvalidInput { .. })),
+        "{reserved:?}"
+    );
     assert_eq!(store.get(&s, "ok3").await.unwrap(), None);
-    assert!(store.search(&SearchQuery::new("stored").in_session(s.clone())).await.unwrap().is_empty());
+    assert!(
+        store
+            .search(&SearchQuery::new("stored").in_session(s.clone()))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert!(store.append(&s, Vec::new()).await.unwrap().is_empty());
 }
 
@@ -159,14 +246,26 @@ pub async fn latest_leaf_follows_insertion_order(store: &dyn MessageStore) {
     append_chain(store, &s, &["m1", "m2", "m3"]).await;
     assert_eq!(store.latest_leaf(&s).await.unwrap().as_deref(), Some("m3"));
     // A branch from m1 appended within the same millisecond is still "latest".
-    store.append_one(&s, assistant("b1", "branch"), Parent::message("m1")).await.unwrap();
+    store
+        .append_one(&s, assistant("b1", "branch"), Parent::message("m1"))
+        .await
+        .unwrap();
     assert_eq!(store.latest_leaf(&s).await.unwrap().as_deref(), Some("b1"));
     // Continue the older branch: its new leaf becomes latest.
-    store.append_one(&s, user("m4", "more"), Parent::message("m3")).await.unwrap();
+    store
+        .append_one(&s, user("m4", "more"), Parent::message("m3"))
+        .await
+        .unwrap();
     assert_eq!(store.latest_leaf(&s).await.unwrap().as_deref(), Some("m4"));
     // Default parent follows.
-    store.append_one(&s, assistant("m5", "reply"), Parent::LatestLeaf).await.unwrap();
-    assert_eq!(ids(&store.history(&s, None).await.unwrap()), vec!["m1", "m2", "m3", "m4", "m5"]);
+    store
+        .append_one(&s, assistant("m5", "reply"), Parent::LatestLeaf)
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&store.history(&s, None).await.unwrap()),
+        vec!["m1", "m2", "m3", "m4", "m5"]
+    );
     // Deleting the latest leaf makes the next most recent childless message latest.
     store.delete(&s, &["m5".into(), "m4".into()]).await.unwrap();
     assert_eq!(store.latest_leaf(&s).await.unwrap().as_deref(), Some("b1"));
@@ -176,19 +275,53 @@ pub async fn latest_leaf_follows_insertion_order(store: &dyn MessageStore) {
 pub async fn history_of_branches(store: &dyn MessageStore) {
     let s = fresh_session("branches-history");
     append_chain(store, &s, &["u1", "a1", "u2", "a2"]).await;
-    store.append_one(&s, user("u2b", "edited question"), Parent::message("a1")).await.unwrap();
-    store.append_one(&s, assistant("a2b", "other answer"), Parent::LatestLeaf).await.unwrap();
-    assert_eq!(ids(&store.history(&s, Some("a2".into())).await.unwrap()), vec!["u1", "a1", "u2", "a2"]);
-    assert_eq!(ids(&store.history(&s, None).await.unwrap()), vec!["u1", "a1", "u2b", "a2b"]);
-    assert_eq!(ids(&store.history(&s, Some("a1".into())).await.unwrap()), vec!["u1", "a1"]);
+    store
+        .append_one(&s, user("u2b", "edited question"), Parent::message("a1"))
+        .await
+        .unwrap();
+    store
+        .append_one(&s, assistant("a2b", "other answer"), Parent::LatestLeaf)
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&store.history(&s, Some("a2".into())).await.unwrap()),
+        vec!["u1", "a1", "u2", "a2"]
+    );
+    assert_eq!(
+        ids(&store.history(&s, None).await.unwrap()),
+        vec!["u1", "a1", "u2b", "a2b"]
+    );
+    assert_eq!(
+        ids(&store.history(&s, Some("a1".into())).await.unwrap()),
+        vec!["u1", "a1"]
+    );
     assert_eq!(store.path_length(&s, Some("a2")).await.unwrap(), 4);
     let path = store.path(&s, Some("u2b".into())).await.unwrap();
-    assert_eq!(path.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(), vec!["u1", "a1", "u2b"]);
+    assert_eq!(
+        path.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+        vec!["u1", "a1", "u2b"]
+    );
     assert_eq!(path[0].role, Role::User);
-    let stored_len = serde_json::to_vec(&store.get(&s, "u1").await.unwrap().unwrap()).unwrap().len();
-    assert!(path[0].bytes > 0 && path[0].bytes.abs_diff(stored_len as u64) <= stored_len as u64 / 2);
-    assert!(store.history(&fresh_session("empty"), None).await.unwrap().is_empty());
-    assert!(store.path(&fresh_session("empty"), None).await.unwrap().is_empty());
+    let stored_len = serde_json::to_vec(&store.get(&s, "u1").await.unwrap().unwrap())
+        .unwrap()
+        .len();
+    assert!(
+        path[0].bytes > 0 && path[0].bytes.abs_diff(stored_len as u64) <= stored_len as u64 / 2
+    );
+    assert!(
+        store
+            .history(&fresh_session("empty"), None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .path(&fresh_session("empty"), None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// An unknown leaf, or a leaf of another session, is a typed not-found error.
@@ -204,7 +337,13 @@ pub async fn unknown_leaf_is_not_found(store: &dyn MessageStore) {
         assert!(matches!(p, Err(MemoryError::NotFound { .. })), "{p:?}");
     }
     let empty = fresh_session("unknown-leaf-empty");
-    assert!(store.history(&empty, Some("m1".into())).await.unwrap_err().is_not_found());
+    assert!(
+        store
+            .history(&empty, Some("m1".into()))
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
     assert!(store.children(&s, "nope").await.unwrap_err().is_not_found());
 }
 
@@ -213,9 +352,15 @@ pub async fn branches_in_insertion_order(store: &dyn MessageStore) {
     let s = fresh_session("children");
     append_chain(store, &s, &["root"]).await;
     for id in ["c3", "c1", "c2"] {
-        store.append_one(&s, assistant(id, id), Parent::message("root")).await.unwrap();
+        store
+            .append_one(&s, assistant(id, id), Parent::message("root"))
+            .await
+            .unwrap();
     }
-    assert_eq!(ids(&store.children(&s, "root").await.unwrap()), vec!["c3", "c1", "c2"]);
+    assert_eq!(
+        ids(&store.children(&s, "root").await.unwrap()),
+        vec!["c3", "c1", "c2"]
+    );
     assert!(store.children(&s, "c1").await.unwrap().is_empty());
 }
 
@@ -223,7 +368,10 @@ pub async fn branches_in_insertion_order(store: &dyn MessageStore) {
 pub async fn update_replaces_and_reindexes(store: &dyn MessageStore) {
     let s = fresh_session("update");
     append_chain(store, &s, &["u1", "a1"]).await;
-    store.append_one(&s, user("u2", "zebrafish question"), Parent::LatestLeaf).await.unwrap();
+    store
+        .append_one(&s, user("u2", "zebrafish question"), Parent::LatestLeaf)
+        .await
+        .unwrap();
     let mut changed = user("u2", "platypus question");
     changed.role = Role::Assistant; // role is not changed by update
     changed.metadata = Some(json!({"edited": true}));
@@ -232,7 +380,10 @@ pub async fn update_replaces_and_reindexes(store: &dyn MessageStore) {
     assert_eq!(stored.text(), "platypus question");
     assert_eq!(stored.role, Role::User);
     assert_eq!(stored.metadata, Some(json!({"edited": true})));
-    assert_eq!(ids(&store.history(&s, None).await.unwrap()), vec!["u1", "a1", "u2"]);
+    assert_eq!(
+        ids(&store.history(&s, None).await.unwrap()),
+        vec!["u1", "a1", "u2"]
+    );
     let scoped = |q: &str| SearchQuery::new(q).in_session(s.clone());
     assert!(store.search(&scoped("zebrafish")).await.unwrap().is_empty());
     assert_eq!(store.search(&scoped("platypus")).await.unwrap().len(), 1);
@@ -241,15 +392,24 @@ pub async fn update_replaces_and_reindexes(store: &dyn MessageStore) {
     store.update(&s, empty).await.unwrap();
     assert!(store.search(&scoped("platypus")).await.unwrap().is_empty());
     let missing = store.update(&s, user("ghost", "x")).await;
-    assert!(matches!(missing, Err(MemoryError::NotFound { .. })), "{missing:?}");
+    assert!(
+        matches!(missing, Err(MemoryError::NotFound { .. })),
+        "{missing:?}"
+    );
 }
 
 /// `upsert` updates an existing message and appends a new one.
 pub async fn upsert_updates_or_appends(store: &dyn MessageStore) {
     let s = fresh_session("upsert");
-    let first = store.upsert(&s, user("u1", "draft"), Parent::LatestLeaf).await.unwrap();
+    let first = store
+        .upsert(&s, user("u1", "draft"), Parent::LatestLeaf)
+        .await
+        .unwrap();
     assert!(first.inserted());
-    let second = store.upsert(&s, user("u1", "final"), Parent::LatestLeaf).await.unwrap();
+    let second = store
+        .upsert(&s, user("u1", "final"), Parent::LatestLeaf)
+        .await
+        .unwrap();
     assert_eq!(second, AppendOutcome::AlreadyExists);
     assert_eq!(store.get(&s, "u1").await.unwrap().unwrap().text(), "final");
     assert_eq!(store.path_length(&s, None).await.unwrap(), 1);
@@ -259,20 +419,41 @@ pub async fn upsert_updates_or_appends(store: &dyn MessageStore) {
 pub async fn delete_relinks_children_and_unindexes(store: &dyn MessageStore) {
     let s = fresh_session("delete");
     append_chain(store, &s, &["m1", "m2", "m3", "m4"]).await;
-    store.append_one(&s, user("b3", "branch wombat"), Parent::message("m2")).await.unwrap();
-    let deleted = store.delete(&s, &["m2".into(), "not-there".into()]).await.unwrap();
+    store
+        .append_one(&s, user("b3", "branch wombat"), Parent::message("m2"))
+        .await
+        .unwrap();
+    let deleted = store
+        .delete(&s, &["m2".into(), "not-there".into()])
+        .await
+        .unwrap();
     assert_eq!(deleted, 1);
     assert_eq!(store.get(&s, "m2").await.unwrap(), None);
-    assert_eq!(ids(&store.history(&s, Some("m4".into())).await.unwrap()), vec!["m1", "m3", "m4"]);
-    assert_eq!(ids(&store.history(&s, Some("b3".into())).await.unwrap()), vec!["m1", "b3"]);
-    assert_eq!(ids(&store.children(&s, "m1").await.unwrap()), vec!["m3", "b3"]);
+    assert_eq!(
+        ids(&store.history(&s, Some("m4".into())).await.unwrap()),
+        vec!["m1", "m3", "m4"]
+    );
+    assert_eq!(
+        ids(&store.history(&s, Some("b3".into())).await.unwrap()),
+        vec!["m1", "b3"]
+    );
+    assert_eq!(
+        ids(&store.children(&s, "m1").await.unwrap()),
+        vec!["m3", "b3"]
+    );
     let scoped = |q: &str| SearchQuery::new(q).in_session(s.clone());
     assert!(store.search(&scoped("m2")).await.unwrap().is_empty());
     assert_eq!(store.search(&scoped("m3")).await.unwrap().len(), 1);
     // Deleting a root promotes its children to roots.
     store.delete(&s, &["m1".into()]).await.unwrap();
-    assert_eq!(ids(&store.history(&s, Some("m4".into())).await.unwrap()), vec!["m3", "m4"]);
-    assert_eq!(ids(&store.history(&s, Some("b3".into())).await.unwrap()), vec!["b3"]);
+    assert_eq!(
+        ids(&store.history(&s, Some("m4".into())).await.unwrap()),
+        vec!["m3", "m4"]
+    );
+    assert_eq!(
+        ids(&store.history(&s, Some("b3".into())).await.unwrap()),
+        vec!["b3"]
+    );
     // Deleting a leaf and its parent together works in either order.
     store.delete(&s, &["m3".into(), "m4".into()]).await.unwrap();
     assert_eq!(store.latest_leaf(&s).await.unwrap().as_deref(), Some("b3"));
@@ -285,22 +466,63 @@ pub async fn delete_relinks_children_and_unindexes(store: &dyn MessageStore) {
 pub async fn sessions_are_isolated(store: &dyn MessageStore) {
     let a = fresh_session("iso-a");
     let b = fresh_session("iso-b");
-    store.append_one(&a, user("m1", "alpha kiwi"), Parent::LatestLeaf).await.unwrap();
-    let in_b = store.append_one(&b, user("m1", "beta kiwi"), Parent::LatestLeaf).await.unwrap();
-    assert!(in_b.inserted(), "the same id in another session is a new message");
-    assert_eq!(store.get(&a, "m1").await.unwrap().unwrap().text(), "alpha kiwi");
-    assert_eq!(store.get(&b, "m1").await.unwrap().unwrap().text(), "beta kiwi");
-    store.update(&b, user("m1", "beta kiwi updated")).await.unwrap();
-    assert_eq!(store.get(&a, "m1").await.unwrap().unwrap().text(), "alpha kiwi");
-    let hits = store.search(&SearchQuery::new("kiwi").in_session(a.clone())).await.unwrap();
+    store
+        .append_one(&a, user("m1", "alpha kiwi"), Parent::LatestLeaf)
+        .await
+        .unwrap();
+    let in_b = store
+        .append_one(&b, user("m1", "beta kiwi"), Parent::LatestLeaf)
+        .await
+        .unwrap();
+    assert!(
+        in_b.inserted(),
+        "the same id in another session is a new message"
+    );
+    assert_eq!(
+        store.get(&a, "m1").await.unwrap().unwrap().text(),
+        "alpha kiwi"
+    );
+    assert_eq!(
+        store.get(&b, "m1").await.unwrap().unwrap().text(),
+        "beta kiwi"
+    );
+    store
+        .update(&b, user("m1", "beta kiwi updated"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get(&a, "m1").await.unwrap().unwrap().text(),
+        "alpha kiwi"
+    );
+    let hits = store
+        .search(&SearchQuery::new("kiwi").in_session(a.clone()))
+        .await
+        .unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].session_id, a);
     assert_eq!(hits[0].content, "alpha kiwi");
-    store.add_compaction(&a, NewCompaction { summary: "s".into(), from_message_id: "m1".into(), to_message_id: "m1".into() }).await.unwrap();
+    store
+        .add_compaction(
+            &a,
+            NewCompaction {
+                summary: "s".into(),
+                from_message_id: "m1".into(),
+                to_message_id: "m1".into(),
+            },
+        )
+        .await
+        .unwrap();
     assert!(store.compactions(&b).await.unwrap().is_empty());
     store.delete(&b, &["m1".into()]).await.unwrap();
     assert!(store.get(&a, "m1").await.unwrap().is_some());
-    assert_eq!(store.search(&SearchQuery::new("alpha kiwi").in_session(a.clone())).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .search(&SearchQuery::new("alpha kiwi").in_session(a.clone()))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 /// `clear` removes one session's messages, overlays and search entries, nothing else.
@@ -309,31 +531,69 @@ pub async fn clear_removes_one_session(store: &dyn MessageStore) {
     let b = fresh_session("clear-b");
     let marker = super::unique("quokka").replace('-', "");
     for s in [&a, &b] {
-        store.append_one(s, user("m1", &format!("{marker} here")), Parent::LatestLeaf).await.unwrap();
-        store.append_one(s, assistant("m2", "ok"), Parent::LatestLeaf).await.unwrap();
-        store.add_compaction(s, NewCompaction { summary: "sum".into(), from_message_id: "m1".into(), to_message_id: "m2".into() }).await.unwrap();
+        store
+            .append_one(s, user("m1", &format!("{marker} here")), Parent::LatestLeaf)
+            .await
+            .unwrap();
+        store
+            .append_one(s, assistant("m2", "ok"), Parent::LatestLeaf)
+            .await
+            .unwrap();
+        store
+            .add_compaction(
+                s,
+                NewCompaction {
+                    summary: "sum".into(),
+                    from_message_id: "m1".into(),
+                    to_message_id: "m2".into(),
+                },
+            )
+            .await
+            .unwrap();
     }
     store.clear(&a).await.unwrap();
     assert!(store.history(&a, None).await.unwrap().is_empty());
     assert!(store.compactions(&a).await.unwrap().is_empty());
     assert_eq!(store.latest_leaf(&a).await.unwrap(), None);
     let global = store.search(&SearchQuery::new(&marker)).await.unwrap();
-    assert_eq!(global.iter().map(|h| &h.session_id).collect::<Vec<_>>(), vec![&b]);
+    assert_eq!(
+        global.iter().map(|h| &h.session_id).collect::<Vec<_>>(),
+        vec![&b]
+    );
     assert_eq!(store.history(&b, None).await.unwrap().len(), 2);
     assert_eq!(store.compactions(&b).await.unwrap().len(), 1);
     // The cleared session can be written again.
-    assert!(store.append_one(&a, user("m1", "again"), Parent::LatestLeaf).await.unwrap().inserted());
+    assert!(
+        store
+            .append_one(&a, user("m1", "again"), Parent::LatestLeaf)
+            .await
+            .unwrap()
+            .inserted()
+    );
 }
 
 /// Ids in the `compaction_` namespace are rejected on every write.
 pub async fn reserved_prefix_is_rejected(store: &dyn MessageStore) {
     let s = fresh_session("reserved");
-    let err = store.append_one(&s, user("compaction_abc", "x"), Parent::LatestLeaf).await;
-    assert!(matches!(err, Err(MemoryError::InvalidInput { .. })), "{err:?}");
+    let err = store
+        .append_one(&s, user("compaction_abc", "x"), Parent::LatestLeaf)
+        .await;
+    assert!(
+        matches!(err, Err(MemoryError::InvalidInput { .. })),
+        "{err:?}"
+    );
     let err = store.update(&s, user("compaction_abc", "x")).await;
-    assert!(matches!(err, Err(MemoryError::InvalidInput { .. })), "{err:?}");
-    let err = store.append_one(&s, user("", "x"), Parent::LatestLeaf).await;
-    assert!(matches!(err, Err(MemoryError::InvalidInput { .. })), "{err:?}");
+    assert!(
+        matches!(err, Err(MemoryError::InvalidInput { .. })),
+        "{err:?}"
+    );
+    let err = store
+        .append_one(&s, user("", "x"), Parent::LatestLeaf)
+        .await;
+    assert!(
+        matches!(err, Err(MemoryError::InvalidInput { .. })),
+        "{err:?}"
+    );
     assert!(store.history(&s, None).await.unwrap().is_empty());
 }
 
@@ -348,14 +608,20 @@ pub async fn recent_history_window(store: &dyn MessageStore) {
     assert_eq!(ids(&all.messages), vec!["m1", "m2", "m3", "m4", "m5"]);
     assert!(!all.truncated);
     assert_eq!(all.total_bytes, total);
-    let two = store.recent_history(&s, None, path[3].bytes + one, 1).await.unwrap();
+    let two = store
+        .recent_history(&s, None, path[3].bytes + one, 1)
+        .await
+        .unwrap();
     assert_eq!(ids(&two.messages), vec!["m4", "m5"]);
     assert!(two.truncated);
     let leaf_only = store.recent_history(&s, None, 0, 1).await.unwrap();
     assert_eq!(ids(&leaf_only.messages), vec!["m5"]);
     let min = store.recent_history(&s, None, 0, 3).await.unwrap();
     assert_eq!(ids(&min.messages), vec!["m3", "m4", "m5"]);
-    let branch = store.recent_history(&s, Some("m2"), u64::MAX, 1).await.unwrap();
+    let branch = store
+        .recent_history(&s, Some("m2"), u64::MAX, 1)
+        .await
+        .unwrap();
     assert_eq!(ids(&branch.messages), vec!["m1", "m2"]);
 }
 
@@ -364,16 +630,31 @@ pub async fn search_semantics(store: &dyn MessageStore) {
     let s = fresh_session("search");
     let tag = super::unique("tag").replace('-', "");
     let texts = [
-        ("m1", format!("{tag} We are deploying the new release to production")),
+        (
+            "m1",
+            format!("{tag} We are deploying the new release to production"),
+        ),
         ("m2", format!("{tag} The rollout failed; rollback started")),
         ("m3", format!("{tag} Café crème and naïve résumé")),
         ("m4", format!("{tag} release production notes")),
     ];
     for (id, text) in &texts {
-        store.append_one(&s, user(id, text), Parent::LatestLeaf).await.unwrap();
+        store
+            .append_one(&s, user(id, text), Parent::LatestLeaf)
+            .await
+            .unwrap();
     }
-    let tool_only = assistant_with_tool("m5", "lookup", json!({"q": "unindexedtoolword"}), json!("unindexedtoolword"), "");
-    store.append_one(&s, tool_only, Parent::LatestLeaf).await.unwrap();
+    let tool_only = assistant_with_tool(
+        "m5",
+        "lookup",
+        json!({"q": "unindexedtoolword"}),
+        json!("unindexedtoolword"),
+        "",
+    );
+    store
+        .append_one(&s, tool_only, Parent::LatestLeaf)
+        .await
+        .unwrap();
     let q = |text: &str| SearchQuery::new(format!("{tag} {text}")).in_session(s.clone());
     let found = |hits: Vec<memory_core::SearchHit>| {
         let mut v: Vec<String> = hits.into_iter().map(|h| h.message_id).collect();
@@ -381,25 +662,59 @@ pub async fn search_semantics(store: &dyn MessageStore) {
         v
     };
     // Every word must match; stemming joins deploy/deploying/deployed.
-    assert_eq!(found(store.search(&q("deployed")).await.unwrap()), vec!["m1"]);
-    assert_eq!(found(store.search(&q("production release")).await.unwrap()), vec!["m1", "m4"]);
-    assert!(store.search(&q("production rollback")).await.unwrap().is_empty());
+    assert_eq!(
+        found(store.search(&q("deployed")).await.unwrap()),
+        vec!["m1"]
+    );
+    assert_eq!(
+        found(store.search(&q("production release")).await.unwrap()),
+        vec!["m1", "m4"]
+    );
+    assert!(
+        store
+            .search(&q("production rollback"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // Phrase mode keeps word order.
     let phrase = q("release production").mode(SearchMode::Phrase);
     assert_eq!(found(store.search(&phrase).await.unwrap()), vec!["m4"]);
     // Unicode words match.
     assert_eq!(found(store.search(&q("café")).await.unwrap()), vec!["m3"]);
     // Query syntax in user input is inert and never an error.
-    for hostile in ["\"unbalanced", "AND OR NOT", "deploy*", "col:value", "(((", "NEAR(a b)", "'; DROP TABLE x; --", "^ - + {}"] {
+    for hostile in [
+        "\"unbalanced",
+        "AND OR NOT",
+        "deploy*",
+        "col:value",
+        "(((",
+        "NEAR(a b)",
+        "'; DROP TABLE x; --",
+        "^ - + {}",
+    ] {
         let hits = store.search(&q(hostile)).await;
         assert!(hits.is_ok(), "query {hostile:?} failed: {hits:?}");
     }
     assert!(store.search(&q("OR")).await.unwrap().is_empty());
     // Only text parts are indexed.
-    assert!(store.search(&SearchQuery::new("unindexedtoolword").in_session(s.clone())).await.unwrap().is_empty());
+    assert!(
+        store
+            .search(&SearchQuery::new("unindexedtoolword").in_session(s.clone()))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // Empty and punctuation-only queries give nothing.
     for empty in ["", "   ", "?!", "\"\""] {
-        assert!(store.search(&SearchQuery::new(empty)).await.unwrap().is_empty(), "{empty:?}");
+        assert!(
+            store
+                .search(&SearchQuery::new(empty))
+                .await
+                .unwrap()
+                .is_empty(),
+            "{empty:?}"
+        );
     }
     // Hits carry session, id, role, content and a score; global search finds the same.
     let hits = store.search(&q("rollback")).await.unwrap();
@@ -409,7 +724,10 @@ pub async fn search_semantics(store: &dyn MessageStore) {
     assert_eq!(hits[0].role, Role::User);
     assert_eq!(hits[0].content, texts[1].1);
     assert!(hits[0].score.is_finite());
-    let global = store.search(&SearchQuery::new(format!("{tag} rollback"))).await.unwrap();
+    let global = store
+        .search(&SearchQuery::new(format!("{tag} rollback")))
+        .await
+        .unwrap();
     assert_eq!(global.len(), 1);
     assert_eq!(global[0].session_id, s);
 }
@@ -418,10 +736,35 @@ pub async fn search_semantics(store: &dyn MessageStore) {
 pub async fn search_ranks_by_relevance(store: &dyn MessageStore) {
     let s = fresh_session("rank");
     let tag = super::unique("rk").replace('-', "");
-    store.append_one(&s, user("weak", &format!("{tag} one mention of lighthouse among many many other words here today")), Parent::LatestLeaf).await.unwrap();
-    store.append_one(&s, user("strong", &format!("{tag} lighthouse lighthouse lighthouse")), Parent::LatestLeaf).await.unwrap();
-    let hits = store.search(&SearchQuery::new(format!("{tag} lighthouse")).in_session(s.clone())).await.unwrap();
-    assert_eq!(hits.iter().map(|h| h.message_id.as_str()).collect::<Vec<_>>(), vec!["strong", "weak"]);
+    store
+        .append_one(
+            &s,
+            user(
+                "weak",
+                &format!("{tag} one mention of lighthouse among many many other words here today"),
+            ),
+            Parent::LatestLeaf,
+        )
+        .await
+        .unwrap();
+    store
+        .append_one(
+            &s,
+            user("strong", &format!("{tag} lighthouse lighthouse lighthouse")),
+            Parent::LatestLeaf,
+        )
+        .await
+        .unwrap();
+    let hits = store
+        .search(&SearchQuery::new(format!("{tag} lighthouse")).in_session(s.clone()))
+        .await
+        .unwrap();
+    assert_eq!(
+        hits.iter()
+            .map(|h| h.message_id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["strong", "weak"]
+    );
     assert!(hits[0].score > hits[1].score);
 }
 
@@ -436,7 +779,10 @@ pub async fn search_limits(store: &dyn MessageStore) {
     let q = SearchQuery::new(format!("{tag} common")).in_session(s.clone());
     assert_eq!(store.search(&q).await.unwrap().len(), 20);
     assert_eq!(store.search(&q.clone().limit(5)).await.unwrap().len(), 5);
-    assert_eq!(store.search(&q.clone().limit(5_000)).await.unwrap().len(), 1_000);
+    assert_eq!(
+        store.search(&q.clone().limit(5_000)).await.unwrap().len(),
+        1_000
+    );
     assert!(store.search(&q.clone().limit(0)).await.unwrap().is_empty());
 }
 
@@ -444,13 +790,27 @@ pub async fn search_limits(store: &dyn MessageStore) {
 pub async fn messages_page_in_insertion_order(store: &dyn MessageStore) {
     let s = fresh_session("pages");
     append_chain(store, &s, &["m1", "m2", "m3"]).await;
-    store.append_one(&s, user("b1", "branch"), Parent::message("m1")).await.unwrap();
+    store
+        .append_one(&s, user("b1", "branch"), Parent::message("m1"))
+        .await
+        .unwrap();
     let first = store.messages(&s, None, 2).await.unwrap();
-    assert_eq!(first.iter().map(|m| m.message.id.as_str()).collect::<Vec<_>>(), vec!["m1", "m2"]);
+    assert_eq!(
+        first
+            .iter()
+            .map(|m| m.message.id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["m1", "m2"]
+    );
     assert_eq!(first[0].parent_id, None);
     assert_eq!(first[1].parent_id.as_deref(), Some("m1"));
     let rest = store.messages(&s, Some(first[1].seq), 10).await.unwrap();
-    assert_eq!(rest.iter().map(|m| m.message.id.as_str()).collect::<Vec<_>>(), vec!["m3", "b1"]);
+    assert_eq!(
+        rest.iter()
+            .map(|m| m.message.id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["m3", "b1"]
+    );
     assert_eq!(rest[1].parent_id.as_deref(), Some("m1"));
     assert!(rest[0].seq < rest[1].seq);
 }
@@ -459,15 +819,54 @@ pub async fn messages_page_in_insertion_order(store: &dyn MessageStore) {
 pub async fn compaction_records(store: &dyn MessageStore) {
     let s = fresh_session("compactions");
     append_chain(store, &s, &["m1", "m2", "m3", "m4"]).await;
-    let first = store.add_compaction(&s, NewCompaction { summary: "first".into(), from_message_id: "m1".into(), to_message_id: "m2".into() }).await.unwrap();
-    let second = store.add_compaction(&s, NewCompaction { summary: "second".into(), from_message_id: "m1".into(), to_message_id: "m3".into() }).await.unwrap();
+    let first = store
+        .add_compaction(
+            &s,
+            NewCompaction {
+                summary: "first".into(),
+                from_message_id: "m1".into(),
+                to_message_id: "m2".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let second = store
+        .add_compaction(
+            &s,
+            NewCompaction {
+                summary: "second".into(),
+                from_message_id: "m1".into(),
+                to_message_id: "m3".into(),
+            },
+        )
+        .await
+        .unwrap();
     assert_ne!(first.id, second.id);
     let listed = store.compactions(&s).await.unwrap();
-    assert_eq!(listed.iter().map(|c| c.summary.as_str()).collect::<Vec<_>>(), vec!["first", "second"]);
+    assert_eq!(
+        listed
+            .iter()
+            .map(|c| c.summary.as_str())
+            .collect::<Vec<_>>(),
+        vec!["first", "second"]
+    );
     assert!(listed[0].seq < listed[1].seq);
-    let bad = store.add_compaction(&s, NewCompaction { summary: "x".into(), from_message_id: "m1".into(), to_message_id: "ghost".into() }).await;
+    let bad = store
+        .add_compaction(
+            &s,
+            NewCompaction {
+                summary: "x".into(),
+                from_message_id: "m1".into(),
+                to_message_id: "ghost".into(),
+            },
+        )
+        .await;
     assert!(bad.unwrap_err().is_not_found());
-    assert_eq!(store.history(&s, None).await.unwrap().len(), 4, "overlays never delete originals");
+    assert_eq!(
+        store.history(&s, None).await.unwrap().len(),
+        4,
+        "overlays never delete originals"
+    );
 }
 
 /// A long linear path reads back whole and in order.
@@ -476,17 +875,27 @@ pub async fn deep_linear_path(store: &dyn MessageStore, length: usize) {
     let mut start = 0;
     while start < length {
         let end = (start + 5_000).min(length);
-        let batch = (start..end).map(|i| NewMessage::new(user(&format!("d{i}"), "x"))).collect();
+        let batch = (start..end)
+            .map(|i| NewMessage::new(user(&format!("d{i}"), "x")))
+            .collect();
         store.append(&s, batch).await.unwrap();
         start = end;
     }
     let history = store.history(&s, None).await.unwrap();
     assert_eq!(history.len(), length);
-    assert!(history.iter().enumerate().all(|(i, m)| m.id == format!("d{i}")));
+    assert!(
+        history
+            .iter()
+            .enumerate()
+            .all(|(i, m)| m.id == format!("d{i}"))
+    );
     assert_eq!(store.path_length(&s, None).await.unwrap(), length);
     if length > 2 {
         let mid = format!("d{}", length / 2);
-        assert_eq!(store.history(&s, Some(mid.clone())).await.unwrap().len(), length / 2 + 1);
+        assert_eq!(
+            store.history(&s, Some(mid.clone())).await.unwrap().len(),
+            length / 2 + 1
+        );
         let recent = store.recent_history(&s, None, 0, 3).await.unwrap();
         assert_eq!(recent.messages.len(), 3);
         assert!(recent.truncated);
@@ -498,19 +907,45 @@ pub async fn interleaved_sessions_and_many_branches(store: &dyn MessageStore) {
     let a = fresh_session("inter-a");
     let b = fresh_session("inter-b");
     for i in 0..20 {
-        let main_parent = if i == 0 { Parent::Root } else { Parent::message(format!("m{}", i - 1)) };
-        store.append_one(&a, user(&format!("m{i}"), "a"), main_parent).await.unwrap();
-        store.append_one(&b, user(&format!("m{i}"), "b"), Parent::LatestLeaf).await.unwrap();
+        let main_parent = if i == 0 {
+            Parent::Root
+        } else {
+            Parent::message(format!("m{}", i - 1))
+        };
+        store
+            .append_one(&a, user(&format!("m{i}"), "a"), main_parent)
+            .await
+            .unwrap();
+        store
+            .append_one(&b, user(&format!("m{i}"), "b"), Parent::LatestLeaf)
+            .await
+            .unwrap();
         if i % 3 == 0 && i > 0 {
-            store.append_one(&a, assistant(&format!("alt{i}"), "alt"), Parent::message(format!("m{}", i - 1))).await.unwrap();
-            store.append_one(&a, user(&format!("alt{i}-2"), "alt"), Parent::LatestLeaf).await.unwrap();
+            store
+                .append_one(
+                    &a,
+                    assistant(&format!("alt{i}"), "alt"),
+                    Parent::message(format!("m{}", i - 1)),
+                )
+                .await
+                .unwrap();
+            store
+                .append_one(&a, user(&format!("alt{i}-2"), "alt"), Parent::LatestLeaf)
+                .await
+                .unwrap();
         }
     }
     let expected_b: Vec<String> = (0..20).map(|i| format!("m{i}")).collect();
     assert_eq!(ids(&store.history(&b, None).await.unwrap()), expected_b);
     let a_main: Vec<String> = (0..20).map(|i| format!("m{i}")).collect();
-    assert_eq!(ids(&store.history(&a, Some("m19".into())).await.unwrap()), a_main);
-    assert_eq!(ids(&store.history(&a, None).await.unwrap()), ids(&store.history(&a, Some("m19".into())).await.unwrap()));
+    assert_eq!(
+        ids(&store.history(&a, Some("m19".into())).await.unwrap()),
+        a_main
+    );
+    assert_eq!(
+        ids(&store.history(&a, None).await.unwrap()),
+        ids(&store.history(&a, Some("m19".into())).await.unwrap())
+    );
     // Branch alt18 hangs off m17 and has one child.
     let branch = store.history(&a, Some("alt18-2".into())).await.unwrap();
     let mut expected: Vec<String> = (0..18).map(|i| format!("m{i}")).collect();
@@ -522,7 +957,13 @@ pub async fn interleaved_sessions_and_many_branches(store: &dyn MessageStore) {
 /// Re-sending a stored message is idempotent even when its given parent is gone.
 pub async fn resend_with_missing_parent_is_already_exists(store: &dyn MessageStore) {
     let s = fresh_session("resend");
-    store.append_one(&s, user("u1", "hello"), Parent::LatestLeaf).await.unwrap();
-    let again = store.append_one(&s, user("u1", "hello"), Parent::message("gone")).await.unwrap();
+    store
+        .append_one(&s, user("u1", "hello"), Parent::LatestLeaf)
+        .await
+        .unwrap();
+    let again = store
+        .append_one(&s, user("u1", "hello"), Parent::message("gone"))
+        .await
+        .unwrap();
     assert_eq!(again, AppendOutcome::AlreadyExists);
 }

@@ -31,7 +31,10 @@ pub async fn create_get_delete(registry: &dyn SessionRegistry) {
     assert_eq!(info.updated_at, Timestamp(1_000));
     assert_eq!(registry.get(&id).await.unwrap(), Some(info));
     let again = registry.create(&id, &spec, Timestamp(2_000)).await;
-    assert!(matches!(again, Err(MemoryError::AlreadyExists { .. })), "{again:?}");
+    assert!(
+        matches!(again, Err(MemoryError::AlreadyExists { .. })),
+        "{again:?}"
+    );
     assert!(registry.delete(&id).await.unwrap());
     assert!(!registry.delete(&id).await.unwrap());
     assert_eq!(registry.get(&id).await.unwrap(), None);
@@ -44,9 +47,18 @@ pub async fn list_orders_by_update(registry: &dyn SessionRegistry) {
     let a = fresh_session("reg-a");
     let b = fresh_session("reg-b");
     let c = fresh_session("reg-c");
-    registry.create(&a, &NewSession::default(), Timestamp(base)).await.unwrap();
-    registry.create(&b, &NewSession::default(), Timestamp(base)).await.unwrap();
-    registry.create(&c, &NewSession::default(), Timestamp(base + 1)).await.unwrap();
+    registry
+        .create(&a, &NewSession::default(), Timestamp(base))
+        .await
+        .unwrap();
+    registry
+        .create(&b, &NewSession::default(), Timestamp(base))
+        .await
+        .unwrap();
+    registry
+        .create(&c, &NewSession::default(), Timestamp(base + 1))
+        .await
+        .unwrap();
     registry.touch(&a, Timestamp(base + 2)).await.unwrap();
     let listed: Vec<_> = registry
         .list(3, 0)
@@ -56,7 +68,13 @@ pub async fn list_orders_by_update(registry: &dyn SessionRegistry) {
         .map(|s| s.id)
         .collect();
     assert_eq!(listed, vec![a.clone(), c.clone(), b.clone()]);
-    let second: Vec<_> = registry.list(1, 1).await.unwrap().into_iter().map(|s| s.id).collect();
+    let second: Vec<_> = registry
+        .list(1, 1)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
     assert_eq!(second, vec![c.clone()]);
     for id in [a, b, c] {
         registry.delete(&id).await.unwrap();
@@ -66,7 +84,10 @@ pub async fn list_orders_by_update(registry: &dyn SessionRegistry) {
 /// `update`, `add_usage` and `touch` change what they say and `updated_at`; unknown ids fail.
 pub async fn update_usage_and_touch(registry: &dyn SessionRegistry) {
     let id = fresh_session("reg-upd");
-    registry.create(&id, &NewSession::default(), Timestamp(10)).await.unwrap();
+    registry
+        .create(&id, &NewSession::default(), Timestamp(10))
+        .await
+        .unwrap();
     let patch = SessionPatch {
         name: Some("renamed".into()),
         model: None,
@@ -76,7 +97,11 @@ pub async fn update_usage_and_touch(registry: &dyn SessionRegistry) {
     assert_eq!(info.name.as_deref(), Some("renamed"));
     assert_eq!(info.end_reason.as_deref(), Some("compaction"));
     assert_eq!(info.updated_at, Timestamp(20));
-    let usage = SessionUsage { input_tokens: 100, output_tokens: 20, cost: 0.25 };
+    let usage = SessionUsage {
+        input_tokens: 100,
+        output_tokens: 20,
+        cost: 0.25,
+    };
     registry.add_usage(&id, usage, Timestamp(30)).await.unwrap();
     let info = registry.add_usage(&id, usage, Timestamp(40)).await.unwrap();
     assert_eq!(info.usage.input_tokens, 200);
@@ -84,8 +109,26 @@ pub async fn update_usage_and_touch(registry: &dyn SessionRegistry) {
     assert!((info.usage.cost - 0.5).abs() < 1e-9);
     assert_eq!(info.updated_at, Timestamp(40));
     let missing = fresh_session("reg-missing");
-    assert!(registry.update(&missing, &patch, Timestamp(1)).await.unwrap_err().is_not_found());
-    assert!(registry.add_usage(&missing, usage, Timestamp(1)).await.unwrap_err().is_not_found());
-    assert!(registry.touch(&missing, Timestamp(1)).await.unwrap_err().is_not_found());
+    assert!(
+        registry
+            .update(&missing, &patch, Timestamp(1))
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(
+        registry
+            .add_usage(&missing, usage, Timestamp(1))
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(
+        registry
+            .touch(&missing, Timestamp(1))
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
     registry.delete(&id).await.unwrap();
 }

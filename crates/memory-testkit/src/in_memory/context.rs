@@ -3,11 +3,11 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use memory_core::ports::IndexDocument;
 use memory_core::ports::{
     ContextProvider, SearchIndex, SearchableContextProvider, SkillProvider, SkillStore,
     WritableContextProvider,
 };
-use memory_core::ports::IndexDocument;
 use memory_core::{Result, SearchMode};
 
 use super::lock;
@@ -93,10 +93,13 @@ impl SearchableContextProvider for IndexedEntries {
 
     async fn set_entry(&self, key: &str, content: &str) -> Result<()> {
         self.index
-            .upsert(&self.namespace, vec![IndexDocument {
-                id: key.to_owned(),
-                text: content.to_owned(),
-            }])
+            .upsert(
+                &self.namespace,
+                vec![IndexDocument {
+                    id: key.to_owned(),
+                    text: content.to_owned(),
+                }],
+            )
             .await
     }
 }
@@ -139,12 +142,7 @@ impl SkillProvider for StoredSkills {
         self.store.get(key).await
     }
 
-    async fn set_skill(
-        &self,
-        key: &str,
-        content: &str,
-        description: Option<String>,
-    ) -> Result<()> {
+    async fn set_skill(&self, key: &str, content: &str, description: Option<String>) -> Result<()> {
         self.store.put(key, content, description).await
     }
 }

@@ -35,7 +35,10 @@ impl InMemoryLongTermMemory {
 
 fn matches(filter: &MemoryFilter, m: &MemoryRecord) -> bool {
     filter.kind.is_none_or(|k| k == m.kind)
-        && filter.key.as_ref().is_none_or(|k| m.key.as_ref() == Some(k))
+        && filter
+            .key
+            .as_ref()
+            .is_none_or(|k| m.key.as_ref() == Some(k))
         && filter
             .session_id
             .as_ref()
@@ -179,7 +182,11 @@ impl LongTermMemoryStore for InMemoryLongTermMemory {
         }
         Ok(MemoryPage {
             memories,
-            next_cursor: if more { last.map(|p| p.to_string()) } else { None },
+            next_cursor: if more {
+                last.map(|p| p.to_string())
+            } else {
+                None
+            },
         })
     }
 
@@ -188,7 +195,10 @@ impl LongTermMemoryStore for InMemoryLongTermMemory {
         let mut corpus = Bm25Corpus::new();
         for m in inner.memories.values() {
             if m.superseded_by.is_none() && m.forgotten.is_none() {
-                corpus.add(m.id.clone(), &format!("{} {}", m.content, m.questions.join(" ")));
+                corpus.add(
+                    m.id.clone(),
+                    &format!("{} {}", m.content, m.questions.join(" ")),
+                );
             }
         }
         Ok(corpus.search(query, SearchMode::AllWords, limit))

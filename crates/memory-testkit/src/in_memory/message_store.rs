@@ -48,10 +48,10 @@ impl InMemoryMessageStore {
 
 impl SessionData {
     fn latest_leaf(&self) -> Option<String> {
-        if let Some(hint) = &self.last_leaf_hint {
-            if self.nodes.get(hint).is_some_and(|n| n.children.is_empty()) {
-                return Some(hint.clone());
-            }
+        if let Some(hint) = &self.last_leaf_hint
+            && self.nodes.get(hint).is_some_and(|n| n.children.is_empty())
+        {
+            return Some(hint.clone());
         }
         self.nodes
             .iter()
@@ -90,7 +90,8 @@ impl SessionData {
             None => return,
         };
         if let Some(node) = self.nodes.get_mut(id) {
-            node.children.sort_by_key(|c| seqs.get(c).copied().unwrap_or(i64::MAX));
+            node.children
+                .sort_by_key(|c| seqs.get(c).copied().unwrap_or(i64::MAX));
         }
     }
 }
@@ -243,7 +244,10 @@ impl MessageStore for InMemoryMessageStore {
 
     async fn latest_leaf(&self, session: &SessionId) -> Result<Option<String>> {
         let guard = lock(&self.inner);
-        Ok(guard.sessions.get(session).and_then(SessionData::latest_leaf))
+        Ok(guard
+            .sessions
+            .get(session)
+            .and_then(SessionData::latest_leaf))
     }
 
     async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>> {
@@ -344,7 +348,10 @@ impl MessageStore for InMemoryMessageStore {
             for node in nodes {
                 let text = node.message.text();
                 if !text.is_empty() {
-                    corpus.add((session_id.clone(), node.message.clone(), text.clone()), &text);
+                    corpus.add(
+                        (session_id.clone(), node.message.clone(), text.clone()),
+                        &text,
+                    );
                 }
             }
         }

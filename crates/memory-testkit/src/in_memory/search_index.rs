@@ -7,10 +7,13 @@ use memory_core::{Result, SearchMode};
 
 use super::{Bm25Corpus, lock};
 
+/// Documents of one namespace: id to (insertion order, text).
+type Documents = BTreeMap<String, (u64, String)>;
+
 /// A [`SearchIndex`] ranking with BM25 over stemmed tokens.
 #[derive(Default)]
 pub struct InMemorySearchIndex {
-    namespaces: Mutex<HashMap<String, BTreeMap<String, (u64, String)>>>,
+    namespaces: Mutex<HashMap<String, Documents>>,
     next: Mutex<u64>,
 }
 

@@ -4,16 +4,18 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use memory_core::ports::SessionRegistry;
 use memory_core::{
-    MemoryError, NewSession, Result, SessionId, SessionInfo, SessionPatch, SessionUsage,
-    Timestamp,
+    MemoryError, NewSession, Result, SessionId, SessionInfo, SessionPatch, SessionUsage, Timestamp,
 };
 
 use super::lock;
 
+/// Sessions by id, with their creation order.
+type Sessions = BTreeMap<SessionId, (i64, SessionInfo)>;
+
 /// A [`SessionRegistry`] in a map.
 #[derive(Default)]
 pub struct InMemorySessionRegistry {
-    inner: Mutex<(i64, BTreeMap<SessionId, (i64, SessionInfo)>)>,
+    inner: Mutex<(i64, Sessions)>,
 }
 
 impl InMemorySessionRegistry {
@@ -62,11 +64,7 @@ impl SessionRegistry for InMemorySessionRegistry {
     async fn list(&self, limit: usize, offset: usize) -> Result<Vec<SessionInfo>> {
         let guard = lock(&self.inner);
         let mut all: Vec<&(i64, SessionInfo)> = guard.1.values().collect();
-        all.sort_by(|a, b| {
-            b.1.updated_at
-                .cmp(&a.1.updated_at)
-                .then(b.0.cmp(&a.0))
-        });
+        all.sort_by(|a, b| b.1.updated_at.cmp(&a.1.updated_at).then(b.0.cmp(&a.0)));
         Ok(all
             .into_iter()
             .skip(offset)

@@ -37,10 +37,7 @@ impl SkillStore for InMemorySkillStore {
     }
 
     async fn put(&self, key: &str, content: &str, description: Option<String>) -> Result<()> {
-        lock(&self.skills).insert(
-            key.to_owned(),
-            (content.to_owned(), description),
-        );
+        lock(&self.skills).insert(key.to_owned(), (content.to_owned(), description));
         Ok(())
     }
 

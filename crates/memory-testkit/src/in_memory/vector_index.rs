@@ -69,7 +69,10 @@ impl VectorIndex for InMemoryVectorIndex {
         let Some(ns) = namespaces.get_mut(namespace) else {
             return Ok(0);
         };
-        Ok(ids.iter().filter(|id| ns.vectors.remove(*id).is_some()).count() as u64)
+        Ok(ids
+            .iter()
+            .filter(|id| ns.vectors.remove(*id).is_some())
+            .count() as u64)
     }
 
     async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>> {
@@ -77,13 +80,13 @@ impl VectorIndex for InMemoryVectorIndex {
         let Some(ns) = namespaces.get(namespace) else {
             return Ok(Vec::new());
         };
-        if let Some((_, dims)) = &ns.model {
-            if *dims != vector.len() {
-                return Err(MemoryError::invalid(format!(
-                    "query vector has {} dimensions; namespace {namespace:?} holds {dims}",
-                    vector.len()
-                )));
-            }
+        if let Some((_, dims)) = &ns.model
+            && *dims != vector.len()
+        {
+            return Err(MemoryError::invalid(format!(
+                "query vector has {} dimensions; namespace {namespace:?} holds {dims}",
+                vector.len()
+            )));
         }
         let mut hits: Vec<VectorHit> = ns
             .vectors
