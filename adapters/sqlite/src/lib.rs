@@ -16,6 +16,7 @@
 //! One writer connection serialises writes (each batch is one `BEGIN IMMEDIATE`
 //! transaction); a pool of read-only connections serves reads concurrently.
 
+mod append;
 mod config;
 mod database;
 mod error;

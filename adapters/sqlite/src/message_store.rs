@@ -11,6 +11,7 @@ use memory_core::{
 use sqlx::{Row, SqliteConnection};
 
 use crate::MAX_MESSAGE_BYTES;
+use crate::append;
 use crate::database::SqliteDatabase;
 use crate::error::{BACKEND, db};
 
@@ -28,11 +29,11 @@ impl SqliteMessageStore {
 }
 
 /// A message encoded for storage.
-struct Encoded {
-    id: String,
-    role: Role,
-    json: String,
-    text: String,
+pub(crate) struct Encoded {
+    pub(crate) id: String,
+    pub(crate) role: Role,
+    pub(crate) json: String,
+    pub(crate) text: String,
 }
 
 fn encode(message: &UiMessage) -> Result<Encoded> {
@@ -62,7 +63,6 @@ fn decode(json: &str) -> Result<UiMessage> {
 /// A row found by id.
 struct Found {
     seq: i64,
-    run_id: i64,
     parent_seq: Option<i64>,
     role: String,
 }
@@ -74,7 +74,10 @@ struct Segment {
     upto: i64,
 }
 
-async fn session_key(conn: &mut SqliteConnection, session: &SessionId) -> Result<Option<i64>> {
+pub(crate) async fn session_key(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+) -> Result<Option<i64>> {
     sqlx::query_scalar("SELECT key FROM session_keys WHERE session_id = ?")
         .bind(session.as_str())
         .fetch_optional(conn)
@@ -82,7 +85,10 @@ async fn session_key(conn: &mut SqliteConnection, session: &SessionId) -> Result
         .map_err(db)
 }
 
-async fn ensure_session_key(conn: &mut SqliteConnection, session: &SessionId) -> Result<i64> {
+pub(crate) async fn ensure_session_key(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+) -> Result<i64> {
     sqlx::query("INSERT OR IGNORE INTO session_keys(session_id) VALUES (?)")
         .bind(session.as_str())
         .execute(&mut *conn)
@@ -94,19 +100,17 @@ async fn ensure_session_key(conn: &mut SqliteConnection, session: &SessionId) ->
 }
 
 async fn find(conn: &mut SqliteConnection, key: i64, id: &str) -> Result<Option<Found>> {
-    let row = sqlx::query(
-        "SELECT seq, run_id, parent_seq, role FROM messages WHERE session_key = ? AND id = ?",
-    )
-    .bind(key)
-    .bind(id)
-    .fetch_optional(conn)
-    .await
-    .map_err(db)?;
+    let row =
+        sqlx::query("SELECT seq, parent_seq, role FROM messages WHERE session_key = ? AND id = ?")
+            .bind(key)
+            .bind(id)
+            .fetch_optional(conn)
+            .await
+            .map_err(db)?;
     Ok(row.map(|r| Found {
         seq: r.get(0),
-        run_id: r.get(1),
-        parent_seq: r.get(2),
-        role: r.get(3),
+        parent_seq: r.get(1),
+        role: r.get(2),
     }))
 }
 
@@ -124,14 +128,6 @@ async fn latest_leaf_row(
     .await
     .map_err(db)?;
     Ok(row.map(|r| (r.get(0), r.get(1), r.get(2))))
-}
-
-async fn has_children(conn: &mut SqliteConnection, seq: i64) -> Result<bool> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM messages WHERE parent_seq = ?)")
-        .bind(seq)
-        .fetch_one(conn)
-        .await
-        .map_err(db)
 }
 
 /// Resolves the leaf of a read: a given id (not found is an error) or the latest leaf.
@@ -237,74 +233,18 @@ impl MessageStore for SqliteMessageStore {
             .iter()
             .map(|m| encode(&m.message))
             .collect::<Result<Vec<_>>>()?;
-        let mut tx = self.db.write().await?;
-        let key = ensure_session_key(&mut tx, session).await?;
-        let mut next_seq: i64 = sqlx::query_scalar("SELECT IFNULL(MAX(seq), 0) + 1 FROM messages")
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db)?;
-        // The latest leaf as (seq, id, run): looked up once, then it is the last insert.
-        let mut latest: Option<Option<(i64, String, i64)>> = None;
-        let mut outcomes = Vec::with_capacity(encoded.len());
-        for (item, enc) in messages.into_iter().zip(encoded) {
-            let exists: bool = sqlx::query_scalar(
-                "SELECT EXISTS (SELECT 1 FROM messages WHERE session_key = ? AND id = ?)",
-            )
-            .bind(key)
-            .bind(&enc.id)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db)?;
-            if exists {
-                outcomes.push(AppendOutcome::AlreadyExists);
-                continue;
-            }
-            let (parent_seq, parent_id, run_id) = match item.parent {
-                Parent::LatestLeaf => {
-                    if latest.is_none() {
-                        latest = Some(latest_leaf_row(&mut tx, key).await?);
-                    }
-                    match latest.clone().flatten() {
-                        // A leaf has no children, so the new message continues its run.
-                        Some((seq, id, run)) => (Some(seq), Some(id), run),
-                        None => (None, None, next_seq),
-                    }
-                }
-                Parent::Root => (None, None, next_seq),
-                Parent::Message(parent) => {
-                    let found = find(&mut tx, key, &parent)
-                        .await?
-                        .ok_or_else(|| MemoryError::not_found("parent message", parent.as_str()))?;
-                    let run = if has_children(&mut tx, found.seq).await? {
-                        next_seq
-                    } else {
-                        found.run_id
-                    };
-                    (Some(found.seq), Some(parent), run)
-                }
-            };
-            sqlx::query(
-                "INSERT INTO messages (seq, session_key, id, parent_seq, run_id, role, content, search_text, bytes) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(next_seq)
-            .bind(key)
-            .bind(&enc.id)
-            .bind(parent_seq)
-            .bind(run_id)
-            .bind(enc.role.as_str())
-            .bind(&enc.json)
-            .bind(&enc.text)
-            .bind(enc.json.len() as i64)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-            latest = Some(Some((next_seq, enc.id, run_id)));
-            next_seq += 1;
-            outcomes.push(AppendOutcome::Inserted { parent_id });
+        let parents: Vec<Parent> = messages.into_iter().map(|m| m.parent).collect();
+        if let ([message], [parent]) = (encoded.as_slice(), parents.as_slice())
+            && let Some(outcome) = append::single(&self.db.writer, session, message, parent).await?
+        {
+            return Ok(vec![outcome]);
         }
+        let mut tx = self.db.write().await?;
+        let probe = append::probe(&mut tx, session, &encoded).await?;
+        let plan = append::plan(&mut tx, &probe, &encoded, parents).await?;
+        append::insert_rows(&mut tx, probe.key, &encoded, &plan.rows).await?;
         tx.commit().await.map_err(db)?;
-        Ok(outcomes)
+        Ok(plan.outcomes)
     }
 
     async fn update(&self, session: &SessionId, mut message: UiMessage) -> Result<()> {

@@ -8,6 +8,7 @@ mod part;
 mod role;
 mod tool;
 
+use serde::de::{Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
@@ -24,7 +25,7 @@ pub use tool::{ToolPart, ToolState};
 /// assert_eq!(message.text(), "hello");
 /// assert_eq!(serde_json::to_string(&message).unwrap(), json);
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UiMessage {
     /// Unique within its session.
     pub id: String,
@@ -33,19 +34,10 @@ pub struct UiMessage {
     /// The content, in order.
     pub parts: Vec<Part>,
     /// Application metadata, stored as given.
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "present"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
     /// Creation time as the client sent it (usually an ISO-8601 string), stored as given.
-    #[serde(
-        rename = "createdAt",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "present"
-    )]
+    #[serde(rename = "createdAt", skip_serializing_if = "Option::is_none")]
     pub created_at: Option<Value>,
     /// Fields this crate does not model; kept verbatim.
     #[serde(flatten)]
@@ -107,9 +99,52 @@ impl UiMessage {
     }
 }
 
-/// Deserializes a field that is present (even as `null`) into `Some`, so `null` round-trips.
-pub(crate) fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
+impl<'de> Deserialize<'de> for UiMessage {
+    /// A direct map visitor (no `#[serde(flatten)]` buffering): known keys are typed, every
+    /// other key lands in `extra`. A key present with `null` stays `Some(Value::Null)`.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(UiMessageVisitor)
+    }
+}
+
+struct UiMessageVisitor;
+
+impl<'de> Visitor<'de> for UiMessageVisitor {
+    type Value = UiMessage;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a UIMessage object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<UiMessage, A::Error> {
+        let mut id = None;
+        let mut role = None;
+        let mut parts = None;
+        let mut metadata = None;
+        let mut created_at = None;
+        let mut extra = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "id" => id = Some(map.next_value::<String>()?),
+                "role" => role = Some(map.next_value::<Role>()?),
+                "parts" => parts = Some(map.next_value::<Vec<Part>>()?),
+                "metadata" => metadata = Some(map.next_value::<Value>()?),
+                "createdAt" => created_at = Some(map.next_value::<Value>()?),
+                _ => {
+                    let value = map.next_value::<Value>()?;
+                    extra.insert(key, value);
+                }
+            }
+        }
+        Ok(UiMessage {
+            id: id.ok_or_else(|| A::Error::missing_field("id"))?,
+            role: role.ok_or_else(|| A::Error::missing_field("role"))?,
+            parts: parts.ok_or_else(|| A::Error::missing_field("parts"))?,
+            metadata,
+            created_at,
+            extra,
+        })
+    }
 }
 
 #[cfg(test)]

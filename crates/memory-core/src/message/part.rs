@@ -2,7 +2,6 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::present;
 use super::tool::ToolPart;
 
 /// One part of a message, discriminated by its JSON `type`.
@@ -29,7 +28,7 @@ pub enum Part {
 }
 
 /// A `text` part.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TextPart {
     /// The text.
     pub text: String,
@@ -39,7 +38,7 @@ pub struct TextPart {
 }
 
 /// A `reasoning` part.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReasoningPart {
     /// The reasoning text.
     pub text: String,
@@ -49,7 +48,7 @@ pub struct ReasoningPart {
 }
 
 /// A `file` part.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FilePart {
     /// IANA media type.
     #[serde(rename = "mediaType")]
@@ -62,7 +61,7 @@ pub struct FilePart {
 }
 
 /// A `source-url` or `source-document` part.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SourcePart {
     /// `url` or `document` (the part type without `source-`).
     #[serde(skip)]
@@ -76,7 +75,7 @@ pub struct SourcePart {
 }
 
 /// A `data-<name>` part.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DataPart {
     /// The name after `data-`.
     #[serde(skip)]
@@ -184,58 +183,87 @@ impl Serialize for Part {
     }
 }
 
+/// Moves a required string field out of a part's map.
+fn take_string<E: serde::de::Error>(map: &mut Map<String, Value>, key: &str, ty: &str) -> Result<String, E> {
+    match map.remove(key) {
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(E::custom(format!("invalid `{ty}` part: `{key}` must be a string"))),
+        None => Err(E::custom(format!("invalid `{ty}` part: missing field `{key}`"))),
+    }
+}
+
+/// Moves an optional string field out; a non-string value stays in the map (kept verbatim).
+fn take_optional_string(map: &mut Map<String, Value>, key: &str) -> Option<String> {
+    match map.get(key) {
+        Some(Value::String(_)) => match map.remove(key) {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn tool_part<E: serde::de::Error>(mut map: Map<String, Value>, ty: &str, tool_name: String) -> Result<ToolPart, E> {
+    Ok(ToolPart {
+        tool_name,
+        tool_call_id: take_string(&mut map, "toolCallId", ty)?,
+        state: take_string::<E>(&mut map, "state", ty)?.into(),
+        input: map.remove("input"),
+        output: map.remove("output"),
+        error_text: take_optional_string(&mut map, "errorText"),
+        extra: map,
+    })
+}
+
 impl<'de> Deserialize<'de> for Part {
+    /// Parses the part's map once and moves its fields into the typed variant (no second
+    /// pass through `serde_json::from_value`): history reads decode thousands of parts.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let mut map = Map::deserialize(deserializer)?;
-        let ty = match map.get("type") {
-            Some(Value::String(ty)) => ty.clone(),
+        let ty = match map.remove("type") {
+            Some(Value::String(ty)) => ty,
             Some(_) => return Err(D::Error::custom("part `type` must be a string")),
             None => return Err(D::Error::custom("part has no `type` field")),
         };
-        fn parse<T: serde::de::DeserializeOwned, E: serde::de::Error>(
-            ty: &str,
-            mut map: Map<String, Value>,
-        ) -> Result<T, E> {
-            map.remove("type");
-            serde_json::from_value(Value::Object(map))
-                .map_err(|e| E::custom(format!("invalid `{ty}` part: {e}")))
-        }
         let part = match ty.as_str() {
-            "text" => Part::Text(parse(&ty, map)?),
-            "reasoning" => Part::Reasoning(parse(&ty, map)?),
-            "file" => Part::File(parse(&ty, map)?),
-            "step-start" => {
-                map.remove("type");
-                Part::StepStart(map)
-            }
+            "text" => Part::Text(TextPart {
+                text: take_string(&mut map, "text", &ty)?,
+                extra: map,
+            }),
+            "reasoning" => Part::Reasoning(ReasoningPart {
+                text: take_string(&mut map, "text", &ty)?,
+                extra: map,
+            }),
+            "file" => Part::File(FilePart {
+                media_type: take_string(&mut map, "mediaType", &ty)?,
+                url: take_string(&mut map, "url", &ty)?,
+                extra: map,
+            }),
+            "step-start" => Part::StepStart(map),
             "dynamic-tool" => {
-                let tool_name = match map.remove("toolName") {
-                    Some(Value::String(name)) => name,
-                    _ => {
-                        return Err(D::Error::custom(
-                            "invalid `dynamic-tool` part: missing string field `toolName`",
-                        ));
-                    }
-                };
-                let mut tool: ToolPart = parse(&ty, map)?;
-                tool.tool_name = tool_name;
-                Part::DynamicTool(tool)
+                let name = take_string(&mut map, "toolName", &ty)?;
+                Part::DynamicTool(tool_part(map, &ty, name)?)
             }
             _ => {
                 if let Some(name) = ty.strip_prefix("tool-") {
-                    let mut tool: ToolPart = parse(&ty, map)?;
-                    tool.tool_name = name.to_owned();
-                    Part::Tool(tool)
+                    Part::Tool(tool_part(map, &ty, name.to_owned())?)
                 } else if let Some(name) = ty.strip_prefix("data-") {
-                    let mut data: DataPart = parse(&ty, map)?;
-                    data.name = name.to_owned();
-                    Part::Data(data)
+                    Part::Data(DataPart {
+                        name: name.to_owned(),
+                        data: map.remove("data"),
+                        extra: map,
+                    })
                 } else if let Some(kind) = ty.strip_prefix("source-") {
-                    let mut source: SourcePart = parse(&ty, map)?;
-                    source.kind = kind.to_owned();
-                    Part::Source(source)
+                    Part::Source(SourcePart {
+                        kind: kind.to_owned(),
+                        source_id: take_string(&mut map, "sourceId", &ty)?,
+                        extra: map,
+                    })
                 } else {
-                    Part::Unknown(map)
+                    let mut unknown = Map::with_capacity(map.len() + 1);
+                    unknown.insert("type".to_owned(), Value::String(ty));
+                    unknown.extend(map);
+                    Part::Unknown(unknown)
                 }
             }
         };

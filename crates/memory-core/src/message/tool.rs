@@ -1,12 +1,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::present;
 
 /// A tool invocation: a `tool-<name>` part, or a `dynamic-tool` part that names its tool in
 /// `toolName`. In `UIMessage` form the call and its result are the same part, moving from
 /// `input-available` to `output-available`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolPart {
     /// The tool's name (from the part type `tool-<name>`, or `toolName` for dynamic tools).
     #[serde(skip)]
@@ -31,7 +30,7 @@ pub struct ToolPart {
     )]
     pub output: Option<Value>,
     /// The error, in state `output-error`.
-    #[serde(rename = "errorText", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "errorText", skip_serializing_if = "Option::is_none")]
     pub error_text: Option<String>,
     /// Other fields (`providerExecuted`, `callProviderMetadata`, `approval`, ...), kept verbatim.
     #[serde(flatten)]

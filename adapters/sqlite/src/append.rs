@@ -1,0 +1,317 @@
+//! Appending a batch with few round trips: one probe, one parent lookup when needed, and
+//! multi-row inserts. Parents, runs and outcomes are planned in memory.
+
+use std::collections::{HashMap, HashSet};
+
+use memory_core::{AppendOutcome, MemoryError, Parent, Result, SessionId};
+use sqlx::{AssertSqlSafe, Row, SqliteConnection};
+
+use crate::error::db;
+use crate::message_store::{Encoded, ensure_session_key};
+
+/// What the database says before a batch: the session key, the next sequence number, the
+/// latest leaf and which of the batch's ids already exist.
+pub(crate) struct Probe {
+    pub(crate) key: i64,
+    next_seq: i64,
+    latest: Option<Node>,
+    existing: HashSet<String>,
+}
+
+/// A message's position: its sequence number, run and id.
+#[derive(Clone)]
+struct Node {
+    seq: i64,
+    run_id: i64,
+    id: String,
+}
+
+/// A row to insert.
+pub(crate) struct PlannedRow {
+    /// Index into the encoded batch.
+    index: usize,
+    seq: i64,
+    parent_seq: Option<i64>,
+    run_id: i64,
+}
+
+/// The rows to insert and the outcome of every message.
+pub(crate) struct Plan {
+    pub(crate) rows: Vec<PlannedRow>,
+    pub(crate) outcomes: Vec<AppendOutcome>,
+}
+
+const PROBE: &str = "WITH k AS (SELECT key FROM session_keys WHERE session_id = ?1) \
+    SELECT (SELECT key FROM k), \
+           (SELECT IFNULL(MAX(seq), 0) + 1 FROM messages), \
+           l.seq, l.run_id, l.id, \
+           (SELECT json_group_array(id) FROM messages \
+             WHERE session_key = (SELECT key FROM k) AND id IN (SELECT value FROM json_each(?2))) \
+    FROM (SELECT 1) LEFT JOIN ( \
+        SELECT seq, run_id, id FROM messages m WHERE session_key = (SELECT key FROM k) \
+        AND NOT EXISTS (SELECT 1 FROM messages c WHERE c.parent_seq = m.seq) \
+        ORDER BY seq DESC LIMIT 1) l";
+
+/// Reads the session key (creating it on the first write), the next sequence number, the
+/// latest leaf and the batch ids already stored, in one statement (two for a new session).
+pub(crate) async fn probe(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    batch: &[Encoded],
+) -> Result<Probe> {
+    let ids = serde_json::to_string(&batch.iter().map(|e| e.id.as_str()).collect::<Vec<_>>())?;
+    let row = sqlx::query(PROBE)
+        .bind(session.as_str())
+        .bind(&ids)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db)?;
+    let key: Option<i64> = row.get(0);
+    let next_seq: i64 = row.get(1);
+    let Some(key) = key else {
+        // First write to this session: nothing of it exists yet.
+        let key = ensure_session_key(conn, session).await?;
+        return Ok(Probe {
+            key,
+            next_seq,
+            latest: None,
+            existing: HashSet::new(),
+        });
+    };
+    let latest = row.get::<Option<i64>, _>(2).map(|seq| Node {
+        seq,
+        run_id: row.get(3),
+        id: row.get(4),
+    });
+    let existing_json: Option<String> = row.get(5);
+    let existing: HashSet<String> = match existing_json {
+        Some(json) => serde_json::from_str(&json)?,
+        None => HashSet::new(),
+    };
+    Ok(Probe {
+        key,
+        next_seq,
+        latest,
+        existing,
+    })
+}
+
+/// Explicit parents stored before the batch: id to (node, has children already).
+async fn stored_parents(
+    conn: &mut SqliteConnection,
+    key: i64,
+    ids: &HashSet<&str>,
+) -> Result<HashMap<String, (Node, bool)>> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let list = serde_json::to_string(&ids.iter().collect::<Vec<_>>())?;
+    let rows = sqlx::query(
+        "SELECT id, seq, run_id, EXISTS (SELECT 1 FROM messages c WHERE c.parent_seq = m.seq) \
+         FROM messages m WHERE session_key = ? AND id IN (SELECT value FROM json_each(?))",
+    )
+    .bind(key)
+    .bind(list)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let id: String = r.get(0);
+            let node = Node {
+                seq: r.get(1),
+                run_id: r.get(2),
+                id: id.clone(),
+            };
+            (id, (node, r.get::<bool, _>(3)))
+        })
+        .collect())
+}
+
+/// Decides every message's outcome, sequence number, parent and run.
+///
+/// A message joins its parent's run when the parent has no children yet (so every run is a
+/// chain ordered by `seq`); otherwise it starts a run of its own.
+pub(crate) async fn plan(
+    conn: &mut SqliteConnection,
+    probe: &Probe,
+    batch: &[Encoded],
+    parents: Vec<Parent>,
+) -> Result<Plan> {
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut wanted: HashSet<&str> = HashSet::new();
+    for (enc, parent) in batch.iter().zip(&parents) {
+        let new = !probe.existing.contains(&enc.id) && seen.insert(enc.id.as_str());
+        if let (true, Parent::Message(p)) = (new, parent)
+            && !seen.contains(p.as_str())
+        {
+            wanted.insert(p.as_str());
+        }
+    }
+    let stored = stored_parents(conn, probe.key, &wanted).await?;
+
+    // Nodes inserted by this batch, and which nodes gained a child in it.
+    let mut inserted: HashMap<&str, Node> = HashMap::new();
+    let mut has_child: HashSet<String> = HashSet::new();
+    let mut latest = probe.latest.clone();
+    let mut next_seq = probe.next_seq;
+    let mut rows = Vec::new();
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for (index, (enc, parent)) in batch.iter().zip(parents).enumerate() {
+        if probe.existing.contains(&enc.id) || inserted.contains_key(enc.id.as_str()) {
+            outcomes.push(AppendOutcome::AlreadyExists);
+            continue;
+        }
+        let parent_node: Option<(Node, bool)> = match parent {
+            Parent::Root => None,
+            // The latest leaf has no children by definition.
+            Parent::LatestLeaf => latest.clone().map(|n| (n, false)),
+            Parent::Message(p) => match inserted.get(p.as_str()) {
+                Some(node) => Some((node.clone(), has_child.contains(&p))),
+                None => match stored.get(&p) {
+                    Some((node, had)) => Some((node.clone(), *had || has_child.contains(&p))),
+                    None => return Err(MemoryError::not_found("parent message", p)),
+                },
+            },
+        };
+        let seq = next_seq;
+        next_seq += 1;
+        let (parent_seq, parent_id, run_id) = match parent_node {
+            Some((node, had_children)) => {
+                has_child.insert(node.id.clone());
+                let run = if had_children { seq } else { node.run_id };
+                (Some(node.seq), Some(node.id), run)
+            }
+            None => (None, None, seq),
+        };
+        let node = Node {
+            seq,
+            run_id,
+            id: enc.id.clone(),
+        };
+        inserted.insert(enc.id.as_str(), node.clone());
+        latest = Some(node);
+        rows.push(PlannedRow {
+            index,
+            seq,
+            parent_seq,
+            run_id,
+        });
+        outcomes.push(AppendOutcome::Inserted { parent_id });
+    }
+    Ok(Plan { rows, outcomes })
+}
+
+const COLUMNS: &str = "INSERT INTO messages (seq, session_key, id, parent_seq, run_id, role, content, search_text, bytes) VALUES ";
+const ROW: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+fn insert_sql(rows: usize) -> String {
+    let mut sql = String::from(COLUMNS);
+    for i in 0..rows {
+        if i > 0 {
+            sql.push(',');
+        }
+        sql.push_str(ROW);
+    }
+    sql
+}
+
+/// Inserts planned rows with multi-row statements of 64, 32, ..., 1 rows (few distinct
+/// statements, so the prepared-statement cache keeps them all).
+pub(crate) async fn insert_rows(
+    conn: &mut SqliteConnection,
+    key: i64,
+    batch: &[Encoded],
+    rows: &[PlannedRow],
+) -> Result<()> {
+    let mut rest = rows;
+    while !rest.is_empty() {
+        let size = [64, 32, 16, 8, 4, 2, 1]
+            .into_iter()
+            .find(|s| *s <= rest.len())
+            .unwrap_or(1);
+        let (chunk, tail) = rest.split_at(size);
+        let sql = insert_sql(size);
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for row in chunk {
+            let enc = &batch[row.index];
+            query = query
+                .bind(row.seq)
+                .bind(key)
+                .bind(enc.id.as_str())
+                .bind(row.parent_seq)
+                .bind(row.run_id)
+                .bind(enc.role.as_str())
+                .bind(enc.json.as_str())
+                .bind(enc.text.as_str())
+                .bind(enc.json.len() as i64);
+        }
+        query.execute(&mut *conn).await.map_err(db)?;
+        rest = tail;
+    }
+    Ok(())
+}
+
+const SINGLE_HEAD: &str = "INSERT INTO messages (seq, session_key, id, parent_seq, run_id, role, content, search_text, bytes) ";
+const SINGLE_TAIL: &str = " WHERE NOT EXISTS (SELECT 1 FROM messages e WHERE e.session_key = k.key AND e.id = ?2) \
+    RETURNING seq, (SELECT p.id FROM messages p WHERE p.seq = messages.parent_seq)";
+const KEY_AND_NEXT: &str = "FROM (SELECT key FROM session_keys WHERE session_id = ?1) k \
+    JOIN (SELECT IFNULL(MAX(seq), 0) + 1 AS next FROM messages) n ";
+
+fn single_sql(parent: &Parent) -> String {
+    let body = match parent {
+        Parent::LatestLeaf => "SELECT n.next, k.key, ?2, l.seq, COALESCE(l.run_id, n.next), ?3, ?4, ?5, ?6 "
+            .to_owned()
+            + KEY_AND_NEXT
+            + "LEFT JOIN (SELECT seq, run_id FROM messages m \
+                 WHERE m.session_key = (SELECT key FROM session_keys WHERE session_id = ?1) \
+                 AND NOT EXISTS (SELECT 1 FROM messages c WHERE c.parent_seq = m.seq) \
+                 ORDER BY seq DESC LIMIT 1) l ON 1",
+        Parent::Root => "SELECT n.next, k.key, ?2, NULL, n.next, ?3, ?4, ?5, ?6 ".to_owned() + KEY_AND_NEXT,
+        Parent::Message(_) => "SELECT n.next, k.key, ?2, p.seq, \
+                 CASE WHEN EXISTS (SELECT 1 FROM messages c WHERE c.parent_seq = p.seq) THEN n.next ELSE p.run_id END, \
+                 ?3, ?4, ?5, ?6 "
+            .to_owned()
+            + KEY_AND_NEXT
+            + "JOIN (SELECT seq, run_id FROM messages \
+                 WHERE session_key = (SELECT key FROM session_keys WHERE session_id = ?1) AND id = ?7) p",
+    };
+    format!("{SINGLE_HEAD}{body}{SINGLE_TAIL}")
+}
+
+/// The common case in one autocommit statement: a single new message of a known session.
+/// `Ok(None)` means "not decided here" (new session, existing id, missing parent, or a
+/// busy database): the caller runs the general path, which decides and reports correctly.
+pub(crate) async fn single(
+    pool: &sqlx::SqlitePool,
+    session: &SessionId,
+    message: &Encoded,
+    parent: &Parent,
+) -> Result<Option<AppendOutcome>> {
+    let sql = single_sql(parent);
+    let mut query = sqlx::query(AssertSqlSafe(sql))
+        .bind(session.as_str())
+        .bind(message.id.as_str())
+        .bind(message.role.as_str())
+        .bind(message.json.as_str())
+        .bind(message.text.as_str())
+        .bind(message.json.len() as i64);
+    if let Parent::Message(p) = parent {
+        query = query.bind(p.as_str());
+    }
+    match query.fetch_optional(pool).await {
+        Ok(Some(row)) => Ok(Some(AppendOutcome::Inserted {
+            parent_id: row.get(1),
+        })),
+        Ok(None) => Ok(None),
+        Err(sqlx::Error::Database(e)) if is_busy(e.code().as_deref()) => Ok(None),
+        Err(e) => Err(db(e)),
+    }
+}
+
+/// SQLITE_BUSY and its extended codes (the general path waits for the lock instead).
+fn is_busy(code: Option<&str>) -> bool {
+    code.and_then(|c| c.parse::<i32>().ok())
+        .is_some_and(|c| c & 0xff == 5)
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite: unit, contract, property, CLI end-to-end and doc tests.
+# Works on a fresh machine with only a Rust toolchain: it installs cargo-nextest when missing.
+# (Later adapters add their services here: this script will install and start them.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/memory-target}"
+
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "installing cargo-nextest (once)..."
+  cargo install cargo-nextest --locked
+fi
+
+cargo nextest run --workspace --no-fail-fast
+cargo test --workspace --doc
