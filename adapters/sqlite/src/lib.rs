@@ -3,7 +3,9 @@
 //! The embedded default adapter: one SQLite file (WAL, foreign keys, FTS5) behind the
 //! [`MessageStore`](memory_core::ports::MessageStore),
 //! [`SessionRegistry`](memory_core::ports::SessionRegistry) and
-//! [`KeyValueStore`](memory_core::ports::KeyValueStore) ports.
+//! [`KeyValueStore`](memory_core::ports::KeyValueStore),
+//! [`SearchIndex`](memory_core::ports::SearchIndex) and
+//! [`SkillStore`](memory_core::ports::SkillStore) ports.
 //!
 //! ```no_run
 //! # async fn demo() -> memory_core::Result<()> {
@@ -20,15 +22,20 @@ mod append;
 mod config;
 mod database;
 mod error;
+mod fts;
 mod key_value_store;
 mod message_store;
+mod search_index;
 mod session_registry;
+mod skill_store;
 
 pub use config::{SqliteConfig, Synchronous};
 pub use database::SqliteDatabase;
 pub use key_value_store::SqliteKeyValueStore;
 pub use message_store::SqliteMessageStore;
+pub use search_index::SqliteSearchIndex;
 pub use session_registry::SqliteSessionRegistry;
+pub use skill_store::SqliteSkillStore;
 
 /// The largest message (stored JSON bytes) this adapter accepts: SQLite's default
 /// `SQLITE_MAX_LENGTH` is 1,000,000,000 bytes; we keep well under it.

@@ -5,15 +5,15 @@ use futures::TryStreamExt;
 use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
 use memory_core::{
     AppendOutcome, CompactionRecord, MemoryError, NewCompaction, NewMessage, Parent, PathEntry,
-    Result, Role, SearchHit, SearchMode, SearchQuery, SessionId, StoredMessage, Timestamp,
-    UiMessage, validate_message_id,
+    Result, Role, SearchHit, SearchQuery, SessionId, StoredMessage, Timestamp, UiMessage,
+    validate_message_id,
 };
 use sqlx::{Row, SqliteConnection};
 
 use crate::MAX_MESSAGE_BYTES;
-use crate::append;
 use crate::database::SqliteDatabase;
 use crate::error::{BACKEND, db};
+use crate::{append, fts};
 
 /// The [`MessageStore`] on SQLite.
 #[derive(Debug, Clone)]
@@ -191,21 +191,6 @@ fn compaction_from_row(row: &sqlx::sqlite::SqliteRow) -> CompactionRecord {
         to_message_id: row.get(3),
         created_at: Timestamp(row.get(4)),
         seq,
-    }
-}
-
-/// The FTS5 MATCH expression for a query: each word quoted (so user input is never syntax),
-/// optionally scoped to one session's token.
-fn match_expression(query: &SearchQuery, session_key: Option<i64>) -> String {
-    let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
-    let terms = query.terms();
-    let body = match query.mode {
-        SearchMode::AllWords => terms.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" "),
-        SearchMode::Phrase => quote(&terms.join(" ")),
-    };
-    match session_key {
-        Some(key) => format!("scope : \"s{key}\" AND search_text : ({body})"),
-        None => format!("search_text : ({body})"),
     }
 }
 
@@ -473,7 +458,7 @@ impl MessageStore for SqliteMessageStore {
              JOIN messages m ON m.seq = f.rowid JOIN session_keys k ON k.key = m.session_key \
              ORDER BY f.rank",
         )
-        .bind(match_expression(query, key))
+        .bind(fts::match_expression(query, "search_text", key.map(|k| format!("s{k}"))))
         .bind(query.effective_limit() as i64)
         .fetch_all(&mut *conn)
         .await

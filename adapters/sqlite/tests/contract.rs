@@ -2,7 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use memory_sqlite::{
-    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteSessionRegistry,
+    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteSearchIndex,
+    SqliteSessionRegistry, SqliteSkillStore,
 };
 use memory_testkit::contract;
 
@@ -72,4 +73,24 @@ async fn data_survives_reopening_the_file() {
             .len(),
         1
     );
+}
+
+#[tokio::test]
+async fn sqlite_search_index_passes_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    contract::search_index::run_all(&SqliteSearchIndex::new(open(&dir).await)).await;
+}
+
+#[tokio::test]
+async fn sqlite_skill_store_passes_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir).await;
+    contract::skill_store::run_all(&SqliteSkillStore::new(db.clone(), "skills")).await;
+    // Namespaces are separate collections.
+    use memory_core::ports::SkillStore;
+    let a = SqliteSkillStore::new(db.clone(), "a");
+    let b = SqliteSkillStore::new(db, "b");
+    a.put("k", "in a", None).await.unwrap();
+    assert_eq!(b.get("k").await.unwrap(), None);
+    assert!(b.list().await.unwrap().is_empty());
 }

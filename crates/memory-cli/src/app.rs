@@ -1,12 +1,24 @@
-//! Composition root: the SQLite adapter behind the engine's services.
+//! Composition root: reads `memory.toml`, picks the adapters (SQLite, local files, the
+//! tokenizer) and hands them to the engine's services.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use memory_core::ports::{MessageStore, SystemClock};
-use memory_core::{Result, SessionId};
+use memory_config::{BlockKindConfig, BlockSource as ConfigSource, MemoryConfig, TokenizerConfig};
+use memory_core::ports::{
+    BlockProvider, KeyValueStore, MessageStore, SearchIndex, SkillStore, SystemClock, TokenCounter,
+};
+use memory_core::{HeuristicTokenCounter, Result, SessionId};
 use memory_engine::SessionManager;
-use memory_sqlite::{SqliteConfig, SqliteDatabase, SqliteMessageStore, SqliteSessionRegistry};
+use memory_engine::context::{BlockSpec, ContextWiring, StoredSkills, TextBlock};
+use memory_fs::{FileBlock, MarkdownSkills};
+use memory_sqlite::{
+    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteSearchIndex,
+    SqliteSessionRegistry, SqliteSkillStore,
+};
+use memory_tiktoken::TiktokenCounter;
+
+use crate::commands::CliError;
 
 /// The default data directory.
 pub const DEFAULT_DATA_DIR: &str = "./memory-data";
@@ -19,12 +31,17 @@ pub struct App {
 }
 
 impl App {
-    /// Opens (creating if needed) `<data_dir>/memory.db`.
-    pub async fn open(data_dir: &Path) -> Result<Self> {
+    /// Opens (creating if needed) `<data_dir>/memory.db` with the blocks of
+    /// `<data_dir>/memory.toml` (none when the file is absent).
+    pub async fn open(data_dir: &Path) -> std::result::Result<Self, CliError> {
+        let config =
+            MemoryConfig::load_dir(data_dir).map_err(|e| CliError::Input(e.to_string()))?;
         let db = SqliteDatabase::open(SqliteConfig::new(data_dir.join("memory.db"))).await?;
         let store: Arc<dyn MessageStore> = Arc::new(SqliteMessageStore::new(db.clone()));
         let registry = Arc::new(SqliteSessionRegistry::new(db.clone()));
-        let manager = SessionManager::new(store.clone(), registry, Arc::new(SystemClock));
+        let wiring = wiring(&config, &db)?;
+        let manager = SessionManager::new(store.clone(), registry, Arc::new(SystemClock))
+            .with_context(wiring);
         Ok(Self { manager, store, db })
     }
 
@@ -32,6 +49,57 @@ impl App {
     pub async fn close(self) {
         self.db.close().await;
     }
+}
+
+/// Maps validated declarations onto providers.
+pub fn wiring(config: &MemoryConfig, db: &SqliteDatabase) -> Result<ContextWiring> {
+    let counter: Arc<dyn TokenCounter> = match &config.tokenizer {
+        TokenizerConfig::Heuristic => Arc::new(HeuristicTokenCounter),
+        TokenizerConfig::Tiktoken { model } => Arc::new(TiktokenCounter::for_model(model)?),
+    };
+    let mut specs = Vec::with_capacity(config.blocks.len());
+    for block in &config.blocks {
+        let mut spec = match (block.kind, &block.source) {
+            (BlockKindConfig::Readonly, ConfigSource::Text(text)) => BlockSpec::provider(
+                &block.label,
+                BlockProvider::ReadOnly(Arc::new(TextBlock::new(text))),
+            ),
+            (BlockKindConfig::Readonly, ConfigSource::File(path)) => BlockSpec::provider(
+                &block.label,
+                BlockProvider::ReadOnly(Arc::new(FileBlock::new(path))),
+            ),
+            (BlockKindConfig::Skill, ConfigSource::Directory(dir)) => {
+                let skills: Arc<dyn SkillStore> = Arc::new(MarkdownSkills::new(dir));
+                BlockSpec::provider(
+                    &block.label,
+                    BlockProvider::Skill(Arc::new(StoredSkills::new(skills))),
+                )
+            }
+            (BlockKindConfig::Skill, _) => {
+                let skills: Arc<dyn SkillStore> =
+                    Arc::new(SqliteSkillStore::new(db.clone(), block.label.clone()));
+                BlockSpec::provider(
+                    &block.label,
+                    BlockProvider::Skill(Arc::new(StoredSkills::new(skills))),
+                )
+            }
+            (BlockKindConfig::Searchable, _) => BlockSpec::searchable(&block.label),
+            (BlockKindConfig::Writable, _) | (BlockKindConfig::Readonly, _) => {
+                BlockSpec::writable(&block.label)
+            }
+        };
+        spec.description = block.description.clone();
+        spec.max_tokens = block.max_tokens;
+        spec.default_content = block.default_content.clone();
+        spec.scope = block.scope;
+        specs.push(spec);
+    }
+    Ok(ContextWiring {
+        kv: Some(Arc::new(SqliteKeyValueStore::new(db.clone())) as Arc<dyn KeyValueStore>),
+        index: Some(Arc::new(SqliteSearchIndex::new(db.clone())) as Arc<dyn SearchIndex>),
+        counter,
+        specs,
+    })
 }
 
 /// The data dir from the flag, or the default.

@@ -72,9 +72,104 @@ pub enum Command {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
+    /// Read and write a session's context blocks (declared in `<data-dir>/memory.toml`).
+    #[command(subcommand)]
+    Context(ContextCommand),
+    /// Print a session's frozen system prompt.
+    Prompt {
+        /// Session id.
+        session: String,
+        /// Re-render from the blocks (and re-freeze).
+        #[arg(long)]
+        refresh: bool,
+    },
+    /// Print the tool definitions of a session, or run a tool call.
+    #[command(args_conflicts_with_subcommands = true)]
+    Tools {
+        #[command(subcommand)]
+        call: Option<ToolsCommand>,
+        /// Session id.
+        session: Option<String>,
+        /// openai, anthropic or mcp.
+        #[arg(long, default_value = "openai")]
+        format: String,
+    },
+    /// Check a configuration file.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Write a branching conversation with tool calls into a fresh data dir, search it and
     /// print two branches.
     Demo,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ContextCommand {
+    /// List the blocks with their kind, scope and token use.
+    List {
+        /// Session id.
+        session: String,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Print one block's content.
+    Get {
+        /// Session id.
+        session: String,
+        /// Block label.
+        label: String,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Replace a writable block (or write a keyed entry of a searchable or skill block).
+    Set {
+        /// Session id.
+        session: String,
+        /// Block label.
+        label: String,
+        /// The content (standard input when omitted or `-`).
+        content: Option<String>,
+        /// Title of a keyed entry (the same title updates in place).
+        #[arg(long)]
+        title: Option<String>,
+        /// One-line description of a keyed entry.
+        #[arg(long)]
+        description: Option<String>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Append to a writable block.
+    Append {
+        /// Session id.
+        session: String,
+        /// Block label.
+        label: String,
+        /// The content (standard input when omitted or `-`).
+        content: Option<String>,
+        #[command(flatten)]
+        format: Format,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// Run one tool call and print its string result.
+    Call {
+        /// Session id.
+        session: String,
+        /// Tool name.
+        name: String,
+        /// Arguments as JSON (standard input when omitted or `-`).
+        arguments: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate a memory.toml (default: the data dir's).
+    Check {
+        /// The file.
+        file: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args, Clone, Copy)]

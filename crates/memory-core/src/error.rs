@@ -34,6 +34,22 @@ pub enum MemoryError {
         /// A sentence saying what is wrong and what would be right.
         message: String,
     },
+    /// A write to a read-only context block.
+    #[error("Block \"{label}\" is readonly")]
+    ReadOnlyBlock {
+        /// The block's label.
+        label: String,
+    },
+    /// A write that would take a context block over its token budget.
+    #[error("Block \"{label}\" exceeds maxTokens: {tokens} > {max_tokens}")]
+    OverBudget {
+        /// The block's label.
+        label: String,
+        /// Tokens the content would have.
+        tokens: usize,
+        /// The block's limit.
+        max_tokens: usize,
+    },
     /// A concurrent change or a violated precondition.
     #[error("conflict: {message}")]
     Conflict {

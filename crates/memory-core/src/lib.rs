@@ -10,6 +10,7 @@
 //! (the AI SDK compatible message model).
 #![forbid(unsafe_code)]
 
+pub mod context;
 pub mod error;
 pub mod history;
 pub mod ids;
@@ -18,7 +19,10 @@ pub mod ports;
 pub mod search;
 pub mod session;
 pub mod time;
+pub mod tokens;
+pub mod tools;
 
+pub use context::{BlockKind, BlockScope, ContextBlock};
 pub use error::{MemoryError, Result};
 pub use history::{
     AppendOutcome, CompactionRecord, NewCompaction, NewMessage, Parent, PathEntry, RecentHistory,
@@ -29,3 +33,5 @@ pub use message::{Part, Role, ToolPart, ToolState, UiMessage};
 pub use search::{SearchHit, SearchMode, SearchQuery};
 pub use session::{NewSession, SessionInfo, SessionPatch, SessionUsage};
 pub use time::Timestamp;
+pub use tokens::{HeuristicTokenCounter, estimate_message_tokens, estimate_messages_tokens};
+pub use tools::{ToolCall, ToolDefinition};

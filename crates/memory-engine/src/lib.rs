@@ -24,6 +24,7 @@
 //! # });
 //! ```
 
+pub mod context;
 mod session;
 mod session_manager;
 

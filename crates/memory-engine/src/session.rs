@@ -2,9 +2,12 @@ use std::sync::Arc;
 
 use memory_core::ports::{MessageStore, MessageStoreExt};
 use memory_core::{
-    AppendOutcome, MemoryError, NewMessage, Parent, RecentHistory, Result, SearchHit, SearchMode,
-    SearchQuery, SessionId, UiMessage,
+    AppendOutcome, MemoryError, NewMessage, Parent, RecentHistory, Result, Role, SearchHit,
+    SearchMode, SearchQuery, SessionId, ToolDefinition, ToolState, UiMessage,
 };
+use serde_json::Value;
+
+use crate::context::{ContextBlocks, ContextTools};
 use tracing::debug;
 
 /// One conversation: a tree of messages with branches, backed by a [`MessageStore`].
@@ -14,6 +17,7 @@ use tracing::debug;
 pub struct Session {
     store: Arc<dyn MessageStore>,
     id: SessionId,
+    context: Arc<ContextBlocks>,
 }
 
 impl std::fmt::Debug for Session {
@@ -26,9 +30,93 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// A session handle over `store`. Nothing is written until the first append.
+    /// A session handle over `store`, with no context blocks. Nothing is written until the
+    /// first append.
     pub fn new(store: Arc<dyn MessageStore>, id: SessionId) -> Self {
-        Self { store, id }
+        Self {
+            store,
+            id,
+            context: Arc::new(ContextBlocks::empty()),
+        }
+    }
+
+    /// Attaches context blocks (the system prompt and the generated tools come from them).
+    pub fn with_context(mut self, context: Arc<ContextBlocks>) -> Self {
+        self.context = context;
+        self
+    }
+
+    /// The session's context blocks.
+    pub fn context(&self) -> &Arc<ContextBlocks> {
+        &self.context
+    }
+
+    /// The frozen system prompt (see [`ContextBlocks::freeze_system_prompt`]).
+    pub async fn freeze_system_prompt(&self) -> Result<String> {
+        self.context.freeze_system_prompt().await
+    }
+
+    /// Re-renders and re-freezes the system prompt.
+    pub async fn refresh_system_prompt(&self) -> Result<String> {
+        self.context.refresh_system_prompt().await
+    }
+
+    /// Tool definitions generated from the blocks present.
+    pub async fn tools(&self) -> Result<Vec<ToolDefinition>> {
+        ContextTools::definitions(&self.context).await
+    }
+
+    /// Runs a tool call and returns the string for the model. Bad arguments, unknown tools
+    /// and failed writes come back as `Error: ...` strings; unloading a skill also rewrites
+    /// the newest `load_context` output for it in history to a short marker.
+    pub async fn execute_tool(&self, name: &str, arguments: &Value) -> Result<String> {
+        let Some(execution) = ContextTools::execute(&self.context, name, arguments).await else {
+            return Ok(format!("Error: unknown tool \"{name}\""));
+        };
+        if let Some(unloaded) = &execution.unloaded {
+            self.reclaim_skill_output(&unloaded.label, &unloaded.key)
+                .await?;
+        }
+        Ok(execution.output)
+    }
+
+    /// Replaces the newest `load_context` output for `label:key` on the current branch with
+    /// `[skill unloaded: key]`, scanning from the leaf and reading only assistant messages.
+    async fn reclaim_skill_output(&self, label: &str, key: &str) -> Result<bool> {
+        let path = self.store.path(&self.id, None).await?;
+        for entry in path.iter().rev().filter(|e| e.role == Role::Assistant) {
+            let Some(mut message) = self.store.get(&self.id, &entry.id).await? else {
+                continue;
+            };
+            let mut changed = false;
+            for part in message.parts.iter_mut().rev() {
+                let Some(tool) = part.as_tool_mut() else {
+                    continue;
+                };
+                let matches = tool.tool_name == ContextTools::LOAD
+                    && tool.state == ToolState::OutputAvailable
+                    && tool.input.as_ref().is_some_and(|i| {
+                        i.get("label").and_then(Value::as_str) == Some(label)
+                            && i.get("key").and_then(Value::as_str) == Some(key)
+                    })
+                    && !tool
+                        .output
+                        .as_ref()
+                        .and_then(Value::as_str)
+                        .is_some_and(|o| o.starts_with("[skill unloaded:"));
+                if matches {
+                    tool.output = Some(Value::String(format!("[skill unloaded: {key}]")));
+                    changed = true;
+                    break;
+                }
+            }
+            if changed {
+                self.store.update(&self.id, message).await?;
+                debug!(session = %self.id, label, key, "reclaimed unloaded skill output");
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The session id.
@@ -84,9 +172,13 @@ impl Session {
         self.store.delete(&self.id, ids).await
     }
 
-    /// Deletes every message, overlay record and search entry of this session.
+    /// Deletes every message, overlay record and search entry of this session, forgets the
+    /// loaded skills and re-renders the frozen prompt.
     pub async fn clear(&self) -> Result<()> {
-        self.store.clear(&self.id).await
+        self.store.clear(&self.id).await?;
+        self.context.clear_loaded_skills().await?;
+        self.context.refresh_system_prompt().await?;
+        Ok(())
     }
 
     /// One message.

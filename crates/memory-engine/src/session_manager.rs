@@ -1,27 +1,37 @@
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use memory_core::ports::{Clock, MessageStore, SessionRegistry};
 use memory_core::{
-    AppendOutcome, MemoryError, NewSession, Parent, Result, SearchHit, SearchQuery, SessionId,
-    SessionInfo, SessionPatch, SessionUsage, UiMessage,
+    AppendOutcome, MemoryError, NewMessage, NewSession, Parent, Result, Role, SearchHit,
+    SearchQuery, SessionId, SessionInfo, SessionPatch, SessionUsage, ToolDefinition, UiMessage,
 };
+use serde::Deserialize;
+use serde_json::{Value, json};
 use tracing::info;
 
 use crate::Session;
+use crate::context::ContextWiring;
 
-/// The registry of conversations together with their histories.
+/// Longest automatic session title, in characters.
+pub const TITLE_CHARS: usize = 60;
+
+/// The registry of conversations together with their histories and context.
 ///
 /// Every write through the manager touches the session's `updated_at`, so `list` shows the
-/// most recently active conversations first.
+/// most recently active conversations first. A session without a name takes its title from
+/// its first user message.
 #[derive(Clone)]
 pub struct SessionManager {
     store: Arc<dyn MessageStore>,
     registry: Arc<dyn SessionRegistry>,
     clock: Arc<dyn Clock>,
+    context: Arc<ContextWiring>,
+    sessions: Arc<Mutex<HashMap<SessionId, Session>>>,
 }
 
 impl SessionManager {
-    /// A manager over a message store, a registry and a clock.
+    /// A manager over a message store, a registry and a clock, with no context blocks.
     pub fn new(
         store: Arc<dyn MessageStore>,
         registry: Arc<dyn SessionRegistry>,
@@ -31,7 +41,25 @@ impl SessionManager {
             store,
             registry,
             clock,
+            context: Arc::new(ContextWiring::default()),
+            sessions: Arc::new(Mutex::new(HashMap::new())),
         }
+    }
+
+    /// Declares the context blocks every session gets, and the ports they are stored in.
+    pub fn with_context(mut self, wiring: ContextWiring) -> Self {
+        self.context = Arc::new(wiring);
+        self.sessions = Arc::new(Mutex::new(HashMap::new()));
+        self
+    }
+
+    /// The context wiring.
+    pub fn context_wiring(&self) -> &ContextWiring {
+        &self.context
+    }
+
+    fn cached(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Session>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Creates a session (a random UUID v7 id unless `spec.id` is given).
@@ -67,20 +95,60 @@ impl SessionManager {
         self.registry.update(id, &patch, self.clock.now()).await
     }
 
-    /// Deletes a session: its messages, overlay records and search entries, then its record.
-    /// Not-found if the session is not registered.
+    /// Deletes a session and everything stored for it: messages, overlay records, search
+    /// entries, per-session blocks, the cached prompt, the loaded skills, and its record.
+    /// Shared blocks stay. Not-found if the session is not registered.
     pub async fn delete(&self, id: &SessionId) -> Result<()> {
         self.require(id).await?;
         self.store.clear(id).await?;
+        self.context.delete_session(id).await?;
         self.registry.delete(id).await?;
+        self.cached().remove(id);
         info!(session = %id, "session deleted");
         Ok(())
     }
 
-    /// A handle on a registered session. Not-found if it is not registered.
+    /// A handle on a registered session, with its context blocks. Not-found if it is not
+    /// registered. Handles are cached, so the frozen prompt of a session is one value.
     pub async fn session(&self, id: &SessionId) -> Result<Session> {
+        if let Some(session) = self.cached().get(id).cloned() {
+            return Ok(session);
+        }
         self.require(id).await?;
-        Ok(Session::new(self.store.clone(), id.clone()))
+        let blocks = Arc::new(self.context.blocks_for(id)?);
+        let session = Session::new(self.store.clone(), id.clone()).with_context(blocks);
+        Ok(self.cached().entry(id.clone()).or_insert(session).clone())
+    }
+
+    /// Names an unnamed session after the first user message among `messages`.
+    async fn title_from(&self, id: &SessionId, messages: &[&UiMessage]) -> Result<()> {
+        let Some(text) = messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.text())
+            .find(|t| !t.trim().is_empty())
+        else {
+            return Ok(());
+        };
+        let Some(info) = self.registry.get(id).await? else {
+            return Ok(());
+        };
+        if info.name.is_some() {
+            return Ok(());
+        }
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let title: String = flat.chars().take(TITLE_CHARS).collect();
+        let patch = SessionPatch {
+            name: Some(title),
+            ..SessionPatch::default()
+        };
+        self.registry.update(id, &patch, self.clock.now()).await?;
+        Ok(())
+    }
+
+    async fn after_write(&self, id: &SessionId, written: &[&UiMessage]) -> Result<()> {
+        self.registry.touch(id, self.clock.now()).await?;
+        self.title_from(id, written).await
     }
 
     /// Appends to a registered session and touches it.
@@ -91,13 +159,12 @@ impl SessionManager {
         parent: Parent,
     ) -> Result<AppendOutcome> {
         let session = self.session(id).await?;
-        let outcome = session.append_to(message, parent).await?;
-        self.registry.touch(id, self.clock.now()).await?;
+        let outcome = session.append_to(message.clone(), parent).await?;
+        self.after_write(id, &[&message]).await?;
         Ok(outcome)
     }
 
-    /// Appends a chain of messages to a registered session (continuing from `parent`, the
-    /// latest leaf by default) and touches it.
+    /// Appends a chain of messages (continuing from `parent`, the latest leaf by default).
     pub async fn append_all(
         &self,
         id: &SessionId,
@@ -105,8 +172,9 @@ impl SessionManager {
         parent: Parent,
     ) -> Result<Vec<AppendOutcome>> {
         let session = self.session(id).await?;
-        let outcomes = session.append_all(messages, parent).await?;
-        self.registry.touch(id, self.clock.now()).await?;
+        let outcomes = session.append_all(messages.clone(), parent).await?;
+        self.after_write(id, &messages.iter().collect::<Vec<_>>())
+            .await?;
         Ok(outcomes)
     }
 
@@ -123,8 +191,12 @@ impl SessionManager {
         message: UiMessage,
         parent: Parent,
     ) -> Result<AppendOutcome> {
-        let outcome = self.session(id).await?.upsert(message, parent).await?;
-        self.registry.touch(id, self.clock.now()).await?;
+        let outcome = self
+            .session(id)
+            .await?
+            .upsert(message.clone(), parent)
+            .await?;
+        self.after_write(id, &[&message]).await?;
         Ok(outcome)
     }
 
@@ -133,6 +205,38 @@ impl SessionManager {
         let deleted = self.session(id).await?.delete(ids).await?;
         self.registry.touch(id, self.clock.now()).await?;
         Ok(deleted)
+    }
+
+    /// Forks a session at a message: a new session (linked by `parent_session_id`, same
+    /// model and source) holding a copy of the root-to-`at` path with the same message ids.
+    pub async fn fork(
+        &self,
+        id: &SessionId,
+        at: &str,
+        name: Option<String>,
+    ) -> Result<SessionInfo> {
+        let source = self.require(id).await?;
+        let path = self.store.history(id, Some(at.to_owned())).await?;
+        let info = self
+            .create(NewSession {
+                id: None,
+                name: name.or_else(|| source.name.clone()),
+                parent_session_id: Some(id.clone()),
+                model: source.model.clone(),
+                source: source.source.clone(),
+            })
+            .await?;
+        let mut batch = Vec::with_capacity(path.len());
+        let mut previous: Option<String> = None;
+        for message in path {
+            let parent = previous.take().map_or(Parent::Root, Parent::Message);
+            previous = Some(message.id.clone());
+            batch.push(NewMessage::with_parent(message, parent));
+        }
+        self.store.append(&info.id, batch).await?;
+        self.registry.touch(&info.id, self.clock.now()).await?;
+        info!(from = %id, to = %info.id, at, "session forked");
+        self.require(&info.id).await
     }
 
     /// Adds token usage and cost to a session.
@@ -146,6 +250,48 @@ impl SessionManager {
         self.store.search(query).await
     }
 
+    /// The manager's own tool: `session_search` over every session.
+    pub fn tools(&self) -> Vec<ToolDefinition> {
+        vec![ToolDefinition {
+            name: SESSION_SEARCH.into(),
+            description:
+                "Search past conversations for relevant context. Searches across all sessions."
+                    .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"query": {"type": "string", "description": "Search query"}},
+                "required": ["query"]
+            }),
+        }]
+    }
+
+    /// Runs `session_search`: hits formatted `[role] content`, joined by `\n---\n`, at most
+    /// 10; `None` when `name` is not the manager's tool. Failures come back as `Error: ...`.
+    pub async fn execute_tool(&self, name: &str, arguments: &Value) -> Option<String> {
+        if name != SESSION_SEARCH {
+            return None;
+        }
+        #[derive(Deserialize)]
+        struct Args {
+            query: String,
+        }
+        let result = match Args::deserialize(arguments) {
+            Err(e) => Err(MemoryError::invalid(format!(
+                "invalid arguments for {SESSION_SEARCH}: {e}"
+            ))),
+            Ok(args) => self.search(&SearchQuery::new(args.query).limit(10)).await,
+        };
+        Some(match result {
+            Ok(hits) if hits.is_empty() => "No results found.".to_owned(),
+            Ok(hits) => hits
+                .iter()
+                .map(|h| format!("[{}] {}", h.role, h.content))
+                .collect::<Vec<_>>()
+                .join("\n---\n"),
+            Err(e) => format!("Error: {e}"),
+        })
+    }
+
     async fn require(&self, id: &SessionId) -> Result<SessionInfo> {
         self.registry
             .get(id)
@@ -153,3 +299,6 @@ impl SessionManager {
             .ok_or_else(|| MemoryError::not_found("session", id.as_str()))
     }
 }
+
+/// The name of the manager's cross-session search tool.
+pub const SESSION_SEARCH: &str = "session_search";

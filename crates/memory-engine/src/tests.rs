@@ -21,7 +21,7 @@ fn sid(s: &str) -> SessionId {
 fn info(id: &str) -> SessionInfo {
     SessionInfo {
         id: sid(id),
-        name: None,
+        name: Some("named".into()),
         parent_session_id: None,
         model: None,
         source: None,
@@ -287,4 +287,358 @@ async fn upsert_and_append_all_continue_the_conversation() {
     assert_eq!(outcome, AppendOutcome::AlreadyExists);
     assert_eq!(session.require("m2").await.unwrap().text(), "two, edited");
     assert_eq!(session.path_length(None).await.unwrap(), 3);
+}
+
+mod context_sessions {
+    use std::sync::Arc;
+
+    use memory_core::ports::{BlockProvider, KeyValueStore, MessageStore, SearchIndex, SkillStore};
+    use memory_core::{NewSession, Parent, Role, SessionId, UiMessage};
+    use memory_testkit::in_memory::{
+        InMemoryKeyValueStore, InMemoryMessageStore, InMemorySearchIndex, InMemorySessionRegistry,
+        InMemorySkillStore, ManualClock,
+    };
+    use serde_json::json;
+
+    use crate::SessionManager;
+    use crate::context::{BlockSpec, ContextWiring, StoredSkills, TextBlock};
+
+    struct World {
+        manager: SessionManager,
+        kv: Arc<InMemoryKeyValueStore>,
+        store: Arc<InMemoryMessageStore>,
+        skills: Arc<InMemorySkillStore>,
+        index: Arc<InMemorySearchIndex>,
+    }
+
+    fn world() -> World {
+        let kv = Arc::new(InMemoryKeyValueStore::new());
+        let store = Arc::new(InMemoryMessageStore::new());
+        let skills = Arc::new(InMemorySkillStore::new());
+        let index = Arc::new(InMemorySearchIndex::new());
+        let wiring = ContextWiring {
+            kv: Some(kv.clone() as Arc<dyn KeyValueStore>),
+            index: Some(index.clone() as Arc<dyn SearchIndex>),
+            specs: vec![
+                BlockSpec::provider(
+                    "soul",
+                    BlockProvider::ReadOnly(Arc::new(TextBlock::new("Be brief."))),
+                ),
+                BlockSpec::writable("memory").description("Learned facts"),
+                BlockSpec::searchable("notes"),
+                BlockSpec::provider(
+                    "skills",
+                    BlockProvider::Skill(Arc::new(StoredSkills::new(
+                        skills.clone() as Arc<dyn SkillStore>
+                    ))),
+                ),
+            ],
+            ..ContextWiring::default()
+        };
+        let manager = SessionManager::new(
+            store.clone(),
+            Arc::new(InMemorySessionRegistry::new()),
+            Arc::new(ManualClock::new(1)),
+        )
+        .with_context(wiring);
+        World {
+            manager,
+            kv,
+            store,
+            skills,
+            index,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_scripted_model_writes_a_fact_that_appears_only_after_refresh() {
+        let w = world();
+        let info = w.manager.create(NewSession::default()).await.unwrap();
+        let session = w.manager.session(&info.id).await.unwrap();
+        let frozen = session.freeze_system_prompt().await.unwrap();
+        let out = session
+            .execute_tool(
+                "set_context",
+                &json!({"label": "memory", "content": "The user's cat is called Miso."}),
+            )
+            .await
+            .unwrap();
+        assert!(out.starts_with("Written to memory."), "{out}");
+        // The same handle (cached by the manager) keeps the frozen prompt byte for byte.
+        let again = w.manager.session(&info.id).await.unwrap();
+        assert_eq!(again.freeze_system_prompt().await.unwrap(), frozen);
+        let refreshed = again.refresh_system_prompt().await.unwrap();
+        assert!(refreshed.contains("The user's cat is called Miso."));
+        assert!(!frozen.contains("Miso"));
+        assert_eq!(
+            session.execute_tool("nope", &json!({})).await.unwrap(),
+            "Error: unknown tool \"nope\""
+        );
+    }
+
+    #[tokio::test]
+    async fn unloading_a_skill_reclaims_its_output_in_history() {
+        let w = world();
+        w.skills
+            .put("deploy", "Step 1. Step 2.", Some("How to deploy".into()))
+            .await
+            .unwrap();
+        let info = w.manager.create(NewSession::default()).await.unwrap();
+        let session = w.manager.session(&info.id).await.unwrap();
+        let loaded = session
+            .execute_tool("load_context", &json!({"label": "skills", "key": "deploy"}))
+            .await
+            .unwrap();
+        assert_eq!(loaded, "Step 1. Step 2.");
+        let assistant: UiMessage = serde_json::from_value(json!({
+            "id": "a1", "role": "assistant",
+            "parts": [{"type": "tool-load_context", "toolCallId": "c1", "state": "output-available",
+                       "input": {"label": "skills", "key": "deploy"}, "output": loaded}]
+        }))
+        .unwrap();
+        w.manager
+            .append(
+                &info.id,
+                UiMessage::text_message("u1", Role::User, "deploy please"),
+                Parent::LatestLeaf,
+            )
+            .await
+            .unwrap();
+        w.manager
+            .append(&info.id, assistant, Parent::LatestLeaf)
+            .await
+            .unwrap();
+        let out = session
+            .execute_tool(
+                "unload_context",
+                &json!({"label": "skills", "key": "deploy"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(out, "Unloaded \"deploy\" from skills. Context reclaimed.");
+        let stored = w.store.get(&info.id, "a1").await.unwrap().unwrap();
+        assert_eq!(
+            stored.parts[0].as_tool().unwrap().output,
+            Some(json!("[skill unloaded: deploy]"))
+        );
+    }
+
+    #[tokio::test]
+    async fn delete_leaves_nothing_of_the_session_behind() {
+        let w = world();
+        let info = w.manager.create(NewSession::default()).await.unwrap();
+        let session = w.manager.session(&info.id).await.unwrap();
+        session
+            .execute_tool("set_context", &json!({"label": "memory", "content": "x"}))
+            .await
+            .unwrap();
+        session
+            .execute_tool(
+                "set_context",
+                &json!({"label": "notes", "content": "a note", "metadata": {"title": "n"}}),
+            )
+            .await
+            .unwrap();
+        session.freeze_system_prompt().await.unwrap();
+        w.manager
+            .append(
+                &info.id,
+                UiMessage::text_message("u1", Role::User, "hi"),
+                Parent::LatestLeaf,
+            )
+            .await
+            .unwrap();
+        assert!(!w.kv.keys("session:").await.unwrap().is_empty());
+        w.manager.delete(&info.id).await.unwrap();
+        assert!(
+            w.kv.keys(&format!("session:{}:", info.id))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            w.index
+                .count(&format!("session:{}:block:notes", info.id))
+                .await
+                .unwrap(),
+            0
+        );
+        assert!(w.store.history(&info.id, None).await.unwrap().is_empty());
+        assert!(
+            w.manager
+                .session(&info.id)
+                .await
+                .unwrap_err()
+                .is_not_found()
+        );
+    }
+
+    #[tokio::test]
+    async fn sessions_take_a_title_from_the_first_user_message() {
+        let w = world();
+        let info = w.manager.create(NewSession::default()).await.unwrap();
+        w.manager
+            .append(
+                &info.id,
+                UiMessage::text_message("s", Role::System, "system text"),
+                Parent::LatestLeaf,
+            )
+            .await
+            .unwrap();
+        assert_eq!(w.manager.get(&info.id).await.unwrap().unwrap().name, None);
+        let long = "Plan   a three-day trip to Lisbon with kids, museums and a beach day, please";
+        w.manager
+            .append(
+                &info.id,
+                UiMessage::text_message("u1", Role::User, long),
+                Parent::LatestLeaf,
+            )
+            .await
+            .unwrap();
+        let name = w
+            .manager
+            .get(&info.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .name
+            .unwrap();
+        assert_eq!(
+            name,
+            "Plan a three-day trip to Lisbon with kids, museums and a bea"
+        );
+        assert_eq!(name.chars().count(), 60);
+        w.manager
+            .append(
+                &info.id,
+                UiMessage::text_message("u2", Role::User, "other"),
+                Parent::LatestLeaf,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            w.manager
+                .get(&info.id)
+                .await
+                .unwrap()
+                .unwrap()
+                .name
+                .unwrap(),
+            name
+        );
+    }
+
+    #[tokio::test]
+    async fn fork_copies_the_path_and_links_the_parent() {
+        let w = world();
+        let info = w
+            .manager
+            .create(NewSession {
+                name: Some("orig".into()),
+                model: Some("m".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        for (id, text) in [("m1", "one"), ("m2", "two"), ("m3", "three")] {
+            w.manager
+                .append(
+                    &info.id,
+                    UiMessage::text_message(id, Role::User, text),
+                    Parent::LatestLeaf,
+                )
+                .await
+                .unwrap();
+        }
+        let fork = w
+            .manager
+            .fork(&info.id, "m2", Some("fork".into()))
+            .await
+            .unwrap();
+        assert_eq!(fork.parent_session_id.as_ref(), Some(&info.id));
+        assert_eq!(fork.model.as_deref(), Some("m"));
+        assert!(fork.updated_at >= fork.created_at);
+        let ids: Vec<String> = w
+            .store
+            .history(&fork.id, None)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(ids, vec!["m1", "m2"]);
+        assert_eq!(
+            w.store.history(&info.id, None).await.unwrap().len(),
+            3,
+            "the original is untouched"
+        );
+        assert!(
+            w.manager
+                .fork(&info.id, "ghost", None)
+                .await
+                .unwrap_err()
+                .is_not_found()
+        );
+    }
+
+    #[tokio::test]
+    async fn session_search_tool_spans_sessions() {
+        let w = world();
+        let a = w.manager.create(NewSession::default()).await.unwrap();
+        let b = w.manager.create(NewSession::default()).await.unwrap();
+        w.manager
+            .append(
+                &a.id,
+                UiMessage::text_message("m1", Role::User, "deploy the API"),
+                Parent::LatestLeaf,
+            )
+            .await
+            .unwrap();
+        w.manager
+            .append(
+                &b.id,
+                UiMessage::text_message("m1", Role::Assistant, "deploy finished"),
+                Parent::LatestLeaf,
+            )
+            .await
+            .unwrap();
+        let tools = w.manager.tools();
+        assert_eq!(tools[0].name, "session_search");
+        let session_tools = w
+            .manager
+            .session(&a.id)
+            .await
+            .unwrap()
+            .tools()
+            .await
+            .unwrap();
+        assert!(session_tools.iter().all(|t| t.name != "session_search"));
+        let out = w
+            .manager
+            .execute_tool("session_search", &json!({"query": "deploy"}))
+            .await
+            .unwrap();
+        assert!(
+            out.contains("[user] deploy the API")
+                && out.contains("[assistant] deploy finished")
+                && out.contains("\n---\n"),
+            "{out}"
+        );
+        assert_eq!(
+            w.manager
+                .execute_tool("session_search", &json!({"query": "zzz"}))
+                .await
+                .unwrap(),
+            "No results found."
+        );
+        assert!(
+            w.manager
+                .execute_tool("session_search", &json!({}))
+                .await
+                .unwrap()
+                .starts_with("Error: ")
+        );
+        assert!(w.manager.execute_tool("other", &json!({})).await.is_none());
+        let _ = SessionId::new("x");
+    }
 }

@@ -3,7 +3,8 @@
 
 use memory_testkit::contract;
 use memory_testkit::in_memory::{
-    InMemoryKeyValueStore, InMemoryMessageStore, InMemorySessionRegistry,
+    InMemoryKeyValueStore, InMemoryMessageStore, InMemorySearchIndex, InMemorySessionRegistry,
+    InMemorySkillStore,
 };
 
 #[tokio::test]
@@ -28,4 +29,14 @@ fn in_memory_message_store_agrees_with_the_model() {
         .build()
         .unwrap();
     memory_testkit::model::check_against_model(&runtime, &InMemoryMessageStore::new(), 200);
+}
+
+#[tokio::test]
+async fn in_memory_search_index_passes_the_contract() {
+    contract::search_index::run_all(&InMemorySearchIndex::new()).await;
+}
+
+#[tokio::test]
+async fn in_memory_skill_store_passes_the_contract() {
+    contract::skill_store::run_all(&InMemorySkillStore::new()).await;
 }

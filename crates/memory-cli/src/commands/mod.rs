@@ -1,5 +1,6 @@
 //! Command handlers.
 
+mod context;
 mod demo;
 mod message;
 mod read;
@@ -65,6 +66,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Demo = cli.command {
         return demo::run(cli.data_dir).await;
     }
+    if let Command::Config(command) = &cli.command {
+        return context::check_config(command, &app::data_dir(cli.data_dir.clone()));
+    }
     let app = App::open(&app::data_dir(cli.data_dir)).await?;
     let result = match cli.command {
         Command::Session(command) => session::run(&app, command).await,
@@ -88,7 +92,14 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         } => read::search(&app, &query, session, phrase, limit, format).await,
         Command::Import { file, format } => transfer::import(&app, &file, format).await,
         Command::Export { session, output } => transfer::export(&app, &session, output).await,
-        Command::Demo => Ok(()),
+        Command::Context(command) => context::run(&app, command).await,
+        Command::Prompt { session, refresh } => context::prompt(&app, &session, refresh).await,
+        Command::Tools {
+            call,
+            session,
+            format,
+        } => context::tools(&app, call, session, &format).await,
+        Command::Demo | Command::Config(_) => Ok(()),
     };
     app.close().await;
     result

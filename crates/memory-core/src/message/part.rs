@@ -184,11 +184,19 @@ impl Serialize for Part {
 }
 
 /// Moves a required string field out of a part's map.
-fn take_string<E: serde::de::Error>(map: &mut Map<String, Value>, key: &str, ty: &str) -> Result<String, E> {
+fn take_string<E: serde::de::Error>(
+    map: &mut Map<String, Value>,
+    key: &str,
+    ty: &str,
+) -> Result<String, E> {
     match map.remove(key) {
         Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(E::custom(format!("invalid `{ty}` part: `{key}` must be a string"))),
-        None => Err(E::custom(format!("invalid `{ty}` part: missing field `{key}`"))),
+        Some(_) => Err(E::custom(format!(
+            "invalid `{ty}` part: `{key}` must be a string"
+        ))),
+        None => Err(E::custom(format!(
+            "invalid `{ty}` part: missing field `{key}`"
+        ))),
     }
 }
 
@@ -203,7 +211,11 @@ fn take_optional_string(map: &mut Map<String, Value>, key: &str) -> Option<Strin
     }
 }
 
-fn tool_part<E: serde::de::Error>(mut map: Map<String, Value>, ty: &str, tool_name: String) -> Result<ToolPart, E> {
+fn tool_part<E: serde::de::Error>(
+    mut map: Map<String, Value>,
+    ty: &str,
+    tool_name: String,
+) -> Result<ToolPart, E> {
     Ok(ToolPart {
         tool_name,
         tool_call_id: take_string(&mut map, "toolCallId", ty)?,

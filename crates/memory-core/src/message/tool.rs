@@ -1,7 +1,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-
 /// A tool invocation: a `tool-<name>` part, or a `dynamic-tool` part that names its tool in
 /// `toolName`. In `UIMessage` form the call and its result are the same part, moving from
 /// `input-available` to `output-available`.

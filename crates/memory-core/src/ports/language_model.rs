@@ -2,7 +2,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::Result;
+use crate::{Result, ToolCall, ToolDefinition};
 
 /// The speaker of a chat message sent to a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -14,6 +14,8 @@ pub enum ChatRole {
     User,
     /// Earlier model output.
     Assistant,
+    /// The result of a tool call.
+    Tool,
 }
 
 /// One chat message.
@@ -23,6 +25,34 @@ pub struct ChatMessage {
     pub role: ChatRole,
     /// Text.
     pub content: String,
+    /// Tool calls the assistant made in this message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For [`ChatRole::Tool`] messages: the call this answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    /// A message with text only.
+    pub fn new(role: ChatRole, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
+    /// A tool result answering `call_id`.
+    pub fn tool_result(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            role: ChatRole::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.into()),
+        }
+    }
 }
 
 /// The shape of the answer.
@@ -56,6 +86,9 @@ pub struct ChatRequest {
     pub response_format: ResponseFormat,
     /// Extra request headers (for example a session-affinity key for prompt caching).
     pub headers: Vec<(String, String)>,
+    /// Tools the model may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDefinition>,
 }
 
 /// Tokens a call consumed.
@@ -76,6 +109,9 @@ pub struct ChatResponse {
     pub model: String,
     /// Tokens used.
     pub usage: TokenUsage,
+    /// Tools the model asked to run (empty when it answered in text).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
 }
 
 /// A chat-completion model.

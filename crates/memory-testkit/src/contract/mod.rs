@@ -7,7 +7,9 @@
 
 pub mod key_value_store;
 pub mod message_store;
+pub mod search_index;
 pub mod session_registry;
+pub mod skill_store;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -3,9 +3,12 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use memory_core::ports::{ChatRequest, ChatResponse, LanguageModel, TokenUsage};
-use memory_core::{MemoryError, Result};
+use memory_core::{MemoryError, Result, ToolCall};
 
 use super::lock;
+
+/// One scripted answer: text and tool calls, or a failure message.
+type Scripted = Result<(String, Vec<ToolCall>), String>;
 
 /// A [`LanguageModel`] that answers from a script and records every request.
 ///
@@ -23,7 +26,7 @@ use super::lock;
 /// ```
 #[derive(Default)]
 pub struct ScriptedLanguageModel {
-    answers: Mutex<VecDeque<Result<String, String>>>,
+    answers: Mutex<VecDeque<Scripted>>,
     requests: Mutex<Vec<ChatRequest>>,
 }
 
@@ -31,14 +34,24 @@ impl ScriptedLanguageModel {
     /// A model that gives these answers in order, then fails.
     pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(answers: I) -> Self {
         Self {
-            answers: Mutex::new(answers.into_iter().map(|a| Ok(a.into())).collect()),
+            answers: Mutex::new(
+                answers
+                    .into_iter()
+                    .map(|a| Ok((a.into(), Vec::new())))
+                    .collect(),
+            ),
             requests: Mutex::new(Vec::new()),
         }
     }
 
     /// Queues an answer.
     pub fn push_answer(&self, answer: impl Into<String>) {
-        lock(&self.answers).push_back(Ok(answer.into()));
+        lock(&self.answers).push_back(Ok((answer.into(), Vec::new())));
+    }
+
+    /// Queues an answer that asks to run tools.
+    pub fn push_tool_calls(&self, calls: Vec<ToolCall>) {
+        lock(&self.answers).push_back(Ok((String::new(), calls)));
     }
 
     /// Queues a failure.
@@ -59,7 +72,8 @@ impl LanguageModel for ScriptedLanguageModel {
         let model = request.model.clone().unwrap_or_else(|| "scripted".into());
         lock(&self.requests).push(request);
         match lock(&self.answers).pop_front() {
-            Some(Ok(content)) => Ok(ChatResponse {
+            Some(Ok((content, tool_calls))) => Ok(ChatResponse {
+                tool_calls,
                 usage: TokenUsage {
                     input_tokens: input_chars.div_ceil(4) as u64,
                     output_tokens: content.len().div_ceil(4) as u64,

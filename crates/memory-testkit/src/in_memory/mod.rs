@@ -16,7 +16,7 @@ mod token_counter;
 mod vector_index;
 
 pub use clock::ManualClock;
-pub use context::{InMemoryBlock, IndexedEntries, StaticBlock, StoredSkills};
+pub use context::{InMemoryBlock, StaticBlock};
 pub use embedder::HashingEmbedder;
 pub use key_value_store::InMemoryKeyValueStore;
 pub use language_model::ScriptedLanguageModel;

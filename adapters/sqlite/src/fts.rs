@@ -1,0 +1,19 @@
+//! FTS5 query building shared by every full-text table: user words are always quoted, so
+//! query syntax in input is inert and can never raise an error.
+
+use memory_core::{SearchMode, SearchQuery};
+
+/// The MATCH expression for `query` over `column`, optionally restricted to a scope token
+/// (an indexed one-token column that partitions the table).
+pub(crate) fn match_expression(query: &SearchQuery, column: &str, scope: Option<String>) -> String {
+    let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+    let terms = query.terms();
+    let body = match query.mode {
+        SearchMode::AllWords => terms.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" "),
+        SearchMode::Phrase => quote(&terms.join(" ")),
+    };
+    match scope {
+        Some(token) => format!("scope : \"{token}\" AND {column} : ({body})"),
+        None => format!("{column} : ({body})"),
+    }
+}

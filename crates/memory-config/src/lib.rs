@@ -1,0 +1,25 @@
+//! # memory-config
+//!
+//! Reads and validates `memory.toml`, the configuration the `memory` CLI (and later the
+//! server) composes adapters from. It knows no adapter: it returns validated declarations,
+//! and the binary picks the providers.
+//!
+//! ```
+//! use memory_config::{BlockSource, MemoryConfig};
+//! let config = MemoryConfig::parse(r#"
+//! [[blocks]]
+//! label = "memory"
+//! kind = "writable"
+//! max_tokens = 1100
+//! "#, std::path::Path::new(".")).unwrap();
+//! assert_eq!(config.blocks[0].label, "memory");
+//! assert!(matches!(config.blocks[0].source, BlockSource::Store));
+//! ```
+
+mod error;
+mod model;
+
+pub use error::ConfigError;
+pub use model::{
+    BlockDeclaration, BlockKindConfig, BlockSource, CONFIG_FILE, MemoryConfig, TokenizerConfig,
+};

@@ -1,0 +1,330 @@
+use std::collections::HashSet;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use memory_core::BlockScope;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::ConfigError;
+
+/// The configuration file's name inside a data dir.
+pub const CONFIG_FILE: &str = "memory.toml";
+
+/// The kind of a declared block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BlockKindConfig {
+    /// Shown, never written.
+    Readonly,
+    /// Written by the model (stored in the key-value store).
+    Writable,
+    /// Keyed entries with full-text search (stored in the search index).
+    Searchable,
+    /// Loadable documents (a Markdown directory, or the skill store).
+    Skill,
+}
+
+/// Where a validated block's content comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlockSource {
+    /// Inline text (read-only).
+    Text(String),
+    /// A file, resolved against the config's directory (read-only).
+    File(PathBuf),
+    /// A directory of Markdown skills, resolved against the config's directory.
+    Directory(PathBuf),
+    /// The backend's own store (key-value, search index or skill store, by kind).
+    Store,
+}
+
+/// A validated block declaration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockDeclaration {
+    /// Label.
+    pub label: String,
+    /// Kind.
+    pub kind: BlockKindConfig,
+    /// Description.
+    pub description: Option<String>,
+    /// Token budget (writable blocks).
+    pub max_tokens: Option<usize>,
+    /// Per session or shared.
+    pub scope: BlockScope,
+    /// Default content (writable blocks).
+    pub default_content: Option<String>,
+    /// Content source.
+    pub source: BlockSource,
+}
+
+/// How tokens are counted.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TokenizerConfig {
+    /// The reference heuristic.
+    #[default]
+    Heuristic,
+    /// tiktoken for an OpenAI-family model.
+    Tiktoken {
+        /// The model name (`gpt-4o`, ...).
+        model: String,
+    },
+}
+
+/// A validated `memory.toml`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MemoryConfig {
+    /// Blocks in prompt order.
+    pub blocks: Vec<BlockDeclaration>,
+    /// Token counting.
+    pub tokenizer: TokenizerConfig,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    blocks: Vec<Spanned<RawBlock>>,
+    tokenizer: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBlock {
+    label: Spanned<String>,
+    kind: Spanned<BlockKindConfig>,
+    description: Option<String>,
+    max_tokens: Option<Spanned<i64>>,
+    scope: Option<Spanned<String>>,
+    default: Option<Spanned<String>>,
+    text: Option<Spanned<String>>,
+    file: Option<Spanned<String>>,
+    directory: Option<Spanned<String>>,
+}
+
+struct Checker<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Checker<'_> {
+    fn line(&self, span: Range<usize>) -> usize {
+        self.text[..span.start.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1
+    }
+
+    fn error(&self, span: Range<usize>, key: String, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.path.to_owned(),
+            line: self.line(span),
+            key,
+            message: message.into(),
+        }
+    }
+}
+
+impl MemoryConfig {
+    /// Reads and validates a config file; relative paths resolve against its directory.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::parse_named(&text, base, path)
+    }
+
+    /// `<dir>/memory.toml` if it exists, else the empty configuration.
+    pub fn load_dir(dir: &Path) -> Result<Self, ConfigError> {
+        let path = dir.join(CONFIG_FILE);
+        if path.exists() {
+            Self::load(&path)
+        } else {
+            Ok(Self::default())
+        }
+    }
+
+    /// Parses and validates TOML text; relative paths resolve against `base`.
+    pub fn parse(text: &str, base: &Path) -> Result<Self, ConfigError> {
+        Self::parse_named(text, base, Path::new(CONFIG_FILE))
+    }
+
+    fn parse_named(text: &str, base: &Path, path: &Path) -> Result<Self, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+            path: path.to_owned(),
+            message: e.to_string().trim_end().replace('\n', " | "),
+        })?;
+        let check = Checker { path, text };
+        let tokenizer = match raw.tokenizer {
+            None => TokenizerConfig::Heuristic,
+            Some(t) => match t.get_ref().as_str() {
+                "heuristic" => TokenizerConfig::Heuristic,
+                other => match other.strip_prefix("tiktoken:") {
+                    Some(model) if !model.is_empty() => TokenizerConfig::Tiktoken {
+                        model: model.to_owned(),
+                    },
+                    _ => {
+                        return Err(check.error(
+                            t.span(),
+                            "tokenizer".into(),
+                            "expected \"heuristic\" or \"tiktoken:<model>\" (e.g. \"tiktoken:gpt-4o\")",
+                        ));
+                    }
+                },
+            },
+        };
+        let mut labels = HashSet::new();
+        let mut blocks = Vec::with_capacity(raw.blocks.len());
+        for (i, spanned) in raw.blocks.into_iter().enumerate() {
+            let block = spanned.into_inner();
+            let key = |field: &str| format!("blocks[{i}].{field}");
+            let label = block.label.get_ref().clone();
+            let label_ok = !label.is_empty()
+                && label
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            if !label_ok {
+                return Err(check.error(
+                    block.label.span(),
+                    key("label"),
+                    "use letters, digits, '_' or '-'",
+                ));
+            }
+            if !labels.insert(label.clone()) {
+                return Err(check.error(
+                    block.label.span(),
+                    key("label"),
+                    format!("block {label:?} is declared twice"),
+                ));
+            }
+            let kind = *block.kind.get_ref();
+            let scope = match block
+                .scope
+                .as_ref()
+                .map(|s| (s.get_ref().as_str(), s.span()))
+            {
+                None | Some(("session", _)) => BlockScope::Session,
+                Some(("shared", _)) => BlockScope::Shared,
+                Some((_, span)) => {
+                    return Err(check.error(
+                        span,
+                        key("scope"),
+                        "expected \"session\" or \"shared\"",
+                    ));
+                }
+            };
+            let max_tokens = match &block.max_tokens {
+                None => None,
+                Some(m) if *m.get_ref() > 0 => Some(*m.get_ref() as usize),
+                Some(m) => {
+                    return Err(check.error(
+                        m.span(),
+                        key("max_tokens"),
+                        "must be a positive number",
+                    ));
+                }
+            };
+            let sources: Vec<(&str, &Spanned<String>)> = [
+                ("text", &block.text),
+                ("file", &block.file),
+                ("directory", &block.directory),
+            ]
+            .into_iter()
+            .filter_map(|(name, v)| v.as_ref().map(|v| (name, v)))
+            .collect();
+            if let [_, (name, second), ..] = sources.as_slice() {
+                return Err(check.error(
+                    second.span(),
+                    key(name),
+                    "give only one of `text`, `file` or `directory`",
+                ));
+            }
+            let resolve = |p: &str| {
+                let path = Path::new(p);
+                if path.is_absolute() {
+                    path.to_owned()
+                } else {
+                    base.join(path)
+                }
+            };
+            let source = match (kind, sources.first()) {
+                (BlockKindConfig::Readonly, Some(("text", v))) => {
+                    BlockSource::Text(v.get_ref().clone())
+                }
+                (BlockKindConfig::Readonly, Some(("file", v))) => {
+                    let file = resolve(v.get_ref());
+                    if !file.is_file() {
+                        return Err(check.error(
+                            v.span(),
+                            key("file"),
+                            format!("no such file: {}", file.display()),
+                        ));
+                    }
+                    BlockSource::File(file)
+                }
+                (BlockKindConfig::Readonly, other) => {
+                    let span = other.map_or(block.kind.span(), |(_, v)| v.span());
+                    return Err(check.error(
+                        span,
+                        key("kind"),
+                        "a readonly block needs `text` or `file`",
+                    ));
+                }
+                (BlockKindConfig::Skill, Some(("directory", v))) => {
+                    let dir = resolve(v.get_ref());
+                    if !dir.is_dir() {
+                        return Err(check.error(
+                            v.span(),
+                            key("directory"),
+                            format!("no such directory: {}", dir.display()),
+                        ));
+                    }
+                    BlockSource::Directory(dir)
+                }
+                (BlockKindConfig::Skill, None) => BlockSource::Store,
+                (BlockKindConfig::Writable | BlockKindConfig::Searchable, None) => {
+                    BlockSource::Store
+                }
+                (_, Some((name, v))) => {
+                    return Err(check.error(
+                        v.span(),
+                        key(name),
+                        format!("not allowed for a {kind:?} block").to_lowercase(),
+                    ));
+                }
+            };
+            if let Some(default) = &block.default
+                && kind != BlockKindConfig::Writable
+            {
+                return Err(check.error(
+                    default.span(),
+                    key("default"),
+                    "only writable blocks have a default",
+                ));
+            }
+            if let Some(m) = &block.max_tokens
+                && kind != BlockKindConfig::Writable
+            {
+                return Err(check.error(
+                    m.span(),
+                    key("max_tokens"),
+                    "only writable blocks have a token budget",
+                ));
+            }
+            blocks.push(BlockDeclaration {
+                label,
+                kind,
+                description: block.description,
+                max_tokens,
+                scope,
+                default_content: block.default.map(Spanned::into_inner),
+                source,
+            });
+        }
+        Ok(Self { blocks, tokenizer })
+    }
+}
+
+#[cfg(test)]
+mod tests;

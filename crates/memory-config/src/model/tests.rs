@@ -1,0 +1,93 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use super::*;
+
+fn err(text: &str) -> String {
+    MemoryConfig::parse(text, Path::new("/nonexistent"))
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn the_shipped_example_is_valid() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/config/memory.toml");
+    let config = MemoryConfig::load(&path).unwrap();
+    let kinds: Vec<_> = config.blocks.iter().map(|b| b.kind).collect();
+    assert!(kinds.contains(&BlockKindConfig::Readonly));
+    assert!(kinds.contains(&BlockKindConfig::Writable));
+    assert!(kinds.contains(&BlockKindConfig::Searchable));
+    assert!(kinds.contains(&BlockKindConfig::Skill));
+}
+
+#[test]
+fn errors_name_the_line_and_the_key() {
+    let e = err("[[blocks]]\nlabel = \"memory\"\nkind = \"writable\"\nmax_tokens = -5\n");
+    assert_eq!(
+        e,
+        "memory.toml:4: `blocks[0].max_tokens`: must be a positive number"
+    );
+    let e = err(
+        "[[blocks]]\nlabel = \"a\"\nkind = \"writable\"\n\n[[blocks]]\nlabel = \"a\"\nkind = \"writable\"\n",
+    );
+    assert_eq!(
+        e,
+        "memory.toml:6: `blocks[1].label`: block \"a\" is declared twice"
+    );
+    let e = err("[[blocks]]\nlabel = \"soul\"\nkind = \"readonly\"\nfile = \"missing.md\"\n");
+    assert!(
+        e.starts_with("memory.toml:4: `blocks[0].file`: no such file: /nonexistent/missing.md"),
+        "{e}"
+    );
+    let e = err("[[blocks]]\nlabel = \"x\"\nkind = \"readonly\"\ntext = \"a\"\nfile = \"b\"\n");
+    assert!(
+        e.starts_with("memory.toml:5: `blocks[0].file`: give only one"),
+        "{e}"
+    );
+    let e = err("[[blocks]]\nlabel = \"x\"\nkind = \"writable\"\ncolour = \"red\"\n");
+    assert!(e.contains("line 4") && e.contains("colour"), "{e}");
+    let e = err("[[blocks]]\nlabel = \"x\"\nkind = \"magic\"\n");
+    assert!(e.contains("line 3") && e.contains("magic"), "{e}");
+    let e = err("[[blocks]]\nlabel = \"x\"\nkind = \"writable\"\nscope = \"global\"\n");
+    assert_eq!(
+        e,
+        "memory.toml:4: `blocks[0].scope`: expected \"session\" or \"shared\""
+    );
+    let e = err("tokenizer = \"bpe\"\n");
+    assert!(e.starts_with("memory.toml:1: `tokenizer`"), "{e}");
+    let e = err("[[blocks]]\nlabel = \"k\"\nkind = \"searchable\"\ndefault = \"x\"\n");
+    assert!(e.starts_with("memory.toml:4: `blocks[0].default`"), "{e}");
+}
+
+#[test]
+fn sources_resolve_against_the_config_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("SOUL.md"), "hi").unwrap();
+    std::fs::create_dir(dir.path().join("skills")).unwrap();
+    let config = MemoryConfig::parse(
+        "tokenizer = \"tiktoken:gpt-4o\"\n[[blocks]]\nlabel = \"soul\"\nkind = \"readonly\"\nfile = \"SOUL.md\"\n[[blocks]]\nlabel = \"skills\"\nkind = \"skill\"\ndirectory = \"skills\"\n[[blocks]]\nlabel = \"user\"\nkind = \"writable\"\nscope = \"shared\"\ndefault = \"unknown\"\n",
+        dir.path(),
+    )
+    .unwrap();
+    assert_eq!(
+        config.tokenizer,
+        TokenizerConfig::Tiktoken {
+            model: "gpt-4o".into()
+        }
+    );
+    assert_eq!(
+        config.blocks[0].source,
+        BlockSource::File(dir.path().join("SOUL.md"))
+    );
+    assert_eq!(
+        config.blocks[1].source,
+        BlockSource::Directory(dir.path().join("skills"))
+    );
+    assert_eq!(config.blocks[2].scope, memory_core::BlockScope::Shared);
+    assert_eq!(config.blocks[2].default_content.as_deref(), Some("unknown"));
+    assert_eq!(
+        MemoryConfig::load_dir(&dir.path().join("none")).unwrap(),
+        MemoryConfig::default()
+    );
+}

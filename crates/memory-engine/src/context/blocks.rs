@@ -1,0 +1,482 @@
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use memory_core::ports::{BlockProvider, KeyValueStore, TokenCounter};
+use memory_core::{
+    BlockKind, BlockScope, ContextBlock, HeuristicTokenCounter, MemoryError, Result,
+};
+
+use super::keys::entry_key;
+use super::render::render_prompt;
+
+/// One declared block: its metadata and its provider.
+#[derive(Debug, Clone)]
+pub struct BlockConfig {
+    /// Label (unique within a session).
+    pub label: String,
+    /// One-line description shown in the header and the tool description.
+    pub description: Option<String>,
+    /// Token budget enforced on every write.
+    pub max_tokens: Option<usize>,
+    /// Content a writable block starts with (and returns to after a reset).
+    pub default_content: Option<String>,
+    /// Where the value lives.
+    pub scope: BlockScope,
+    /// What reads and writes it.
+    pub provider: BlockProvider,
+}
+
+impl BlockConfig {
+    /// A block with this label and provider and nothing else.
+    pub fn new(label: impl Into<String>, provider: BlockProvider) -> Self {
+        Self {
+            label: label.into(),
+            description: None,
+            max_tokens: None,
+            default_content: None,
+            scope: BlockScope::Session,
+            provider,
+        }
+    }
+
+    /// The kind implied by the provider.
+    pub fn kind(&self) -> BlockKind {
+        match self.provider {
+            BlockProvider::ReadOnly(_) => BlockKind::ReadOnly,
+            BlockProvider::Writable(_) => BlockKind::Writable,
+            BlockProvider::Searchable(_) => BlockKind::Searchable,
+            BlockProvider::Skill(_) => BlockKind::Skill,
+        }
+    }
+}
+
+/// The result of unloading a skill: which `label:key` left the loaded set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unloaded {
+    /// The skill block.
+    pub label: String,
+    /// The skill key.
+    pub key: String,
+}
+
+#[derive(Default)]
+struct State {
+    /// Loaded blocks, in declaration order; `None` until the first load.
+    blocks: Option<Vec<ContextBlock>>,
+    /// The frozen prompt of this instance.
+    snapshot: Option<String>,
+    /// `label:key` of loaded skills; `None` until read from the store.
+    loaded: Option<BTreeSet<String>>,
+}
+
+/// A session's context blocks.
+///
+/// Writes go to the providers at once and never change the frozen prompt; the prompt is
+/// re-rendered only by [`refresh_system_prompt`](Self::refresh_system_prompt).
+pub struct ContextBlocks {
+    configs: Vec<BlockConfig>,
+    counter: Arc<dyn TokenCounter>,
+    prompt_store: Option<(Arc<dyn KeyValueStore>, String)>,
+    loaded_store: Option<(Arc<dyn KeyValueStore>, String)>,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for ContextBlocks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ContextBlocks")
+            .field(
+                "labels",
+                &self.configs.iter().map(|c| &c.label).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl ContextBlocks {
+    /// Blocks in declaration order. Duplicate labels are an error.
+    pub fn new(configs: Vec<BlockConfig>) -> Result<Self> {
+        let mut seen = BTreeSet::new();
+        for config in &configs {
+            if config.label.is_empty() {
+                return Err(MemoryError::invalid("a block label must not be empty"));
+            }
+            if !seen.insert(config.label.clone()) {
+                return Err(MemoryError::invalid(format!(
+                    "Block \"{}\" already exists",
+                    config.label
+                )));
+            }
+        }
+        Ok(Self {
+            configs,
+            counter: Arc::new(HeuristicTokenCounter),
+            prompt_store: None,
+            loaded_store: None,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// No blocks: an empty prompt and no tools.
+    pub fn empty() -> Self {
+        Self {
+            configs: Vec::new(),
+            counter: Arc::new(HeuristicTokenCounter),
+            prompt_store: None,
+            loaded_store: None,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Counts tokens with `counter` instead of the heuristic.
+    pub fn with_token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    /// Persists the frozen prompt under `key`, so a restarted process returns the identical
+    /// string without reading the providers.
+    pub fn with_prompt_store(mut self, kv: Arc<dyn KeyValueStore>, key: impl Into<String>) -> Self {
+        self.prompt_store = Some((kv, key.into()));
+        self
+    }
+
+    /// Persists the loaded-skill set under `key`, so it survives restarts without a history
+    /// scan.
+    pub fn with_loaded_skills_store(
+        mut self,
+        kv: Arc<dyn KeyValueStore>,
+        key: impl Into<String>,
+    ) -> Self {
+        self.loaded_store = Some((kv, key.into()));
+        self
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The declared blocks.
+    pub fn configs(&self) -> &[BlockConfig] {
+        &self.configs
+    }
+
+    fn config(&self, label: &str) -> Result<&BlockConfig> {
+        self.configs
+            .iter()
+            .find(|c| c.label == label)
+            .ok_or_else(|| MemoryError::not_found("block", label))
+    }
+
+    /// The token counter in use.
+    pub fn token_counter(&self) -> &Arc<dyn TokenCounter> {
+        &self.counter
+    }
+
+    fn block_from(&self, config: &BlockConfig, content: String) -> ContextBlock {
+        ContextBlock {
+            label: config.label.clone(),
+            description: config.description.clone(),
+            tokens: self.counter.count(&content),
+            content,
+            max_tokens: config.max_tokens,
+            kind: config.kind(),
+            scope: config.scope,
+        }
+    }
+
+    async fn read(&self, config: &BlockConfig) -> Result<ContextBlock> {
+        let mut content = config.provider.get().await?;
+        if content.is_none()
+            && let (BlockProvider::Writable(p), Some(default)) =
+                (&config.provider, &config.default_content)
+        {
+            p.set(default).await?;
+            content = Some(default.clone());
+        }
+        Ok(self.block_from(config, content.unwrap_or_default()))
+    }
+
+    /// Reads every provider (initialising declared defaults) and caches the result.
+    pub async fn load(&self) -> Result<Vec<ContextBlock>> {
+        let mut blocks = Vec::with_capacity(self.configs.len());
+        for config in &self.configs {
+            blocks.push(self.read(config).await?);
+        }
+        self.state().blocks = Some(blocks.clone());
+        Ok(blocks)
+    }
+
+    /// Every block (loaded on first use).
+    pub async fn blocks(&self) -> Result<Vec<ContextBlock>> {
+        if let Some(blocks) = self.state().blocks.clone() {
+            return Ok(blocks);
+        }
+        self.load().await
+    }
+
+    /// One block.
+    pub async fn get(&self, label: &str) -> Result<ContextBlock> {
+        self.config(label)?;
+        self.blocks()
+            .await?
+            .into_iter()
+            .find(|b| b.label == label)
+            .ok_or_else(|| MemoryError::not_found("block", label))
+    }
+
+    fn cache(&self, block: ContextBlock) {
+        let mut state = self.state();
+        if let Some(blocks) = state.blocks.as_mut()
+            && let Some(slot) = blocks.iter_mut().find(|b| b.label == block.label)
+        {
+            *slot = block;
+        }
+    }
+
+    fn writable(
+        &self,
+        label: &str,
+    ) -> Result<(
+        &BlockConfig,
+        &Arc<dyn memory_core::ports::WritableContextProvider>,
+    )> {
+        let config = self.config(label).map_err(|_| MemoryError::ReadOnlyBlock {
+            label: label.to_owned(),
+        })?;
+        match &config.provider {
+            BlockProvider::Writable(p) => Ok((config, p)),
+            BlockProvider::ReadOnly(_) => Err(MemoryError::ReadOnlyBlock {
+                label: label.to_owned(),
+            }),
+            BlockProvider::Searchable(_) | BlockProvider::Skill(_) => Err(MemoryError::invalid(
+                format!("Block \"{label}\" is a keyed provider. Use set_entry() instead."),
+            )),
+        }
+    }
+
+    fn check_budget(&self, config: &BlockConfig, tokens: usize) -> Result<()> {
+        match config.max_tokens {
+            Some(max) if tokens > max => Err(MemoryError::OverBudget {
+                label: config.label.clone(),
+                tokens,
+                max_tokens: max,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Replaces a writable block's content. Read-only and over-budget writes are typed errors
+    /// and change nothing.
+    pub async fn replace(&self, label: &str, content: &str) -> Result<ContextBlock> {
+        let (config, provider) = self.writable(label)?;
+        let block = self.block_from(config, content.to_owned());
+        self.check_budget(config, block.tokens)?;
+        provider.set(content).await?;
+        self.cache(block.clone());
+        Ok(block)
+    }
+
+    /// Appends to a writable block: a newline goes between only when the existing content is
+    /// non-empty and the new content does not start with one.
+    pub async fn append(&self, label: &str, content: &str) -> Result<ContextBlock> {
+        let (config, provider) = self.writable(label)?;
+        let current = self.get(label).await?.content;
+        let mut combined = current;
+        if !combined.is_empty() && !content.starts_with('\n') {
+            combined.push('\n');
+        }
+        combined.push_str(content);
+        let block = self.block_from(config, combined);
+        self.check_budget(config, block.tokens)?;
+        provider.set(&block.content).await?;
+        self.cache(block.clone());
+        Ok(block)
+    }
+
+    /// Resets a writable block to its default content (empty without one).
+    pub async fn reset(&self, label: &str) -> Result<ContextBlock> {
+        let (config, provider) = self.writable(label)?;
+        let content = config.default_content.clone().unwrap_or_default();
+        provider.set(&content).await?;
+        let block = self.block_from(config, content);
+        self.cache(block.clone());
+        Ok(block)
+    }
+
+    /// Resets every writable block to its default.
+    pub async fn reset_all(&self) -> Result<()> {
+        let labels: Vec<String> = self
+            .configs
+            .iter()
+            .filter(|c| c.kind() == BlockKind::Writable)
+            .map(|c| c.label.clone())
+            .collect();
+        for label in labels {
+            self.reset(&label).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes a keyed entry (searchable or skill block) and returns its key. The key comes
+    /// from the title (same title, same entry) or from the content.
+    pub async fn set_entry(
+        &self,
+        label: &str,
+        content: &str,
+        title: Option<&str>,
+        description: Option<&str>,
+    ) -> Result<String> {
+        let config = self.config(label)?;
+        let key = entry_key(title, content);
+        match &config.provider {
+            BlockProvider::Searchable(p) => p.set_entry(&key, content).await?,
+            BlockProvider::Skill(p) => {
+                let description = description
+                    .or(title)
+                    .map(str::to_owned)
+                    .filter(|d| !d.trim().is_empty());
+                p.set_skill(&key, content, description).await?
+            }
+            BlockProvider::ReadOnly(_) => {
+                return Err(MemoryError::ReadOnlyBlock {
+                    label: label.to_owned(),
+                });
+            }
+            BlockProvider::Writable(_) => {
+                return Err(MemoryError::invalid(format!(
+                    "Block \"{label}\" is not keyed. Use replace() or append() instead."
+                )));
+            }
+        }
+        let block = self.read(config).await?;
+        self.cache(block);
+        Ok(key)
+    }
+
+    /// Searches a searchable block; `None` when nothing matches.
+    pub async fn search(&self, label: &str, query: &str) -> Result<Option<String>> {
+        match &self.config(label)?.provider {
+            BlockProvider::Searchable(p) => p.search(query).await,
+            _ => Err(MemoryError::invalid(format!(
+                "\"{label}\" is not searchable"
+            ))),
+        }
+    }
+
+    async fn loaded_set(&self) -> Result<BTreeSet<String>> {
+        if let Some(set) = self.state().loaded.clone() {
+            return Ok(set);
+        }
+        let set: BTreeSet<String> = match &self.loaded_store {
+            Some((kv, key)) => match kv.get(key).await? {
+                Some(json) => serde_json::from_str(&json)?,
+                None => BTreeSet::new(),
+            },
+            None => BTreeSet::new(),
+        };
+        self.state().loaded = Some(set.clone());
+        Ok(set)
+    }
+
+    async fn save_loaded(&self, set: BTreeSet<String>) -> Result<()> {
+        if let Some((kv, key)) = &self.loaded_store {
+            kv.set(key, &serde_json::to_string(&set)?).await?;
+        }
+        self.state().loaded = Some(set);
+        Ok(())
+    }
+
+    /// Loads a skill's document and records it as loaded; `None` for an unknown key.
+    pub async fn load_skill(&self, label: &str, key: &str) -> Result<Option<String>> {
+        let BlockProvider::Skill(provider) = &self.config(label)?.provider else {
+            return Err(MemoryError::invalid(format!(
+                "\"{label}\" is not a skill block"
+            )));
+        };
+        let Some(content) = provider.load(key).await? else {
+            return Ok(None);
+        };
+        let mut set = self.loaded_set().await?;
+        if set.insert(format!("{label}:{key}")) {
+            self.save_loaded(set).await?;
+        }
+        Ok(Some(content))
+    }
+
+    /// Removes a skill from the loaded set; `None` when it was not loaded.
+    pub async fn unload_skill(&self, label: &str, key: &str) -> Result<Option<Unloaded>> {
+        if !matches!(self.config(label)?.provider, BlockProvider::Skill(_)) {
+            return Err(MemoryError::invalid(format!(
+                "\"{label}\" is not a skill block"
+            )));
+        }
+        let mut set = self.loaded_set().await?;
+        if !set.remove(&format!("{label}:{key}")) {
+            return Ok(None);
+        }
+        self.save_loaded(set).await?;
+        Ok(Some(Unloaded {
+            label: label.to_owned(),
+            key: key.to_owned(),
+        }))
+    }
+
+    /// `label:key` of every loaded skill, sorted.
+    pub async fn loaded_skills(&self) -> Result<Vec<String>> {
+        Ok(self.loaded_set().await?.into_iter().collect())
+    }
+
+    /// Forgets every loaded skill (after the history is cleared).
+    pub async fn clear_loaded_skills(&self) -> Result<()> {
+        self.save_loaded(BTreeSet::new()).await
+    }
+
+    /// The frozen system prompt: rendered once and returned unchanged afterwards, even after
+    /// writes (so the provider's prefix cache stays warm). With a prompt store, a new process
+    /// returns the stored string (an empty prompt included) without reading providers.
+    pub async fn freeze_system_prompt(&self) -> Result<String> {
+        if let Some(snapshot) = self.state().snapshot.clone() {
+            return Ok(snapshot);
+        }
+        if let Some((kv, key)) = &self.prompt_store
+            && let Some(stored) = kv.get(key).await?
+        {
+            self.state().snapshot = Some(stored.clone());
+            return Ok(stored);
+        }
+        let prompt = render_prompt(&self.blocks().await?);
+        self.persist(&prompt).await?;
+        let mut state = self.state();
+        // Concurrent freezes agree: the first snapshot wins.
+        Ok(state.snapshot.get_or_insert(prompt).clone())
+    }
+
+    /// Re-reads every provider, re-renders, persists and returns the new frozen prompt.
+    pub async fn refresh_system_prompt(&self) -> Result<String> {
+        let prompt = render_prompt(&self.load().await?);
+        self.persist(&prompt).await?;
+        self.state().snapshot = Some(prompt.clone());
+        Ok(prompt)
+    }
+
+    /// The prompt for token estimates, never persisting anything: the snapshot, else the
+    /// stored prompt, else a fresh render.
+    pub async fn system_prompt_for_estimate(&self) -> Result<String> {
+        if let Some(snapshot) = self.state().snapshot.clone() {
+            return Ok(snapshot);
+        }
+        if let Some((kv, key)) = &self.prompt_store
+            && let Some(stored) = kv.get(key).await?
+        {
+            return Ok(stored);
+        }
+        Ok(render_prompt(&self.blocks().await?))
+    }
+
+    async fn persist(&self, prompt: &str) -> Result<()> {
+        if let Some((kv, key)) = &self.prompt_store {
+            kv.set(key, prompt).await?;
+        }
+        Ok(())
+    }
+}
