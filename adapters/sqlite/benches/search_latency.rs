@@ -88,7 +88,9 @@ async fn main() {
                     .map(|_| vocab[low + (rng.next_u64() as usize % (high - low))].clone())
                     .collect::<Vec<_>>()
                     .join(" ");
-                let session = SessionId::new(format!("session-{:04}", rng.next_u64() as usize % SESSIONS)).unwrap();
+                let session =
+                    SessionId::new(format!("session-{:04}", rng.next_u64() as usize % SESSIONS))
+                        .unwrap();
                 (text, session)
             })
             .collect()
@@ -99,7 +101,9 @@ async fn main() {
             store.search(&SearchQuery::new(text)).await.unwrap();
         }
     }
-    println!("search over {total} messages in {SESSIONS} sessions, limit 20, {QUERIES} queries per class");
+    println!(
+        "search over {total} messages in {SESSIONS} sessions, limit 20, {QUERIES} queries per class"
+    );
     for (class, queries) in &classes {
         let mut scoped = Vec::new();
         let mut global = Vec::new();
@@ -114,8 +118,16 @@ async fn main() {
             let t = Instant::now();
             hits[1] += store.search(&SearchQuery::new(text)).await.unwrap().len();
             global.push(t.elapsed());
-            let quoted = text.split_whitespace().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" ");
-            let key: i64 = sqlx::query_scalar("SELECT key FROM session_keys WHERE session_id = ?").bind(session.as_str()).fetch_one(&raw).await.unwrap();
+            let quoted = text
+                .split_whitespace()
+                .map(|w| format!("\"{w}\""))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let key: i64 = sqlx::query_scalar("SELECT key FROM session_keys WHERE session_id = ?")
+                .bind(session.as_str())
+                .fetch_one(&raw)
+                .await
+                .unwrap();
             let t = Instant::now();
             let _: Vec<(i64, f64)> = sqlx::query_as("SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT 20")
                 .bind(format!("scope : \"s{key}\" AND search_text : ({quoted})"))
@@ -131,9 +143,16 @@ async fn main() {
                 .unwrap();
             raw_global.push(t.elapsed());
         }
-        println!("[{class}] mean hits per query: scoped {:.1}, global {:.1}", hits[0] as f64 / QUERIES as f64, hits[1] as f64 / QUERIES as f64);
+        println!(
+            "[{class}] mean hits per query: scoped {:.1}, global {:.1}",
+            hits[0] as f64 / QUERIES as f64,
+            hits[1] as f64 / QUERIES as f64
+        );
         report(&format!("{class}: memory-sqlite session-scoped"), scoped);
-        report(&format!("{class}: raw-sqlx FTS5 session-scoped"), raw_scoped);
+        report(
+            &format!("{class}: raw-sqlx FTS5 session-scoped"),
+            raw_scoped,
+        );
         report(&format!("{class}: memory-sqlite global"), global);
         report(&format!("{class}: raw-sqlx FTS5 global"), raw_global);
     }

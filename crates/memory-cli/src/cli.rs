@@ -127,6 +127,7 @@ pub enum ContextCommand {
         /// Block label.
         label: String,
         /// The content (standard input when omitted or `-`).
+        #[arg(allow_hyphen_values = true)]
         content: Option<String>,
         /// Title of a keyed entry (the same title updates in place).
         #[arg(long)]
@@ -144,6 +145,7 @@ pub enum ContextCommand {
         /// Block label.
         label: String,
         /// The content (standard input when omitted or `-`).
+        #[arg(allow_hyphen_values = true)]
         content: Option<String>,
         #[command(flatten)]
         format: Format,
