@@ -29,7 +29,7 @@ pub fn slugify(text: &str) -> String {
 ///
 /// ```
 /// use memory_engine::context::fnv1a_base36;
-/// assert_eq!(fnv1a_base36(""), "1z141z4"); // 0x811c9dc5
+/// assert_eq!(fnv1a_base36(""), "ztntfp"); // 0x811c9dc5, the FNV offset basis
 /// ```
 pub fn fnv1a_base36(text: &str) -> String {
     let mut hash: u32 = 0x811c_9dc5;
