@@ -24,11 +24,12 @@
 //! # });
 //! ```
 
+pub mod compaction;
 pub mod context;
 mod session;
 mod session_manager;
 
-pub use session::Session;
+pub use session::{AppendReport, CompactionSettings, CompactionStatus, Session};
 pub use session_manager::SessionManager;
 
 #[cfg(test)]

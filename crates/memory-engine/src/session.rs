@@ -1,14 +1,19 @@
 use std::sync::Arc;
 
+use memory_core::ports::{CompactionEvent, CompactionObserver, TokenCounter};
 use memory_core::ports::{MessageStore, MessageStoreExt};
 use memory_core::{
-    AppendOutcome, MemoryError, NewMessage, Parent, RecentHistory, Result, Role, SearchHit,
-    SearchMode, SearchQuery, SessionId, ToolDefinition, ToolState, UiMessage,
+    AppendOutcome, CompactionRecord, HeuristicTokenCounter, MemoryError, NewCompaction, NewMessage,
+    Parent, RecentHistory, Result, Role, SearchHit, SearchMode, SearchQuery, SessionId,
+    ToolDefinition, ToolState, UiMessage, estimate_messages_tokens,
 };
 use serde_json::Value;
 
+use crate::compaction::{
+    CompactResult, Compactor, apply_overlays, enforce_row_size, superseded_by, visible_overlays,
+};
 use crate::context::{ContextBlocks, ContextTools};
-use tracing::debug;
+use tracing::{debug, warn};
 
 /// One conversation: a tree of messages with branches, backed by a [`MessageStore`].
 ///
@@ -18,6 +23,100 @@ pub struct Session {
     store: Arc<dyn MessageStore>,
     id: SessionId,
     context: Arc<ContextBlocks>,
+    compaction: Option<Arc<CompactionSettings>>,
+}
+
+/// How a session compacts: the compactor, the auto-compaction threshold, and who hears
+/// about compacted ranges.
+#[derive(Clone)]
+pub struct CompactionSettings {
+    /// Decides what to compact.
+    pub compactor: Arc<dyn Compactor>,
+    /// Compact after an inserting append when the estimate exceeds this many tokens.
+    pub threshold: Option<usize>,
+    /// Receives every compacted range.
+    pub observer: Option<Arc<dyn CompactionObserver>>,
+    /// Counts tokens for estimates and the compactor's tail budget.
+    pub counter: Arc<dyn TokenCounter>,
+}
+
+impl CompactionSettings {
+    /// Settings with a compactor, no threshold, no observer and the heuristic counter.
+    pub fn new(compactor: Arc<dyn Compactor>) -> Self {
+        Self {
+            compactor,
+            threshold: None,
+            observer: None,
+            counter: Arc::new(HeuristicTokenCounter),
+        }
+    }
+
+    /// Compacts after an inserting append once the estimate exceeds `tokens`.
+    pub fn compact_after(mut self, tokens: usize) -> Self {
+        self.threshold = Some(tokens);
+        self
+    }
+
+    /// Notifies `observer` of every compacted range.
+    pub fn observer(mut self, observer: Arc<dyn CompactionObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Counts tokens with `counter`.
+    pub fn counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+}
+
+/// What an append did, including any automatic compaction it triggered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppendReport {
+    /// The insert-if-absent outcome.
+    pub outcome: AppendOutcome,
+    /// What auto-compaction did (a failure never fails the append).
+    pub compaction: CompactionStatus,
+}
+
+impl AppendReport {
+    /// True if the message was stored by this call.
+    pub fn inserted(&self) -> bool {
+        self.outcome.inserted()
+    }
+}
+
+/// The auto-compaction check after an append.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompactionStatus {
+    /// No threshold configured, or nothing was inserted.
+    NotChecked,
+    /// The estimate is within the threshold.
+    WithinThreshold {
+        /// Estimated prompt tokens.
+        estimate: usize,
+    },
+    /// Over the threshold, but the compactor found nothing to compact.
+    NothingToCompact {
+        /// Estimated prompt tokens.
+        estimate: usize,
+    },
+    /// A range was compacted.
+    Compacted {
+        /// Estimated prompt tokens before.
+        tokens_before: usize,
+        /// Estimated prompt tokens after.
+        tokens_after: usize,
+        /// The stored overlay.
+        from_message_id: String,
+        /// The stored overlay.
+        to_message_id: String,
+    },
+    /// Compaction failed; the message is stored.
+    Failed {
+        /// Why.
+        reason: String,
+    },
 }
 
 impl std::fmt::Debug for Session {
@@ -37,7 +136,14 @@ impl Session {
             store,
             id,
             context: Arc::new(ContextBlocks::empty()),
+            compaction: None,
         }
+    }
+
+    /// Enables compaction (and auto-compaction when the settings have a threshold).
+    pub fn with_compaction(mut self, settings: Arc<CompactionSettings>) -> Self {
+        self.compaction = Some(settings);
+        self
     }
 
     /// Attaches context blocks (the system prompt and the generated tools come from them).
@@ -125,15 +231,179 @@ impl Session {
     }
 
     /// Continues the conversation: appends under the latest leaf. Insert-if-absent.
-    pub async fn append(&self, message: UiMessage) -> Result<AppendOutcome> {
+    pub async fn append(&self, message: UiMessage) -> Result<AppendReport> {
         self.append_to(message, Parent::LatestLeaf).await
     }
 
-    /// Appends under an explicit parent (or as a new root).
-    pub async fn append_to(&self, message: UiMessage, parent: Parent) -> Result<AppendOutcome> {
+    /// Appends under an explicit parent (or as a new root). A message over the store's row
+    /// limit is stored with its tool outputs, then text, truncated (recorded in metadata).
+    /// After an inserting append, auto-compaction runs when configured; its failure is
+    /// reported in the result and never fails the append.
+    pub async fn append_to(&self, message: UiMessage, parent: Parent) -> Result<AppendReport> {
+        let message = match self.store.capabilities().max_message_bytes {
+            Some(max) => enforce_row_size(&message, usize::try_from(max).unwrap_or(usize::MAX)),
+            None => message,
+        };
         let outcome = self.store.append_one(&self.id, message, parent).await?;
         debug!(session = %self.id, ?outcome, "append");
-        Ok(outcome)
+        let compaction = if outcome.inserted() {
+            self.auto_compact().await
+        } else {
+            CompactionStatus::NotChecked
+        };
+        Ok(AppendReport {
+            outcome,
+            compaction,
+        })
+    }
+
+    async fn auto_compact(&self) -> CompactionStatus {
+        let Some(threshold) = self.compaction.as_ref().and_then(|c| c.threshold) else {
+            return CompactionStatus::NotChecked;
+        };
+        let estimate = match self.estimate_tokens().await {
+            Ok(estimate) => estimate,
+            Err(e) => {
+                return CompactionStatus::Failed {
+                    reason: e.to_string(),
+                };
+            }
+        };
+        if estimate <= threshold {
+            return CompactionStatus::WithinThreshold { estimate };
+        }
+        match self.compact(None).await {
+            Ok(Some(result)) => CompactionStatus::Compacted {
+                tokens_before: estimate,
+                tokens_after: self.estimate_tokens().await.unwrap_or(0),
+                from_message_id: result.from_message_id,
+                to_message_id: result.to_message_id,
+            },
+            Ok(None) => CompactionStatus::NothingToCompact { estimate },
+            Err(e) => {
+                warn!(session = %self.id, error = %e, "auto-compaction failed; the message is stored");
+                CompactionStatus::Failed {
+                    reason: e.to_string(),
+                }
+            }
+        }
+    }
+
+    fn counter(&self) -> Arc<dyn TokenCounter> {
+        self.compaction
+            .as_ref()
+            .map(|c| c.counter.clone())
+            .unwrap_or_else(|| self.context.token_counter().clone())
+    }
+
+    /// Estimated tokens of the next model call: the frozen system prompt (with its blocks),
+    /// every visible message part that reaches the model, and the tool schemas.
+    pub async fn estimate_tokens(&self) -> Result<usize> {
+        let counter = self.counter();
+        let prompt = self.context.system_prompt_for_estimate().await?;
+        let history = self.history(None).await?;
+        let tools = serde_json::to_string(&self.tools().await?)?;
+        Ok(counter.count(&prompt)
+            + estimate_messages_tokens(counter.as_ref(), &history)
+            + counter.count(&tools))
+    }
+
+    /// Compacts the branch ending at `leaf` (the latest by default): asks the compactor for a
+    /// range of the visible history, widens it to the earliest overlay already visible
+    /// (iterative compaction), stores the overlay, tells the observer, and re-freezes the
+    /// prompt. `None` when there is nothing to compact.
+    pub async fn compact(&self, leaf: Option<&str>) -> Result<Option<CompactResult>> {
+        let settings = self
+            .compaction
+            .clone()
+            .ok_or_else(|| MemoryError::invalid("no compactor configured for this session"))?;
+        let compactions = self.store.compactions(&self.id).await?;
+        let raw = self
+            .store
+            .history(&self.id, leaf.map(str::to_owned))
+            .await?;
+        let history = apply_overlays(raw.clone(), &compactions);
+        let Some(mut result) = settings
+            .compactor
+            .compact(&history, settings.counter.as_ref())
+            .await?
+        else {
+            return Ok(None);
+        };
+        if !history.iter().any(|m| m.id == result.to_message_id) {
+            return Ok(None);
+        }
+        if let Some(earliest) = visible_overlays(&history, &compactions).first() {
+            let earliest_pos = raw.iter().position(|m| m.id == earliest.from_message_id);
+            let from_pos = raw.iter().position(|m| m.id == result.from_message_id);
+            if earliest_pos.is_some() && (from_pos.is_none() || earliest_pos < from_pos) {
+                result.from_message_id = earliest.from_message_id.clone();
+            }
+        }
+        let record = self
+            .store
+            .add_compaction(
+                &self.id,
+                NewCompaction {
+                    summary: result.summary.clone(),
+                    from_message_id: result.from_message_id.clone(),
+                    to_message_id: result.to_message_id.clone(),
+                },
+            )
+            .await?;
+        self.context.refresh_system_prompt().await?;
+        if let Some(observer) = &settings.observer {
+            let from = raw
+                .iter()
+                .position(|m| m.id == record.from_message_id)
+                .unwrap_or(0);
+            let to = raw
+                .iter()
+                .position(|m| m.id == record.to_message_id)
+                .unwrap_or(from);
+            let event = CompactionEvent {
+                session_id: self.id.clone(),
+                compaction_id: record.id.clone(),
+                message_ids: raw[from..=to.max(from)]
+                    .iter()
+                    .map(|m| m.id.clone())
+                    .collect(),
+                summary: record.summary.clone(),
+            };
+            observer.on_compacted(&event).await?;
+        }
+        Ok(Some(result))
+    }
+
+    /// The session's overlay records with the id of the record that supersedes each one.
+    pub async fn compactions(&self) -> Result<Vec<(CompactionRecord, Option<String>)>> {
+        let records = self.store.compactions(&self.id).await?;
+        let superseded = superseded_by(&records);
+        Ok(records.into_iter().zip(superseded).collect())
+    }
+
+    /// Records an overlay directly (`from..=to` on one branch).
+    pub async fn add_compaction(
+        &self,
+        summary: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<CompactionRecord> {
+        self.store
+            .add_compaction(
+                &self.id,
+                NewCompaction {
+                    summary: summary.to_owned(),
+                    from_message_id: from.to_owned(),
+                    to_message_id: to.to_owned(),
+                },
+            )
+            .await
+    }
+
+    /// The root-to-leaf path without overlays: every original message.
+    pub async fn raw_history(&self, leaf: Option<&str>) -> Result<Vec<UiMessage>> {
+        self.store.history(&self.id, leaf.map(str::to_owned)).await
     }
 
     /// Appends messages in order, in one transaction, each continuing from the previous one.
@@ -144,6 +414,7 @@ impl Session {
         messages: Vec<UiMessage>,
         parent: Parent,
     ) -> Result<Vec<AppendOutcome>> {
+        let max = self.store.capabilities().max_message_bytes;
         let mut batch = Vec::with_capacity(messages.len());
         let mut previous: Option<String> = None;
         for message in messages {
@@ -152,9 +423,18 @@ impl Session {
                 None => parent.clone(),
             };
             previous = Some(message.id.clone());
+            let message = match max {
+                Some(max) => enforce_row_size(&message, usize::try_from(max).unwrap_or(usize::MAX)),
+                None => message,
+            };
             batch.push(NewMessage::with_parent(message, parent));
         }
-        self.store.append(&self.id, batch).await
+        let outcomes = self.store.append(&self.id, batch).await?;
+        if outcomes.iter().any(AppendOutcome::inserted) {
+            // One check for the whole batch; a failure is logged by auto_compact.
+            let _status = self.auto_compact().await;
+        }
+        Ok(outcomes)
     }
 
     /// Replaces an existing message's content and re-indexes it.
@@ -186,9 +466,14 @@ impl Session {
         self.store.get(&self.id, id).await
     }
 
-    /// The root-to-leaf path (latest leaf by default).
+    /// The root-to-leaf path (latest leaf by default) with compaction overlays applied.
     pub async fn history(&self, leaf: Option<&str>) -> Result<Vec<UiMessage>> {
-        self.store.history(&self.id, leaf.map(str::to_owned)).await
+        let raw = self
+            .store
+            .history(&self.id, leaf.map(str::to_owned))
+            .await?;
+        let compactions = self.store.compactions(&self.id).await?;
+        Ok(apply_overlays(raw, &compactions))
     }
 
     /// The most recently appended message without children.

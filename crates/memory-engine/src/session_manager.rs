@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tracing::info;
 
-use crate::Session;
 use crate::context::ContextWiring;
+use crate::{AppendReport, CompactionSettings, Session};
 
 /// Longest automatic session title, in characters.
 pub const TITLE_CHARS: usize = 60;
@@ -27,6 +27,7 @@ pub struct SessionManager {
     registry: Arc<dyn SessionRegistry>,
     clock: Arc<dyn Clock>,
     context: Arc<ContextWiring>,
+    compaction: Option<Arc<CompactionSettings>>,
     sessions: Arc<Mutex<HashMap<SessionId, Session>>>,
 }
 
@@ -42,8 +43,16 @@ impl SessionManager {
             registry,
             clock,
             context: Arc::new(ContextWiring::default()),
+            compaction: None,
             sessions: Arc::new(Mutex::new(HashMap::new())),
         }
+    }
+
+    /// Gives every session these compaction settings (compactor, threshold, observer).
+    pub fn with_compaction(mut self, settings: CompactionSettings) -> Self {
+        self.compaction = Some(Arc::new(settings));
+        self.sessions = Arc::new(Mutex::new(HashMap::new()));
+        self
     }
 
     /// Declares the context blocks every session gets, and the ports they are stored in.
@@ -116,7 +125,10 @@ impl SessionManager {
         }
         self.require(id).await?;
         let blocks = Arc::new(self.context.blocks_for(id)?);
-        let session = Session::new(self.store.clone(), id.clone()).with_context(blocks);
+        let mut session = Session::new(self.store.clone(), id.clone()).with_context(blocks);
+        if let Some(settings) = &self.compaction {
+            session = session.with_compaction(settings.clone());
+        }
         Ok(self.cached().entry(id.clone()).or_insert(session).clone())
     }
 
@@ -157,11 +169,11 @@ impl SessionManager {
         id: &SessionId,
         message: UiMessage,
         parent: Parent,
-    ) -> Result<AppendOutcome> {
+    ) -> Result<AppendReport> {
         let session = self.session(id).await?;
-        let outcome = session.append_to(message.clone(), parent).await?;
+        let report = session.append_to(message.clone(), parent).await?;
         self.after_write(id, &[&message]).await?;
-        Ok(outcome)
+        Ok(report)
     }
 
     /// Appends a chain of messages (continuing from `parent`, the latest leaf by default).
@@ -236,6 +248,39 @@ impl SessionManager {
         self.store.append(&info.id, batch).await?;
         self.registry.touch(&info.id, self.clock.now()).await?;
         info!(from = %id, to = %info.id, at, "session forked");
+        self.require(&info.id).await
+    }
+
+    /// Ends a session (`end_reason = compaction`) and opens a linked one (same model and
+    /// source) seeded with an assistant message `[Context from previous session]` and the
+    /// summary. Returns the new session.
+    pub async fn compact_and_split(
+        &self,
+        id: &SessionId,
+        summary: &str,
+        name: Option<String>,
+    ) -> Result<SessionInfo> {
+        let old = self.require(id).await?;
+        let patch = SessionPatch {
+            end_reason: Some("compaction".into()),
+            ..SessionPatch::default()
+        };
+        self.registry.update(id, &patch, self.clock.now()).await?;
+        let info = self
+            .create(NewSession {
+                id: None,
+                name: name.or(old.name).or_else(|| Some("Compacted".into())),
+                parent_session_id: Some(id.clone()),
+                model: old.model,
+                source: old.source,
+            })
+            .await?;
+        let seed = UiMessage::text_message(
+            format!("context-from-{id}"),
+            Role::Assistant,
+            format!("[Context from previous session]\n\n{summary}"),
+        );
+        self.append(&info.id, seed, Parent::Root).await?;
         self.require(&info.id).await
     }
 

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use memory_core::ports::StoreCapabilities;
 use memory_core::{
     AppendOutcome, MemoryError, NewSession, Parent, Role, SearchQuery, SessionId, SessionInfo,
     SessionUsage, Timestamp, UiMessage,
@@ -39,6 +40,9 @@ fn user(id: &str, text: &str) -> UiMessage {
 #[tokio::test]
 async fn append_all_chains_parents_from_the_latest_leaf() {
     let mut store = MockMessageStore::new();
+    store.expect_capabilities().return_const(StoreCapabilities {
+        max_message_bytes: None,
+    });
     store
         .expect_append()
         .withf(|session, batch| {
@@ -69,6 +73,9 @@ async fn append_all_chains_parents_from_the_latest_leaf() {
 #[tokio::test]
 async fn session_errors_propagate_unchanged() {
     let mut store = MockMessageStore::new();
+    store.expect_capabilities().return_const(StoreCapabilities {
+        max_message_bytes: None,
+    });
     store
         .expect_append()
         .returning(|_, _| Err(MemoryError::not_found("parent message", "ghost")));
@@ -113,6 +120,9 @@ async fn manager_refuses_unregistered_sessions_without_touching_the_store() {
 #[tokio::test]
 async fn manager_append_touches_the_session_with_the_clock() {
     let mut store = MockMessageStore::new();
+    store.expect_capabilities().return_const(StoreCapabilities {
+        max_message_bytes: None,
+    });
     store
         .expect_append()
         .times(1)

@@ -27,7 +27,7 @@ pub async fn run(app: &App, command: MessageCommand) -> Result<(), CliError> {
                 (None, true) => Parent::Root,
                 (None, false) => Parent::LatestLeaf,
             };
-            let outcome = app.manager.append(&id, message, parent).await?;
+            let outcome = app.manager.append(&id, message, parent).await?.outcome;
             let (label, parent_id) = match &outcome {
                 AppendOutcome::Inserted { parent_id } => ("inserted", parent_id.clone()),
                 AppendOutcome::AlreadyExists => ("already_exists", None),

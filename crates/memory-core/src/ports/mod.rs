@@ -14,8 +14,10 @@
 //! | [`Embedder`] | batch text embedding | deterministic fake |
 //! | [`TokenCounter`] | text to token counts | fixed ratio |
 //! | [`Clock`] | the current time | system, manual |
+//! | [`CompactionObserver`] | receives compacted ranges | (engine callers) |
 
 mod clock;
+mod compaction_observer;
 mod context_provider;
 mod embedder;
 mod key_value_store;
@@ -29,6 +31,7 @@ mod token_counter;
 mod vector_index;
 
 pub use clock::{Clock, SystemClock};
+pub use compaction_observer::{CompactionEvent, CompactionObserver};
 pub use context_provider::{
     BlockProvider, ContextProvider, SearchableContextProvider, SkillProvider,
     WritableContextProvider,
