@@ -248,7 +248,11 @@ fn cuts_never_separate_a_call_from_its_result_message() {
         3,
         "a head ending in a call takes its result too"
     );
-    assert_eq!(tail_cut(&[5, 5, 5, 5], 1, 100, 2), 1, "everything after the head fits the budget");
+    assert_eq!(
+        tail_cut(&[5, 5, 5, 5], 1, 100, 2),
+        1,
+        "everything after the head fits the budget"
+    );
     assert_eq!(
         tail_cut(&[5, 5, 5, 50], 0, 10, 1),
         3,
