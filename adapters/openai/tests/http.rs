@@ -1,0 +1,258 @@
+//! The adapter against a local HTTP server: success, retries, exhaustion, malformed JSON,
+//! timeouts, tool calls and headers.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::time::Duration;
+
+use memory_core::ports::{ChatMessage, ChatRequest, ChatRole, LanguageModel, ResponseFormat};
+use memory_core::{MemoryError, ToolDefinition};
+use memory_openai::{OpenAiChat, OpenAiConfig};
+use serde_json::{Value, json};
+use wiremock::matchers::{body_partial_json, header, method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+fn completion(content: Value, prompt: u64, completion: u64) -> Value {
+    json!({
+        "id": "x", "model": "test-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    })
+}
+
+fn chat(server: &MockServer) -> OpenAiChat {
+    let config = OpenAiConfig::new(format!("{}/v1/", server.uri()), "test-model")
+        .api_key("sk-test")
+        .retries(2, Duration::from_millis(5))
+        .timeout(Duration::from_millis(500));
+    OpenAiChat::new(config).unwrap()
+}
+
+fn ask(text: &str) -> ChatRequest {
+    ChatRequest {
+        messages: vec![ChatMessage::new(ChatRole::User, text)],
+        ..ChatRequest::default()
+    }
+}
+
+#[tokio::test]
+async fn success_returns_content_usage_and_forwards_auth_and_headers() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(header("authorization", "Bearer sk-test"))
+        .and(header("x-session-affinity", "profile-a"))
+        .and(body_partial_json(
+            json!({"model": "test-model", "messages": [{"role": "user", "content": "hello"}]}),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(
+            json!("hi there"),
+            12,
+            3,
+        )))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let mut request = ask("hello");
+    request
+        .headers
+        .push(("x-session-affinity".into(), "profile-a".into()));
+    let response = chat(&server).complete(request).await.unwrap();
+    assert_eq!(response.content, "hi there");
+    assert_eq!(response.model, "test-model");
+    assert_eq!(
+        (response.usage.input_tokens, response.usage.output_tokens),
+        (12, 3)
+    );
+}
+
+#[tokio::test]
+async fn a_429_is_retried_after_retry_after() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "0")
+                .set_body_string("slow down"),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(json!("ok"), 1, 1)))
+        .mount(&server)
+        .await;
+    assert_eq!(
+        chat(&server).complete(ask("x")).await.unwrap().content,
+        "ok"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_reported() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503).set_body_string("overloaded"))
+        .mount(&server)
+        .await;
+    let err = chat(&server).complete(ask("x")).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("503") && text.contains("overloaded") && text.contains("after 3 attempt(s)"),
+        "{text}"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_string("bad key"))
+        .mount(&server)
+        .await;
+    let err = chat(&server).complete(ask("x")).await.unwrap_err();
+    assert!(err.to_string().contains("401"), "{err}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn timeouts_are_retried_then_reported() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(completion(json!("late"), 1, 1))
+                .set_delay(Duration::from_secs(2)),
+        )
+        .mount(&server)
+        .await;
+    let err = chat(&server).complete(ask("x")).await.unwrap_err();
+    assert!(matches!(err, MemoryError::Backend { .. }));
+    assert!(err.to_string().contains("after 3 attempt(s)"), "{err}");
+}
+
+fn structured() -> ChatRequest {
+    let mut r = ask("extract");
+    r.response_format = ResponseFormat::JsonSchema {
+        name: "facts".into(),
+        schema: json!({"type": "object"}),
+    };
+    r
+}
+
+#[tokio::test]
+async fn invalid_json_is_repaired_once_and_usage_adds_up() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_partial_json(
+            json!({"response_format": {"type": "json_schema"}}),
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(
+            json!("Sure! {facts: [}"),
+            10,
+            5,
+        )))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(
+            json!("```json\n{\"facts\": [\"a\"]}\n```"),
+            20,
+            6,
+        )))
+        .mount(&server)
+        .await;
+    let response = chat(&server).complete(structured()).await.unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&response.content).unwrap(),
+        json!({"facts": ["a"]})
+    );
+    assert_eq!(
+        (response.usage.input_tokens, response.usage.output_tokens),
+        (30, 11)
+    );
+    let requests = server.received_requests().await.unwrap();
+    let repair: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    assert!(
+        repair["messages"][2]["content"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON")
+    );
+}
+
+#[tokio::test]
+async fn invalid_json_twice_is_a_clear_error() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(json!("not json"), 4, 2)))
+        .mount(&server)
+        .await;
+    let err = chat(&server).complete(structured()).await.unwrap_err();
+    assert!(matches!(err, MemoryError::Serialization { .. }));
+    assert!(err.to_string().contains("invalid JSON twice"), "{err}");
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_errors_not_panics() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("<html>"))
+        .mount(&server)
+        .await;
+    assert!(
+        chat(&server)
+            .complete(ask("x"))
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("not JSON")
+    );
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"choices": []})))
+        .mount(&server)
+        .await;
+    assert!(
+        chat(&server)
+            .complete(ask("x"))
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("malformed")
+    );
+}
+
+#[tokio::test]
+async fn tools_are_sent_and_tool_calls_parsed() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(|r: &Request| {
+            let body: Value = serde_json::from_slice(&r.body).unwrap();
+            body["tools"][0]["function"]["name"] == "set_context"
+        })
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "model": "m",
+            "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "set_context", "arguments": "{\"label\":\"memory\",\"content\":\"x\"}"}}
+            ]}}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 9}
+        })))
+        .mount(&server)
+        .await;
+    let mut request = ask("remember x");
+    request.tools.push(ToolDefinition {
+        name: "set_context".into(),
+        description: "d".into(),
+        parameters: json!({"type": "object"}),
+    });
+    let response = chat(&server).complete(request).await.unwrap();
+    assert_eq!(response.content, "");
+    assert_eq!(response.tool_calls[0].id, "call_1");
+    assert_eq!(
+        response.tool_calls[0].arguments,
+        json!({"label": "memory", "content": "x"})
+    );
+}
