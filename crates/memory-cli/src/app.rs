@@ -3,13 +3,16 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use memory_config::{BlockKindConfig, BlockSource as ConfigSource, MemoryConfig, TokenizerConfig};
 use memory_core::ports::{
     BlockProvider, KeyValueStore, MessageStore, SearchIndex, SkillStore, SystemClock, TokenCounter,
 };
 use memory_core::{HeuristicTokenCounter, Result, SessionId};
-use memory_engine::SessionManager;
+use memory_engine::compaction::{CompactorOptions, SummarizingCompactor};
+use memory_engine::{CompactionSettings, SessionManager};
+use memory_openai::{OpenAiChat, OpenAiConfig};
 use memory_engine::context::{BlockSpec, ContextWiring, StoredSkills, TextBlock};
 use memory_fs::{FileBlock, MarkdownSkills};
 use memory_sqlite::{
@@ -28,6 +31,8 @@ pub struct App {
     pub manager: SessionManager,
     pub store: Arc<dyn MessageStore>,
     pub db: SqliteDatabase,
+    /// True when `[llm]` is configured (compaction available).
+    pub has_llm: bool,
 }
 
 impl App {
@@ -40,9 +45,29 @@ impl App {
         let store: Arc<dyn MessageStore> = Arc::new(SqliteMessageStore::new(db.clone()));
         let registry = Arc::new(SqliteSessionRegistry::new(db.clone()));
         let wiring = wiring(&config, &db)?;
-        let manager = SessionManager::new(store.clone(), registry, Arc::new(SystemClock))
+        let counter = wiring.counter.clone();
+        let mut manager = SessionManager::new(store.clone(), registry, Arc::new(SystemClock))
             .with_context(wiring);
-        Ok(Self { manager, store, db })
+        if let Some(llm) = &config.llm {
+            let chat = OpenAiChat::new(
+                OpenAiConfig::new(&llm.base_url, &llm.model)
+                    .api_key_from_env(&llm.api_key_env)
+                    .timeout(Duration::from_secs(llm.timeout_secs))
+                    .retries(llm.max_retries, Duration::from_millis(500)),
+            )?;
+            let options = CompactorOptions {
+                protect_head: config.compaction.protect_head,
+                tail_token_budget: config.compaction.tail_token_budget,
+                min_tail_messages: config.compaction.min_tail_messages,
+                model: None,
+            };
+            let compactor = SummarizingCompactor::new(Arc::new(chat), options);
+            let mut settings = CompactionSettings::new(Arc::new(compactor)).counter(counter);
+            settings.threshold = config.compaction.compact_after;
+            manager = manager.with_compaction(settings);
+        }
+        let has_llm = config.llm.is_some();
+        Ok(Self { manager, store, db, has_llm })
     }
 
     /// Closes the database cleanly.

@@ -29,6 +29,26 @@ pub enum Command {
         /// Read the branch ending at this message.
         #[arg(long)]
         leaf: Option<String>,
+        /// Every original message, without compaction overlays.
+        #[arg(long)]
+        raw: bool,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Summarize older turns of a branch (needs `[llm]` in memory.toml); originals stay.
+    Compact {
+        /// Session id.
+        session: String,
+        /// Compact the branch ending at this message.
+        #[arg(long)]
+        leaf: Option<String>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// List a session's compaction overlays (superseded ones marked).
+    Compactions {
+        /// Session id.
+        session: String,
         #[command(flatten)]
         format: Format,
     },

@@ -70,6 +70,73 @@ pub enum TokenizerConfig {
     },
 }
 
+/// An OpenAI-compatible endpoint (`[llm]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Base URL up to the version (`https://api.openai.com/v1`, `http://127.0.0.1:11434/v1`).
+    pub base_url: String,
+    /// Model name.
+    pub model: String,
+    /// Environment variable holding the API key (unset: no key is sent).
+    #[serde(default = "default_key_env")]
+    pub api_key_env: String,
+    /// Request timeout in seconds.
+    #[serde(default = "default_timeout")]
+    pub timeout_secs: u64,
+    /// Retries after the first attempt.
+    #[serde(default = "default_retries")]
+    pub max_retries: u32,
+}
+
+fn default_key_env() -> String {
+    "OPENAI_API_KEY".into()
+}
+fn default_timeout() -> u64 {
+    60
+}
+fn default_retries() -> u32 {
+    3
+}
+
+/// Compaction settings (`[compaction]`), the reference defaults when absent.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompactionConfig {
+    /// Compact automatically once the estimated prompt exceeds this many tokens.
+    pub compact_after: Option<usize>,
+    /// Messages at the start never compacted.
+    #[serde(default = "default_head")]
+    pub protect_head: usize,
+    /// Tokens of recent messages kept verbatim.
+    #[serde(default = "default_tail")]
+    pub tail_token_budget: usize,
+    /// Recent messages always kept.
+    #[serde(default = "default_min_tail")]
+    pub min_tail_messages: usize,
+}
+
+fn default_head() -> usize {
+    3
+}
+fn default_tail() -> usize {
+    20_000
+}
+fn default_min_tail() -> usize {
+    2
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        Self {
+            compact_after: None,
+            protect_head: default_head(),
+            tail_token_budget: default_tail(),
+            min_tail_messages: default_min_tail(),
+        }
+    }
+}
+
 /// A validated `memory.toml`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct MemoryConfig {
@@ -77,6 +144,10 @@ pub struct MemoryConfig {
     pub blocks: Vec<BlockDeclaration>,
     /// Token counting.
     pub tokenizer: TokenizerConfig,
+    /// The language model, if configured.
+    pub llm: Option<LlmConfig>,
+    /// Compaction settings.
+    pub compaction: CompactionConfig,
 }
 
 #[derive(Deserialize)]
@@ -85,6 +156,8 @@ struct RawConfig {
     #[serde(default)]
     blocks: Vec<Spanned<RawBlock>>,
     tokenizer: Option<Spanned<String>>,
+    llm: Option<Spanned<LlmConfig>>,
+    compaction: Option<CompactionConfig>,
 }
 
 #[derive(Deserialize)]
@@ -322,7 +395,23 @@ impl MemoryConfig {
                 source,
             });
         }
-        Ok(Self { blocks, tokenizer })
+        let llm = match raw.llm {
+            Some(llm) => {
+                let span = llm.span();
+                let llm = llm.into_inner();
+                if !(llm.base_url.starts_with("http://") || llm.base_url.starts_with("https://")) {
+                    return Err(check.error(span, "llm.base_url".into(), "must start with http:// or https://"));
+                }
+                Some(llm)
+            }
+            None => None,
+        };
+        Ok(Self {
+            blocks,
+            tokenizer,
+            llm,
+            compaction: raw.compaction.unwrap_or_default(),
+        })
     }
 }
 

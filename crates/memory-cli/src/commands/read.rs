@@ -10,10 +10,15 @@ pub async fn history(
     app: &App,
     session: &str,
     leaf: Option<String>,
+    raw: bool,
     format: Format,
 ) -> Result<(), CliError> {
     let session = app.manager.session(&session_id(session)?).await?;
-    let messages = session.history(leaf.as_deref()).await?;
+    let messages = if raw {
+        session.raw_history(leaf.as_deref()).await?
+    } else {
+        session.history(leaf.as_deref()).await?
+    };
     let leaf_id = messages.last().map(|m| m.id.clone());
     if format.json {
         return output::json(
@@ -75,5 +80,48 @@ pub async fn search(
         return output::json(&json!({ "query": text, "hits": hits }));
     }
     output::hits(&hits);
+    Ok(())
+}
+
+pub async fn compact(app: &App, session: &str, leaf: Option<String>, format: Format) -> Result<(), CliError> {
+    if !app.has_llm {
+        return Err(CliError::Input(
+            "compaction needs an [llm] section in memory.toml (base_url and model of an OpenAI-compatible endpoint)".into(),
+        ));
+    }
+    let session = app.manager.session(&session_id(session)?).await?;
+    let result = session.compact(leaf.as_deref()).await?;
+    if format.json {
+        return output::json(&match &result {
+            Some(r) => json!({"compacted": true, "from_message_id": r.from_message_id, "to_message_id": r.to_message_id,
+                "summary": r.summary, "usage": {"input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens}}),
+            None => json!({"compacted": false}),
+        });
+    }
+    match result {
+        Some(r) => println!("compacted {}..{} ({} in / {} out tokens)\n\n{}", r.from_message_id, r.to_message_id, r.usage.input_tokens, r.usage.output_tokens, r.summary),
+        None => println!("nothing to compact"),
+    }
+    Ok(())
+}
+
+pub async fn compactions(app: &App, session: &str, format: Format) -> Result<(), CliError> {
+    let session = app.manager.session(&session_id(session)?).await?;
+    let records = session.compactions().await?;
+    if format.json {
+        let list: Vec<_> = records
+            .iter()
+            .map(|(r, by)| json!({"id": r.id, "from_message_id": r.from_message_id, "to_message_id": r.to_message_id,
+                "summary": r.summary, "created_at": r.created_at, "superseded_by": by}))
+            .collect();
+        return output::json(&json!({"session_id": session.id(), "compactions": list}));
+    }
+    if records.is_empty() {
+        println!("No compactions.");
+    }
+    for (r, by) in &records {
+        let status = by.as_ref().map(|b| format!(" (superseded by {b})")).unwrap_or_default();
+        println!("{}  {}..{}  {}{status}", r.id, r.from_message_id, r.to_message_id, output::time(r.created_at));
+    }
     Ok(())
 }

@@ -91,3 +91,20 @@ fn sources_resolve_against_the_config_directory() {
         MemoryConfig::default()
     );
 }
+
+#[test]
+fn llm_and_compaction_sections() {
+    let config = MemoryConfig::parse(
+        "[llm]\nbase_url = \"http://127.0.0.1:11434/v1\"\nmodel = \"llama3.1\"\n\n[compaction]\ncompact_after = 8000\n",
+        Path::new("."),
+    )
+    .unwrap();
+    let llm = config.llm.unwrap();
+    assert_eq!(llm.model, "llama3.1");
+    assert_eq!(llm.api_key_env, "OPENAI_API_KEY");
+    assert_eq!(config.compaction.compact_after, Some(8000));
+    assert_eq!(config.compaction.protect_head, 3);
+    let e = err("[llm]\nbase_url = \"ftp://x\"\nmodel = \"m\"\n");
+    assert!(e.starts_with("memory.toml:2: `llm.base_url`") || e.starts_with("memory.toml:1: `llm.base_url`"), "{e}");
+    assert!(err("[llm]\nmodel = \"m\"\n").contains("base_url"));
+}
