@@ -11,10 +11,10 @@ use memory_core::ports::{
 };
 use memory_core::{HeuristicTokenCounter, Result, SessionId};
 use memory_engine::compaction::{CompactorOptions, SummarizingCompactor};
-use memory_engine::{CompactionSettings, SessionManager};
-use memory_openai::{OpenAiChat, OpenAiConfig};
 use memory_engine::context::{BlockSpec, ContextWiring, StoredSkills, TextBlock};
+use memory_engine::{CompactionSettings, SessionManager};
 use memory_fs::{FileBlock, MarkdownSkills};
+use memory_openai::{OpenAiChat, OpenAiConfig};
 use memory_sqlite::{
     SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteSearchIndex,
     SqliteSessionRegistry, SqliteSkillStore,
@@ -67,7 +67,12 @@ impl App {
             manager = manager.with_compaction(settings);
         }
         let has_llm = config.llm.is_some();
-        Ok(Self { manager, store, db, has_llm })
+        Ok(Self {
+            manager,
+            store,
+            db,
+            has_llm,
+        })
     }
 
     /// Closes the database cleanly.

@@ -11,7 +11,10 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 fn memory(dir: &Path) -> Command {
     let mut cmd = Command::cargo_bin("memory").unwrap();
-    cmd.arg("--data-dir").arg(dir).env_remove("MEMORY_DATA_DIR").env_remove("OPENAI_API_KEY");
+    cmd.arg("--data-dir")
+        .arg(dir)
+        .env_remove("MEMORY_DATA_DIR")
+        .env_remove("OPENAI_API_KEY");
     cmd
 }
 
@@ -66,10 +69,15 @@ async fn compact_summarizes_through_the_configured_endpoint() {
 #[test]
 fn compact_without_an_llm_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    memory(dir.path()).args(["session", "create", "--id", "s"]).assert().success();
+    memory(dir.path())
+        .args(["session", "create", "--id", "s"])
+        .assert()
+        .success();
     memory(dir.path())
         .args(["compact", "s"])
         .assert()
         .failure()
-        .stderr(predicate::str::contains("compaction needs an [llm] section"));
+        .stderr(predicate::str::contains(
+            "compaction needs an [llm] section",
+        ));
 }

@@ -400,7 +400,11 @@ impl MemoryConfig {
                 let span = llm.span();
                 let llm = llm.into_inner();
                 if !(llm.base_url.starts_with("http://") || llm.base_url.starts_with("https://")) {
-                    return Err(check.error(span, "llm.base_url".into(), "must start with http:// or https://"));
+                    return Err(check.error(
+                        span,
+                        "llm.base_url".into(),
+                        "must start with http:// or https://",
+                    ));
                 }
                 Some(llm)
             }

@@ -26,6 +26,9 @@ pub struct Session {
     compaction: Option<Arc<CompactionSettings>>,
 }
 
+/// A callback for auto-compaction failures.
+pub type ErrorHandler = Arc<dyn Fn(&MemoryError) + Send + Sync>;
+
 /// How a session compacts: the compactor, the auto-compaction threshold, and who hears
 /// about compacted ranges.
 #[derive(Clone)]
@@ -38,6 +41,8 @@ pub struct CompactionSettings {
     pub observer: Option<Arc<dyn CompactionObserver>>,
     /// Counts tokens for estimates and the compactor's tail budget.
     pub counter: Arc<dyn TokenCounter>,
+    /// Called with every auto-compaction failure (the append still succeeds).
+    pub on_error: Option<ErrorHandler>,
 }
 
 impl CompactionSettings {
@@ -48,7 +53,14 @@ impl CompactionSettings {
             threshold: None,
             observer: None,
             counter: Arc::new(HeuristicTokenCounter),
+            on_error: None,
         }
+    }
+
+    /// Calls `handler` with every auto-compaction failure.
+    pub fn on_error(mut self, handler: impl Fn(&MemoryError) + Send + Sync + 'static) -> Self {
+        self.on_error = Some(Arc::new(handler));
+        self
     }
 
     /// Compacts after an inserting append once the estimate exceeds `tokens`.
@@ -282,6 +294,9 @@ impl Session {
             Ok(None) => CompactionStatus::NothingToCompact { estimate },
             Err(e) => {
                 warn!(session = %self.id, error = %e, "auto-compaction failed; the message is stored");
+                if let Some(handler) = self.compaction.as_ref().and_then(|c| c.on_error.clone()) {
+                    handler(&e);
+                }
                 CompactionStatus::Failed {
                     reason: e.to_string(),
                 }

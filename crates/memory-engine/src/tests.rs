@@ -652,3 +652,63 @@ mod context_sessions {
         let _ = SessionId::new("x");
     }
 }
+
+mod splitting {
+    use std::sync::Arc;
+
+    use memory_core::ports::MessageStore;
+    use memory_core::{NewSession, Parent, Role, UiMessage};
+    use memory_testkit::in_memory::{InMemoryMessageStore, InMemorySessionRegistry, ManualClock};
+
+    use crate::SessionManager;
+
+    #[tokio::test]
+    async fn compact_and_split_ends_the_old_session_and_seeds_a_linked_one() {
+        let store = Arc::new(InMemoryMessageStore::new());
+        let manager = SessionManager::new(
+            store.clone(),
+            Arc::new(InMemorySessionRegistry::new()),
+            Arc::new(ManualClock::new(1)),
+        );
+        let old = manager
+            .create(NewSession {
+                name: Some("long chat".into()),
+                model: Some("m".into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        manager
+            .append(
+                &old.id,
+                UiMessage::text_message("u1", Role::User, "hi"),
+                Parent::LatestLeaf,
+            )
+            .await
+            .unwrap();
+        let new = manager
+            .compact_and_split(&old.id, "We planned the trip.", None)
+            .await
+            .unwrap();
+        assert_eq!(
+            manager
+                .get(&old.id)
+                .await
+                .unwrap()
+                .unwrap()
+                .end_reason
+                .as_deref(),
+            Some("compaction")
+        );
+        assert_eq!(new.parent_session_id.as_ref(), Some(&old.id));
+        assert_eq!(new.model.as_deref(), Some("m"));
+        assert_eq!(new.name.as_deref(), Some("long chat"));
+        let history = store.history(&new.id, None).await.unwrap();
+        assert_eq!(history.len(), 1);
+        assert_eq!(history[0].role, Role::Assistant);
+        assert_eq!(
+            history[0].text(),
+            "[Context from previous session]\n\nWe planned the trip."
+        );
+    }
+}

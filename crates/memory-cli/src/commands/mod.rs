@@ -73,8 +73,17 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     let result = match cli.command {
         Command::Session(command) => session::run(&app, command).await,
         Command::Message(command) => message::run(&app, command).await,
-        Command::History { session, leaf, raw, format } => read::history(&app, &session, leaf, raw, format).await,
-        Command::Compact { session, leaf, format } => read::compact(&app, &session, leaf, format).await,
+        Command::History {
+            session,
+            leaf,
+            raw,
+            format,
+        } => read::history(&app, &session, leaf, raw, format).await,
+        Command::Compact {
+            session,
+            leaf,
+            format,
+        } => read::compact(&app, &session, leaf, format).await,
         Command::Compactions { session, format } => read::compactions(&app, &session, format).await,
         Command::Branches {
             session,

@@ -83,7 +83,12 @@ pub async fn search(
     Ok(())
 }
 
-pub async fn compact(app: &App, session: &str, leaf: Option<String>, format: Format) -> Result<(), CliError> {
+pub async fn compact(
+    app: &App,
+    session: &str,
+    leaf: Option<String>,
+    format: Format,
+) -> Result<(), CliError> {
     if !app.has_llm {
         return Err(CliError::Input(
             "compaction needs an [llm] section in memory.toml (base_url and model of an OpenAI-compatible endpoint)".into(),
@@ -93,13 +98,22 @@ pub async fn compact(app: &App, session: &str, leaf: Option<String>, format: For
     let result = session.compact(leaf.as_deref()).await?;
     if format.json {
         return output::json(&match &result {
-            Some(r) => json!({"compacted": true, "from_message_id": r.from_message_id, "to_message_id": r.to_message_id,
-                "summary": r.summary, "usage": {"input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens}}),
+            Some(r) => {
+                json!({"compacted": true, "from_message_id": r.from_message_id, "to_message_id": r.to_message_id,
+                "summary": r.summary, "usage": {"input_tokens": r.usage.input_tokens, "output_tokens": r.usage.output_tokens}})
+            }
             None => json!({"compacted": false}),
         });
     }
     match result {
-        Some(r) => println!("compacted {}..{} ({} in / {} out tokens)\n\n{}", r.from_message_id, r.to_message_id, r.usage.input_tokens, r.usage.output_tokens, r.summary),
+        Some(r) => println!(
+            "compacted {}..{} ({} in / {} out tokens)\n\n{}",
+            r.from_message_id,
+            r.to_message_id,
+            r.usage.input_tokens,
+            r.usage.output_tokens,
+            r.summary
+        ),
         None => println!("nothing to compact"),
     }
     Ok(())
@@ -120,8 +134,17 @@ pub async fn compactions(app: &App, session: &str, format: Format) -> Result<(),
         println!("No compactions.");
     }
     for (r, by) in &records {
-        let status = by.as_ref().map(|b| format!(" (superseded by {b})")).unwrap_or_default();
-        println!("{}  {}..{}  {}{status}", r.id, r.from_message_id, r.to_message_id, output::time(r.created_at));
+        let status = by
+            .as_ref()
+            .map(|b| format!(" (superseded by {b})"))
+            .unwrap_or_default();
+        println!(
+            "{}  {}..{}  {}{status}",
+            r.id,
+            r.from_message_id,
+            r.to_message_id,
+            output::time(r.created_at)
+        );
     }
     Ok(())
 }

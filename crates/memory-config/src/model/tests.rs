@@ -105,6 +105,10 @@ fn llm_and_compaction_sections() {
     assert_eq!(config.compaction.compact_after, Some(8000));
     assert_eq!(config.compaction.protect_head, 3);
     let e = err("[llm]\nbase_url = \"ftp://x\"\nmodel = \"m\"\n");
-    assert!(e.starts_with("memory.toml:2: `llm.base_url`") || e.starts_with("memory.toml:1: `llm.base_url`"), "{e}");
+    assert!(
+        e.starts_with("memory.toml:2: `llm.base_url`")
+            || e.starts_with("memory.toml:1: `llm.base_url`"),
+        "{e}"
+    );
     assert!(err("[llm]\nmodel = \"m\"\n").contains("base_url"));
 }

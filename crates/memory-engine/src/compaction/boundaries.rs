@@ -61,17 +61,25 @@ pub fn align_end(messages: &[UiMessage], start: usize, end: usize) -> usize {
     start
 }
 
-/// The tail cut: walking back from the newest message, keep messages while they fit
-/// `budget` tokens (the newest is always kept), and at least `min_tail` messages.
-pub fn tail_cut(tokens: &[usize], head_end: usize, budget: usize, min_tail: usize) -> usize {
-    let n = tokens.len();
+/// The tail cut over `n` messages: walking back from the newest, keep messages while they
+/// fit `budget` tokens (the newest is always kept), and at least `min_tail` messages.
+/// `tokens(i)` is asked only for the messages the walk reaches, so planning a compaction of
+/// a long history costs the tail, not the whole history.
+pub fn tail_cut(
+    n: usize,
+    head_end: usize,
+    budget: usize,
+    min_tail: usize,
+    mut tokens: impl FnMut(usize) -> usize,
+) -> usize {
     let mut accumulated = 0;
     let mut cut = n;
     for i in (head_end..n).rev() {
-        if accumulated + tokens[i] > budget && cut < n {
+        let t = tokens(i);
+        if accumulated + t > budget && cut < n {
             break;
         }
-        accumulated += tokens[i];
+        accumulated += t;
         cut = i;
     }
     let min_cut = n.saturating_sub(min_tail);

@@ -87,11 +87,13 @@ impl SummarizingCompactor {
             return None;
         }
         let start = align_start(history, o.protect_head);
-        let tokens: Vec<usize> = history
-            .iter()
-            .map(|m| estimate_message_tokens(counter, m))
-            .collect();
-        let end = tail_cut(&tokens, start, o.tail_token_budget, o.min_tail_messages);
+        let end = tail_cut(
+            history.len(),
+            start,
+            o.tail_token_budget,
+            o.min_tail_messages,
+            |i| estimate_message_tokens(counter, &history[i]),
+        );
         let end = align_end(history, start, end);
         (end > start).then_some((start, end))
     }

@@ -249,12 +249,12 @@ fn cuts_never_separate_a_call_from_its_result_message() {
         "a head ending in a call takes its result too"
     );
     assert_eq!(
-        tail_cut(&[5, 5, 5, 5], 1, 100, 2),
+        tail_cut(4, 1, 100, 2, |_| 5),
         1,
         "everything after the head fits the budget"
     );
     assert_eq!(
-        tail_cut(&[5, 5, 5, 50], 0, 10, 1),
+        tail_cut(4, 0, 10, 1, |i| [5, 5, 5, 50][i]),
         3,
         "the newest message is always kept"
     );
@@ -264,7 +264,17 @@ fn cuts_never_separate_a_call_from_its_result_message() {
 async fn summarizer_failures_reach_the_caller_and_never_fail_the_append() {
     let llm = Arc::new(ScriptedLanguageModel::default());
     llm.push_failure("rate limited");
-    let (session, store) = session_with(llm.clone(), small_tail(), Some(20)).await;
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let store = Arc::new(InMemoryMessageStore::new());
+    let sink = seen.clone();
+    let mut settings = CompactionSettings::new(Arc::new(SummarizingCompactor::new(
+        llm.clone(),
+        small_tail(),
+    )))
+    .on_error(move |e| sink.lock().unwrap().push(e.to_string()));
+    settings.threshold = Some(20);
+    let session = Session::new(store.clone(), SessionId::new("s").unwrap())
+        .with_compaction(Arc::new(settings));
     let mut reports = Vec::new();
     for i in 0..8 {
         reports.push(
@@ -283,6 +293,10 @@ async fn summarizer_failures_reach_the_caller_and_never_fail_the_append() {
         _ => None,
     });
     assert!(first_failure.unwrap().contains("rate limited"));
+    assert!(
+        seen.lock().unwrap()[0].contains("rate limited"),
+        "the error handler saw it"
+    );
     assert_eq!(
         store
             .history(&SessionId::new("s").unwrap(), None)
@@ -524,4 +538,72 @@ mod properties {
             })?;
         }
     }
+}
+
+#[tokio::test]
+async fn oversized_messages_are_fitted_to_the_store_row_limit() {
+    use memory_core::ports::StoreCapabilities;
+    use memory_core::{AppendOutcome, NewMessage};
+    let mut store = memory_testkit::mocks::MockMessageStore::new();
+    store.expect_capabilities().return_const(StoreCapabilities {
+        max_message_bytes: Some(10_000),
+    });
+    store
+        .expect_append()
+        .withf(|_, batch: &Vec<NewMessage>| {
+            let m = &batch[0].message;
+            serde_json::to_vec(m).unwrap().len() <= 10_000
+                && m.metadata
+                    .as_ref()
+                    .is_some_and(|meta| meta["compactedToolOutputs"] == json!(["c-big"]))
+        })
+        .times(1)
+        .returning(|_, _| Ok(vec![AppendOutcome::Inserted { parent_id: None }]));
+    let session = Session::new(Arc::new(store), SessionId::new("r").unwrap());
+    let big = tool(
+        "big",
+        "output-available",
+        json!({"content": "x".repeat(100_000)}),
+    );
+    assert!(session.append(big).await.unwrap().inserted());
+}
+
+#[tokio::test]
+async fn the_estimate_never_exceeds_the_threshold_by_more_than_one_turn() {
+    let llm = Arc::new(ScriptedLanguageModel::default());
+    for _ in 0..100 {
+        llm.push_answer("## Goal\nKeep going.");
+    }
+    let options = CompactorOptions {
+        tail_token_budget: 1_500,
+        ..CompactorOptions::default()
+    };
+    let (session, _) = session_with(llm, options, Some(4_000)).await;
+    let mut largest_turn = 0;
+    let mut max_estimate = 0;
+    for i in 0..300 {
+        let before = session.estimate_tokens().await.unwrap();
+        session
+            .append(user(
+                &format!("u{i}"),
+                &"plan the next step carefully ".repeat(5),
+            ))
+            .await
+            .unwrap();
+        session
+            .append(tool(
+                &format!("a{i}"),
+                "output-available",
+                json!({"content": "line of code\n".repeat(30)}),
+            ))
+            .await
+            .unwrap();
+        let after = session.estimate_tokens().await.unwrap();
+        largest_turn = largest_turn.max(after.saturating_sub(before));
+        max_estimate = max_estimate.max(after);
+    }
+    assert!(
+        max_estimate <= 4_000 + largest_turn,
+        "{max_estimate} > 4000 + {largest_turn}"
+    );
 }
