@@ -26,6 +26,35 @@ impl SqliteMessageStore {
     pub fn new(db: SqliteDatabase) -> Self {
         Self { db }
     }
+
+    /// Reads a root-to-leaf path in one read transaction: resolve the leaf, hop run to run
+    /// (no content), then stream each run's range with `select` and map every row.
+    async fn read_path<T>(
+        &self,
+        session: &SessionId,
+        leaf: Option<String>,
+        select: &'static str,
+        mut map: impl FnMut(&sqlx::sqlite::SqliteRow) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let Some(leaf) = resolve_leaf(&mut conn, session, leaf).await? else {
+            return Ok(Vec::new());
+        };
+        let sql =
+            format!("{select} FROM messages WHERE run_id = ? AND seq BETWEEN ? AND ? ORDER BY seq");
+        let mut out = Vec::new();
+        for segment in segments(&mut conn, leaf).await? {
+            let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                .bind(segment.run_id)
+                .bind(segment.head)
+                .bind(segment.upto)
+                .fetch(&mut *conn);
+            while let Some(row) = rows.try_next().await.map_err(db)? {
+                out.push(map(&row)?);
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// A message encoded for storage.
@@ -360,52 +389,23 @@ impl MessageStore for SqliteMessageStore {
     }
 
     async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>> {
-        let mut conn = self.db.reader.begin().await.map_err(db)?;
-        let Some(leaf) = resolve_leaf(&mut conn, session, leaf).await? else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for segment in segments(&mut conn, leaf).await? {
-            let mut rows = sqlx::query(
-                "SELECT id, role, bytes FROM messages WHERE run_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-            )
-            .bind(segment.run_id)
-            .bind(segment.head)
-            .bind(segment.upto)
-            .fetch(&mut *conn);
-            while let Some(row) = rows.try_next().await.map_err(db)? {
-                let role: &str = row.get(1);
-                let bytes: i64 = row.get(2);
-                out.push(PathEntry {
-                    id: row.get(0),
-                    role: Role::parse(role)?,
-                    bytes: bytes.max(0) as u64,
-                });
-            }
-        }
-        Ok(out)
+        self.read_path(session, leaf, "SELECT id, role, bytes", |row| {
+            let role: &str = row.get(1);
+            let bytes: i64 = row.get(2);
+            Ok(PathEntry {
+                id: row.get(0),
+                role: Role::parse(role)?,
+                bytes: bytes.max(0) as u64,
+            })
+        })
+        .await
     }
 
     async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>> {
-        let mut conn = self.db.reader.begin().await.map_err(db)?;
-        let Some(leaf) = resolve_leaf(&mut conn, session, leaf).await? else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for segment in segments(&mut conn, leaf).await? {
-            let mut rows = sqlx::query(
-                "SELECT content FROM messages WHERE run_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-            )
-            .bind(segment.run_id)
-            .bind(segment.head)
-            .bind(segment.upto)
-            .fetch(&mut *conn);
-            while let Some(row) = rows.try_next().await.map_err(db)? {
-                let json: &str = row.get(0);
-                out.push(decode(json)?);
-            }
-        }
-        Ok(out)
+        self.read_path(session, leaf, "SELECT content", |row| {
+            decode(row.get::<&str, _>(0))
+        })
+        .await
     }
 
     async fn messages(

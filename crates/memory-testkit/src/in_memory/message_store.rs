@@ -44,6 +44,30 @@ impl InMemoryMessageStore {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// Maps every node of the root-to-leaf path (latest leaf by default).
+    fn read_path<T>(
+        &self,
+        session: &SessionId,
+        leaf: Option<String>,
+        map: impl Fn(&str, &Node) -> T,
+    ) -> Result<Vec<T>> {
+        let guard = lock(&self.inner);
+        let Some(data) = guard.sessions.get(session) else {
+            return match leaf {
+                Some(id) => Err(MemoryError::not_found("message", id)),
+                None => Ok(Vec::new()),
+            };
+        };
+        let Some(leaf) = data.resolve_leaf(leaf)? else {
+            return Ok(Vec::new());
+        };
+        Ok(data
+            .path_ids(&leaf)
+            .iter()
+            .filter_map(|id| data.nodes.get(id).map(|n| map(id, n)))
+            .collect())
+    }
 }
 
 impl SessionData {
@@ -264,45 +288,15 @@ impl MessageStore for InMemoryMessageStore {
     }
 
     async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>> {
-        let guard = lock(&self.inner);
-        let Some(data) = guard.sessions.get(session) else {
-            return match leaf {
-                Some(id) => Err(MemoryError::not_found("message", id)),
-                None => Ok(Vec::new()),
-            };
-        };
-        let Some(leaf) = data.resolve_leaf(leaf)? else {
-            return Ok(Vec::new());
-        };
-        Ok(data
-            .path_ids(&leaf)
-            .into_iter()
-            .filter_map(|id| {
-                data.nodes.get(&id).map(|n| PathEntry {
-                    role: n.message.role,
-                    bytes: n.json_len,
-                    id,
-                })
-            })
-            .collect())
+        self.read_path(session, leaf, |id, n| PathEntry {
+            id: id.to_owned(),
+            role: n.message.role,
+            bytes: n.json_len,
+        })
     }
 
     async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>> {
-        let guard = lock(&self.inner);
-        let Some(data) = guard.sessions.get(session) else {
-            return match leaf {
-                Some(id) => Err(MemoryError::not_found("message", id)),
-                None => Ok(Vec::new()),
-            };
-        };
-        let Some(leaf) = data.resolve_leaf(leaf)? else {
-            return Ok(Vec::new());
-        };
-        Ok(data
-            .path_ids(&leaf)
-            .iter()
-            .filter_map(|id| data.nodes.get(id).map(|n| n.message.clone()))
-            .collect())
+        self.read_path(session, leaf, |_, n| n.message.clone())
     }
 
     async fn messages(
