@@ -48,13 +48,18 @@ impl OpenAiChat {
 
     /// One HTTP exchange with retries; returns the parsed body.
     async fn call(&self, request: &ChatRequest) -> Result<Parsed> {
-        let url = format!("{}/chat/completions", self.config.base_url);
+        let url = match &self.config.query {
+            Some(query) => format!("{}/chat/completions?{query}", self.config.base_url),
+            None => format!("{}/chat/completions", self.config.base_url),
+        };
         let body = wire::body(request, &self.config.model);
         let mut attempt = 0;
         loop {
             let mut http = self.client.post(&url).json(&body);
-            if let Some(key) = &self.config.api_key {
-                http = http.bearer_auth(key);
+            match (&self.config.api_key, &self.config.api_key_header) {
+                (Some(key), Some(header)) => http = http.header(header.as_str(), key.as_str()),
+                (Some(key), None) => http = http.bearer_auth(key),
+                (None, _) => {}
             }
             for (name, value) in &request.headers {
                 http = http.header(name, value);

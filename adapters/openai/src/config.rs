@@ -17,6 +17,10 @@ pub struct OpenAiConfig {
     pub initial_backoff: Duration,
     /// Backoff cap (also caps `Retry-After`).
     pub max_backoff: Duration,
+    /// Query string appended to every URL (Azure: `api-version=2024-10-21`).
+    pub query: Option<String>,
+    /// Send the key in this header instead of `Authorization: Bearer` (Azure: `api-key`).
+    pub api_key_header: Option<String>,
 }
 
 impl OpenAiConfig {
@@ -30,7 +34,22 @@ impl OpenAiConfig {
             max_retries: 3,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
+            query: None,
+            api_key_header: None,
         }
+    }
+
+    /// An Azure OpenAI deployment: `https://{resource}.openai.azure.com/openai/deployments/{deployment}`
+    /// as the base URL, the `api-version` query and the `api-key` header.
+    pub fn azure(
+        base_url: impl Into<String>,
+        deployment: impl Into<String>,
+        api_version: &str,
+    ) -> Self {
+        let mut config = Self::new(base_url, deployment);
+        config.query = Some(format!("api-version={api_version}"));
+        config.api_key_header = Some("api-key".into());
+        config
     }
 
     /// Reads the API key from the environment variable `var` (unset means no key).

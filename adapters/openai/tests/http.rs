@@ -8,7 +8,7 @@ use memory_core::ports::{ChatMessage, ChatRequest, ChatRole, LanguageModel, Resp
 use memory_core::{MemoryError, ToolDefinition};
 use memory_openai::{OpenAiChat, OpenAiConfig};
 use serde_json::{Value, json};
-use wiremock::matchers::{body_partial_json, header, method, path};
+use wiremock::matchers::{body_partial_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 fn completion(content: Value, prompt: u64, completion: u64) -> Value {
@@ -255,4 +255,33 @@ async fn tools_are_sent_and_tool_calls_parsed() {
         response.tool_calls[0].arguments,
         json!({"label": "memory", "content": "x"})
     );
+}
+
+#[tokio::test]
+async fn azure_style_deployments_use_the_api_version_and_api_key_header() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/openai/deployments/gpt4o/chat/completions"))
+        .and(query_param("api-version", "2024-10-21"))
+        .and(header("api-key", "azure-key"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(
+            json!("from azure"),
+            1,
+            1,
+        )))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let config = OpenAiConfig::azure(
+        format!("{}/openai/deployments/gpt4o", server.uri()),
+        "gpt4o",
+        "2024-10-21",
+    )
+    .api_key("azure-key");
+    let response = OpenAiChat::new(config)
+        .unwrap()
+        .complete(ask("x"))
+        .await
+        .unwrap();
+    assert_eq!(response.content, "from azure");
 }

@@ -49,12 +49,13 @@ impl App {
         let mut manager = SessionManager::new(store.clone(), registry, Arc::new(SystemClock))
             .with_context(wiring);
         if let Some(llm) = &config.llm {
-            let chat = OpenAiChat::new(
-                OpenAiConfig::new(&llm.base_url, &llm.model)
-                    .api_key_from_env(&llm.api_key_env)
-                    .timeout(Duration::from_secs(llm.timeout_secs))
-                    .retries(llm.max_retries, Duration::from_millis(500)),
-            )?;
+            let mut chat_config = OpenAiConfig::new(&llm.base_url, &llm.model)
+                .api_key_from_env(&llm.api_key_env)
+                .timeout(Duration::from_secs(llm.timeout_secs))
+                .retries(llm.max_retries, Duration::from_millis(500));
+            chat_config.query = llm.query.clone();
+            chat_config.api_key_header = llm.api_key_header.clone();
+            let chat = OpenAiChat::new(chat_config)?;
             let options = CompactorOptions {
                 protect_head: config.compaction.protect_head,
                 tail_token_budget: config.compaction.tail_token_budget,

@@ -87,6 +87,10 @@ pub struct LlmConfig {
     /// Retries after the first attempt.
     #[serde(default = "default_retries")]
     pub max_retries: u32,
+    /// Query string for every request (Azure: `"api-version=2024-10-21"`).
+    pub query: Option<String>,
+    /// Header carrying the key instead of `Authorization: Bearer` (Azure: `"api-key"`).
+    pub api_key_header: Option<String>,
 }
 
 fn default_key_env() -> String {
