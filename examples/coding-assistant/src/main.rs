@@ -5,7 +5,9 @@
 //! and a local directory of Markdown skills, then runs a short session in which a scripted
 //! model calls every generated tool through the same loop a real model would drive.
 //!
-//! Run: `cargo run -p coding-assistant [-- DATA_DIR]`
+//! Run: `cargo run -p coding-assistant [-- DATA_DIR]`. With `OPENAI_BASE_URL` and
+//! `OPENAI_MODEL` set (and `OPENAI_API_KEY` when the endpoint needs one), a real
+//! OpenAI-compatible model drives the same loop instead of the script.
 
 mod scripted;
 
@@ -20,6 +22,7 @@ use memory_core::{NewSession, Parent, Role, UiMessage};
 use memory_engine::SessionManager;
 use memory_engine::context::{BlockSpec, ContextWiring, StoredSkills};
 use memory_fs::{FileBlock, MarkdownSkills};
+use memory_openai::{OpenAiChat, OpenAiConfig};
 use memory_sqlite::{
     SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteSearchIndex,
     SqliteSessionRegistry,
@@ -74,7 +77,20 @@ async fn main() -> memory_core::Result<()> {
 
     let info = manager.create(NewSession::default()).await?;
     let session = manager.session(&info.id).await?;
-    let model = scripted::ScriptedModel::coding_session();
+    // A real endpoint when one is configured (OPENAI_BASE_URL and OPENAI_MODEL, key in
+    // OPENAI_API_KEY), else the scripted model.
+    let model: Arc<dyn LanguageModel> = match (
+        std::env::var("OPENAI_BASE_URL"),
+        std::env::var("OPENAI_MODEL"),
+    ) {
+        (Ok(base_url), Ok(name)) => {
+            println!("model: {name} at {base_url}");
+            Arc::new(OpenAiChat::new(
+                OpenAiConfig::new(base_url, name).api_key_from_env("OPENAI_API_KEY"),
+            )?)
+        }
+        _ => Arc::new(scripted::ScriptedModel::coding_session()),
+    };
     let user = "I prefer tabs over spaces. Please review my parser change and note that CI runs on every push.";
     manager
         .append(
@@ -91,7 +107,7 @@ async fn main() -> memory_core::Result<()> {
         ChatMessage::new(ChatRole::System, system.clone()),
         ChatMessage::new(ChatRole::User, user),
     ];
-    for step in 1.. {
+    for step in 1..=12 {
         let mut tools = session.tools().await?;
         tools.extend(manager.tools());
         let request = ChatRequest {
