@@ -107,3 +107,27 @@ pub fn validate_message_id(id: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// Checks a memory profile name: 1 to 128 of ASCII letters, digits, `-`, `_` and `.`, not
+/// starting with `.` (names become file names on the embedded default).
+///
+/// ```
+/// use memory_core::validate_profile_name;
+/// assert!(validate_profile_name("team-alpha_2").is_ok());
+/// assert!(validate_profile_name("../etc").is_err());
+/// ```
+pub fn validate_profile_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(MemoryError::invalid(format!(
+            "profile name {name:?} must be 1-128 letters, digits, '-', '_' or '.', not starting with '.'"
+        )))
+    }
+}

@@ -28,7 +28,7 @@ pub use history::{
     AppendOutcome, CompactionRecord, NewCompaction, NewMessage, Parent, PathEntry, RecentHistory,
     StoredMessage,
 };
-pub use ids::{COMPACTION_PREFIX, SessionId, validate_message_id};
+pub use ids::{COMPACTION_PREFIX, SessionId, validate_message_id, validate_profile_name};
 pub use message::{Part, Role, ToolPart, ToolState, UiMessage};
 pub use search::{SearchHit, SearchMode, SearchQuery};
 pub use session::{NewSession, SessionInfo, SessionPatch, SessionUsage};

@@ -3,8 +3,8 @@
 
 use memory_testkit::contract;
 use memory_testkit::in_memory::{
-    InMemoryKeyValueStore, InMemoryMessageStore, InMemorySearchIndex, InMemorySessionRegistry,
-    InMemorySkillStore,
+    InMemoryKeyValueStore, InMemoryMessageStore, InMemoryProfiles, InMemorySearchIndex,
+    InMemorySessionRegistry, InMemorySkillStore,
 };
 
 #[tokio::test]
@@ -39,4 +39,9 @@ async fn in_memory_search_index_passes_the_contract() {
 #[tokio::test]
 async fn in_memory_skill_store_passes_the_contract() {
     contract::skill_store::run_all(&InMemorySkillStore::new()).await;
+}
+
+#[tokio::test]
+async fn in_memory_long_term_memory_passes_the_contract() {
+    contract::long_term_memory::run_all(&InMemoryProfiles::new()).await;
 }

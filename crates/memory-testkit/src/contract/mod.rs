@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod key_value_store;
+pub mod long_term_memory;
 pub mod message_store;
 pub mod search_index;
 pub mod session_registry;

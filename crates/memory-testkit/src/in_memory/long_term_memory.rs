@@ -241,9 +241,7 @@ impl InMemoryProfiles {
 #[async_trait]
 impl MemoryProfiles for InMemoryProfiles {
     async fn open(&self, name: &str) -> Result<Arc<dyn LongTermMemoryStore>> {
-        if name.is_empty() {
-            return Err(MemoryError::invalid("profile name must not be empty"));
-        }
+        memory_core::validate_profile_name(name)?;
         let store = lock(&self.profiles)
             .entry(name.to_owned())
             .or_default()

@@ -1,0 +1,341 @@
+//! Contract of [`LongTermMemoryStore`] and [`MemoryProfiles`].
+
+use memory_core::Timestamp;
+use memory_core::ports::{
+    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryProfiles, MemoryRecord,
+    RawMessage,
+};
+
+use super::unique;
+
+/// Runs every check on a fresh profile from `profiles`, then the profile checks.
+pub async fn run_all(profiles: &dyn MemoryProfiles) {
+    let name = unique("profile");
+    let store = profiles.open(&name).await.unwrap();
+    raw_messages_are_insert_or_ignore_and_searchable(store.as_ref()).await;
+    supersession_keeps_every_version(store.as_ref()).await;
+    list_filters_and_pages(store.as_ref()).await;
+    forget_hides_and_purge_erases(store.as_ref()).await;
+    profiles_are_isolated(profiles).await;
+}
+
+fn memory(id: &str, kind: MemoryKind, key: Option<&str>, content: &str, at: i64) -> MemoryRecord {
+    MemoryRecord {
+        id: id.into(),
+        kind,
+        content: content.into(),
+        key: key.map(str::to_owned),
+        questions: vec![format!("what about {content}?")],
+        session_id: Some("s1".into()),
+        source_message_ids: vec!["r1".into()],
+        recorded_at: Timestamp(at),
+        valid_at: Some(Timestamp(at - 1_000)),
+        superseded_by: None,
+        forgotten: None,
+    }
+}
+
+/// Known raw ids are ignored and counted; raw messages are full-text searchable.
+pub async fn raw_messages_are_insert_or_ignore_and_searchable(store: &dyn LongTermMemoryStore) {
+    let raw = |id: &str, text: &str| RawMessage {
+        id: id.into(),
+        session_id: "s1".into(),
+        role: "user".into(),
+        content: text.into(),
+        created_at: Timestamp(1),
+    };
+    let first = store
+        .insert_raw(vec![
+            raw("r1", "I moved to Lisbon in March"),
+            raw("r2", "My dog is called Miso"),
+        ])
+        .await
+        .unwrap();
+    assert_eq!((first.inserted, first.existing), (2, 0));
+    let again = store
+        .insert_raw(vec![
+            raw("r1", "I moved to Lisbon in March"),
+            raw("r3", "Prices went up"),
+        ])
+        .await
+        .unwrap();
+    assert_eq!((again.inserted, again.existing), (1, 1));
+    let hits = store.search_raw("moving lisbon", 10).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].message_id, "r1");
+    assert_eq!(hits[0].session_id.as_str(), "s1");
+    assert!(store.search_raw("\"(", 10).await.unwrap().is_empty());
+}
+
+/// A new version supersedes by forward pointer; nothing is deleted; reads return the latest.
+pub async fn supersession_keeps_every_version(store: &dyn LongTermMemoryStore) {
+    store
+        .insert_memory(memory(
+            "f1",
+            MemoryKind::Fact,
+            Some("user.city"),
+            "lives in Porto",
+            10,
+        ))
+        .await
+        .unwrap();
+    store
+        .insert_memory(memory(
+            "f2",
+            MemoryKind::Fact,
+            Some("user.city"),
+            "lives in Lisbon",
+            20,
+        ))
+        .await
+        .unwrap();
+    store.supersede("f1", "f2").await.unwrap();
+    let current = store
+        .current_by_key(MemoryKind::Fact, "user.city")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(current.id, "f2");
+    let versions = store.versions(MemoryKind::Fact, "user.city").await.unwrap();
+    assert_eq!(
+        versions.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(),
+        ["f1", "f2"]
+    );
+    assert_eq!(versions[0].superseded_by.as_deref(), Some("f2"));
+    assert_eq!(
+        store.get_memory("f1").await.unwrap().unwrap().content,
+        "lives in Porto"
+    );
+    assert_eq!(
+        store.get_memory("f2").await.unwrap().unwrap(),
+        memory(
+            "f2",
+            MemoryKind::Fact,
+            Some("user.city"),
+            "lives in Lisbon",
+            20
+        )
+    );
+    assert!(
+        store
+            .current_by_key(MemoryKind::Instruction, "user.city")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let found: Vec<String> = store
+        .search_memories("lives", 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(found, ["f2"], "superseded memories are not searched");
+    assert!(
+        store
+            .supersede("f1", "ghost")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    let dup = store
+        .insert_memory(memory("f2", MemoryKind::Fact, None, "x", 1))
+        .await;
+    assert!(
+        matches!(dup, Err(memory_core::MemoryError::AlreadyExists { .. })),
+        "{dup:?}"
+    );
+}
+
+/// Filters by kind, key, session and time; cursors page in insertion order.
+pub async fn list_filters_and_pages(store: &dyn LongTermMemoryStore) {
+    for i in 0..5 {
+        store
+            .insert_memory(memory(
+                &format!("e{i}"),
+                MemoryKind::Event,
+                None,
+                &format!("event {i}"),
+                100 + i,
+            ))
+            .await
+            .unwrap();
+    }
+    let events = MemoryFilter {
+        kind: Some(MemoryKind::Event),
+        ..MemoryFilter::default()
+    };
+    let page = store.list(&events, None, 2).await.unwrap();
+    assert_eq!(
+        page.memories
+            .iter()
+            .map(|m| m.id.as_str())
+            .collect::<Vec<_>>(),
+        ["e0", "e1"]
+    );
+    let page2 = store
+        .list(&events, page.next_cursor.clone(), 2)
+        .await
+        .unwrap();
+    assert_eq!(
+        page2
+            .memories
+            .iter()
+            .map(|m| m.id.as_str())
+            .collect::<Vec<_>>(),
+        ["e2", "e3"]
+    );
+    let page3 = store
+        .list(&events, page2.next_cursor.clone(), 2)
+        .await
+        .unwrap();
+    assert_eq!(page3.memories.len(), 1);
+    assert_eq!(page3.next_cursor, None);
+    let window = MemoryFilter {
+        kind: Some(MemoryKind::Event),
+        from: Some(Timestamp(101)),
+        to: Some(Timestamp(103)),
+        ..MemoryFilter::default()
+    };
+    assert_eq!(
+        store.list(&window, None, 10).await.unwrap().memories.len(),
+        2
+    );
+    let keyed = MemoryFilter {
+        key: Some("user.city".into()),
+        include_superseded: true,
+        ..MemoryFilter::default()
+    };
+    assert_eq!(
+        store.list(&keyed, None, 10).await.unwrap().memories.len(),
+        2
+    );
+    let current = MemoryFilter {
+        key: Some("user.city".into()),
+        ..MemoryFilter::default()
+    };
+    assert_eq!(
+        store.list(&current, None, 10).await.unwrap().memories.len(),
+        1
+    );
+    let other = MemoryFilter {
+        session_id: Some("other".into()),
+        ..MemoryFilter::default()
+    };
+    assert!(
+        store
+            .list(&other, None, 10)
+            .await
+            .unwrap()
+            .memories
+            .is_empty()
+    );
+    assert!(
+        store
+            .list(&events, Some("not-a-cursor".into()), 2)
+            .await
+            .is_err()
+    );
+}
+
+/// Forgotten memories leave list and search but stay readable for audit; purge erases.
+pub async fn forget_hides_and_purge_erases(store: &dyn LongTermMemoryStore) {
+    store
+        .insert_memory(memory(
+            "t1",
+            MemoryKind::Task,
+            None,
+            "renew the passport",
+            200,
+        ))
+        .await
+        .unwrap();
+    store
+        .forget(
+            "t1",
+            ForgetRequest {
+                reason: "done".into(),
+                at: Timestamp(300),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(
+        store
+            .search_memories("passport", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let tasks = MemoryFilter {
+        kind: Some(MemoryKind::Task),
+        ..MemoryFilter::default()
+    };
+    assert!(
+        store
+            .list(&tasks, None, 10)
+            .await
+            .unwrap()
+            .memories
+            .is_empty()
+    );
+    let audit = MemoryFilter {
+        kind: Some(MemoryKind::Task),
+        include_forgotten: true,
+        ..MemoryFilter::default()
+    };
+    assert_eq!(
+        store.list(&audit, None, 10).await.unwrap().memories[0]
+            .forgotten
+            .as_ref()
+            .unwrap()
+            .reason,
+        "done"
+    );
+    assert!(store.purge("t1").await.unwrap());
+    assert!(!store.purge("t1").await.unwrap());
+    assert!(store.get_memory("t1").await.unwrap().is_none());
+    assert!(
+        store
+            .forget(
+                "t1",
+                ForgetRequest {
+                    reason: "x".into(),
+                    at: Timestamp(1)
+                }
+            )
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}
+
+/// Profiles share nothing; deleting one removes it.
+pub async fn profiles_are_isolated(profiles: &dyn MemoryProfiles) {
+    let a = unique("pa");
+    let b = unique("pb");
+    let store_a = profiles.open(&a).await.unwrap();
+    let store_b = profiles.open(&b).await.unwrap();
+    store_a
+        .insert_memory(memory("m", MemoryKind::Fact, Some("k"), "only in a", 1))
+        .await
+        .unwrap();
+    assert!(store_b.get_memory("m").await.unwrap().is_none());
+    let listed = profiles.list().await.unwrap();
+    assert!(listed.contains(&a) && listed.contains(&b));
+    assert!(profiles.delete(&a).await.unwrap());
+    assert!(!profiles.list().await.unwrap().contains(&a));
+    assert!(
+        profiles
+            .open(&a)
+            .await
+            .unwrap()
+            .get_memory("m")
+            .await
+            .unwrap()
+            .is_none(),
+        "a deleted profile starts empty"
+    );
+    assert!(profiles.open("").await.is_err());
+    assert!(profiles.open("../escape").await.is_err());
+}
