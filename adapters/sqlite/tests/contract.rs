@@ -94,3 +94,16 @@ async fn sqlite_skill_store_passes_the_contract() {
     assert_eq!(b.get("k").await.unwrap(), None);
     assert!(b.list().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn sqlite_long_term_memory_passes_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let profiles = memory_sqlite::SqliteProfiles::new(dir.path().join("profiles"));
+    contract::long_term_memory::run_all(&profiles).await;
+    // A profile is one file: deleting it removes the file.
+    use memory_core::ports::MemoryProfiles;
+    profiles.open("solo").await.unwrap();
+    assert!(dir.path().join("profiles/solo.db").exists());
+    profiles.delete("solo").await.unwrap();
+    assert!(!dir.path().join("profiles/solo.db").exists());
+}

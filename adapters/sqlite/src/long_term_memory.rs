@@ -1,0 +1,393 @@
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use memory_core::ports::{
+    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
+    MemoryRecord, RawMessage, RawMessageInsert,
+};
+use memory_core::{
+    MemoryError, Result, Role, SearchHit, SearchQuery, SessionId, Timestamp, validate_profile_name,
+};
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use crate::database::SqliteDatabase;
+use crate::error::{BACKEND, db};
+use crate::{SqliteConfig, fts};
+
+/// One profile's [`LongTermMemoryStore`] in its own SQLite database.
+#[derive(Debug, Clone)]
+pub struct SqliteLongTermMemory {
+    db: SqliteDatabase,
+}
+
+impl SqliteLongTermMemory {
+    /// The store over an open database.
+    pub fn new(db: SqliteDatabase) -> Self {
+        Self { db }
+    }
+}
+
+fn kind_name(kind: MemoryKind) -> &'static str {
+    match kind {
+        MemoryKind::Fact => "fact",
+        MemoryKind::Event => "event",
+        MemoryKind::Instruction => "instruction",
+        MemoryKind::Task => "task",
+    }
+}
+
+fn parse_kind(s: &str) -> Result<MemoryKind> {
+    match s {
+        "fact" => Ok(MemoryKind::Fact),
+        "event" => Ok(MemoryKind::Event),
+        "instruction" => Ok(MemoryKind::Instruction),
+        "task" => Ok(MemoryKind::Task),
+        other => Err(MemoryError::serialization(format!(
+            "unknown memory kind {other:?}"
+        ))),
+    }
+}
+
+const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at";
+
+fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
+    let reason: Option<String> = row.get(11);
+    let forgotten_at: Option<i64> = row.get(12);
+    Ok(MemoryRecord {
+        id: row.get(1),
+        kind: parse_kind(row.get(2))?,
+        content: row.get(3),
+        key: row.get(4),
+        questions: serde_json::from_str(row.get(5))?,
+        session_id: row.get(6),
+        source_message_ids: serde_json::from_str(row.get(7))?,
+        recorded_at: Timestamp(row.get(8)),
+        valid_at: row.get::<Option<i64>, _>(9).map(Timestamp),
+        superseded_by: row.get(10),
+        forgotten: reason.map(|reason| ForgetRequest {
+            reason,
+            at: Timestamp(forgotten_at.unwrap_or(0)),
+        }),
+    })
+}
+
+fn select(rest: &str) -> sqlx::AssertSqlSafe<String> {
+    sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM memories {rest}"))
+}
+
+#[async_trait]
+impl LongTermMemoryStore for SqliteLongTermMemory {
+    async fn insert_raw(&self, messages: Vec<RawMessage>) -> Result<RawMessageInsert> {
+        let mut tx = self.db.write().await?;
+        let mut counts = RawMessageInsert::default();
+        for m in &messages {
+            let inserted = sqlx::query(
+                "INSERT OR IGNORE INTO raw_messages (id, session_id, role, content, created_at) VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind(&m.id)
+            .bind(&m.session_id)
+            .bind(&m.role)
+            .bind(&m.content)
+            .bind(m.created_at.millis())
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?
+            .rows_affected();
+            if inserted > 0 {
+                counts.inserted += 1;
+            } else {
+                counts.existing += 1;
+            }
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(counts)
+    }
+
+    async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
+        let query = SearchQuery::new(query).limit(limit);
+        if query.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(
+            "SELECT r.session_id, r.id, r.role, r.content, f.rank FROM \
+             (SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? ORDER BY rank LIMIT ?) f \
+             JOIN raw_messages r ON r.doc = f.rowid ORDER BY f.rank",
+        )
+        .bind(fts::match_expression(&query, "content", None))
+        .bind(query.effective_limit() as i64)
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|r| {
+                Ok(SearchHit {
+                    session_id: SessionId::new(r.get::<String, _>(0))?,
+                    message_id: r.get(1),
+                    role: Role::parse(r.get(2))?,
+                    content: r.get(3),
+                    score: -r.get::<f64, _>(4),
+                })
+            })
+            .collect()
+    }
+
+    async fn insert_memory(&self, m: MemoryRecord) -> Result<()> {
+        let search_text = format!("{}\n{}", m.content, m.questions.join("\n"));
+        let result = sqlx::query(
+            "INSERT INTO memories (id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, \
+             superseded_by, forgotten_reason, forgotten_at, search_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&m.id)
+        .bind(kind_name(m.kind))
+        .bind(&m.content)
+        .bind(&m.key)
+        .bind(serde_json::to_string(&m.questions)?)
+        .bind(&m.session_id)
+        .bind(serde_json::to_string(&m.source_message_ids)?)
+        .bind(m.recorded_at.millis())
+        .bind(m.valid_at.map(Timestamp::millis))
+        .bind(&m.superseded_by)
+        .bind(m.forgotten.as_ref().map(|f| f.reason.clone()))
+        .bind(m.forgotten.as_ref().map(|f| f.at.millis()))
+        .bind(search_text)
+        .execute(&self.db.writer)
+        .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                Err(MemoryError::AlreadyExists {
+                    kind: "memory",
+                    id: m.id,
+                })
+            }
+            Err(e) => Err(db(e)),
+        }
+    }
+
+    async fn get_memory(&self, id: &str) -> Result<Option<MemoryRecord>> {
+        let row = sqlx::query(select("WHERE id = ?"))
+            .bind(id)
+            .fetch_optional(&self.db.reader)
+            .await
+            .map_err(db)?;
+        row.as_ref().map(from_row).transpose()
+    }
+
+    async fn current_by_key(&self, kind: MemoryKind, key: &str) -> Result<Option<MemoryRecord>> {
+        let row = sqlx::query(select(
+            "WHERE kind = ? AND key = ? AND superseded_by IS NULL AND forgotten_reason IS NULL ORDER BY pos DESC LIMIT 1",
+        ))
+        .bind(kind_name(kind))
+        .bind(key)
+        .fetch_optional(&self.db.reader)
+        .await
+        .map_err(db)?;
+        row.as_ref().map(from_row).transpose()
+    }
+
+    async fn supersede(&self, old_id: &str, new_id: &str) -> Result<()> {
+        if self.get_memory(new_id).await?.is_none() {
+            return Err(MemoryError::not_found("memory", new_id));
+        }
+        let changed = sqlx::query("UPDATE memories SET superseded_by = ? WHERE id = ?")
+            .bind(new_id)
+            .bind(old_id)
+            .execute(&self.db.writer)
+            .await
+            .map_err(db)?
+            .rows_affected();
+        if changed == 0 {
+            return Err(MemoryError::not_found("memory", old_id));
+        }
+        Ok(())
+    }
+
+    async fn versions(&self, kind: MemoryKind, key: &str) -> Result<Vec<MemoryRecord>> {
+        let rows = sqlx::query(select("WHERE kind = ? AND key = ? ORDER BY pos"))
+            .bind(kind_name(kind))
+            .bind(key)
+            .fetch_all(&self.db.reader)
+            .await
+            .map_err(db)?;
+        rows.iter().map(from_row).collect()
+    }
+
+    async fn list(
+        &self,
+        filter: &MemoryFilter,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<MemoryPage> {
+        let after: i64 = match cursor.as_deref() {
+            Some(c) => c
+                .parse()
+                .map_err(|_| MemoryError::invalid(format!("invalid cursor {c:?}")))?,
+            None => 0,
+        };
+        let rows = sqlx::query(select(
+            "WHERE pos > ?1 AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR key = ?3) AND (?4 IS NULL OR session_id = ?4) \
+             AND (?5 IS NULL OR recorded_at >= ?5) AND (?6 IS NULL OR recorded_at < ?6) \
+             AND (?7 OR superseded_by IS NULL) AND (?8 OR forgotten_reason IS NULL) ORDER BY pos LIMIT ?9",
+        ))
+        .bind(after)
+        .bind(filter.kind.map(kind_name))
+        .bind(&filter.key)
+        .bind(&filter.session_id)
+        .bind(filter.from.map(Timestamp::millis))
+        .bind(filter.to.map(Timestamp::millis))
+        .bind(filter.include_superseded)
+        .bind(filter.include_forgotten)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(db)?;
+        let more = rows.len() > limit;
+        let mut memories = Vec::with_capacity(limit.min(rows.len()));
+        let mut last = None;
+        for row in rows.iter().take(limit) {
+            last = Some(row.get::<i64, _>(0));
+            memories.push(from_row(row)?);
+        }
+        Ok(MemoryPage {
+            memories,
+            next_cursor: if more {
+                last.map(|p| p.to_string())
+            } else {
+                None
+            },
+        })
+    }
+
+    async fn search_memories(&self, query: &str, limit: usize) -> Result<Vec<(String, f64)>> {
+        let query = SearchQuery::new(query).limit(limit);
+        if query.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Rank among matches, then keep current ones; ask for more to fill the limit.
+        let rows = sqlx::query(
+            "SELECT m.id, f.rank FROM (SELECT rowid, rank FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank) f \
+             JOIN memories m ON m.pos = f.rowid WHERE m.superseded_by IS NULL AND m.forgotten_reason IS NULL \
+             ORDER BY f.rank LIMIT ?",
+        )
+        .bind(fts::match_expression(&query, "search_text", None))
+        .bind(query.effective_limit() as i64)
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), -r.get::<f64, _>(1)))
+            .collect())
+    }
+
+    async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()> {
+        let changed =
+            sqlx::query("UPDATE memories SET forgotten_reason = ?, forgotten_at = ? WHERE id = ?")
+                .bind(&request.reason)
+                .bind(request.at.millis())
+                .bind(id)
+                .execute(&self.db.writer)
+                .await
+                .map_err(db)?
+                .rows_affected();
+        if changed == 0 {
+            return Err(MemoryError::not_found("memory", id));
+        }
+        Ok(())
+    }
+
+    async fn purge(&self, id: &str) -> Result<bool> {
+        let deleted = sqlx::query("DELETE FROM memories WHERE id = ?")
+            .bind(id)
+            .execute(&self.db.writer)
+            .await
+            .map_err(db)?
+            .rows_affected();
+        Ok(deleted > 0)
+    }
+}
+
+/// Profiles as one SQLite database each, `<root>/<name>.db`: deleting or exporting a
+/// profile is a file operation, and isolation is physical.
+pub struct SqliteProfiles {
+    root: PathBuf,
+    open: tokio::sync::Mutex<std::collections::HashMap<String, SqliteDatabase>>,
+}
+
+impl SqliteProfiles {
+    /// Profiles under `root` (created on first use).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            open: tokio::sync::Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.root.join(format!("{name}.db"))
+    }
+}
+
+#[async_trait]
+impl MemoryProfiles for SqliteProfiles {
+    async fn open(&self, name: &str) -> Result<Arc<dyn LongTermMemoryStore>> {
+        validate_profile_name(name)?;
+        let mut open = self.open.lock().await;
+        if let Some(db) = open.get(name) {
+            return Ok(Arc::new(SqliteLongTermMemory::new(db.clone())));
+        }
+        let db = SqliteDatabase::open(SqliteConfig::new(self.path(name))).await?;
+        open.insert(name.to_owned(), db.clone());
+        Ok(Arc::new(SqliteLongTermMemory::new(db)))
+    }
+
+    async fn list(&self) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        let entries = match std::fs::read_dir(&self.root) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(names),
+            Err(e) => {
+                return Err(MemoryError::backend(
+                    BACKEND,
+                    format!("{}: {e}", self.root.display()),
+                ));
+            }
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| MemoryError::backend(BACKEND, e))?;
+            let file = entry.file_name().to_string_lossy().into_owned();
+            if let Some(name) = file.strip_suffix(".db")
+                && validate_profile_name(name).is_ok()
+            {
+                names.push(name.to_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    async fn delete(&self, name: &str) -> Result<bool> {
+        validate_profile_name(name)?;
+        if let Some(db) = self.open.lock().await.remove(name) {
+            db.close().await;
+        }
+        let path = self.path(name);
+        let existed = path.exists();
+        for suffix in ["", "-wal", "-shm"] {
+            let file = PathBuf::from(format!("{}{suffix}", path.display()));
+            match std::fs::remove_file(&file) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(MemoryError::backend(
+                        BACKEND,
+                        format!("{}: {e}", file.display()),
+                    ));
+                }
+            }
+        }
+        Ok(existed)
+    }
+}
