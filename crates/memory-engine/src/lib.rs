@@ -26,6 +26,7 @@
 
 pub mod compaction;
 pub mod context;
+pub mod long_term;
 mod session;
 mod session_manager;
 

@@ -1,0 +1,134 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use memory_core::ports::{MemoryFilter, MemoryKind};
+use memory_core::{Role, SessionId, UiMessage};
+use memory_testkit::in_memory::{InMemoryProfiles, ManualClock};
+
+use super::*;
+
+fn service() -> MemoryService {
+    MemoryService::new(
+        Arc::new(InMemoryProfiles::new()),
+        Arc::new(ManualClock::new(1_000)),
+    )
+}
+
+fn conversation() -> Vec<UiMessage> {
+    vec![
+        UiMessage::text_message("m1", Role::User, "I just moved to Lisbon from Porto."),
+        UiMessage::text_message(
+            "m2",
+            Role::Assistant,
+            "Welcome to Lisbon! How is the new flat?",
+        ),
+        UiMessage::text_message("m3", Role::User, "Great, the rent is 1,450 euros a month."),
+    ]
+}
+
+#[tokio::test]
+async fn re_ingesting_a_conversation_is_a_no_op() {
+    let s = service();
+    let session = SessionId::new("chat-1").unwrap();
+    assert_eq!(
+        s.ingest("ada", &session, &conversation()).await.unwrap(),
+        IngestReport { new: 3, known: 0 }
+    );
+    assert_eq!(
+        s.ingest("ada", &session, &conversation()).await.unwrap(),
+        IngestReport { new: 0, known: 3 }
+    );
+    let other = SessionId::new("chat-2").unwrap();
+    assert_eq!(
+        s.ingest("ada", &other, &conversation()[..1])
+            .await
+            .unwrap()
+            .new,
+        1,
+        "the session is part of the address"
+    );
+}
+
+#[tokio::test]
+async fn remember_supersedes_by_key_and_recall_fuses_channels() {
+    let s = service();
+    let session = SessionId::new("chat-1").unwrap();
+    s.ingest("ada", &session, &conversation()).await.unwrap();
+    let porto = RememberRequest {
+        content: "Lives in Porto".into(),
+        session_id: None,
+        kind: None,
+        key: Some("User City".into()),
+    };
+    let old = s.remember("ada", porto).await.unwrap();
+    assert_eq!(old.key.as_deref(), Some("user.city"));
+    let lisbon = RememberRequest {
+        content: "Lives in Lisbon".into(),
+        session_id: Some("chat-1".into()),
+        kind: Some(MemoryKind::Fact),
+        key: Some("user city".into()),
+    };
+    let new = s.remember("ada", lisbon).await.unwrap();
+    let all = s
+        .list(
+            "ada",
+            &MemoryFilter {
+                include_superseded: true,
+                ..MemoryFilter::default()
+            },
+            None,
+            10,
+        )
+        .await
+        .unwrap();
+    assert_eq!(all.memories.len(), 2);
+    assert_eq!(
+        all.memories[0].superseded_by.as_deref(),
+        Some(new.id.as_str())
+    );
+
+    let hits = s.recall("ada", "user city", 5).await.unwrap();
+    match &hits[0].item {
+        RecallItem::Memory(m) => assert_eq!(m.content, "Lives in Lisbon"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(hits[0].ranks[0].channel, "key");
+    let lisbon_hits = s.recall("ada", "lisbon", 5).await.unwrap();
+    assert!(
+        matches!(lisbon_hits[0].item, RecallItem::Memory(_)),
+        "typed memories outrank raw messages"
+    );
+    assert!(lisbon_hits.iter().any(|h| matches!(&h.item, RecallItem::Raw { content, .. } if content.contains("moved to Lisbon"))));
+    assert!(
+        lisbon_hits
+            .iter()
+            .all(|h| !matches!(&h.item, RecallItem::Memory(m) if m.id == old.id)),
+        "superseded memories are never recalled"
+    );
+
+    s.forget("ada", &new.id, "user asked").await.unwrap();
+    assert!(
+        s.recall("ada", "user city", 5)
+            .await
+            .unwrap()
+            .iter()
+            .all(|h| !matches!(h.item, RecallItem::Memory(_)))
+    );
+    assert!(s.purge("ada", &new.id).await.unwrap());
+    assert!(
+        s.remember(
+            "ada",
+            RememberRequest {
+                content: "  ".into(),
+                session_id: None,
+                kind: None,
+                key: None
+            }
+        )
+        .await
+        .is_err()
+    );
+    // Profiles are isolated.
+    assert!(s.recall("bob", "lisbon", 5).await.unwrap().is_empty());
+}
