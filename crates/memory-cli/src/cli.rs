@@ -117,6 +117,9 @@ pub enum Command {
     /// Check a configuration file.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Long-term memory profiles (stored under `<data-dir>/profiles`).
+    #[command(subcommand)]
+    Profile(ProfileCommand),
     /// Write a branching conversation with tool calls into a fresh data dir, search it and
     /// print two branches.
     Demo,
@@ -292,5 +295,87 @@ pub enum MessageCommand {
         ids: Vec<String>,
         #[command(flatten)]
         format: Format,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// Ingest a JSONL file of UIMessages (or `export` records) as raw messages; idempotent.
+    Ingest {
+        /// Profile name.
+        profile: String,
+        /// The file.
+        file: PathBuf,
+        /// Session id for plain UIMessage lines.
+        #[arg(long)]
+        session: Option<String>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Store a memory (a fact unless `--kind` says otherwise).
+    Remember {
+        /// Profile name.
+        profile: String,
+        /// The memory.
+        text: String,
+        /// fact, event, instruction or task.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Topic key; a new fact or instruction with the same key supersedes the old one.
+        #[arg(long)]
+        key: Option<String>,
+        /// Source session.
+        #[arg(long)]
+        session: Option<String>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Recall memories and raw messages for a query.
+    Recall {
+        /// Profile name.
+        profile: String,
+        /// The query.
+        query: String,
+        /// Maximum results.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        /// Show each result's per-channel ranks.
+        #[arg(long)]
+        explain: bool,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// List memories.
+    List {
+        /// Profile name.
+        profile: String,
+        /// Include superseded versions and forgotten memories.
+        #[arg(long)]
+        all: bool,
+        /// Page size.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// Cursor from a previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Hide a memory from recall and list (kept for audit).
+    Forget {
+        /// Profile name.
+        profile: String,
+        /// Memory id.
+        id: String,
+        /// Why.
+        #[arg(long, default_value = "forgotten by request")]
+        reason: String,
+    },
+    /// Erase a memory.
+    Purge {
+        /// Profile name.
+        profile: String,
+        /// Memory id.
+        id: String,
     },
 }

@@ -3,6 +3,7 @@
 mod context;
 mod demo;
 mod message;
+mod profile;
 mod read;
 mod session;
 mod transfer;
@@ -66,6 +67,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Demo = cli.command {
         return demo::run(cli.data_dir).await;
     }
+    if let Command::Profile(command) = cli.command {
+        return profile::run(&app::data_dir(cli.data_dir), command).await;
+    }
     if let Command::Config(command) = &cli.command {
         return context::check_config(command, &app::data_dir(cli.data_dir.clone()));
     }
@@ -106,7 +110,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             session,
             format,
         } => context::tools(&app, call, session, &format).await,
-        Command::Demo | Command::Config(_) => Ok(()),
+        Command::Demo | Command::Config(_) | Command::Profile(_) => Ok(()),
     };
     app.close().await;
     result
