@@ -105,6 +105,49 @@ impl LongTermMemoryStore for SqliteLongTermMemory {
         Ok(counts)
     }
 
+    async fn raw_page(
+        &self,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<RawMessage>, Option<String>)> {
+        let after: i64 = match cursor.as_deref() {
+            Some(c) => c
+                .parse()
+                .map_err(|_| MemoryError::invalid(format!("invalid cursor {c:?}")))?,
+            None => 0,
+        };
+        let rows = sqlx::query("SELECT doc, id, session_id, role, content, created_at FROM raw_messages WHERE doc > ? ORDER BY doc LIMIT ?")
+            .bind(after)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+            .fetch_all(&self.db.reader)
+            .await
+            .map_err(db)?;
+        let more = rows.len() > limit;
+        let mut last = None;
+        let page = rows
+            .iter()
+            .take(limit)
+            .map(|r| {
+                last = Some(r.get::<i64, _>(0));
+                RawMessage {
+                    id: r.get(1),
+                    session_id: r.get(2),
+                    role: r.get(3),
+                    content: r.get(4),
+                    created_at: Timestamp(r.get(5)),
+                }
+            })
+            .collect();
+        Ok((
+            page,
+            if more {
+                last.map(|l| l.to_string())
+            } else {
+                None
+            },
+        ))
+    }
+
     async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
         let query = SearchQuery::new(query).limit(limit);
         if query.is_empty() {

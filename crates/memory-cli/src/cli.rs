@@ -371,6 +371,23 @@ pub enum ProfileCommand {
         #[arg(long, default_value = "forgotten by request")]
         reason: String,
     },
+    /// Export a profile as versioned JSONL (raw messages, then memories with their chains).
+    Export {
+        /// Profile name.
+        profile: String,
+        /// Write here instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Import an export into a profile (idempotent).
+    Import {
+        /// Profile name.
+        profile: String,
+        /// The file.
+        file: PathBuf,
+        #[command(flatten)]
+        format: Format,
+    },
     /// Erase a memory.
     Purge {
         /// Profile name.

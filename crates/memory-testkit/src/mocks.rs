@@ -172,6 +172,7 @@ mock! {
     #[async_trait]
     impl LongTermMemoryStore for LongTermMemoryStore {
         async fn insert_raw(&self, messages: Vec<RawMessage>) -> Result<RawMessageInsert>;
+        async fn raw_page(&self, cursor: Option<String>, limit: usize) -> Result<(Vec<RawMessage>, Option<String>)>;
         async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>>;
         async fn insert_memory(&self, memory: MemoryRecord) -> Result<()>;
         async fn get_memory(&self, id: &str) -> Result<Option<MemoryRecord>>;

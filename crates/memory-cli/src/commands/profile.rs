@@ -221,6 +221,46 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             println!("forgot {id}");
             Ok(())
         }
+        ProfileCommand::Export { profile, output } => {
+            let sink: Box<dyn std::io::Write + Send> = match &output {
+                Some(path) => Box::new(
+                    std::fs::File::create(path)
+                        .map_err(|e| CliError::io(format!("creating {}", path.display()), e))?,
+                ),
+                None => Box::new(std::io::stdout()),
+            };
+            let mut out = std::io::BufWriter::new(sink);
+            let mut write = |line: &str| -> memory_core::Result<()> {
+                use std::io::Write;
+                writeln!(out, "{line}").map_err(|e| MemoryError::backend("export", e))
+            };
+            service.export(&profile, &mut write).await?;
+            use std::io::Write;
+            out.flush()
+                .map_err(|e| CliError::io("writing the export", e))?;
+            Ok(())
+        }
+        ProfileCommand::Import {
+            profile,
+            file,
+            format,
+        } => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| CliError::io(format!("reading {}", file.display()), e))?;
+            let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+            let report = service.import(&profile, &lines).await?;
+            if format.json {
+                return output::json(
+                    &json!({"raw_new": report.raw_new, "raw_known": report.raw_known,
+                    "memories_new": report.memories_new, "memories_known": report.memories_known}),
+                );
+            }
+            println!(
+                "imported into {profile}: {} raw message(s) new, {} known; {} memories new, {} known",
+                report.raw_new, report.raw_known, report.memories_new, report.memories_known
+            );
+            Ok(())
+        }
         ProfileCommand::Purge { profile, id } => {
             if !service.purge(&profile, &id).await? {
                 return Err(MemoryError::not_found("memory", id).into());

@@ -118,6 +118,13 @@ pub struct MemoryPage {
 pub trait LongTermMemoryStore: Send + Sync {
     /// Stores raw messages, ignoring known ids.
     async fn insert_raw(&self, messages: Vec<RawMessage>) -> Result<RawMessageInsert>;
+    /// A page of raw messages in insertion order: at most `limit` after `cursor`, and the
+    /// cursor of the next page (`None` at the end).
+    async fn raw_page(
+        &self,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<RawMessage>, Option<String>)>;
     /// Full-text search over raw messages.
     async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>>;
     /// Stores a memory.

@@ -6,12 +6,14 @@
 mod content_id;
 mod fusion;
 mod service;
+mod transfer;
 
 pub use content_id::content_id;
 pub use fusion::{Channel, ChannelRank, Fused, rrf};
 pub use service::{
     IngestReport, MemoryService, RecallHit, RecallItem, RememberRequest, normalize_key,
 };
+pub use transfer::{EXPORT_FORMAT, EXPORT_VERSION, ExportLine, ImportReport};
 
 #[cfg(test)]
 mod tests;

@@ -67,7 +67,7 @@ const RRF_K: f64 = 60.0;
 /// Long-term memory over isolated profiles.
 #[derive(Clone)]
 pub struct MemoryService {
-    profiles: Arc<dyn MemoryProfiles>,
+    pub(super) profiles: Arc<dyn MemoryProfiles>,
     clock: Arc<dyn Clock>,
 }
 

@@ -132,3 +132,60 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
     // Profiles are isolated.
     assert!(s.recall("bob", "lisbon", 5).await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn export_then_import_round_trips_a_profile() {
+    let s = service();
+    let session = SessionId::new("chat-1").unwrap();
+    s.ingest("ada", &session, &conversation()).await.unwrap();
+    let key = |k: &str| Some(k.to_owned());
+    s.remember(
+        "ada",
+        RememberRequest {
+            content: "Lives in Porto".into(),
+            session_id: None,
+            kind: None,
+            key: key("city"),
+        },
+    )
+    .await
+    .unwrap();
+    let now = s
+        .remember(
+            "ada",
+            RememberRequest {
+                content: "Lives in Lisbon".into(),
+                session_id: None,
+                kind: None,
+                key: key("city"),
+            },
+        )
+        .await
+        .unwrap();
+    s.forget("ada", &now.id, "test").await.unwrap();
+    let mut lines = Vec::new();
+    s.export("ada", &mut |line: &str| {
+        lines.push(line.to_owned());
+        Ok(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(lines.len(), 1 + 3 + 2);
+    let report = s.import("bob", &lines).await.unwrap();
+    assert_eq!((report.raw_new, report.memories_new), (3, 2));
+    let again = s.import("bob", &lines).await.unwrap();
+    assert_eq!((again.raw_known, again.memories_known), (3, 2));
+    let mut copied = Vec::new();
+    s.export("bob", &mut |line: &str| {
+        copied.push(line.to_owned());
+        Ok(())
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        copied, lines,
+        "lossless: chains, provenance and forget markers survive"
+    );
+    let bad = vec!["{\"kind\":\"raw\"}".to_owned()];
+    assert!(s.import("carol", &bad).await.is_err());
+}

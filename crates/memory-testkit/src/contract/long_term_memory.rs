@@ -60,6 +60,18 @@ pub async fn raw_messages_are_insert_or_ignore_and_searchable(store: &dyn LongTe
         .await
         .unwrap();
     assert_eq!((again.inserted, again.existing), (1, 1));
+    let (page, next) = store.raw_page(None, 2).await.unwrap();
+    assert_eq!(
+        page.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(),
+        ["r1", "r2"]
+    );
+    let (rest, end) = store.raw_page(next, 2).await.unwrap();
+    assert_eq!(
+        rest.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(),
+        ["r3"]
+    );
+    assert_eq!(end, None);
+    assert_eq!(page[0].content, "I moved to Lisbon in March");
     let hits = store.search_raw("moving lisbon", 10).await.unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].message_id, "r1");

@@ -33,6 +33,15 @@ impl InMemoryLongTermMemory {
     }
 }
 
+fn parse_cursor(cursor: Option<&str>) -> Result<u64> {
+    match cursor {
+        Some(c) => c
+            .parse()
+            .map_err(|_| MemoryError::invalid(format!("invalid cursor {c:?}"))),
+        None => Ok(0),
+    }
+}
+
 fn matches(filter: &MemoryFilter, m: &MemoryRecord) -> bool {
     filter.kind.is_none_or(|k| k == m.kind)
         && filter
@@ -65,6 +74,19 @@ impl LongTermMemoryStore for InMemoryLongTermMemory {
             }
         }
         Ok(counts)
+    }
+
+    async fn raw_page(
+        &self,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<RawMessage>, Option<String>)> {
+        let start = parse_cursor(cursor.as_deref())? as usize;
+        let inner = lock(&self.inner);
+        let page: Vec<RawMessage> = inner.raw.iter().skip(start).take(limit).cloned().collect();
+        let end = start + page.len();
+        let next = (end < inner.raw.len()).then(|| end.to_string());
+        Ok((page, next))
     }
 
     async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
@@ -159,12 +181,7 @@ impl LongTermMemoryStore for InMemoryLongTermMemory {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<MemoryPage> {
-        let after: u64 = match cursor.as_deref() {
-            Some(c) => c
-                .parse()
-                .map_err(|_| MemoryError::invalid(format!("invalid cursor {c:?}")))?,
-            None => 0,
-        };
+        let after = parse_cursor(cursor.as_deref())?;
         let inner = lock(&self.inner);
         let mut memories = Vec::new();
         let mut last = None;

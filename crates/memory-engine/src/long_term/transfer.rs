@@ -1,0 +1,138 @@
+//! Versioned JSONL export and import of a whole profile: raw messages, then memories with
+//! their supersession chains, provenance and forget markers.
+
+use memory_core::ports::{MemoryFilter, MemoryRecord, RawMessage};
+use memory_core::{MemoryError, Result};
+use serde::{Deserialize, Serialize};
+
+use super::MemoryService;
+
+/// The format name in the first line.
+pub const EXPORT_FORMAT: &str = "agent-memory-profile";
+/// The current version.
+pub const EXPORT_VERSION: u32 = 1;
+
+/// One line of an export.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ExportLine {
+    /// The first line.
+    Header {
+        /// [`EXPORT_FORMAT`].
+        format: String,
+        /// [`EXPORT_VERSION`].
+        version: u32,
+    },
+    /// A raw message.
+    Raw {
+        /// The message.
+        raw: RawMessage,
+    },
+    /// A memory (any state).
+    Memory {
+        /// The memory.
+        memory: MemoryRecord,
+    },
+}
+
+/// What an import stored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    /// Raw messages stored.
+    pub raw_new: u64,
+    /// Raw messages already present.
+    pub raw_known: u64,
+    /// Memories stored.
+    pub memories_new: u64,
+    /// Memories already present (same id).
+    pub memories_known: u64,
+}
+
+const PAGE: usize = 500;
+
+impl MemoryService {
+    /// Writes the profile as JSON lines to `sink`, header first.
+    pub async fn export(
+        &self,
+        profile: &str,
+        sink: &mut (dyn FnMut(&str) -> Result<()> + Send),
+    ) -> Result<()> {
+        let store = self.profiles.open(profile).await?;
+        let header = ExportLine::Header {
+            format: EXPORT_FORMAT.into(),
+            version: EXPORT_VERSION,
+        };
+        sink(&serde_json::to_string(&header)?)?;
+        let mut cursor = None;
+        loop {
+            let (page, next) = store.raw_page(cursor, PAGE).await?;
+            for raw in page {
+                sink(&serde_json::to_string(&ExportLine::Raw { raw })?)?;
+            }
+            match next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        let all = MemoryFilter {
+            include_superseded: true,
+            include_forgotten: true,
+            ..MemoryFilter::default()
+        };
+        let mut cursor = None;
+        loop {
+            let page = store.list(&all, cursor, PAGE).await?;
+            for memory in page.memories {
+                sink(&serde_json::to_string(&ExportLine::Memory { memory })?)?;
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads an export into a profile. Every line is parsed before anything is written; known
+    /// raw messages and memory ids are skipped, so importing twice is a no-op.
+    pub async fn import(&self, profile: &str, lines: &[String]) -> Result<ImportReport> {
+        let mut parsed = Vec::with_capacity(lines.len());
+        for (i, line) in lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let record: ExportLine = serde_json::from_str(line).map_err(|e| {
+                MemoryError::invalid(format!("line {}: not an export record: {e}", i + 1))
+            })?;
+            parsed.push(record);
+        }
+        match parsed.first() {
+            Some(ExportLine::Header { format, version })
+                if format == EXPORT_FORMAT && *version <= EXPORT_VERSION => {}
+            _ => {
+                return Err(MemoryError::invalid(format!(
+                    "line 1 must be the {EXPORT_FORMAT} header (version {EXPORT_VERSION})"
+                )));
+            }
+        }
+        let store = self.profiles.open(profile).await?;
+        let mut report = ImportReport::default();
+        let mut raw = Vec::new();
+        for record in parsed.into_iter().skip(1) {
+            match record {
+                ExportLine::Header { .. } => return Err(MemoryError::invalid("a second header")),
+                ExportLine::Raw { raw: r } => raw.push(r),
+                ExportLine::Memory { memory } => match store.insert_memory(memory).await {
+                    Ok(()) => report.memories_new += 1,
+                    Err(MemoryError::AlreadyExists { .. }) => report.memories_known += 1,
+                    Err(e) => return Err(e),
+                },
+            }
+        }
+        let counts = store.insert_raw(raw).await?;
+        report.raw_new = counts.inserted;
+        report.raw_known = counts.existing;
+        Ok(report)
+    }
+}
