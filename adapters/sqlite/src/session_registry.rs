@@ -45,24 +45,11 @@ fn from_row(row: &SqliteRow) -> Result<SessionInfo> {
     })
 }
 
-impl SqliteSessionRegistry {
-    async fn fetch(&self, id: &SessionId) -> Result<Option<SessionInfo>> {
-        let sql = sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM sessions WHERE id = ?"));
-        let row = sqlx::query(sql)
-            .bind(id.as_str())
-            .fetch_optional(&self.db.writer)
-            .await
-            .map_err(db)?;
-        row.as_ref().map(from_row).transpose()
-    }
-
-    async fn changed(&self, id: &SessionId, rows: u64) -> Result<SessionInfo> {
-        if rows == 0 {
-            return Err(MemoryError::not_found("session", id.as_str()));
-        }
-        self.fetch(id)
-            .await?
-            .ok_or_else(|| MemoryError::not_found("session", id.as_str()))
+/// The affected session's row, or not-found when the statement matched none.
+fn returned(id: &SessionId, row: Option<SqliteRow>) -> Result<SessionInfo> {
+    match row {
+        Some(row) => from_row(&row),
+        None => Err(MemoryError::not_found("session", id.as_str())),
     }
 }
 
@@ -74,21 +61,22 @@ impl SessionRegistry for SqliteSessionRegistry {
         spec: &NewSession,
         now: Timestamp,
     ) -> Result<SessionInfo> {
-        let result = sqlx::query(
+        let sql = sqlx::AssertSqlSafe(format!(
             "INSERT INTO sessions (id, name, parent_session_id, model, source, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(id.as_str())
-        .bind(&spec.name)
-        .bind(spec.parent_session_id.as_ref().map(SessionId::as_str))
-        .bind(&spec.model)
-        .bind(&spec.source)
-        .bind(now.millis())
-        .bind(now.millis())
-        .execute(&self.db.writer)
-        .await;
+             VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {COLUMNS}"
+        ));
+        let result = sqlx::query(sql)
+            .bind(id.as_str())
+            .bind(&spec.name)
+            .bind(spec.parent_session_id.as_ref().map(SessionId::as_str))
+            .bind(&spec.model)
+            .bind(&spec.source)
+            .bind(now.millis())
+            .bind(now.millis())
+            .fetch_optional(&self.db.writer)
+            .await;
         match result {
-            Ok(_) => self.changed(id, 1).await,
+            Ok(row) => returned(id, row),
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
                 Err(MemoryError::AlreadyExists {
                     kind: "session",
@@ -128,19 +116,20 @@ impl SessionRegistry for SqliteSessionRegistry {
         patch: &SessionPatch,
         now: Timestamp,
     ) -> Result<SessionInfo> {
-        let result = sqlx::query(
+        let sql = sqlx::AssertSqlSafe(format!(
             "UPDATE sessions SET name = COALESCE(?, name), model = COALESCE(?, model), \
-             end_reason = COALESCE(?, end_reason), updated_at = ? WHERE id = ?",
-        )
-        .bind(&patch.name)
-        .bind(&patch.model)
-        .bind(&patch.end_reason)
-        .bind(now.millis())
-        .bind(id.as_str())
-        .execute(&self.db.writer)
-        .await
-        .map_err(db)?;
-        self.changed(id, result.rows_affected()).await
+             end_reason = COALESCE(?, end_reason), updated_at = ? WHERE id = ? RETURNING {COLUMNS}"
+        ));
+        let row = sqlx::query(sql)
+            .bind(&patch.name)
+            .bind(&patch.model)
+            .bind(&patch.end_reason)
+            .bind(now.millis())
+            .bind(id.as_str())
+            .fetch_optional(&self.db.writer)
+            .await
+            .map_err(db)?;
+        returned(id, row)
     }
 
     async fn add_usage(
@@ -149,19 +138,20 @@ impl SessionRegistry for SqliteSessionRegistry {
         usage: SessionUsage,
         now: Timestamp,
     ) -> Result<SessionInfo> {
-        let result = sqlx::query(
+        let sql = sqlx::AssertSqlSafe(format!(
             "UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, \
-             cost = cost + ?, updated_at = ? WHERE id = ?",
-        )
-        .bind(i64::try_from(usage.input_tokens).unwrap_or(i64::MAX))
-        .bind(i64::try_from(usage.output_tokens).unwrap_or(i64::MAX))
-        .bind(usage.cost)
-        .bind(now.millis())
-        .bind(id.as_str())
-        .execute(&self.db.writer)
-        .await
-        .map_err(db)?;
-        self.changed(id, result.rows_affected()).await
+             cost = cost + ?, updated_at = ? WHERE id = ? RETURNING {COLUMNS}"
+        ));
+        let row = sqlx::query(sql)
+            .bind(i64::try_from(usage.input_tokens).unwrap_or(i64::MAX))
+            .bind(i64::try_from(usage.output_tokens).unwrap_or(i64::MAX))
+            .bind(usage.cost)
+            .bind(now.millis())
+            .bind(id.as_str())
+            .fetch_optional(&self.db.writer)
+            .await
+            .map_err(db)?;
+        returned(id, row)
     }
 
     async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()> {
