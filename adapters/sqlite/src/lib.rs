@@ -5,7 +5,8 @@
 //! [`SessionRegistry`](memory_core::ports::SessionRegistry) and
 //! [`KeyValueStore`](memory_core::ports::KeyValueStore),
 //! [`SearchIndex`](memory_core::ports::SearchIndex) and
-//! [`SkillStore`](memory_core::ports::SkillStore) ports.
+//! [`SkillStore`](memory_core::ports::SkillStore) ports, and per-profile long-term memory
+//! ([`SqliteProfiles`]) with its [`VectorIndex`](memory_core::ports::VectorIndex) in the same file.
 //!
 //! ```no_run
 //! # async fn demo() -> memory_core::Result<()> {
@@ -29,6 +30,8 @@ mod message_store;
 mod search_index;
 mod session_registry;
 mod skill_store;
+mod vector_index;
+mod vector_matrix;
 
 pub use config::{SqliteConfig, Synchronous};
 pub use database::SqliteDatabase;
@@ -38,6 +41,7 @@ pub use message_store::SqliteMessageStore;
 pub use search_index::SqliteSearchIndex;
 pub use session_registry::SqliteSessionRegistry;
 pub use skill_store::SqliteSkillStore;
+pub use vector_index::SqliteVectorIndex;
 
 /// The largest message (stored JSON bytes) this adapter accepts: SQLite's default
 /// `SQLITE_MAX_LENGTH` is 1,000,000,000 bytes; we keep well under it.

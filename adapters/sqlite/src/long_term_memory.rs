@@ -4,7 +4,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use memory_core::ports::{
     ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
-    MemoryRecord, RawMessage, RawMessageInsert,
+    MemoryRecord, RawMessage, RawMessageInsert, VectorIndex,
 };
 use memory_core::{
     MemoryError, Result, Role, SearchHit, SearchQuery, SessionId, Timestamp, validate_profile_name,
@@ -14,7 +14,7 @@ use sqlx::sqlite::SqliteRow;
 
 use crate::database::SqliteDatabase;
 use crate::error::{BACKEND, db};
-use crate::{SqliteConfig, fts};
+use crate::{SqliteConfig, SqliteVectorIndex, fts};
 
 /// One profile's [`LongTermMemoryStore`] in its own SQLite database.
 #[derive(Debug, Clone)]
@@ -356,7 +356,14 @@ impl LongTermMemoryStore for SqliteLongTermMemory {
 /// profile is a file operation, and isolation is physical.
 pub struct SqliteProfiles {
     root: PathBuf,
-    open: tokio::sync::Mutex<std::collections::HashMap<String, SqliteDatabase>>,
+    open: tokio::sync::Mutex<std::collections::HashMap<String, OpenProfile>>,
+}
+
+/// An open profile database and its one vector index (whose matrix cache must be unique).
+#[derive(Clone)]
+struct OpenProfile {
+    db: SqliteDatabase,
+    vectors: Arc<SqliteVectorIndex>,
 }
 
 impl SqliteProfiles {
@@ -371,19 +378,33 @@ impl SqliteProfiles {
     fn path(&self, name: &str) -> PathBuf {
         self.root.join(format!("{name}.db"))
     }
+
+    async fn profile(&self, name: &str) -> Result<OpenProfile> {
+        validate_profile_name(name)?;
+        let mut open = self.open.lock().await;
+        if let Some(profile) = open.get(name) {
+            return Ok(profile.clone());
+        }
+        let db = SqliteDatabase::open(SqliteConfig::new(self.path(name))).await?;
+        let profile = OpenProfile {
+            vectors: Arc::new(SqliteVectorIndex::new(db.clone())),
+            db,
+        };
+        open.insert(name.to_owned(), profile.clone());
+        Ok(profile)
+    }
 }
 
 #[async_trait]
 impl MemoryProfiles for SqliteProfiles {
     async fn open(&self, name: &str) -> Result<Arc<dyn LongTermMemoryStore>> {
-        validate_profile_name(name)?;
-        let mut open = self.open.lock().await;
-        if let Some(db) = open.get(name) {
-            return Ok(Arc::new(SqliteLongTermMemory::new(db.clone())));
-        }
-        let db = SqliteDatabase::open(SqliteConfig::new(self.path(name))).await?;
-        open.insert(name.to_owned(), db.clone());
-        Ok(Arc::new(SqliteLongTermMemory::new(db)))
+        Ok(Arc::new(SqliteLongTermMemory::new(
+            self.profile(name).await?.db,
+        )))
+    }
+
+    async fn vectors(&self, name: &str) -> Result<Arc<dyn VectorIndex>> {
+        Ok(self.profile(name).await?.vectors)
     }
 
     async fn list(&self) -> Result<Vec<String>> {
@@ -413,8 +434,8 @@ impl MemoryProfiles for SqliteProfiles {
 
     async fn delete(&self, name: &str) -> Result<bool> {
         validate_profile_name(name)?;
-        if let Some(db) = self.open.lock().await.remove(name) {
-            db.close().await;
+        if let Some(profile) = self.open.lock().await.remove(name) {
+            profile.db.close().await;
         }
         let path = self.path(name);
         let existed = path.exists();

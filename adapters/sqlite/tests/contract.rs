@@ -107,3 +107,35 @@ async fn sqlite_long_term_memory_passes_the_contract() {
     profiles.delete("solo").await.unwrap();
     assert!(!dir.path().join("profiles/solo.db").exists());
 }
+
+#[tokio::test]
+async fn sqlite_vector_index_passes_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    contract::vector_index::run_all(&memory_sqlite::SqliteVectorIndex::new(open(&dir).await)).await;
+    let profiles = memory_sqlite::SqliteProfiles::new(dir.path().join("profiles"));
+    contract::vector_index::profile_vectors_are_isolated(&profiles).await;
+}
+
+#[tokio::test]
+async fn sqlite_vectors_survive_a_reopen() {
+    use memory_core::ports::{VectorIndex, VectorRecord};
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir).await;
+    let index = memory_sqlite::SqliteVectorIndex::new(db.clone());
+    let record = |id: &str, v: [f32; 2]| VectorRecord {
+        id: id.into(),
+        vector: v.to_vec(),
+        model: "m".into(),
+    };
+    index
+        .upsert("ns", vec![record("a", [1.0, 0.0]), record("b", [0.0, 1.0])])
+        .await
+        .unwrap();
+    index.delete("ns", &["b".to_owned()]).await.unwrap();
+    db.close().await;
+    let reopened = memory_sqlite::SqliteVectorIndex::new(open(&dir).await);
+    let hits = reopened.query("ns", &[0.0, 1.0], 5).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].id, "a");
+    assert_eq!(reopened.model("ns").await.unwrap().as_deref(), Some("m"));
+}

@@ -192,6 +192,7 @@ mock! {
     #[async_trait]
     impl MemoryProfiles for MemoryProfiles {
         async fn open(&self, name: &str) -> Result<Arc<dyn LongTermMemoryStore>>;
+        async fn vectors(&self, name: &str) -> Result<Arc<dyn VectorIndex>>;
         async fn list(&self) -> Result<Vec<String>>;
         async fn delete(&self, name: &str) -> Result<bool>;
     }

@@ -45,3 +45,14 @@ async fn in_memory_skill_store_passes_the_contract() {
 async fn in_memory_long_term_memory_passes_the_contract() {
     contract::long_term_memory::run_all(&InMemoryProfiles::new()).await;
 }
+
+#[tokio::test]
+async fn in_memory_vector_index_passes_the_contract() {
+    contract::vector_index::run_all(&memory_testkit::in_memory::InMemoryVectorIndex::new()).await;
+    contract::vector_index::profile_vectors_are_isolated(&InMemoryProfiles::new()).await;
+}
+
+#[tokio::test]
+async fn hashing_embedder_passes_the_contract() {
+    contract::embedder::run_all(&memory_testkit::in_memory::HashingEmbedder::new(64)).await;
+}

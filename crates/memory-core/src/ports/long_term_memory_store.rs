@@ -3,6 +3,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::ports::VectorIndex;
 use crate::{Result, SearchHit, Timestamp};
 
 /// The type of a long-term memory.
@@ -155,11 +156,14 @@ pub trait LongTermMemoryStore: Send + Sync {
 /// Named, isolated memory profiles.
 ///
 /// # Contract
-/// - Profiles share nothing; `delete` removes every trace of one.
+/// - Profiles share nothing; `delete` removes every trace of one, vectors included.
+/// - `vectors(name)` is the profile's own vector index, beside its data.
 #[async_trait]
 pub trait MemoryProfiles: Send + Sync {
     /// Opens (creating if needed) a profile.
     async fn open(&self, name: &str) -> Result<Arc<dyn LongTermMemoryStore>>;
+    /// The profile's vector index (opening the profile if needed).
+    async fn vectors(&self, name: &str) -> Result<Arc<dyn VectorIndex>>;
     /// Profile names, sorted.
     async fn list(&self) -> Result<Vec<String>>;
     /// Deletes a profile; true if it existed.

@@ -5,12 +5,14 @@
 //! Every function works in freshly named sessions and keys, so it is safe on a shared store.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod embedder;
 pub mod key_value_store;
 pub mod long_term_memory;
 pub mod message_store;
 pub mod search_index;
 pub mod session_registry;
 pub mod skill_store;
+pub mod vector_index;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -4,11 +4,11 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use memory_core::ports::{
     ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
-    MemoryRecord, RawMessage, RawMessageInsert,
+    MemoryRecord, RawMessage, RawMessageInsert, VectorIndex,
 };
 use memory_core::{MemoryError, Result, Role, SearchHit, SearchMode, SessionId};
 
-use super::{Bm25Corpus, lock};
+use super::{Bm25Corpus, InMemoryVectorIndex, lock};
 
 #[derive(Default)]
 struct Inner {
@@ -246,6 +246,7 @@ impl LongTermMemoryStore for InMemoryLongTermMemory {
 #[derive(Default)]
 pub struct InMemoryProfiles {
     profiles: Mutex<BTreeMap<String, Arc<InMemoryLongTermMemory>>>,
+    vectors: Mutex<BTreeMap<String, Arc<InMemoryVectorIndex>>>,
 }
 
 impl InMemoryProfiles {
@@ -266,11 +267,21 @@ impl MemoryProfiles for InMemoryProfiles {
         Ok(store)
     }
 
+    async fn vectors(&self, name: &str) -> Result<Arc<dyn VectorIndex>> {
+        self.open(name).await?;
+        let index = lock(&self.vectors)
+            .entry(name.to_owned())
+            .or_default()
+            .clone();
+        Ok(index)
+    }
+
     async fn list(&self) -> Result<Vec<String>> {
         Ok(lock(&self.profiles).keys().cloned().collect())
     }
 
     async fn delete(&self, name: &str) -> Result<bool> {
+        lock(&self.vectors).remove(name);
         Ok(lock(&self.profiles).remove(name).is_some())
     }
 }

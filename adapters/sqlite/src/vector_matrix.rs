@@ -1,0 +1,198 @@
+//! An in-memory matrix of unit vectors with exact top-k cosine search.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+
+/// Rows of L2-normalised vectors, contiguous, with their ids.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct VectorMatrix {
+    dims: usize,
+    ids: Vec<String>,
+    rows: HashMap<String, usize>,
+    data: Vec<f32>,
+}
+
+/// `v / |v|`; the zero vector stays zero (it matches nothing).
+pub(crate) fn normalised(v: &[f32]) -> Vec<f32> {
+    let norm = dot(v, v).sqrt();
+    if norm > 0.0 {
+        v.iter().map(|x| x / norm).collect()
+    } else {
+        v.to_vec()
+    }
+}
+
+/// Dot product with eight independent accumulators, which the compiler vectorises.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; 8];
+    let chunks = a.len() / 8;
+    for c in 0..chunks {
+        let (x, y) = (&a[c * 8..c * 8 + 8], &b[c * 8..c * 8 + 8]);
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let mut sum: f32 = acc.iter().sum();
+    for i in chunks * 8..a.len().min(b.len()) {
+        sum += a[i] * b[i];
+    }
+    sum
+}
+
+/// A candidate in the bounded heap: the worst kept hit sits on top.
+struct Scored<'a> {
+    score: f32,
+    row: usize,
+    id: &'a str,
+}
+
+impl PartialEq for Scored<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Scored<'_> {}
+impl PartialOrd for Scored<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Scored<'_> {
+    /// "Greater" = worse: lower score, then later id.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .score
+            .total_cmp(&self.score)
+            .then_with(|| self.id.cmp(other.id))
+    }
+}
+
+impl VectorMatrix {
+    /// An empty matrix of `dims` columns.
+    pub(crate) fn new(dims: usize) -> Self {
+        Self {
+            dims,
+            ..Self::default()
+        }
+    }
+
+    /// Number of rows.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Inserts or replaces a row (the vector is normalised here).
+    pub(crate) fn upsert(&mut self, id: &str, vector: &[f32]) {
+        let unit = normalised(vector);
+        match self.rows.get(id) {
+            Some(&row) => self.data[row * self.dims..(row + 1) * self.dims].copy_from_slice(&unit),
+            None => {
+                self.rows.insert(id.to_owned(), self.ids.len());
+                self.ids.push(id.to_owned());
+                self.data.extend_from_slice(&unit);
+            }
+        }
+    }
+
+    /// Removes a row; true if it existed. The last row moves into the hole.
+    pub(crate) fn remove(&mut self, id: &str) -> bool {
+        let Some(row) = self.rows.remove(id) else {
+            return false;
+        };
+        let last = self.ids.len() - 1;
+        if row != last {
+            let (head, tail) = self.data.split_at_mut(last * self.dims);
+            head[row * self.dims..(row + 1) * self.dims].copy_from_slice(&tail[..self.dims]);
+            self.ids.swap(row, last);
+            self.rows.insert(self.ids[row].clone(), row);
+        }
+        self.ids.pop();
+        self.data.truncate(last * self.dims);
+        true
+    }
+
+    /// The `k` rows most similar to `query` (cosine), best first; ties by id.
+    pub(crate) fn top_k(&self, query: &[f32], k: usize) -> Vec<(String, f32)> {
+        if k == 0 || self.dims == 0 {
+            return Vec::new();
+        }
+        let query = normalised(query);
+        let mut heap: BinaryHeap<Scored> = BinaryHeap::with_capacity(k + 1);
+        for (row, vector) in self.data.chunks_exact(self.dims).enumerate() {
+            let candidate = Scored {
+                score: dot(&query, vector),
+                row,
+                id: &self.ids[row],
+            };
+            if heap.len() == k
+                && let Some(worst) = heap.peek()
+                && candidate >= *worst
+            {
+                continue;
+            }
+            heap.push(candidate);
+            if heap.len() > k {
+                heap.pop();
+            }
+        }
+        let mut hits: Vec<(String, f32)> = heap
+            .into_iter()
+            .map(|s| (self.ids[s.row].clone(), s.score))
+            .collect();
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_k_is_exact_and_ordered() {
+        let mut m = VectorMatrix::new(3);
+        m.upsert("x", &[1.0, 0.0, 0.0]);
+        m.upsert("y", &[0.0, 1.0, 0.0]);
+        m.upsert("xy", &[1.0, 1.0, 0.0]);
+        let hits = m.top_k(&[2.0, 0.1, 0.0], 2);
+        assert_eq!(hits[0].0, "x");
+        assert_eq!(hits[1].0, "xy");
+        assert!(hits[0].1 > hits[1].1);
+    }
+
+    #[test]
+    fn remove_moves_the_last_row_and_keeps_lookups_right() {
+        let mut m = VectorMatrix::new(2);
+        for (id, v) in [("a", [1.0, 0.0]), ("b", [0.0, 1.0]), ("c", [1.0, 1.0])] {
+            m.upsert(id, &v);
+        }
+        assert!(m.remove("a"));
+        assert!(!m.remove("a"));
+        assert_eq!(m.len(), 2);
+        m.upsert("c", &[0.0, 1.0]);
+        let hits = m.top_k(&[0.0, 1.0], 5);
+        assert_eq!(hits.len(), 2);
+        assert!((hits[0].1 - 1.0).abs() < 1e-6 && (hits[1].1 - 1.0).abs() < 1e-6);
+        assert_eq!(hits[0].0, "b", "ties go to the smaller id");
+    }
+
+    #[test]
+    fn many_rows_match_a_sort_of_all_scores() {
+        let mut m = VectorMatrix::new(9);
+        let mut all = Vec::new();
+        for i in 0..500u32 {
+            let v: Vec<f32> = (0..9)
+                .map(|j| ((i * 31 + j * 17) % 13) as f32 - 6.0)
+                .collect();
+            m.upsert(&format!("{i:04}"), &v);
+            all.push(format!("{i:04}"));
+        }
+        let q = [1.0, -2.0, 0.5, 0.0, 3.0, 1.0, -1.0, 2.0, 0.25];
+        let top = m.top_k(&q, 17);
+        let mut expected = m.top_k(&q, 500);
+        expected.truncate(17);
+        assert_eq!(top, expected);
+        assert_eq!(m.top_k(&q, 500).len(), 500);
+    }
+}
