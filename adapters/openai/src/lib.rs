@@ -1,7 +1,9 @@
 //! # memory-openai
 //!
-//! Chat completions over any OpenAI-compatible endpoint as the
-//! [`LanguageModel`](memory_core::ports::LanguageModel) port.
+//! Chat completions ([`OpenAiChat`], the
+//! [`LanguageModel`](memory_core::ports::LanguageModel) port) and embeddings
+//! ([`OpenAiEmbedder`], the [`Embedder`](memory_core::ports::Embedder) port, batched) over any
+//! OpenAI-compatible endpoint.
 //!
 //! - configurable base URL, model, API key (read from an environment variable), timeout;
 //! - retries with exponential backoff on 429, 5xx, timeouts and connection errors, honouring
@@ -24,7 +26,10 @@
 
 mod chat;
 mod config;
+mod embeddings;
+mod http;
 mod wire;
 
 pub use chat::OpenAiChat;
 pub use config::OpenAiConfig;
+pub use embeddings::{DEFAULT_EMBEDDING_BATCH, OpenAiEmbedder};
