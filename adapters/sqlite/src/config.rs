@@ -29,6 +29,9 @@ pub struct SqliteConfig {
     pub readers: u32,
     /// How long a connection waits on a lock held by another process.
     pub busy_timeout: Duration,
+    /// `secure_delete=ON`: deleted content is overwritten with zeros, so an erased record
+    /// leaves no trace in the file (used for long-term memory profiles; costs some write I/O).
+    pub secure_delete: bool,
 }
 
 impl SqliteConfig {
@@ -39,12 +42,19 @@ impl SqliteConfig {
             synchronous: Synchronous::Normal,
             readers: 4,
             busy_timeout: Duration::from_secs(5),
+            secure_delete: false,
         }
     }
 
     /// Sets the durability mode.
     pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
         self.synchronous = synchronous;
+        self
+    }
+
+    /// Overwrites deleted content (see [`SqliteConfig::secure_delete`]).
+    pub fn secure_delete(mut self, on: bool) -> Self {
+        self.secure_delete = on;
         self
     }
 

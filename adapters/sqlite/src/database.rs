@@ -36,7 +36,11 @@ impl SqliteDatabase {
             .foreign_keys(true)
             .busy_timeout(config.busy_timeout)
             .pragma("cache_size", "-32768")
-            .pragma("temp_store", "memory");
+            .pragma("temp_store", "memory")
+            .pragma(
+                "secure_delete",
+                if config.secure_delete { "ON" } else { "OFF" },
+            );
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)

@@ -11,6 +11,11 @@ pub(crate) fn match_expression(query: &SearchQuery, column: &str, scope: Option<
     let body = match query.mode {
         SearchMode::AllWords => terms.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" "),
         SearchMode::Phrase => quote(&terms.join(" ")),
+        SearchMode::AnyWords => terms
+            .iter()
+            .map(|t| quote(t))
+            .collect::<Vec<_>>()
+            .join(" OR "),
     };
     match scope {
         Some(token) => format!("scope : \"{token}\" AND {column} : ({body})"),

@@ -3,11 +3,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::ports::{
-    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
-    MemoryRecord, RawMessage, RawMessageInsert, VectorIndex,
+    ForgetRequest, JobRecord, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage,
+    MemoryProfiles, MemoryRecord, RawMessage, RawMessageInsert, VectorIndex,
 };
 use memory_core::{
-    MemoryError, Result, Role, SearchHit, SearchQuery, SessionId, Timestamp, validate_profile_name,
+    MemoryError, Result, Role, SearchHit, SearchMode, SearchQuery, SessionId, Timestamp,
+    validate_profile_name,
 };
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
@@ -50,7 +51,7 @@ fn parse_kind(s: &str) -> Result<MemoryKind> {
     }
 }
 
-const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at";
+const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines";
 
 fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
     let reason: Option<String> = row.get(11);
@@ -63,6 +64,10 @@ fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
         questions: serde_json::from_str(row.get(5))?,
         session_id: row.get(6),
         source_message_ids: serde_json::from_str(row.get(7))?,
+        source_lines: row
+            .get::<Option<&str>, _>(13)
+            .map(serde_json::from_str)
+            .transpose()?,
         recorded_at: Timestamp(row.get(8)),
         valid_at: row.get::<Option<i64>, _>(9).map(Timestamp),
         superseded_by: row.get(10),
@@ -71,6 +76,26 @@ fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
             at: Timestamp(forgotten_at.unwrap_or(0)),
         }),
     })
+}
+
+fn job_from_row(r: &SqliteRow) -> Result<JobRecord> {
+    Ok(JobRecord {
+        id: r.get(0),
+        status: r.get(1),
+        body: serde_json::from_str(r.get(2))?,
+        created_at: Timestamp(r.get(3)),
+        updated_at: Timestamp(r.get(4)),
+    })
+}
+
+fn raw_from_row(r: &SqliteRow) -> RawMessage {
+    RawMessage {
+        id: r.get(0),
+        session_id: r.get(1),
+        role: r.get(2),
+        content: r.get(3),
+        created_at: Timestamp(r.get(4)),
+    }
 }
 
 fn select(rest: &str) -> sqlx::AssertSqlSafe<String> {
@@ -148,8 +173,50 @@ impl LongTermMemoryStore for SqliteLongTermMemory {
         ))
     }
 
+    async fn raw_by_ids(&self, ids: &[String]) -> Result<Vec<RawMessage>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(
+            "SELECT r.id, r.session_id, r.role, r.content, r.created_at FROM json_each(?) j \
+             JOIN raw_messages r ON r.id = j.value ORDER BY j.key",
+        )
+        .bind(serde_json::to_string(ids)?)
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(db)?;
+        Ok(rows.iter().map(raw_from_row).collect())
+    }
+
+    async fn raw_neighbors(&self, ids: &[String], radius: usize) -> Result<Vec<RawMessage>> {
+        if ids.is_empty() || radius == 0 {
+            return Ok(Vec::new());
+        }
+        let radius = i64::try_from(radius).unwrap_or(i64::MAX);
+        let rows = sqlx::query(
+            "WITH given AS (SELECT r.doc, r.session_id FROM json_each(?1) j JOIN raw_messages r ON r.id = j.value), \
+             near AS ( \
+               SELECT n.doc FROM given g JOIN raw_messages n ON n.doc IN ( \
+                 SELECT doc FROM raw_messages WHERE session_id = g.session_id AND doc < g.doc \
+                   AND id NOT IN (SELECT value FROM json_each(?1)) ORDER BY doc DESC LIMIT ?2) \
+               UNION \
+               SELECT n.doc FROM given g JOIN raw_messages n ON n.doc IN ( \
+                 SELECT doc FROM raw_messages WHERE session_id = g.session_id AND doc > g.doc \
+                   AND id NOT IN (SELECT value FROM json_each(?1)) ORDER BY doc LIMIT ?2)) \
+             SELECT r.id, r.session_id, r.role, r.content, r.created_at FROM near JOIN raw_messages r ON r.doc = near.doc ORDER BY r.doc",
+        )
+        .bind(serde_json::to_string(ids)?)
+        .bind(radius)
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(db)?;
+        Ok(rows.iter().map(raw_from_row).collect())
+    }
+
     async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
-        let query = SearchQuery::new(query).limit(limit);
+        let query = SearchQuery::new(query)
+            .mode(SearchMode::AnyWords)
+            .limit(limit);
         if query.is_empty() {
             return Ok(Vec::new());
         }
@@ -180,7 +247,7 @@ impl LongTermMemoryStore for SqliteLongTermMemory {
         let search_text = format!("{}\n{}", m.content, m.questions.join("\n"));
         let result = sqlx::query(
             "INSERT INTO memories (id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, \
-             superseded_by, forgotten_reason, forgotten_at, search_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             superseded_by, forgotten_reason, forgotten_at, search_text, source_lines) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&m.id)
         .bind(kind_name(m.kind))
@@ -195,6 +262,7 @@ impl LongTermMemoryStore for SqliteLongTermMemory {
         .bind(m.forgotten.as_ref().map(|f| f.reason.clone()))
         .bind(m.forgotten.as_ref().map(|f| f.at.millis()))
         .bind(search_text)
+        .bind(m.source_lines.map(|l| format!("[{},{}]", l[0], l[1])))
         .execute(&self.db.writer)
         .await;
         match result {
@@ -304,7 +372,9 @@ impl LongTermMemoryStore for SqliteLongTermMemory {
     }
 
     async fn search_memories(&self, query: &str, limit: usize) -> Result<Vec<(String, f64)>> {
-        let query = SearchQuery::new(query).limit(limit);
+        let query = SearchQuery::new(query)
+            .mode(SearchMode::AnyWords)
+            .limit(limit);
         if query.is_empty() {
             return Ok(Vec::new());
         }
@@ -339,6 +409,57 @@ impl LongTermMemoryStore for SqliteLongTermMemory {
             return Err(MemoryError::not_found("memory", id));
         }
         Ok(())
+    }
+
+    async fn put_job(&self, job: JobRecord) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO jobs(id, status, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?) \
+             ON CONFLICT(id) DO UPDATE SET status = excluded.status, body = excluded.body, \
+             updated_at = excluded.updated_at",
+        )
+        .bind(&job.id)
+        .bind(&job.status)
+        .bind(job.body.to_string())
+        .bind(job.created_at.millis())
+        .bind(job.updated_at.millis())
+        .execute(&self.db.writer)
+        .await
+        .map_err(db)?;
+        Ok(())
+    }
+
+    async fn get_job(&self, id: &str) -> Result<Option<JobRecord>> {
+        let row =
+            sqlx::query("SELECT id, status, body, created_at, updated_at FROM jobs WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&self.db.reader)
+                .await
+                .map_err(db)?;
+        row.as_ref().map(job_from_row).transpose()
+    }
+
+    async fn list_jobs(&self) -> Result<Vec<JobRecord>> {
+        let rows = sqlx::query(
+            "SELECT id, status, body, created_at, updated_at FROM jobs ORDER BY created_at, id",
+        )
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(db)?;
+        rows.iter().map(job_from_row).collect()
+    }
+
+    async fn purge_raw(&self, ids: &[String]) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let deleted =
+            sqlx::query("DELETE FROM raw_messages WHERE id IN (SELECT value FROM json_each(?))")
+                .bind(serde_json::to_string(ids)?)
+                .execute(&self.db.writer)
+                .await
+                .map_err(db)?
+                .rows_affected();
+        Ok(deleted)
     }
 
     async fn purge(&self, id: &str) -> Result<bool> {
@@ -385,7 +506,8 @@ impl SqliteProfiles {
         if let Some(profile) = open.get(name) {
             return Ok(profile.clone());
         }
-        let db = SqliteDatabase::open(SqliteConfig::new(self.path(name))).await?;
+        let db =
+            SqliteDatabase::open(SqliteConfig::new(self.path(name)).secure_delete(true)).await?;
         let profile = OpenProfile {
             vectors: Arc::new(SqliteVectorIndex::new(db.clone())),
             db,

@@ -191,6 +191,31 @@ impl VectorIndex for SqliteVectorIndex {
             .collect())
     }
 
+    async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(
+            "SELECT v.id, v.vector, n.model FROM json_each(?) j \
+             JOIN vectors v ON v.namespace = ? AND v.id = j.value \
+             JOIN vector_namespaces n ON n.namespace = v.namespace ORDER BY j.key",
+        )
+        .bind(serde_json::to_string(ids)?)
+        .bind(namespace)
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(db)?;
+        rows.iter()
+            .map(|r| {
+                Ok(VectorRecord {
+                    id: r.get(0),
+                    vector: decode(r.get::<&[u8], _>(1))?,
+                    model: r.get(2),
+                })
+            })
+            .collect()
+    }
+
     async fn model(&self, namespace: &str) -> Result<Option<String>> {
         let ns = self.namespace(namespace).await?;
         let ns = ns.read().map_err(|_| poisoned())?;

@@ -5,19 +5,25 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_config::{BlockKindConfig, BlockSource as ConfigSource, MemoryConfig, TokenizerConfig};
+use memory_candle::LocalEmbedder;
+use memory_config::{
+    BlockKindConfig, BlockSource as ConfigSource, EmbedderChoice, LlmConfig, MemoryConfig,
+    TokenizerConfig,
+};
 use memory_core::ports::{
-    BlockProvider, KeyValueStore, MessageStore, SearchIndex, SkillStore, SystemClock, TokenCounter,
+    BlockProvider, Embedder, KeyValueStore, LanguageModel, MessageStore, SearchIndex, SkillStore,
+    SystemClock, TokenCounter,
 };
 use memory_core::{HeuristicTokenCounter, Result, SessionId};
 use memory_engine::compaction::{CompactorOptions, SummarizingCompactor};
 use memory_engine::context::{BlockSpec, ContextWiring, StoredSkills, TextBlock};
+use memory_engine::long_term::{LongTermConfig, MemoryService, StageModels};
 use memory_engine::{CompactionSettings, SessionManager};
 use memory_fs::{FileBlock, MarkdownSkills};
-use memory_openai::{OpenAiChat, OpenAiConfig};
+use memory_openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder};
 use memory_sqlite::{
-    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteSearchIndex,
-    SqliteSessionRegistry, SqliteSkillStore,
+    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteProfiles,
+    SqliteSearchIndex, SqliteSessionRegistry, SqliteSkillStore,
 };
 use memory_tiktoken::TiktokenCounter;
 
@@ -49,13 +55,7 @@ impl App {
         let mut manager = SessionManager::new(store.clone(), registry, Arc::new(SystemClock))
             .with_context(wiring);
         if let Some(llm) = &config.llm {
-            let mut chat_config = OpenAiConfig::new(&llm.base_url, &llm.model)
-                .api_key_from_env(&llm.api_key_env)
-                .timeout(Duration::from_secs(llm.timeout_secs))
-                .retries(llm.max_retries, Duration::from_millis(500));
-            chat_config.query = llm.query.clone();
-            chat_config.api_key_header = llm.api_key_header.clone();
-            let chat = OpenAiChat::new(chat_config)?;
+            let chat = OpenAiChat::new(endpoint(llm, None))?;
             let options = CompactorOptions {
                 protect_head: config.compaction.protect_head,
                 tail_token_budget: config.compaction.tail_token_budget,
@@ -80,6 +80,97 @@ impl App {
     pub async fn close(self) {
         self.db.close().await;
     }
+}
+
+/// The OpenAI-compatible endpoint of `[llm]`, optionally with another model.
+fn endpoint(llm: &LlmConfig, model: Option<&str>) -> OpenAiConfig {
+    let mut config = OpenAiConfig::new(&llm.base_url, model.unwrap_or(&llm.model))
+        .api_key_from_env(&llm.api_key_env)
+        .timeout(Duration::from_secs(llm.timeout_secs))
+        .retries(llm.max_retries, Duration::from_millis(500));
+    config.query = llm.query.clone();
+    config.api_key_header = llm.api_key_header.clone();
+    config
+}
+
+/// An embedder, or `None` and the reason vectors are off.
+pub type EmbedderChoiceResult = (Option<Arc<dyn Embedder>>, Option<String>);
+
+/// The embedder `memory.toml` asks for, or `None` (with the reason) when vectors are off.
+pub fn embedder(config: &MemoryConfig) -> std::result::Result<EmbedderChoiceResult, CliError> {
+    match config.memory.embedder {
+        EmbedderChoice::None => Ok((
+            None,
+            Some("vectors are off ([memory] embedder = \"none\")".into()),
+        )),
+        EmbedderChoice::Local => match LocalEmbedder::discover()? {
+            Some(e) => Ok((Some(Arc::new(e)), None)),
+            None => Ok((
+                None,
+                Some(format!(
+                    "the local embedding model is not installed in {} (run scripts/setup-model.sh); vectors are off",
+                    LocalEmbedder::default_model_dir().display()
+                )),
+            )),
+        },
+        EmbedderChoice::Openai => {
+            let llm = config.llm.as_ref().ok_or_else(|| {
+                CliError::Input("[memory] embedder = \"openai\" needs an [llm] endpoint".into())
+            })?;
+            let model = config.memory.embedding_model.as_deref().ok_or_else(|| {
+                CliError::Input("[memory] embedder = \"openai\" needs embedding_model".into())
+            })?;
+            let dims = config.memory.embedding_dimensions.ok_or_else(|| {
+                CliError::Input("[memory] embedder = \"openai\" needs embedding_dimensions".into())
+            })?;
+            Ok((
+                Some(Arc::new(OpenAiEmbedder::new(
+                    endpoint(llm, Some(model)),
+                    dims,
+                )?)),
+                None,
+            ))
+        }
+    }
+}
+
+/// Long-term memory over `<data_dir>/profiles` (one SQLite file per profile), with the
+/// embedder and per-stage models of `memory.toml`. The note says what is off, if anything.
+pub fn memory_service(
+    data_dir: &Path,
+) -> std::result::Result<(MemoryService, Option<String>), CliError> {
+    let config = MemoryConfig::load_dir(data_dir).map_err(|e| CliError::Input(e.to_string()))?;
+    memory_service_with(&config, &data_dir.join("profiles"))
+}
+
+/// [`memory_service`] with an explicit configuration and profiles directory.
+pub fn memory_service_with(
+    config: &MemoryConfig,
+    profiles_root: &Path,
+) -> std::result::Result<(MemoryService, Option<String>), CliError> {
+    let config = config.clone();
+    let profiles = Arc::new(SqliteProfiles::new(profiles_root));
+    let mut service = MemoryService::new(profiles, Arc::new(SystemClock));
+    let (embedder, note) = embedder(&config)?;
+    if let Some(e) = embedder {
+        service = service.with_embedder(e);
+    }
+    if let Some(llm) = &config.llm {
+        let small: Arc<dyn LanguageModel> = Arc::new(OpenAiChat::new(endpoint(
+            llm,
+            config.memory.extraction_model.as_deref(),
+        ))?);
+        let large: Arc<dyn LanguageModel> = Arc::new(OpenAiChat::new(endpoint(
+            llm,
+            config.memory.synthesis_model.as_deref(),
+        ))?);
+        service = service.with_models(StageModels::split(small, large));
+    }
+    let mut long_term = LongTermConfig::default();
+    if let Some(header) = &config.memory.affinity_header {
+        long_term.affinity_header = (!header.is_empty()).then(|| header.clone());
+    }
+    Ok((service.with_config(long_term), note))
 }
 
 /// Maps validated declarations onto providers.

@@ -120,6 +120,9 @@ pub enum Command {
     /// Long-term memory profiles (stored under `<data-dir>/profiles`).
     #[command(subcommand)]
     Profile(ProfileCommand),
+    /// Retrieval benchmarks through the real ingest and recall code paths.
+    #[command(subcommand)]
+    Eval(EvalCommand),
     /// Write a branching conversation with tool calls into a fresh data dir, search it and
     /// print two branches.
     Demo,
@@ -301,6 +304,9 @@ pub enum MessageCommand {
 #[derive(Debug, Subcommand)]
 pub enum ProfileCommand {
     /// Ingest a JSONL file of UIMessages (or `export` records) as raw messages; idempotent.
+    ///
+    /// The messages are stored and searchable when this returns; extraction (with `[llm]`)
+    /// and vectorization run as a durable job: in a background worker, or here with `--wait`.
     Ingest {
         /// Profile name.
         profile: String,
@@ -309,6 +315,22 @@ pub enum ProfileCommand {
         /// Session id for plain UIMessage lines.
         #[arg(long)]
         session: Option<String>,
+        /// Run extraction and vectorization before returning.
+        #[arg(long)]
+        wait: bool,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// List the profile's ingest jobs; `--run` resumes unfinished ones.
+    Jobs {
+        /// Profile name.
+        profile: String,
+        /// Run every unfinished job to the end.
+        #[arg(long)]
+        run: bool,
+        /// With `--run`, also retry failed jobs.
+        #[arg(long)]
+        retry_failed: bool,
         #[command(flatten)]
         format: Format,
     },
@@ -339,9 +361,12 @@ pub enum ProfileCommand {
         /// Maximum results.
         #[arg(long, default_value_t = 10)]
         limit: usize,
-        /// Show each result's per-channel ranks.
+        /// Show each result's per-channel ranks, the search terms and the date facts.
         #[arg(long)]
         explain: bool,
+        /// Also synthesize an answer citing the results (needs `[llm]`).
+        #[arg(long)]
+        answer: bool,
         #[command(flatten)]
         format: Format,
     },
@@ -378,6 +403,9 @@ pub enum ProfileCommand {
         /// Write here instead of standard output.
         #[arg(long, short)]
         output: Option<PathBuf>,
+        /// Include the vectors (with the model that made them).
+        #[arg(long)]
+        vectors: bool,
     },
     /// Import an export into a profile (idempotent).
     Import {
@@ -388,11 +416,55 @@ pub enum ProfileCommand {
         #[command(flatten)]
         format: Format,
     },
-    /// Erase a memory.
+    /// Erase a memory and its vector; with `--with-sources`, also the raw messages it came from.
     Purge {
         /// Profile name.
         profile: String,
         /// Memory id.
         id: String,
+        /// Also erase the source raw messages (right to erasure).
+        #[arg(long)]
+        with_sources: bool,
+    },
+    /// Rebuild every vector with the configured embedder (after a model change).
+    Reembed {
+        /// Profile name.
+        profile: String,
+        #[command(flatten)]
+        format: Format,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// LoCoMo (turn-level recipe): recall@5/10, recall_all@10 and nDCG@10 of the pipeline and
+    /// of a BM25-only baseline, overall (categories 1-4) and per category.
+    Locomo {
+        /// The data set (`locomo10.json`); it is read in place, never copied.
+        #[arg(long)]
+        data: PathBuf,
+        /// Only the first N conversations (after `--skip`).
+        #[arg(long)]
+        conversations: Option<usize>,
+        /// Skip the first N conversations (for a held-out split).
+        #[arg(long, default_value_t = 0)]
+        skip: usize,
+        /// Weight of the raw-message full-text channel.
+        #[arg(long)]
+        raw_fts_weight: Option<f64>,
+        /// Weight of the raw-message vector channel.
+        #[arg(long)]
+        raw_vector_weight: Option<f64>,
+        /// Neighbours pulled in on each side of a raw hit (0: off).
+        #[arg(long)]
+        context_radius: Option<usize>,
+        /// Share of a raw hit's score its neighbours inherit.
+        #[arg(long)]
+        context_weight: Option<f64>,
+        /// The RRF constant.
+        #[arg(long)]
+        rrf_k: Option<f64>,
+        #[command(flatten)]
+        format: Format,
     },
 }

@@ -3,6 +3,7 @@
 mod app;
 mod cli;
 mod commands;
+mod eval;
 mod output;
 
 use std::process::ExitCode;

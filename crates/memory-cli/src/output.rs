@@ -115,3 +115,19 @@ pub fn hits(hits: &[SearchHit]) {
         );
     }
 }
+
+/// A progress bar on standard error for a long operation; hidden for `--json` output or when
+/// standard error is not a terminal (so scripts and logs stay clean).
+pub fn progress_bar(json: bool, unit: &str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if json || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&format!(
+        "{{bar:40}} {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}})"
+    )) {
+        bar.set_style(style);
+    }
+    bar
+}

@@ -41,16 +41,33 @@ fn ingest_remember_recall_forget() {
         .stderr(predicate::str::contains("pass --session"));
     let first = json_out(
         memory(d)
-            .args(["profile", "ingest", "ada", "--session", "c1", "--json"])
+            .args([
+                "profile",
+                "ingest",
+                "ada",
+                "--session",
+                "c1",
+                "--wait",
+                "--json",
+            ])
             .arg(&file),
     );
+    assert_eq!(first["jobs"][0]["status"], "done");
     assert_eq!(
         (first["new"].as_u64(), first["known"].as_u64()),
         (Some(2), Some(0))
     );
     let again = json_out(
         memory(d)
-            .args(["profile", "ingest", "ada", "--session", "c1", "--json"])
+            .args([
+                "profile",
+                "ingest",
+                "ada",
+                "--session",
+                "c1",
+                "--wait",
+                "--json",
+            ])
             .arg(&file),
     );
     assert_eq!(again["known"], 2);
@@ -65,7 +82,7 @@ fn ingest_remember_recall_forget() {
     ]));
     let id = record["id"].as_str().unwrap().to_owned();
     let recalled = json_out(memory(d).args(["profile", "recall", "ada", "Miso", "--json"]));
-    let results = recalled["results"].as_array().unwrap();
+    let results = recalled["response"]["hits"].as_array().unwrap();
     assert_eq!(results[0]["item"]["type"], "memory");
     assert!(results.iter().any(|r| r["item"]["type"] == "raw"));
     assert!(
@@ -86,7 +103,7 @@ fn ingest_remember_recall_forget() {
         .success();
     let after = json_out(memory(d).args(["profile", "recall", "ada", "Miso", "--json"]));
     assert!(
-        after["results"]
+        after["response"]["hits"]
             .as_array()
             .unwrap()
             .iter()
@@ -115,4 +132,78 @@ fn ingest_remember_recall_forget() {
         .assert()
         .failure()
         .stderr(predicate::str::contains("profile name"));
+}
+
+#[test]
+fn background_jobs_finish_and_are_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = d.join("chat.jsonl");
+    let line = json!({"id": "m1", "role": "user", "parts": [{"type": "text", "text": "The boiler was serviced in May."}]});
+    std::fs::write(&file, line.to_string()).unwrap();
+    let out = json_out(
+        memory(d)
+            .args(["profile", "ingest", "bob", "--session", "s1", "--json"])
+            .arg(&file),
+    );
+    let id = out["jobs"][0]["id"].as_str().unwrap().to_owned();
+    // Searchable at once, before the background worker has run.
+    let recalled = json_out(memory(d).args(["profile", "recall", "bob", "boiler", "--json"]));
+    assert_eq!(recalled["response"]["hits"].as_array().unwrap().len(), 1);
+    let mut status = String::new();
+    for _ in 0..100 {
+        let jobs = json_out(memory(d).args(["profile", "jobs", "bob", "--json"]));
+        status = jobs["jobs"][0]["status"].as_str().unwrap().to_owned();
+        assert_eq!(jobs["jobs"][0]["id"], id.as_str());
+        if status == "done" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(status, "done", "the background worker finished the job");
+    memory(d)
+        .args(["profile", "jobs", "bob", "--run"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("[done]"));
+}
+
+#[test]
+fn eval_locomo_runs_on_a_data_set_in_its_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = d.join("tiny.json");
+    let sample = json!([{
+        "sample_id": "tiny-1",
+        "conversation": {
+            "speaker_a": "Ann", "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a greyhound called Pixel."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely! I started learning the cello."},
+                {"speaker": "Ann", "dia_id": "D1:3", "text": "We are off to Porto next week."}
+            ]
+        },
+        "qa": [
+            {"question": "What is the name of Ann's dog?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},
+            {"question": "Which instrument does Bo play?", "answer": "cello", "evidence": ["D:1:02"], "category": 4},
+            {"question": "Unanswerable", "evidence": ["D9:9"], "category": 3}
+        ]
+    }]);
+    std::fs::write(&data, sample.to_string()).unwrap();
+    let report = json_out(
+        memory(d)
+            .args(["eval", "locomo", "--json", "--data"])
+            .arg(&data),
+    );
+    assert_eq!(report["questions"], 2);
+    assert_eq!(report["skipped"], 1);
+    assert_eq!(report["turns"], 3);
+    assert_eq!(report["bm25"]["overall"]["recall_at_5"], 1.0);
+    assert_eq!(report["pipeline"]["overall"]["recall_at_10"], 1.0);
+    memory(d)
+        .args(["eval", "locomo", "--data"])
+        .arg(d.join("missing.json"))
+        .assert()
+        .failure();
 }

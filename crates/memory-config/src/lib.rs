@@ -21,6 +21,6 @@ mod model;
 
 pub use error::ConfigError;
 pub use model::{
-    BlockDeclaration, BlockKindConfig, BlockSource, CONFIG_FILE, CompactionConfig, LlmConfig,
-    MemoryConfig, TokenizerConfig,
+    BlockDeclaration, BlockKindConfig, BlockSource, CONFIG_FILE, CompactionConfig, EmbedderChoice,
+    LlmConfig, LongTermMemoryConfig, MemoryConfig, TokenizerConfig,
 };

@@ -103,6 +103,40 @@ fn default_retries() -> u32 {
     3
 }
 
+/// Which embedder long-term memory uses (`[memory] embedder`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbedderChoice {
+    /// all-MiniLM-L6-v2 on the CPU, offline (fetched once by `scripts/setup-model.sh`); when
+    /// its files are absent, vectors are off and every result says so.
+    #[default]
+    Local,
+    /// `[llm]`'s endpoint's `/embeddings` with `embedding_model`.
+    Openai,
+    /// No vectors (full text only).
+    None,
+}
+
+/// Long-term memory settings (`[memory]`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LongTermMemoryConfig {
+    /// The embedder.
+    #[serde(default)]
+    pub embedder: EmbedderChoice,
+    /// Embedding model for `embedder = "openai"`.
+    pub embedding_model: Option<String>,
+    /// Its vector length.
+    pub embedding_dimensions: Option<usize>,
+    /// Model for extraction, verification, classification and query analysis (default: `[llm]`'s).
+    pub extraction_model: Option<String>,
+    /// Model for synthesized answers (default: `[llm]`'s).
+    pub synthesis_model: Option<String>,
+    /// Header carrying the profile name on every LLM call (default `x-session-affinity`;
+    /// `""` sends none).
+    pub affinity_header: Option<String>,
+}
+
 /// Compaction settings (`[compaction]`), the reference defaults when absent.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -152,6 +186,8 @@ pub struct MemoryConfig {
     pub llm: Option<LlmConfig>,
     /// Compaction settings.
     pub compaction: CompactionConfig,
+    /// Long-term memory settings.
+    pub memory: LongTermMemoryConfig,
 }
 
 #[derive(Deserialize)]
@@ -162,6 +198,7 @@ struct RawConfig {
     tokenizer: Option<Spanned<String>>,
     llm: Option<Spanned<LlmConfig>>,
     compaction: Option<CompactionConfig>,
+    memory: Option<LongTermMemoryConfig>,
 }
 
 #[derive(Deserialize)]
@@ -419,6 +456,7 @@ impl MemoryConfig {
             tokenizer,
             llm,
             compaction: raw.compaction.unwrap_or_default(),
+            memory: raw.memory.unwrap_or_default(),
         })
     }
 }

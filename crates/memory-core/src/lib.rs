@@ -32,6 +32,6 @@ pub use ids::{COMPACTION_PREFIX, SessionId, validate_message_id, validate_profil
 pub use message::{Part, Role, ToolPart, ToolState, UiMessage};
 pub use search::{SearchHit, SearchMode, SearchQuery};
 pub use session::{NewSession, SessionInfo, SessionPatch, SessionUsage};
-pub use time::Timestamp;
+pub use time::{CivilDate, DAY_MILLIS, Timestamp};
 pub use tokens::{HeuristicTokenCounter, estimate_message_tokens, estimate_messages_tokens};
 pub use tools::{ToolCall, ToolDefinition};

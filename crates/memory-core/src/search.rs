@@ -18,6 +18,9 @@ pub enum SearchMode {
     AllWords,
     /// The words must appear together, in order.
     Phrase,
+    /// Any word may match; hits are ranked by BM25, so documents with more (and rarer) query
+    /// words rank first. What recall uses over natural-language questions.
+    AnyWords,
 }
 
 /// A full-text query.

@@ -13,11 +13,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use memory_core::ports::{
     ChatRequest, ChatResponse, Clock, ContextProvider, Embedder, ForgetRequest, IndexDocument,
-    IndexHit, KeyValueStore, LanguageModel, LongTermMemoryStore, MemoryFilter, MemoryKind,
-    MemoryPage, MemoryProfiles, MemoryRecord, MessageStore, RawMessage, RawMessageInsert,
-    SearchIndex, SearchableContextProvider, SessionRegistry, SkillProvider, SkillStore,
-    SkillSummary, StoreCapabilities, TokenCounter, VectorHit, VectorIndex, VectorRecord,
-    WritableContextProvider,
+    IndexHit, JobRecord, KeyValueStore, LanguageModel, LongTermMemoryStore, MemoryFilter,
+    MemoryKind, MemoryPage, MemoryProfiles, MemoryRecord, MessageStore, RawMessage,
+    RawMessageInsert, SearchIndex, SearchableContextProvider, SessionRegistry, SkillProvider,
+    SkillStore, SkillSummary, StoreCapabilities, TokenCounter, VectorHit, VectorIndex,
+    VectorRecord, WritableContextProvider,
 };
 use memory_core::{
     AppendOutcome, CompactionRecord, NewCompaction, NewMessage, NewSession, PathEntry, Result,
@@ -149,6 +149,7 @@ mock! {
         async fn upsert(&self, namespace: &str, records: Vec<VectorRecord>) -> Result<()>;
         async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64>;
         async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>>;
+        async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>>;
         async fn model(&self, namespace: &str) -> Result<Option<String>>;
         async fn clear(&self, namespace: &str) -> Result<()>;
     }
@@ -173,6 +174,8 @@ mock! {
     impl LongTermMemoryStore for LongTermMemoryStore {
         async fn insert_raw(&self, messages: Vec<RawMessage>) -> Result<RawMessageInsert>;
         async fn raw_page(&self, cursor: Option<String>, limit: usize) -> Result<(Vec<RawMessage>, Option<String>)>;
+        async fn raw_by_ids(&self, ids: &[String]) -> Result<Vec<RawMessage>>;
+        async fn raw_neighbors(&self, ids: &[String], radius: usize) -> Result<Vec<RawMessage>>;
         async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>>;
         async fn insert_memory(&self, memory: MemoryRecord) -> Result<()>;
         async fn get_memory(&self, id: &str) -> Result<Option<MemoryRecord>>;
@@ -182,6 +185,10 @@ mock! {
         async fn list(&self, filter: &MemoryFilter, cursor: Option<String>, limit: usize) -> Result<MemoryPage>;
         async fn search_memories(&self, query: &str, limit: usize) -> Result<Vec<(String, f64)>>;
         async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()>;
+        async fn purge_raw(&self, ids: &[String]) -> Result<u64>;
+        async fn put_job(&self, job: JobRecord) -> Result<()>;
+        async fn get_job(&self, id: &str) -> Result<Option<JobRecord>>;
+        async fn list_jobs(&self) -> Result<Vec<JobRecord>>;
         async fn purge(&self, id: &str) -> Result<bool>;
     }
 }

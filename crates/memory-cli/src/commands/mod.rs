@@ -2,6 +2,7 @@
 
 mod context;
 mod demo;
+mod eval;
 mod message;
 mod profile;
 mod read;
@@ -67,6 +68,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Demo = cli.command {
         return demo::run(cli.data_dir).await;
     }
+    if let Command::Eval(command) = cli.command {
+        return eval::run(&app::data_dir(cli.data_dir), command).await;
+    }
     if let Command::Profile(command) = cli.command {
         return profile::run(&app::data_dir(cli.data_dir), command).await;
     }
@@ -110,7 +114,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             session,
             format,
         } => context::tools(&app, call, session, &format).await,
-        Command::Demo | Command::Config(_) | Command::Profile(_) => Ok(()),
+        Command::Demo | Command::Config(_) | Command::Profile(_) | Command::Eval(_) => Ok(()),
     };
     app.close().await;
     result

@@ -1,14 +1,13 @@
 //! `profile` commands: long-term memory per profile, one SQLite file each.
 
+use memory_core::ports::{MemoryFilter, MemoryKind};
+use memory_core::{MemoryError, SessionId, UiMessage};
+use memory_engine::long_term::{
+    IngestJob, IngestMessage, RecallItem, RecallRequest, RememberRequest,
+};
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::sync::Arc;
-
-use memory_core::ports::{MemoryFilter, MemoryKind, SystemClock};
-use memory_core::{MemoryError, SessionId, UiMessage};
-use memory_engine::long_term::{MemoryService, RecallItem, RememberRequest};
-use memory_sqlite::SqliteProfiles;
-use serde_json::{Value, json};
 
 use super::CliError;
 use crate::cli::ProfileCommand;
@@ -68,40 +67,151 @@ fn read_messages(
     Ok(out)
 }
 
-pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliError> {
-    let service = MemoryService::new(
-        Arc::new(SqliteProfiles::new(data_dir.join("profiles"))),
-        Arc::new(SystemClock),
+/// One line (and the problems) of a job.
+fn print_job(job: &IngestJob) {
+    let r = &job.extraction;
+    println!(
+        "job {} [{}] session {}: {} new / {} known message(s); {} candidate(s): {} passed, {} corrected, {} dropped; {} memories stored, {} superseded; {} vector(s); {} LLM call(s)",
+        job.id,
+        job.status.as_str(),
+        job.session_id,
+        job.new_messages,
+        job.known_messages,
+        r.candidates,
+        r.passed,
+        r.corrected,
+        r.dropped,
+        r.stored,
+        r.superseded,
+        job.vectorized,
+        job.usage
+            .stages
+            .iter()
+            .filter(|(stage, _)| stage.as_str() != "embedding")
+            .map(|(_, u)| u.calls)
+            .sum::<u64>(),
     );
+    if let Some(error) = &job.error {
+        println!("  failed: {error}");
+    }
+    for problem in &r.problems {
+        println!("  problem: {problem}");
+    }
+    for d in &job.degraded {
+        println!("  degraded: {}: {}", d.feature, d.reason);
+    }
+}
+
+/// Starts `memory profile jobs PROFILE --run` detached, logging to `<profiles>/PROFILE.jobs.log`.
+fn spawn_worker(data_dir: &Path, profile: &str) -> Result<(), CliError> {
+    let exe = std::env::current_exe().map_err(|e| CliError::io("locating the memory binary", e))?;
+    let log_path = data_dir
+        .join("profiles")
+        .join(format!("{profile}.jobs.log"));
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| CliError::io(format!("opening {}", log_path.display()), e))?;
+    let err = log
+        .try_clone()
+        .map_err(|e| CliError::io("duplicating the log handle", e))?;
+    std::process::Command::new(exe)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["profile", "jobs", profile, "--run"])
+        .stdin(std::process::Stdio::null())
+        .stdout(log)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| CliError::io("starting the background worker", e))?;
+    Ok(())
+}
+
+pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliError> {
+    let (service, note) = crate::app::memory_service(data_dir)?;
+    if let Some(note) = note {
+        tracing::info!("{note}");
+    }
     match command {
         ProfileCommand::Ingest {
             profile,
             file,
             session,
+            wait,
             format,
         } => {
             let messages = read_messages(&file, session.as_deref())?;
-            let (mut new, mut known) = (0, 0);
-            let mut i = 0;
-            while i < messages.len() {
-                let session = messages[i].0.clone();
-                let run: Vec<UiMessage> = messages[i..]
-                    .iter()
-                    .take_while(|(s, _)| *s == session)
-                    .map(|(_, m)| m.clone())
-                    .collect();
-                i += run.len();
-                let report = service.ingest(&profile, &session, &run).await?;
-                new += report.new;
-                known += report.known;
+            let mut runs: Vec<(SessionId, Vec<IngestMessage>)> = Vec::new();
+            for (session, message) in messages {
+                let m = IngestMessage::new(message.role.as_str(), message.text());
+                match runs.last_mut() {
+                    Some((s, list)) if *s == session => list.push(m),
+                    _ => runs.push((session, vec![m])),
+                }
             }
+            let mut jobs = Vec::new();
+            for (session, run) in runs {
+                if run.iter().all(|m| m.content.trim().is_empty()) {
+                    continue;
+                }
+                jobs.push(
+                    service
+                        .enqueue_ingest(&profile, session.as_str(), run)
+                        .await?,
+                );
+            }
+            if wait {
+                let bar = output::progress_bar(format.json, "jobs");
+                bar.set_length(jobs.len() as u64);
+                let mut done = Vec::new();
+                for job in &jobs {
+                    done.push(service.run_job(&profile, &job.id).await?);
+                    bar.inc(1);
+                }
+                bar.finish_and_clear();
+                jobs = done;
+            } else if !jobs.is_empty() {
+                spawn_worker(data_dir, &profile)?;
+            }
+            let (new, known): (u64, u64) = jobs.iter().fold((0, 0), |(n, k), j| {
+                (n + j.new_messages, k + j.known_messages)
+            });
             if format.json {
-                return output::json(&json!({"profile": profile, "new": new, "known": known}));
+                return output::json(
+                    &json!({"profile": profile, "new": new, "known": known, "jobs": jobs}),
+                );
             }
-            println!(
-                "ingested {} message(s) into {profile}: {new} new, {known} already known",
-                messages.len()
-            );
+            println!("ingested into {profile}: {new} new message(s), {known} already known");
+            for job in &jobs {
+                print_job(job);
+            }
+            if !wait && !jobs.is_empty() {
+                println!(
+                    "extraction and vectorization continue in the background: `memory profile jobs {profile}`"
+                );
+            }
+            Ok(())
+        }
+        ProfileCommand::Jobs {
+            profile,
+            run,
+            retry_failed,
+            format,
+        } => {
+            if run {
+                service.resume_jobs(&profile, retry_failed).await?;
+            }
+            let jobs = service.jobs(&profile).await?;
+            if format.json {
+                return output::json(&json!({"profile": profile, "jobs": jobs}));
+            }
+            if jobs.is_empty() {
+                println!("No jobs.");
+            }
+            for job in &jobs {
+                print_job(job);
+            }
             Ok(())
         }
         ProfileCommand::Remember {
@@ -130,27 +240,28 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             query,
             limit,
             explain,
+            answer,
             format,
         } => {
-            let hits = service.recall(&profile, &query, limit).await?;
+            let mut request = RecallRequest::new(query.clone(), limit);
+            request.synthesize = answer;
+            let response = service.recall(&profile, request).await?;
             if format.json {
-                let list: Vec<Value> = hits
-                    .iter()
-                    .map(|h| {
-                        let item = match &h.item {
-                            RecallItem::Memory(m) => json!({"type": "memory", "memory": m}),
-                            RecallItem::Raw { id, session_id, content } => json!({"type": "raw", "id": id, "session_id": session_id, "content": content}),
-                        };
-                        let ranks: Vec<Value> = h.ranks.iter().map(|r| json!({"channel": r.channel, "rank": r.rank, "score": r.score})).collect();
-                        json!({"item": item, "score": h.score, "ranks": ranks})
-                    })
-                    .collect();
-                return output::json(&json!({"profile": profile, "query": query, "results": list}));
+                return output::json(
+                    &json!({"profile": profile, "query": query, "response": response}),
+                );
             }
-            if hits.is_empty() {
+            if let Some(answer) = &response.answer {
+                println!(
+                    "{}\n  cites: {}\n",
+                    answer.answer,
+                    answer.citations.join(", ")
+                );
+            }
+            if response.hits.is_empty() {
                 println!("Nothing recalled.");
             }
-            for h in &hits {
+            for h in &response.hits {
                 match &h.item {
                     RecallItem::Memory(m) => println!(
                         "{:.4}  [{:?}] {}  (id {})",
@@ -159,14 +270,28 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
                     RecallItem::Raw {
                         session_id,
                         content,
+                        created_at,
                         ..
-                    } => println!("{:.4}  [raw, {session_id}] \"{content}\"", h.score),
+                    } => println!(
+                        "{:.4}  [raw, {session_id}, {}] \"{content}\"",
+                        h.score,
+                        created_at.date()
+                    ),
                 }
                 if explain {
                     for r in &h.ranks {
                         println!("          {} #{} ({:.3})", r.channel, r.rank, r.score);
                     }
                 }
+            }
+            if explain {
+                println!("terms: {}", response.terms.join(" "));
+                for fact in &response.temporal_facts {
+                    println!("date fact: {fact}");
+                }
+            }
+            for d in &response.degraded {
+                eprintln!("degraded: {}: {}", d.feature, d.reason);
             }
             Ok(())
         }
@@ -221,7 +346,11 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             println!("forgot {id}");
             Ok(())
         }
-        ProfileCommand::Export { profile, output } => {
+        ProfileCommand::Export {
+            profile,
+            output,
+            vectors,
+        } => {
             let sink: Box<dyn std::io::Write + Send> = match &output {
                 Some(path) => Box::new(
                     std::fs::File::create(path)
@@ -234,7 +363,7 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
                 use std::io::Write;
                 writeln!(out, "{line}").map_err(|e| MemoryError::backend("export", e))
             };
-            service.export(&profile, &mut write).await?;
+            service.export(&profile, vectors, &mut write).await?;
             use std::io::Write;
             out.flush()
                 .map_err(|e| CliError::io("writing the export", e))?;
@@ -252,7 +381,8 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             if format.json {
                 return output::json(
                     &json!({"raw_new": report.raw_new, "raw_known": report.raw_known,
-                    "memories_new": report.memories_new, "memories_known": report.memories_known}),
+                    "memories_new": report.memories_new, "memories_known": report.memories_known,
+                    "vectors": report.vectors}),
                 );
             }
             println!(
@@ -261,11 +391,30 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             );
             Ok(())
         }
-        ProfileCommand::Purge { profile, id } => {
-            if !service.purge(&profile, &id).await? {
+        ProfileCommand::Purge {
+            profile,
+            id,
+            with_sources,
+        } => {
+            let report = service.purge(&profile, &id, with_sources).await?;
+            if !report.memory {
                 return Err(MemoryError::not_found("memory", id).into());
             }
-            println!("purged {id}");
+            println!(
+                "purged {id}: {} vector(s), {} source message(s)",
+                report.vectors, report.raw_messages
+            );
+            Ok(())
+        }
+        ProfileCommand::Reembed { profile, format } => {
+            let report = service.reembed(&profile).await?;
+            if format.json {
+                return output::json(&report);
+            }
+            println!(
+                "re-embedded {profile} with {}: {} raw message(s), {} memories",
+                report.model, report.raw, report.memories
+            );
             Ok(())
         }
     }

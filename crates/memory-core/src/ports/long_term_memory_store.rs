@@ -61,6 +61,9 @@ pub struct MemoryRecord {
     pub session_id: Option<String>,
     /// Source raw message ids.
     pub source_message_ids: Vec<String>,
+    /// First and last transcript line (0-based) of the ingest it was extracted from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_lines: Option<[u32; 2]>,
     /// When it was recorded.
     pub recorded_at: Timestamp,
     /// When it was true, if known.
@@ -108,6 +111,22 @@ pub struct MemoryPage {
     pub next_cursor: Option<String>,
 }
 
+/// A durable background job of a profile: its status and an opaque JSON body that the
+/// engine checkpoints after every stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Identifier.
+    pub id: String,
+    /// Status name (`queued`, `extracting`, ..., `done`, `failed`).
+    pub status: String,
+    /// The engine's checkpoint.
+    pub body: serde_json::Value,
+    /// When it was queued.
+    pub created_at: Timestamp,
+    /// Last checkpoint.
+    pub updated_at: Timestamp,
+}
+
 /// One profile's long-term memory: raw messages and typed memories.
 ///
 /// # Contract
@@ -126,7 +145,13 @@ pub trait LongTermMemoryStore: Send + Sync {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<(Vec<RawMessage>, Option<String>)>;
-    /// Full-text search over raw messages.
+    /// The raw messages with these ids that exist, in the order of `ids`.
+    async fn raw_by_ids(&self, ids: &[String]) -> Result<Vec<RawMessage>>;
+    /// Up to `radius` raw messages before and after each given one in the same session (in
+    /// insertion order), excluding the given ones: the conversational context of a hit.
+    async fn raw_neighbors(&self, ids: &[String], radius: usize) -> Result<Vec<RawMessage>>;
+    /// Full-text search over raw messages: any of the query's words may match, ranked by
+    /// BM25 with stemming (query syntax in the text is inert).
     async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>>;
     /// Stores a memory.
     async fn insert_memory(&self, memory: MemoryRecord) -> Result<()>;
@@ -145,12 +170,21 @@ pub trait LongTermMemoryStore: Send + Sync {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<MemoryPage>;
-    /// Full-text search over current memories: `(id, score)` pairs.
+    /// Full-text search over current memories (content and search questions), any word,
+    /// ranked by BM25: `(id, score)` pairs, best first.
     async fn search_memories(&self, query: &str, limit: usize) -> Result<Vec<(String, f64)>>;
     /// Marks a memory forgotten.
     async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()>;
     /// Erases a memory.
     async fn purge(&self, id: &str) -> Result<bool>;
+    /// Erases raw messages (right to erasure); returns how many existed.
+    async fn purge_raw(&self, ids: &[String]) -> Result<u64>;
+    /// Inserts or replaces a job (durably: a crash after this returns loses nothing).
+    async fn put_job(&self, job: JobRecord) -> Result<()>;
+    /// One job.
+    async fn get_job(&self, id: &str) -> Result<Option<JobRecord>>;
+    /// Every job, oldest first.
+    async fn list_jobs(&self) -> Result<Vec<JobRecord>>;
 }
 
 /// Named, isolated memory profiles.

@@ -42,8 +42,8 @@ pub use language_model::{
     ChatMessage, ChatRequest, ChatResponse, ChatRole, LanguageModel, ResponseFormat, TokenUsage,
 };
 pub use long_term_memory_store::{
-    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
-    MemoryRecord, RawMessage, RawMessageInsert,
+    ForgetRequest, JobRecord, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage,
+    MemoryProfiles, MemoryRecord, RawMessage, RawMessageInsert,
 };
 pub use message_store::{MessageStore, MessageStoreExt, StoreCapabilities};
 pub use search_index::{IndexDocument, IndexHit, SearchIndex};

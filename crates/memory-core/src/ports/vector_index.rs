@@ -38,6 +38,8 @@ pub trait VectorIndex: Send + Sync {
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64>;
     /// The `k` closest records by cosine similarity.
     async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>>;
+    /// The stored records with these ids (as given, not normalised), in the order of `ids`.
+    async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>>;
     /// The model of the namespace's vectors, if any.
     async fn model(&self, namespace: &str) -> Result<Option<String>>;
     /// Removes the whole namespace.

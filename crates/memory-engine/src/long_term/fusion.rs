@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 /// One item's rank in one channel.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ChannelRank {
     /// Channel name.
     pub channel: &'static str,

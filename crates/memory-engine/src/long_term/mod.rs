@@ -1,19 +1,52 @@
-//! Long-term memory (the first, LLM-free slice): content-addressed raw-message ingest,
-//! `remember` with supersession by key, list / forget / purge, and recall over the text
-//! channels fused by reciprocal rank. Extraction, verification, vectors and synthesis build
-//! on these ports next.
+//! Long-term memory: isolated profiles with ingest / remember / recall / list / forget /
+//! purge / export, typed memories extracted and verified by an LLM, vectors, and recall over
+//! six channels fused by weighted reciprocal rank.
+//!
+//! Start at [`MemoryService`]. Everything that needs no LLM works without one; what did not
+//! run is listed in each result's `degraded`.
 
+mod accounting;
+mod config;
 mod content_id;
+mod extraction;
 mod fusion;
+mod jobs;
+mod query;
+mod recall;
+mod render;
 mod service;
+mod structured;
+mod synthesis;
+mod temporal;
 mod transfer;
+mod vectorize;
 
+pub use accounting::{StageUsage, UsageReport};
+pub use config::{ChannelWeights, LongTermConfig, StageModels};
 pub use content_id::content_id;
-pub use fusion::{Channel, ChannelRank, Fused, rrf};
-pub use service::{
-    IngestReport, MemoryService, RecallHit, RecallItem, RememberRequest, normalize_key,
+pub use extraction::{
+    Candidate, Draft, ExtractionReport, Pass, TranscriptLine, build_transcript, chunk_lines,
+    detail_windows, merge_candidates, parse_iso_date, render_lines, resolve_relative_dates,
 };
+pub use fusion::{Channel, ChannelRank, Fused, rrf};
+pub use jobs::{IngestJob, JobStatus};
+pub use query::{QueryAnalysis, query_terms};
+pub use recall::{Degradation, RecallHit, RecallItem, RecallRequest, RecallResponse};
+pub use render::render_recall;
+pub use service::{
+    IngestMessage, IngestReport, MemoryService, PurgeReport, ReembedReport, RememberRequest,
+    normalize_key,
+};
+pub use synthesis::SynthesizedAnswer;
+pub use temporal::{describe_days, temporal_facts};
 pub use transfer::{EXPORT_FORMAT, EXPORT_VERSION, ExportLine, ImportReport};
+pub use vectorize::{
+    MEMORY_NAMESPACE, RAW_NAMESPACE, is_vectorized, memory_embedding_text, raw_embedding_text,
+};
 
+#[cfg(test)]
+mod extraction_tests;
+#[cfg(test)]
+mod recall_tests;
 #[cfg(test)]
 mod tests;

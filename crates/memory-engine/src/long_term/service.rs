@@ -1,21 +1,65 @@
+//! The long-term memory service: profiles, ingest, remember, list, forget, purge, reembed.
+//! Recall lives in `recall.rs`, extraction in `extraction/`, jobs in `jobs.rs`.
+
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use memory_core::ports::{
-    Clock, ForgetRequest, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles, MemoryRecord,
-    RawMessage,
+    Clock, Embedder, ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage,
+    MemoryProfiles, MemoryRecord, RawMessage, RawMessageInsert,
 };
-use memory_core::{MemoryError, Result, SessionId, UiMessage};
+use memory_core::{MemoryError, Result, SessionId, Timestamp, UiMessage};
+use serde::Serialize;
 
+use super::accounting::{Meter, UsageReport};
+use super::config::{LongTermConfig, StageModels};
 use super::content_id::content_id;
-use super::fusion::{ChannelRank, rrf};
+use super::vectorize::{MEMORY_NAMESPACE, RAW_NAMESPACE, Vectorizer, is_vectorized};
+
+/// One message to ingest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestMessage {
+    /// `user`, `assistant` or `system` (anything else is refused; put a speaker's name in
+    /// the content).
+    pub role: String,
+    /// Text.
+    pub content: String,
+    /// When it was said; `None` means now.
+    pub created_at: Option<Timestamp>,
+}
+
+impl IngestMessage {
+    /// A message said now.
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            role: role.into(),
+            content: content.into(),
+            created_at: None,
+        }
+    }
+
+    /// Sets when it was said.
+    pub fn at(mut self, at: Timestamp) -> Self {
+        self.created_at = Some(at);
+        self
+    }
+}
 
 /// What an ingest stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct IngestReport {
     /// Messages stored for the first time.
     pub new: u64,
     /// Messages already known (re-ingesting is a no-op).
     pub known: u64,
+    /// Content addresses of the messages, in input order.
+    pub message_ids: Vec<String>,
+    /// Vectors written (raw messages and memories).
+    pub vectorized: u64,
+    /// LLM and embedder usage.
+    pub usage: UsageReport,
+    /// What did not run, and why.
+    pub degraded: Vec<super::recall::Degradation>,
 }
 
 /// A memory to remember.
@@ -31,44 +75,51 @@ pub struct RememberRequest {
     pub key: Option<String>,
 }
 
-/// What a recall returns for one item.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RecallItem {
-    /// A typed memory.
-    Memory(MemoryRecord),
-    /// A raw message (the verbatim safety net).
-    Raw {
-        /// Content address.
-        id: String,
-        /// Session.
-        session_id: String,
-        /// Text.
-        content: String,
-    },
+/// What a purge erased.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct PurgeReport {
+    /// The memory existed and is gone.
+    pub memory: bool,
+    /// Vectors removed.
+    pub vectors: u64,
+    /// Source raw messages erased (only when asked).
+    pub raw_messages: u64,
 }
 
-/// One recalled item with its fused score and per-channel ranks.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RecallHit {
-    /// The item.
-    pub item: RecallItem,
-    /// Fused score.
-    pub score: f64,
-    /// Ranks per channel (explain).
-    pub ranks: Vec<ChannelRank>,
+/// What a re-embed rebuilt.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct ReembedReport {
+    /// The model the vectors now come from.
+    pub model: String,
+    /// Raw-message vectors.
+    pub raw: u64,
+    /// Memory vectors.
+    pub memories: u64,
+    /// Embedder usage.
+    pub usage: UsageReport,
 }
-
-/// Channel weights in the order of the design: key highest, raw messages lowest.
-const KEY_WEIGHT: f64 = 3.0;
-const MEMORY_WEIGHT: f64 = 2.0;
-const RAW_WEIGHT: f64 = 1.0;
-const RRF_K: f64 = 60.0;
 
 /// Long-term memory over isolated profiles.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use memory_engine::long_term::{IngestMessage, MemoryService, RecallRequest};
+/// use memory_testkit::in_memory::{HashingEmbedder, InMemoryProfiles, ManualClock};
+/// let memory = MemoryService::new(Arc::new(InMemoryProfiles::new()), Arc::new(ManualClock::new(0)))
+///     .with_embedder(Arc::new(HashingEmbedder::new(64)));
+/// memory.ingest_messages("team", "chat-1", vec![IngestMessage::new("user", "Deploys happen on Fridays")]).await?;
+/// let recalled = memory.recall("team", RecallRequest::new("when do deploys happen?", 5)).await?;
+/// assert!(recalled.hits[0].item.content().contains("Fridays"));
+/// # Ok::<(), memory_core::MemoryError>(()) }).unwrap();
+/// ```
 #[derive(Clone)]
 pub struct MemoryService {
     pub(super) profiles: Arc<dyn MemoryProfiles>,
-    clock: Arc<dyn Clock>,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) embedder: Option<Arc<dyn Embedder>>,
+    pub(super) models: StageModels,
+    pub(super) config: LongTermConfig,
 }
 
 /// Normalises a topic key: lowercase words joined by `.` (`"User City"` → `user.city`).
@@ -81,47 +132,232 @@ pub fn normalize_key(key: &str) -> String {
 }
 
 impl MemoryService {
-    /// A service over `profiles`.
+    /// A service over `profiles` with no LLM and no embedder (everything LLM-free works).
     pub fn new(profiles: Arc<dyn MemoryProfiles>, clock: Arc<dyn Clock>) -> Self {
-        Self { profiles, clock }
+        Self {
+            profiles,
+            clock,
+            embedder: None,
+            models: StageModels::default(),
+            config: LongTermConfig::default(),
+        }
     }
 
-    /// Stores a conversation's messages content-addressed (insert-or-ignore) and full-text
-    /// indexed. Messages without text are skipped.
+    /// Adds an embedder: vectors are written on ingest and the vector channels run.
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// Sets the model of each LLM stage.
+    pub fn with_models(mut self, models: StageModels) -> Self {
+        self.models = models;
+        self
+    }
+
+    /// Sets the tunables.
+    pub fn with_config(mut self, config: LongTermConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The tunables.
+    pub fn config(&self) -> &LongTermConfig {
+        &self.config
+    }
+
+    /// The profiles behind the service.
+    pub fn profiles(&self) -> &Arc<dyn MemoryProfiles> {
+        &self.profiles
+    }
+
+    /// A meter whose LLM calls carry the profile's affinity header.
+    pub(super) fn meter(&self, profile: &str) -> Meter {
+        Meter::new(
+            self.config
+                .affinity_header
+                .as_ref()
+                .map(|h| (h.clone(), profile.to_owned())),
+        )
+    }
+
+    pub(super) async fn vectorizer_parts(
+        &self,
+        profile: &str,
+    ) -> Result<Option<(Arc<dyn Embedder>, Arc<dyn memory_core::ports::VectorIndex>)>> {
+        match &self.embedder {
+            Some(e) => Ok(Some((Arc::clone(e), self.profiles.vectors(profile).await?))),
+            None => Ok(None),
+        }
+    }
+
+    /// Content-addresses messages (the session is part of the address). Messages without
+    /// text are skipped; an unknown role is an error and nothing is stored.
+    pub fn raw_messages(
+        &self,
+        session: &str,
+        messages: Vec<IngestMessage>,
+    ) -> Result<Vec<RawMessage>> {
+        let now = self.clock.now();
+        messages
+            .into_iter()
+            .filter(|m| !m.content.trim().is_empty())
+            .map(|m| {
+                memory_core::Role::parse(&m.role)?;
+                Ok(RawMessage {
+                    id: content_id(session, &m.role, &m.content),
+                    session_id: session.to_owned(),
+                    role: m.role,
+                    content: m.content,
+                    created_at: m.created_at.unwrap_or(now),
+                })
+            })
+            .collect()
+    }
+
+    /// Content-addresses and stores messages (insert-or-ignore); returns them, the ids that
+    /// were already known, and the counts.
+    pub(super) async fn store_raw(
+        &self,
+        store: &dyn LongTermMemoryStore,
+        session: &str,
+        messages: Vec<IngestMessage>,
+    ) -> Result<(Vec<RawMessage>, HashSet<String>, RawMessageInsert)> {
+        SessionId::new(session)?;
+        let raw = self.raw_messages(session, messages)?;
+        let ids: Vec<String> = raw.iter().map(|m| m.id.clone()).collect();
+        let known: HashSet<String> = store
+            .raw_by_ids(&ids)
+            .await?
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
+        let counts = store.insert_raw(raw.clone()).await?;
+        Ok((raw, known, counts))
+    }
+
+    /// Stores a conversation's messages, LLM-free: content-addressed (insert-or-ignore), full-text
+    /// indexed, and embedded when an embedder is configured. Extraction of typed memories is
+    /// [`MemoryService::ingest_and_extract`]; background jobs are in [`super::jobs`].
     pub async fn ingest(
         &self,
         profile: &str,
         session: &SessionId,
         messages: &[UiMessage],
     ) -> Result<IngestReport> {
-        let store = self.profiles.open(profile).await?;
-        let now = self.clock.now();
-        let raw: Vec<RawMessage> = messages
+        let messages = messages
             .iter()
-            .filter_map(|m| {
-                let text = m.text();
-                (!text.trim().is_empty()).then(|| RawMessage {
-                    id: content_id(session.as_str(), m.role.as_str(), &text),
-                    session_id: session.to_string(),
-                    role: m.role.as_str().to_owned(),
-                    content: text,
-                    created_at: now,
-                })
-            })
+            .map(|m| IngestMessage::new(m.role.as_str(), m.text()))
             .collect();
-        let counts = store.insert_raw(raw).await?;
-        Ok(IngestReport {
-            new: counts.inserted,
-            known: counts.existing,
-        })
+        self.ingest_messages(profile, session.as_str(), messages)
+            .await
     }
 
-    /// Stores a memory; a fact or instruction with the key of a current one supersedes it.
+    /// [`MemoryService::ingest`] for plain messages with their own timestamps.
+    pub async fn ingest_messages(
+        &self,
+        profile: &str,
+        session: &str,
+        messages: Vec<IngestMessage>,
+    ) -> Result<IngestReport> {
+        let store = self.profiles.open(profile).await?;
+        let (raw, known, counts) = self.store_raw(store.as_ref(), session, messages).await?;
+        let message_ids: Vec<String> = raw.iter().map(|m| m.id.clone()).collect();
+        let meter = self.meter(profile);
+        let mut report = IngestReport {
+            new: counts.inserted,
+            known: counts.existing,
+            message_ids,
+            ..IngestReport::default()
+        };
+        match self
+            .vectorize_raw(profile, store.as_ref(), &meter, raw, &known)
+            .await
+        {
+            Ok(n) => report.vectorized = n,
+            Err(e) => report.degraded.push(super::recall::Degradation {
+                feature: "vectors".into(),
+                reason: e.to_string(),
+            }),
+        }
+        if self.embedder.is_none() {
+            report.degraded.push(super::recall::Degradation {
+                feature: "vectors".into(),
+                reason: "no embedder configured: messages are searchable by full text only".into(),
+            });
+        }
+        report.usage = meter.report();
+        Ok(report)
+    }
+
+    /// Embeds raw messages (each with its predecessor in the conversation as context).
+    pub(super) async fn vectorize_raw(
+        &self,
+        profile: &str,
+        store: &dyn LongTermMemoryStore,
+        meter: &Meter,
+        raw: Vec<RawMessage>,
+        known: &HashSet<String>,
+    ) -> Result<u64> {
+        let Some((embedder, index)) = self.vectorizer_parts(profile).await? else {
+            return Ok(0);
+        };
+        if raw.is_empty() {
+            return Ok(0);
+        }
+        // The predecessor of the batch's first message, if it was stored earlier.
+        let first_previous = store
+            .raw_neighbors(std::slice::from_ref(&raw[0].id), 1)
+            .await?
+            .into_iter()
+            .find(|n| !raw.iter().any(|m| m.id == n.id) && n.created_at <= raw[0].created_at);
+        let mut pairs = Vec::with_capacity(raw.len());
+        let mut previous = first_previous;
+        for m in raw {
+            let already_known = known.contains(&m.id);
+            let before = previous.replace(m.clone());
+            if !already_known {
+                pairs.push((before, m));
+            }
+        }
+        let vectorizer = Vectorizer {
+            embedder: embedder.as_ref(),
+            index: index.as_ref(),
+            meter,
+            batch: self.config.embed_batch,
+        };
+        Ok(vectorizer.raw(&pairs).await? as u64)
+    }
+
+    /// Embeds memories that get vectors and removes the vectors of those that no longer do.
+    pub(super) async fn vectorize_memories(
+        &self,
+        profile: &str,
+        meter: &Meter,
+        memories: &[MemoryRecord],
+        retired: &[String],
+    ) -> Result<u64> {
+        let Some((embedder, index)) = self.vectorizer_parts(profile).await? else {
+            return Ok(0);
+        };
+        if !retired.is_empty() {
+            index.delete(MEMORY_NAMESPACE, retired).await?;
+        }
+        let vectorizer = Vectorizer {
+            embedder: embedder.as_ref(),
+            index: index.as_ref(),
+            meter,
+            batch: self.config.embed_batch,
+        };
+        Ok(vectorizer.memories(memories).await? as u64)
+    }
+
+    /// Stores a memory; a fact or instruction with the key of a current one supersedes it (the
+    /// old version keeps a forward pointer and loses its vector).
     pub async fn remember(&self, profile: &str, request: RememberRequest) -> Result<MemoryRecord> {
         if request.content.trim().is_empty() {
             return Err(MemoryError::invalid("a memory needs some content"));
         }
-        let store = self.profiles.open(profile).await?;
         let kind = request.kind.unwrap_or(MemoryKind::Fact);
         let key = request
             .key
@@ -132,26 +368,60 @@ impl MemoryService {
             id: uuid::Uuid::now_v7().to_string(),
             kind,
             content: request.content.trim().to_owned(),
-            key: key.clone(),
+            key,
             questions: Vec::new(),
             session_id: request.session_id,
             source_message_ids: Vec::new(),
+            source_lines: None,
             recorded_at: self.clock.now(),
             valid_at: None,
             superseded_by: None,
             forgotten: None,
         };
-        let previous = match (&key, kind) {
-            (Some(key), MemoryKind::Fact | MemoryKind::Instruction) => {
-                store.current_by_key(kind, key).await?
-            }
-            _ => None,
-        };
-        store.insert_memory(record.clone()).await?;
-        if let Some(previous) = previous {
-            store.supersede(&previous.id, &record.id).await?;
-        }
+        let meter = self.meter(profile);
+        self.store_memories(profile, &meter, vec![record.clone()])
+            .await?;
         Ok(record)
+    }
+
+    /// Inserts memories (skipping ids already stored, so a resumed job is idempotent), applies
+    /// supersession by key, and vectorizes. Returns `(stored, superseded, vectorized)`.
+    pub(super) async fn store_memories(
+        &self,
+        profile: &str,
+        meter: &Meter,
+        memories: Vec<MemoryRecord>,
+    ) -> Result<(u64, u64, u64)> {
+        let store = self.profiles.open(profile).await?;
+        let (mut stored, mut retired) = (0, Vec::new());
+        let mut fresh = Vec::new();
+        for record in memories {
+            if store.get_memory(&record.id).await?.is_some() {
+                continue;
+            }
+            let previous = match (&record.key, record.kind) {
+                (Some(key), MemoryKind::Fact | MemoryKind::Instruction) => {
+                    store.current_by_key(record.kind, key).await?
+                }
+                _ => None,
+            };
+            match store.insert_memory(record.clone()).await {
+                Ok(()) => stored += 1,
+                // Another worker stored it first: same id, same content.
+                Err(MemoryError::AlreadyExists { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+            if let Some(previous) = previous {
+                store.supersede(&previous.id, &record.id).await?;
+                retired.push(previous.id);
+            }
+            fresh.push(record);
+        }
+        let superseded = retired.len() as u64;
+        let vectorized = self
+            .vectorize_memories(profile, meter, &fresh, &retired)
+            .await?;
+        Ok((stored, superseded, vectorized))
     }
 
     /// A filtered page of memories.
@@ -169,73 +439,94 @@ impl MemoryService {
             .await
     }
 
-    /// Hides a memory from recall and list; it stays for audit.
+    /// Hides a memory from recall and list (and removes its vector); it stays for audit.
     pub async fn forget(&self, profile: &str, id: &str, reason: &str) -> Result<()> {
         let request = ForgetRequest {
             reason: reason.to_owned(),
             at: self.clock.now(),
         };
-        self.profiles.open(profile).await?.forget(id, request).await
+        self.profiles
+            .open(profile)
+            .await?
+            .forget(id, request)
+            .await?;
+        self.profiles
+            .vectors(profile)
+            .await?
+            .delete(MEMORY_NAMESPACE, &[id.to_owned()])
+            .await?;
+        Ok(())
     }
 
-    /// Erases a memory.
-    pub async fn purge(&self, profile: &str, id: &str) -> Result<bool> {
-        self.profiles.open(profile).await?.purge(id).await
-    }
-
-    /// Recall over the LLM-free channels: exact topic key, memory full text, raw-message full
-    /// text, fused by weighted reciprocal rank (key highest, raw lowest). Every hit carries
-    /// its per-channel ranks.
-    pub async fn recall(&self, profile: &str, query: &str, limit: usize) -> Result<Vec<RecallHit>> {
+    /// Erases a memory and its vector and, when `with_sources`, the raw messages it was
+    /// extracted from (and their vectors): the right to erasure.
+    pub async fn purge(&self, profile: &str, id: &str, with_sources: bool) -> Result<PurgeReport> {
         let store = self.profiles.open(profile).await?;
-        let depth = (limit * 3).max(20);
-        let key = normalize_key(query);
-        let mut key_hits = Vec::new();
-        if !key.is_empty() {
-            for kind in [MemoryKind::Fact, MemoryKind::Instruction] {
-                if let Some(m) = store.current_by_key(kind, &key).await? {
-                    key_hits.push((m.id, 1.0));
-                }
+        let vectors = self.profiles.vectors(profile).await?;
+        let memory = store.get_memory(id).await?;
+        let mut report = PurgeReport {
+            memory: store.purge(id).await?,
+            vectors: vectors.delete(MEMORY_NAMESPACE, &[id.to_owned()]).await?,
+            raw_messages: 0,
+        };
+        if with_sources && let Some(m) = memory {
+            report.raw_messages = store.purge_raw(&m.source_message_ids).await?;
+            report.vectors += vectors.delete(RAW_NAMESPACE, &m.source_message_ids).await?;
+        }
+        Ok(report)
+    }
+
+    /// Rebuilds every vector of the profile with the current embedder (after a model change).
+    pub async fn reembed(&self, profile: &str) -> Result<ReembedReport> {
+        let Some((embedder, index)) = self.vectorizer_parts(profile).await? else {
+            return Err(MemoryError::invalid(
+                "reembed needs an embedder; none is configured",
+            ));
+        };
+        let store = self.profiles.open(profile).await?;
+        let meter = self.meter(profile);
+        index.clear(RAW_NAMESPACE).await?;
+        index.clear(MEMORY_NAMESPACE).await?;
+        let vectorizer = Vectorizer {
+            embedder: embedder.as_ref(),
+            index: index.as_ref(),
+            meter: &meter,
+            batch: self.config.embed_batch,
+        };
+        let mut report = ReembedReport {
+            model: embedder.model_id().to_owned(),
+            ..ReembedReport::default()
+        };
+        let mut last_in_session: std::collections::HashMap<String, RawMessage> =
+            std::collections::HashMap::new();
+        let mut cursor = None;
+        loop {
+            let (page, next) = store.raw_page(cursor, 512).await?;
+            let pairs: Vec<(Option<RawMessage>, RawMessage)> = page
+                .into_iter()
+                .map(|m| {
+                    let previous = last_in_session.insert(m.session_id.clone(), m.clone());
+                    (previous, m)
+                })
+                .collect();
+            report.raw += vectorizer.raw(&pairs).await? as u64;
+            match next {
+                Some(n) => cursor = Some(n),
+                None => break,
             }
         }
-        let memory_hits = store.search_memories(query, depth).await?;
-        let raw = store.search_raw(query, depth).await?;
-        let raw_hits: Vec<(String, f64)> = raw
-            .iter()
-            .map(|h| (format!("raw:{}", h.message_id), h.score))
-            .collect();
-        let fused = rrf(
-            RRF_K,
-            &[
-                ("key", KEY_WEIGHT, key_hits),
-                ("memory_fts", MEMORY_WEIGHT, memory_hits),
-                ("raw_fts", RAW_WEIGHT, raw_hits),
-            ],
-        );
-        let mut out = Vec::with_capacity(limit);
-        for f in fused.into_iter().take(limit) {
-            let item = match f.id.strip_prefix("raw:") {
-                Some(id) => match raw.iter().find(|h| h.message_id == id) {
-                    Some(h) => RecallItem::Raw {
-                        id: id.to_owned(),
-                        session_id: h.session_id.to_string(),
-                        content: h.content.clone(),
-                    },
-                    None => continue,
-                },
-                None => match store.get_memory(&f.id).await? {
-                    Some(m) if m.forgotten.is_none() && m.superseded_by.is_none() => {
-                        RecallItem::Memory(m)
-                    }
-                    _ => continue,
-                },
-            };
-            out.push(RecallHit {
-                item,
-                score: f.score,
-                ranks: f.ranks,
-            });
+        let mut cursor = None;
+        loop {
+            let page = store.list(&MemoryFilter::default(), cursor, 512).await?;
+            let memories: Vec<MemoryRecord> =
+                page.memories.into_iter().filter(is_vectorized).collect();
+            report.memories += vectorizer.memories(&memories).await? as u64;
+            match page.next_cursor {
+                Some(n) => cursor = Some(n),
+                None => break,
+            }
         }
-        Ok(out)
+        report.usage = meter.report();
+        Ok(report)
     }
 }

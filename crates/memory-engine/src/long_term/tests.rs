@@ -31,14 +31,11 @@ fn conversation() -> Vec<UiMessage> {
 async fn re_ingesting_a_conversation_is_a_no_op() {
     let s = service();
     let session = SessionId::new("chat-1").unwrap();
-    assert_eq!(
-        s.ingest("ada", &session, &conversation()).await.unwrap(),
-        IngestReport { new: 3, known: 0 }
-    );
-    assert_eq!(
-        s.ingest("ada", &session, &conversation()).await.unwrap(),
-        IngestReport { new: 0, known: 3 }
-    );
+    let first = s.ingest("ada", &session, &conversation()).await.unwrap();
+    assert_eq!((first.new, first.known), (3, 0));
+    let again = s.ingest("ada", &session, &conversation()).await.unwrap();
+    assert_eq!((again.new, again.known), (0, 3));
+    assert_eq!(first.message_ids, again.message_ids);
     let other = SessionId::new("chat-2").unwrap();
     assert_eq!(
         s.ingest("ada", &other, &conversation()[..1])
@@ -88,13 +85,22 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
         Some(new.id.as_str())
     );
 
-    let hits = s.recall("ada", "user city", 5).await.unwrap();
+    let recall = |q: &'static str| {
+        let s = s.clone();
+        async move {
+            s.recall("ada", RecallRequest::new(q, 5))
+                .await
+                .unwrap()
+                .hits
+        }
+    };
+    let hits = recall("user city").await;
     match &hits[0].item {
         RecallItem::Memory(m) => assert_eq!(m.content, "Lives in Lisbon"),
         other => panic!("{other:?}"),
     }
     assert_eq!(hits[0].ranks[0].channel, "key");
-    let lisbon_hits = s.recall("ada", "lisbon", 5).await.unwrap();
+    let lisbon_hits = recall("lisbon").await;
     assert!(
         matches!(lisbon_hits[0].item, RecallItem::Memory(_)),
         "typed memories outrank raw messages"
@@ -109,13 +115,12 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
 
     s.forget("ada", &new.id, "user asked").await.unwrap();
     assert!(
-        s.recall("ada", "user city", 5)
+        recall("user city")
             .await
-            .unwrap()
             .iter()
             .all(|h| !matches!(h.item, RecallItem::Memory(_)))
     );
-    assert!(s.purge("ada", &new.id).await.unwrap());
+    assert!(s.purge("ada", &new.id, false).await.unwrap().memory);
     assert!(
         s.remember(
             "ada",
@@ -130,7 +135,13 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
         .is_err()
     );
     // Profiles are isolated.
-    assert!(s.recall("bob", "lisbon", 5).await.unwrap().is_empty());
+    assert!(
+        s.recall("bob", RecallRequest::new("lisbon", 5))
+            .await
+            .unwrap()
+            .hits
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -164,7 +175,7 @@ async fn export_then_import_round_trips_a_profile() {
         .unwrap();
     s.forget("ada", &now.id, "test").await.unwrap();
     let mut lines = Vec::new();
-    s.export("ada", &mut |line: &str| {
+    s.export("ada", false, &mut |line: &str| {
         lines.push(line.to_owned());
         Ok(())
     })
@@ -176,7 +187,7 @@ async fn export_then_import_round_trips_a_profile() {
     let again = s.import("bob", &lines).await.unwrap();
     assert_eq!((again.raw_known, again.memories_known), (3, 2));
     let mut copied = Vec::new();
-    s.export("bob", &mut |line: &str| {
+    s.export("bob", false, &mut |line: &str| {
         copied.push(line.to_owned());
         Ok(())
     })

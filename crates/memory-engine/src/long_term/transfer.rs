@@ -1,7 +1,7 @@
 //! Versioned JSONL export and import of a whole profile: raw messages, then memories with
-//! their supersession chains, provenance and forget markers.
+//! their supersession chains, provenance and forget markers, and optionally the vectors.
 
-use memory_core::ports::{MemoryFilter, MemoryRecord, RawMessage};
+use memory_core::ports::{MemoryFilter, MemoryRecord, RawMessage, VectorRecord};
 use memory_core::{MemoryError, Result};
 use serde::{Deserialize, Serialize};
 
@@ -9,8 +9,8 @@ use super::MemoryService;
 
 /// The format name in the first line.
 pub const EXPORT_FORMAT: &str = "agent-memory-profile";
-/// The current version.
-pub const EXPORT_VERSION: u32 = 1;
+/// The current version (2 added vector lines; version 1 files still import).
+pub const EXPORT_VERSION: u32 = 2;
 
 /// One line of an export.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,6 +33,13 @@ pub enum ExportLine {
         /// The memory.
         memory: MemoryRecord,
     },
+    /// A vector, with the model that made it.
+    Vector {
+        /// [`super::RAW_NAMESPACE`] or [`super::MEMORY_NAMESPACE`].
+        namespace: String,
+        /// The record.
+        vector: VectorRecord,
+    },
 }
 
 /// What an import stored.
@@ -46,18 +53,27 @@ pub struct ImportReport {
     pub memories_new: u64,
     /// Memories already present (same id).
     pub memories_known: u64,
+    /// Vectors stored.
+    pub vectors: u64,
 }
 
 const PAGE: usize = 500;
 
 impl MemoryService {
-    /// Writes the profile as JSON lines to `sink`, header first.
+    /// Writes the profile as JSON lines to `sink`, header first; with `vectors`, each raw
+    /// message and memory that has a vector is followed by it.
     pub async fn export(
         &self,
         profile: &str,
+        vectors: bool,
         sink: &mut (dyn FnMut(&str) -> Result<()> + Send),
     ) -> Result<()> {
         let store = self.profiles.open(profile).await?;
+        let index = if vectors {
+            Some(self.profiles.vectors(profile).await?)
+        } else {
+            None
+        };
         let header = ExportLine::Header {
             format: EXPORT_FORMAT.into(),
             version: EXPORT_VERSION,
@@ -66,8 +82,18 @@ impl MemoryService {
         let mut cursor = None;
         loop {
             let (page, next) = store.raw_page(cursor, PAGE).await?;
+            let ids: Vec<String> = page.iter().map(|r| r.id.clone()).collect();
             for raw in page {
                 sink(&serde_json::to_string(&ExportLine::Raw { raw })?)?;
+            }
+            if let Some(index) = &index {
+                for vector in index.get(super::RAW_NAMESPACE, &ids).await? {
+                    let namespace = super::RAW_NAMESPACE.to_owned();
+                    sink(&serde_json::to_string(&ExportLine::Vector {
+                        namespace,
+                        vector,
+                    })?)?;
+                }
             }
             match next {
                 Some(next) => cursor = Some(next),
@@ -82,8 +108,18 @@ impl MemoryService {
         let mut cursor = None;
         loop {
             let page = store.list(&all, cursor, PAGE).await?;
+            let ids: Vec<String> = page.memories.iter().map(|m| m.id.clone()).collect();
             for memory in page.memories {
                 sink(&serde_json::to_string(&ExportLine::Memory { memory })?)?;
+            }
+            if let Some(index) = &index {
+                for vector in index.get(super::MEMORY_NAMESPACE, &ids).await? {
+                    let namespace = super::MEMORY_NAMESPACE.to_owned();
+                    sink(&serde_json::to_string(&ExportLine::Vector {
+                        namespace,
+                        vector,
+                    })?)?;
+                }
             }
             match page.next_cursor {
                 Some(next) => cursor = Some(next),
@@ -119,10 +155,25 @@ impl MemoryService {
         let store = self.profiles.open(profile).await?;
         let mut report = ImportReport::default();
         let mut raw = Vec::new();
+        let mut vectors: std::collections::BTreeMap<String, Vec<VectorRecord>> =
+            std::collections::BTreeMap::new();
+        for record in &parsed[1..] {
+            if let ExportLine::Vector { namespace, .. } = record
+                && namespace != super::RAW_NAMESPACE
+                && namespace != super::MEMORY_NAMESPACE
+            {
+                return Err(MemoryError::invalid(format!(
+                    "unknown vector namespace {namespace:?}"
+                )));
+            }
+        }
         for record in parsed.into_iter().skip(1) {
             match record {
                 ExportLine::Header { .. } => return Err(MemoryError::invalid("a second header")),
                 ExportLine::Raw { raw: r } => raw.push(r),
+                ExportLine::Vector { namespace, vector } => {
+                    vectors.entry(namespace).or_default().push(vector);
+                }
                 ExportLine::Memory { memory } => match store.insert_memory(memory).await {
                     Ok(()) => report.memories_new += 1,
                     Err(MemoryError::AlreadyExists { .. }) => report.memories_known += 1,
@@ -133,6 +184,13 @@ impl MemoryService {
         let counts = store.insert_raw(raw).await?;
         report.raw_new = counts.inserted;
         report.raw_known = counts.existing;
+        if !vectors.is_empty() {
+            let index = self.profiles.vectors(profile).await?;
+            for (namespace, records) in vectors {
+                report.vectors += records.len() as u64;
+                index.upsert(&namespace, records).await?;
+            }
+        }
         Ok(report)
     }
 }

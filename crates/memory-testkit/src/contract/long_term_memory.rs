@@ -16,7 +16,70 @@ pub async fn run_all(profiles: &dyn MemoryProfiles) {
     supersession_keeps_every_version(store.as_ref()).await;
     list_filters_and_pages(store.as_ref()).await;
     forget_hides_and_purge_erases(store.as_ref()).await;
+    let fresh = profiles.open(&unique("profile")).await.unwrap();
+    raw_lookup_neighbours_and_erasure(fresh.as_ref()).await;
     profiles_are_isolated(profiles).await;
+}
+
+/// `raw_by_ids` keeps the asked order; `raw_neighbors` stays in the session and excludes the
+/// given ids; `purge_raw` erases from reads and search.
+pub async fn raw_lookup_neighbours_and_erasure(store: &dyn LongTermMemoryStore) {
+    let raw = |id: &str, session: &str, text: &str| RawMessage {
+        id: id.into(),
+        session_id: session.into(),
+        role: "user".into(),
+        content: text.into(),
+        created_at: Timestamp(1),
+    };
+    store
+        .insert_raw(vec![
+            raw("a1", "a", "alpha one"),
+            raw("b1", "b", "beta one"),
+            raw("a2", "a", "alpha two"),
+            raw("a3", "a", "alpha three"),
+            raw("b2", "b", "beta two"),
+            raw("a4", "a", "alpha four"),
+            raw("a5", "a", "alpha five"),
+        ])
+        .await
+        .unwrap();
+    let ids = |v: Vec<RawMessage>| v.into_iter().map(|m| m.id).collect::<Vec<_>>();
+    let found = store
+        .raw_by_ids(&["a3".into(), "missing".into(), "b1".into()])
+        .await
+        .unwrap();
+    assert_eq!(ids(found), ["a3", "b1"]);
+    let near = store.raw_neighbors(&["a3".into()], 1).await.unwrap();
+    assert_eq!(ids(near), ["a2", "a4"]);
+    let near = store
+        .raw_neighbors(&["a3".into(), "a4".into()], 2)
+        .await
+        .unwrap();
+    assert_eq!(ids(near), ["a1", "a2", "a5"]);
+    assert!(
+        store
+            .raw_neighbors(&["a3".into()], 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.purge_raw(&["a2".into(), "zz".into()]).await.unwrap(),
+        1
+    );
+    assert!(store.raw_by_ids(&["a2".into()]).await.unwrap().is_empty());
+    assert!(
+        store
+            .search_raw("two", 10)
+            .await
+            .unwrap()
+            .iter()
+            .all(|h| h.message_id != "a2")
+    );
+    let near = store.raw_neighbors(&["a3".into()], 1).await.unwrap();
+    assert_eq!(ids(near), ["a1", "a4"]);
+    let (page, _) = store.raw_page(None, 100).await.unwrap();
+    assert_eq!(page.len(), 6);
 }
 
 fn memory(id: &str, kind: MemoryKind, key: Option<&str>, content: &str, at: i64) -> MemoryRecord {
@@ -28,6 +91,7 @@ fn memory(id: &str, kind: MemoryKind, key: Option<&str>, content: &str, at: i64)
         questions: vec![format!("what about {content}?")],
         session_id: Some("s1".into()),
         source_message_ids: vec!["r1".into()],
+        source_lines: None,
         recorded_at: Timestamp(at),
         valid_at: Some(Timestamp(at - 1_000)),
         superseded_by: None,
@@ -77,6 +141,16 @@ pub async fn raw_messages_are_insert_or_ignore_and_searchable(store: &dyn LongTe
     assert_eq!(hits[0].message_id, "r1");
     assert_eq!(hits[0].session_id.as_str(), "s1");
     assert!(store.search_raw("\"(", 10).await.unwrap().is_empty());
+    // Any word may match; more matching words rank higher.
+    let hits = store
+        .search_raw("when did prices go up in lisbon", 10)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = hits.iter().map(|h| h.message_id.as_str()).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids.contains(&"r1") && ids.contains(&"r3"));
+    let hits = store.search_raw("prices went up", 10).await.unwrap();
+    assert_eq!(hits[0].message_id, "r3");
 }
 
 /// A new version supersedes by forward pointer; nothing is deleted; reads return the latest.

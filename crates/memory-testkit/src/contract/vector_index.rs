@@ -67,6 +67,14 @@ pub async fn upsert_replaces_and_delete_removes(index: &dyn VectorIndex) {
         hits.iter().all(|h| h.score.abs() < 1e-5),
         "a was replaced: {hits:?}"
     );
+    let got = index
+        .get(&ns, &["b".to_owned(), "zz".to_owned(), "a".to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(
+        got,
+        vec![record("b", &[0.0, 1.0], "m"), record("a", &[0.0, 1.0], "m")]
+    );
     let removed = index
         .delete(&ns, &["a".to_owned(), "missing".to_owned()])
         .await

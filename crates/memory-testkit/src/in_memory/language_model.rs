@@ -89,3 +89,62 @@ impl LanguageModel for ScriptedLanguageModel {
         }
     }
 }
+
+/// The answer function of a [`RoutedLanguageModel`].
+type Route = dyn Fn(&ChatRequest) -> std::result::Result<String, String> + Send + Sync;
+
+/// A [`LanguageModel`] that answers each request with a function of the request: a fixture
+/// for pipelines that call the model concurrently, where a script's order is not defined.
+///
+/// ```
+/// # tokio_test_block(async {
+/// use memory_core::ports::{ChatMessage, ChatRequest, ChatRole, LanguageModel};
+/// use memory_testkit::in_memory::RoutedLanguageModel;
+/// let model = RoutedLanguageModel::new(|r| Ok(r.messages[0].content.to_uppercase()));
+/// let request = ChatRequest { messages: vec![ChatMessage::new(ChatRole::User, "hi")], ..Default::default() };
+/// assert_eq!(model.complete(request).await.unwrap().content, "HI");
+/// # });
+/// # fn tokio_test_block<F: std::future::Future>(f: F) { tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f); }
+/// ```
+pub struct RoutedLanguageModel {
+    route: Box<Route>,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl RoutedLanguageModel {
+    /// A model answering with `route` (an `Err` becomes a backend failure).
+    pub fn new(
+        route: impl Fn(&ChatRequest) -> std::result::Result<String, String> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            route: Box::new(route),
+            requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Every request received so far.
+    pub fn requests(&self) -> Vec<ChatRequest> {
+        lock(&self.requests).clone()
+    }
+}
+
+#[async_trait]
+impl LanguageModel for RoutedLanguageModel {
+    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse> {
+        let input_chars: usize = request.messages.iter().map(|m| m.content.len()).sum();
+        let answer = (self.route)(&request);
+        lock(&self.requests).push(request);
+        match answer {
+            Ok(content) => Ok(ChatResponse {
+                usage: TokenUsage {
+                    input_tokens: input_chars.div_ceil(4) as u64,
+                    output_tokens: content.len().div_ceil(4) as u64,
+                },
+                content,
+                model: "routed".into(),
+                tool_calls: Vec::new(),
+            }),
+            Err(message) => Err(MemoryError::backend("routed-llm", message)),
+        }
+    }
+}

@@ -3,8 +3,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use memory_core::ports::{
-    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
-    MemoryRecord, RawMessage, RawMessageInsert, VectorIndex,
+    ForgetRequest, JobRecord, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage,
+    MemoryProfiles, MemoryRecord, RawMessage, RawMessageInsert, VectorIndex,
 };
 use memory_core::{MemoryError, Result, Role, SearchHit, SearchMode, SessionId};
 
@@ -12,7 +12,9 @@ use super::{Bm25Corpus, InMemoryVectorIndex, lock};
 
 #[derive(Default)]
 struct Inner {
-    raw: Vec<RawMessage>,
+    /// Insertion order; a purged message leaves `None` (its content is gone).
+    raw: Vec<Option<RawMessage>>,
+    jobs: BTreeMap<String, JobRecord>,
     raw_ids: HashMap<String, usize>,
     /// Memories by insertion order (the list cursor is the position).
     memories: BTreeMap<u64, MemoryRecord>,
@@ -69,7 +71,7 @@ impl LongTermMemoryStore for InMemoryLongTermMemory {
             } else {
                 let position = inner.raw.len();
                 inner.raw_ids.insert(message.id.clone(), position);
-                inner.raw.push(message);
+                inner.raw.push(Some(message));
                 counts.inserted += 1;
             }
         }
@@ -83,23 +85,76 @@ impl LongTermMemoryStore for InMemoryLongTermMemory {
     ) -> Result<(Vec<RawMessage>, Option<String>)> {
         let start = parse_cursor(cursor.as_deref())? as usize;
         let inner = lock(&self.inner);
-        let page: Vec<RawMessage> = inner.raw.iter().skip(start).take(limit).cloned().collect();
-        let end = start + page.len();
-        let next = (end < inner.raw.len()).then(|| end.to_string());
+        let mut page = Vec::new();
+        let mut end = start;
+        for slot in inner.raw.iter().skip(start) {
+            if page.len() == limit {
+                break;
+            }
+            end += 1;
+            if let Some(m) = slot {
+                page.push(m.clone());
+            }
+        }
+        let more = inner.raw.iter().skip(end).any(Option::is_some);
+        let next = more.then(|| end.to_string());
         Ok((page, next))
+    }
+
+    async fn raw_by_ids(&self, ids: &[String]) -> Result<Vec<RawMessage>> {
+        let inner = lock(&self.inner);
+        Ok(ids
+            .iter()
+            .filter_map(|id| inner.raw_ids.get(id))
+            .filter_map(|&i| inner.raw[i].clone())
+            .collect())
+    }
+
+    async fn raw_neighbors(&self, ids: &[String], radius: usize) -> Result<Vec<RawMessage>> {
+        let inner = lock(&self.inner);
+        let given: std::collections::HashSet<&String> = ids.iter().collect();
+        let mut picked = std::collections::BTreeSet::new();
+        for id in ids {
+            let Some(&at) = inner.raw_ids.get(id) else {
+                continue;
+            };
+            let Some(session) = inner.raw[at].as_ref().map(|m| m.session_id.clone()) else {
+                continue;
+            };
+            let same = |i: &usize| {
+                inner.raw[*i]
+                    .as_ref()
+                    .is_some_and(|m| m.session_id == session && !given.contains(&m.id))
+            };
+            let before: Vec<usize> = (0..at).rev().filter(same).take(radius).collect();
+            let after: Vec<usize> = (at + 1..inner.raw.len())
+                .filter(same)
+                .take(radius)
+                .collect();
+            picked.extend(before);
+            picked.extend(after);
+        }
+        Ok(picked
+            .into_iter()
+            .filter_map(|i| inner.raw[i].clone())
+            .collect())
     }
 
     async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
         let inner = lock(&self.inner);
         let mut corpus = Bm25Corpus::new();
         for (i, m) in inner.raw.iter().enumerate() {
-            corpus.add(i, &m.content);
+            if let Some(m) = m {
+                corpus.add(i, &m.content);
+            }
         }
         corpus
-            .search(query, SearchMode::AllWords, limit)
+            .search(query, SearchMode::AnyWords, limit)
             .into_iter()
             .map(|(i, score)| {
-                let m = &inner.raw[i];
+                let m = inner.raw[i]
+                    .as_ref()
+                    .ok_or_else(|| MemoryError::not_found("raw message", i.to_string()))?;
                 Ok(SearchHit {
                     session_id: SessionId::new(m.session_id.clone())?,
                     message_id: m.id.clone(),
@@ -218,7 +273,7 @@ impl LongTermMemoryStore for InMemoryLongTermMemory {
                 );
             }
         }
-        Ok(corpus.search(query, SearchMode::AllWords, limit))
+        Ok(corpus.search(query, SearchMode::AnyWords, limit))
     }
 
     async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()> {
@@ -231,6 +286,33 @@ impl LongTermMemoryStore for InMemoryLongTermMemory {
             m.forgotten = Some(request);
         }
         Ok(())
+    }
+
+    async fn put_job(&self, job: JobRecord) -> Result<()> {
+        lock(&self.inner).jobs.insert(job.id.clone(), job);
+        Ok(())
+    }
+
+    async fn get_job(&self, id: &str) -> Result<Option<JobRecord>> {
+        Ok(lock(&self.inner).jobs.get(id).cloned())
+    }
+
+    async fn list_jobs(&self) -> Result<Vec<JobRecord>> {
+        let mut jobs: Vec<JobRecord> = lock(&self.inner).jobs.values().cloned().collect();
+        jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(jobs)
+    }
+
+    async fn purge_raw(&self, ids: &[String]) -> Result<u64> {
+        let mut inner = lock(&self.inner);
+        let mut removed = 0;
+        for id in ids {
+            if let Some(i) = inner.raw_ids.remove(id) {
+                inner.raw[i] = None;
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 
     async fn purge(&self, id: &str) -> Result<bool> {

@@ -19,7 +19,7 @@ pub use clock::ManualClock;
 pub use context::{InMemoryBlock, StaticBlock};
 pub use embedder::HashingEmbedder;
 pub use key_value_store::InMemoryKeyValueStore;
-pub use language_model::ScriptedLanguageModel;
+pub use language_model::{RoutedLanguageModel, ScriptedLanguageModel};
 pub use long_term_memory::{InMemoryLongTermMemory, InMemoryProfiles};
 pub use message_store::InMemoryMessageStore;
 pub use search_index::InMemorySearchIndex;

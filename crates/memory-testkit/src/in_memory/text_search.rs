@@ -60,6 +60,7 @@ impl<K: Clone> Bm25Corpus<K> {
         for (index, (_, tokens)) in self.docs.iter().enumerate() {
             let matches = match mode {
                 SearchMode::AllWords => terms.iter().all(|word| contains_sequence(tokens, word)),
+                SearchMode::AnyWords => terms.iter().any(|word| contains_sequence(tokens, word)),
                 SearchMode::Phrase => {
                     let phrase: Vec<String> = terms.iter().flatten().cloned().collect();
                     contains_sequence(tokens, &phrase)

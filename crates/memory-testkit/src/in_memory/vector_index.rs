@@ -101,6 +101,28 @@ impl VectorIndex for InMemoryVectorIndex {
         Ok(hits)
     }
 
+    async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>> {
+        let namespaces = lock(&self.namespaces);
+        let Some(ns) = namespaces.get(namespace) else {
+            return Ok(Vec::new());
+        };
+        let model = ns
+            .model
+            .as_ref()
+            .map(|(m, _)| m.clone())
+            .unwrap_or_default();
+        Ok(ids
+            .iter()
+            .filter_map(|id| {
+                ns.vectors.get(id).map(|v| VectorRecord {
+                    id: id.clone(),
+                    vector: v.clone(),
+                    model: model.clone(),
+                })
+            })
+            .collect())
+    }
+
     async fn model(&self, namespace: &str) -> Result<Option<String>> {
         Ok(lock(&self.namespaces)
             .get(namespace)

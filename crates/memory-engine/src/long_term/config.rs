@@ -1,0 +1,149 @@
+//! Tunables of long-term memory: channel weights, extraction sizes, per-stage models.
+
+use std::sync::Arc;
+
+use memory_core::ports::LanguageModel;
+
+/// Reciprocal-rank-fusion weight of each recall channel.
+///
+/// The defaults follow the design's order: the exact topic key is the strongest signal, the
+/// memory channels (full text, direct vector, HyDE vector) come next, the raw-message
+/// channels are the low-weight safety net.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChannelWeights {
+    /// Exact topic-key lookup.
+    pub key: f64,
+    /// Full text over memories (Porter stemming).
+    pub memory_fts: f64,
+    /// The query's embedding against memory vectors.
+    pub direct_vector: f64,
+    /// The HyDE statement's embedding against memory vectors.
+    pub hyde_vector: f64,
+    /// Full text over raw messages.
+    pub raw_fts: f64,
+    /// The query's embedding against raw-message vectors.
+    pub raw_vector: f64,
+}
+
+impl Default for ChannelWeights {
+    fn default() -> Self {
+        Self {
+            key: 3.0,
+            memory_fts: 2.0,
+            direct_vector: 2.0,
+            hyde_vector: 2.0,
+            raw_fts: 1.0,
+            raw_vector: 1.0,
+        }
+    }
+}
+
+/// Everything that can be tuned, with the design's numbers as defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LongTermConfig {
+    /// Channel weights.
+    pub weights: ChannelWeights,
+    /// The RRF constant `k` (60).
+    pub rrf_k: f64,
+    /// How many candidates each channel contributes (50).
+    pub channel_depth: usize,
+    /// Raw hits among the top results pull in this many conversational neighbours on each
+    /// side (1); 0 turns context expansion off.
+    pub context_radius: usize,
+    /// Share of a raw hit's fused score its neighbours inherit (0.5).
+    pub context_weight: f64,
+    /// Header carrying the profile name on every LLM call, so a provider's prompt cache is
+    /// reused (`x-session-affinity`); `None` sends none.
+    pub affinity_header: Option<String>,
+    /// Target characters per extraction chunk (10,000).
+    pub chunk_chars: usize,
+    /// Messages repeated between consecutive chunks (2).
+    pub chunk_overlap: usize,
+    /// Chunks extracted at once (4).
+    pub max_concurrent_chunks: usize,
+    /// Conversations with at least this many messages get the detail pass (9).
+    pub detail_min_messages: usize,
+    /// Messages per detail window (8), overlapping by `chunk_overlap`.
+    pub detail_window: usize,
+    /// Texts per embedding call (64).
+    pub embed_batch: usize,
+}
+
+impl Default for LongTermConfig {
+    fn default() -> Self {
+        Self {
+            weights: ChannelWeights::default(),
+            rrf_k: 60.0,
+            channel_depth: 50,
+            context_radius: 1,
+            context_weight: 0.5,
+            affinity_header: Some("x-session-affinity".to_owned()),
+            chunk_chars: 10_000,
+            chunk_overlap: 2,
+            max_concurrent_chunks: 4,
+            detail_min_messages: 9,
+            detail_window: 8,
+            embed_batch: 64,
+        }
+    }
+}
+
+/// The model of each LLM stage; a stage without a model is skipped and reported as degraded.
+///
+/// As in the design, a small model can serve extraction, verification, classification and
+/// query analysis while a larger one writes synthesized answers.
+#[derive(Clone, Default)]
+pub struct StageModels {
+    /// Candidate memories from transcript chunks.
+    pub extraction: Option<Arc<dyn LanguageModel>>,
+    /// The eight-check filter.
+    pub verification: Option<Arc<dyn LanguageModel>>,
+    /// Type, topic key and search questions.
+    pub classification: Option<Arc<dyn LanguageModel>>,
+    /// Topic keys, search terms and the HyDE statement of a query.
+    pub query_analysis: Option<Arc<dyn LanguageModel>>,
+    /// Natural-language answers.
+    pub synthesis: Option<Arc<dyn LanguageModel>>,
+}
+
+impl StageModels {
+    /// One model for every stage.
+    pub fn all(model: Arc<dyn LanguageModel>) -> Self {
+        Self {
+            extraction: Some(Arc::clone(&model)),
+            verification: Some(Arc::clone(&model)),
+            classification: Some(Arc::clone(&model)),
+            query_analysis: Some(Arc::clone(&model)),
+            synthesis: Some(model),
+        }
+    }
+
+    /// A small model for the structured stages and a larger one for synthesis.
+    pub fn split(small: Arc<dyn LanguageModel>, large: Arc<dyn LanguageModel>) -> Self {
+        Self {
+            synthesis: Some(large),
+            ..Self::all(small)
+        }
+    }
+
+    /// True when no stage has a model.
+    pub fn is_empty(&self) -> bool {
+        self.extraction.is_none()
+            && self.verification.is_none()
+            && self.classification.is_none()
+            && self.query_analysis.is_none()
+            && self.synthesis.is_none()
+    }
+}
+
+impl std::fmt::Debug for StageModels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StageModels")
+            .field("extraction", &self.extraction.is_some())
+            .field("verification", &self.verification.is_some())
+            .field("classification", &self.classification.is_some())
+            .field("query_analysis", &self.query_analysis.is_some())
+            .field("synthesis", &self.synthesis.is_some())
+            .finish()
+    }
+}

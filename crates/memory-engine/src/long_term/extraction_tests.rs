@@ -1,0 +1,539 @@
+//! Extraction, verification, classification and durable jobs on scripted models.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use memory_core::ports::{
+    ChatRequest, ChatResponse, LanguageModel, MemoryFilter, MemoryKind, MemoryProfiles, TokenUsage,
+};
+use memory_core::{CivilDate, MemoryError, Timestamp};
+use memory_testkit::in_memory::{
+    HashingEmbedder, InMemoryProfiles, ManualClock, RoutedLanguageModel,
+};
+use serde_json::{Value, json};
+
+use super::*;
+
+fn day(d: u32) -> Timestamp {
+    CivilDate {
+        year: 2024,
+        month: 3,
+        day: d,
+    }
+    .to_timestamp()
+}
+
+fn conversation(n: usize) -> Vec<IngestMessage> {
+    let mut out = vec![
+        IngestMessage::new("user", "I moved to Lisbon yesterday.").at(day(10)),
+        IngestMessage::new("assistant", "Congratulations! How is the flat?").at(day(10)),
+        IngestMessage::new(
+            "user",
+            "Rent is 1,450 euros. Please always answer in Portuguese from now on.",
+        )
+        .at(day(10)),
+        IngestMessage::new("user", "Remind me to register at the town hall.").at(day(10)),
+    ];
+    while out.len() < n {
+        out.push(
+            IngestMessage::new("user", format!("filler message number {}", out.len())).at(day(10)),
+        );
+    }
+    out.truncate(n);
+    out
+}
+
+fn system(request: &ChatRequest) -> &str {
+    &request.messages[0].content
+}
+
+fn user(request: &ChatRequest) -> &str {
+    &request.messages[1].content
+}
+
+/// Answers like a well-behaved small model.
+fn good_model() -> Arc<RoutedLanguageModel> {
+    Arc::new(RoutedLanguageModel::new(|r| {
+        let (system, user) = (system(r), user(r));
+        if system.contains("extract durable memories") {
+            let mut memories = vec![];
+            if user.contains("moved to Lisbon") {
+                memories.push(json!({"content": "Ada moved to Lisbon on 2024-03-09.", "lines": [0], "date": "2024-03-09"}));
+                memories.push(json!({"content": "Ada owns a yacht.", "lines": [1]}));
+                memories.push(json!({"content": "Always answer Ada in Portuguese.", "lines": [2]}));
+                memories.push(json!({"content": "Register at the town hall.", "lines": [3]}));
+            }
+            return Ok(json!({"memories": memories}).to_string());
+        }
+        if system.contains("concrete details") {
+            let memories = if user.contains("[2]") {
+                vec![json!({"content": "Ada's rent is 1,450 euros a month.", "lines": [2, 99]})]
+            } else {
+                vec![]
+            };
+            return Ok(json!({"memories": memories}).to_string());
+        }
+        if system.contains("verify memories") {
+            let memories: Vec<&str> = user.split("Memories:\n").nth(1).unwrap().lines().collect();
+            let results: Vec<Value> = memories
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    if m.contains("yacht") {
+                        json!({"index": i, "verdict": "dropped", "failed_checks": ["supported"]})
+                    } else if m.contains("1,450") {
+                        json!({"index": i, "verdict": "corrected", "content": "Ada's rent in Lisbon is 1,450 euros a month."})
+                    } else {
+                        json!({"index": i, "verdict": "passed"})
+                    }
+                })
+                .collect();
+            return Ok(json!({"results": results}).to_string());
+        }
+        if system.contains("classify memories") {
+            let memories: Vec<&str> = user.lines().skip(1).collect();
+            let results: Vec<Value> = memories
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    let (kind, key) = if m.contains("moved") {
+                        ("event", Value::Null)
+                    } else if m.contains("Portuguese") {
+                        ("instruction", json!("reply language"))
+                    } else if m.contains("Register") {
+                        ("task", Value::Null)
+                    } else {
+                        ("fact", json!("Ada Rent"))
+                    };
+                    json!({"index": i, "kind": kind, "key": key,
+                           "questions": ["q1?", "q2?", "q3?"]})
+                })
+                .collect();
+            return Ok(json!({"results": results}).to_string());
+        }
+        Err(format!("unexpected prompt {system}"))
+    }))
+}
+
+fn service(profiles: Arc<InMemoryProfiles>, model: Arc<dyn LanguageModel>) -> MemoryService {
+    MemoryService::new(profiles, Arc::new(ManualClock::new(day(20).0)))
+        .with_embedder(Arc::new(HashingEmbedder::new(64)))
+        .with_models(StageModels::all(model))
+}
+
+#[tokio::test]
+async fn extraction_verifies_classifies_and_stores_with_provenance() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let model = good_model();
+    let s = service(profiles.clone(), model.clone());
+    let job = s
+        .ingest_and_extract("ada", "chat-1", conversation(10))
+        .await
+        .unwrap();
+    assert_eq!(job.status, JobStatus::Done, "{:?}", job.error);
+    let r = &job.extraction;
+    assert_eq!(
+        (r.chunks, r.detail_windows),
+        (1, 2),
+        "10 messages get the detail pass"
+    );
+    assert_eq!(r.candidates, 5);
+    assert_eq!((r.passed, r.corrected, r.dropped), (3, 1, 1), "{r:?}");
+    assert_eq!(r.stored, 4);
+    assert_eq!(job.new_messages, 10);
+    assert!(
+        job.messages.is_empty() && job.drafts.is_empty(),
+        "a finished job keeps counts only"
+    );
+
+    let all = s
+        .list("ada", &MemoryFilter::default(), None, 50)
+        .await
+        .unwrap()
+        .memories;
+    let by = |needle: &str| {
+        all.iter()
+            .find(|m| m.content.contains(needle))
+            .unwrap()
+            .clone()
+    };
+    assert!(
+        all.iter().all(|m| !m.content.contains("yacht")),
+        "the unsupported claim was dropped"
+    );
+    let moved = by("moved to Lisbon");
+    assert_eq!(moved.kind, MemoryKind::Event);
+    assert_eq!(
+        moved.valid_at,
+        Some(day(9)),
+        "the stated date is when it was true"
+    );
+    assert_eq!(moved.recorded_at, day(20));
+    assert_eq!(moved.source_lines, Some([0, 0]));
+    assert_eq!(moved.source_message_ids, [job_message_id(&s, 0)]);
+    assert_eq!(moved.questions.len(), 3);
+    let rent = by("1,450");
+    assert_eq!(
+        rent.content, "Ada's rent in Lisbon is 1,450 euros a month.",
+        "corrected"
+    );
+    assert_eq!(rent.key.as_deref(), Some("ada.rent"));
+    assert_eq!(
+        rent.source_lines,
+        Some([2, 2]),
+        "an out-of-window citation is ignored"
+    );
+    assert_eq!(by("Portuguese").kind, MemoryKind::Instruction);
+    let task = by("town hall");
+    assert_eq!(task.kind, MemoryKind::Task);
+    assert_eq!(task.key, None);
+    let index = profiles.vectors("ada").await.unwrap();
+    assert!(
+        index
+            .get(MEMORY_NAMESPACE, std::slice::from_ref(&task.id))
+            .await
+            .unwrap()
+            .is_empty(),
+        "tasks are not vectorized"
+    );
+    assert_eq!(
+        index
+            .get(MEMORY_NAMESPACE, std::slice::from_ref(&rent.id))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // The transcript resolved the relative date against the message time.
+    let extraction = model
+        .requests()
+        .into_iter()
+        .find(|r| system(r).contains("durable"))
+        .unwrap();
+    assert!(
+        user(&extraction).contains("yesterday [2024-03-09]"),
+        "{}",
+        user(&extraction)
+    );
+    for request in model.requests() {
+        assert!(
+            request
+                .headers
+                .contains(&("x-session-affinity".into(), "ada".into()))
+        );
+    }
+    for stage in [
+        "extraction",
+        "extraction_detail",
+        "verification",
+        "classification",
+        "embedding",
+    ] {
+        assert!(
+            job.usage.stages[stage].calls >= 1,
+            "{stage} accounted: {:?}",
+            job.usage
+        );
+    }
+
+    // Re-ingesting the conversation stores nothing new.
+    let again = s
+        .ingest_and_extract("ada", "chat-1", conversation(10))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            again.new_messages,
+            again.known_messages,
+            again.extraction.stored
+        ),
+        (0, 10, 0)
+    );
+}
+
+fn job_message_id(s: &MemoryService, i: usize) -> String {
+    s.raw_messages("chat-1", conversation(10)).unwrap()[i]
+        .id
+        .clone()
+}
+
+#[tokio::test]
+async fn newer_keyed_memories_supersede_older_ones_across_ingests() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = service(profiles.clone(), good_model());
+    s.ingest_and_extract("ada", "chat-1", conversation(4))
+        .await
+        .unwrap();
+    let first = s
+        .list(
+            "ada",
+            &MemoryFilter {
+                key: Some("ada.rent".into()),
+                ..MemoryFilter::default()
+            },
+            None,
+            10,
+        )
+        .await
+        .unwrap()
+        .memories;
+    assert!(
+        first.is_empty(),
+        "4 messages: no detail pass, so no rent memory"
+    );
+    s.ingest_and_extract("ada", "chat-1", conversation(9))
+        .await
+        .unwrap();
+    s.remember(
+        "ada",
+        RememberRequest {
+            content: "Ada's rent is now 1,600 euros.".into(),
+            session_id: None,
+            kind: Some(MemoryKind::Fact),
+            key: Some("ada.rent".into()),
+        },
+    )
+    .await
+    .unwrap();
+    let store = profiles.open("ada").await.unwrap();
+    let chain = store.versions(MemoryKind::Fact, "ada.rent").await.unwrap();
+    assert_eq!(chain.len(), 2);
+    assert_eq!(
+        chain[0].superseded_by.as_deref(),
+        Some(chain[1].id.as_str())
+    );
+    assert!(chain[1].content.contains("1,600"));
+}
+
+#[tokio::test]
+async fn chunks_overlap_by_two_messages_and_run_at_most_four_at_once() {
+    struct Counting {
+        in_flight: AtomicUsize,
+        peak: AtomicUsize,
+        seen: std::sync::Mutex<Vec<String>>,
+    }
+    #[async_trait]
+    impl LanguageModel for Counting {
+        async fn complete(&self, request: ChatRequest) -> memory_core::Result<ChatResponse> {
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.peak.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            if request.messages[0].content.contains("durable") {
+                self.seen
+                    .lock()
+                    .unwrap()
+                    .push(request.messages[1].content.clone());
+            }
+            Ok(ChatResponse {
+                content: json!({"memories": []}).to_string(),
+                model: "counting".into(),
+                usage: TokenUsage::default(),
+                tool_calls: vec![],
+            })
+        }
+    }
+    let model = Arc::new(Counting {
+        in_flight: 0.into(),
+        peak: 0.into(),
+        seen: Default::default(),
+    });
+    let s = service(Arc::new(InMemoryProfiles::new()), model.clone());
+    let long: Vec<IngestMessage> = (0..40)
+        .map(|i| IngestMessage::new("user", format!("message {i}: {}", "x".repeat(1_000))))
+        .collect();
+    let job = s.ingest_and_extract("p", "c", long).await.unwrap();
+    assert_eq!(job.status, JobStatus::Done);
+    assert!(job.extraction.chunks >= 4, "{:?}", job.extraction);
+    assert!(
+        model.peak.load(Ordering::SeqCst) <= 4,
+        "never more than four calls at once"
+    );
+    assert!(
+        model.peak.load(Ordering::SeqCst) >= 2,
+        "chunks do run concurrently"
+    );
+    let mut seen = model.seen.lock().unwrap().clone();
+    seen.sort_by_key(|t| t[1..t.find(']').unwrap()].parse::<usize>().unwrap());
+    for pair in seen.windows(2) {
+        let last_two: Vec<&str> = pair[0].lines().rev().take(2).collect();
+        let first_two: Vec<&str> = pair[1].lines().take(2).collect();
+        assert_eq!(
+            last_two.into_iter().rev().collect::<Vec<_>>(),
+            first_two,
+            "two messages of overlap"
+        );
+    }
+    for chunk in &seen {
+        assert!(
+            chunk.len() <= 10_000 + 1_100,
+            "about 10K characters per chunk: {}",
+            chunk.len()
+        );
+    }
+}
+
+#[tokio::test]
+async fn invalid_json_is_repaired_once_or_reported_and_never_silently_succeeds() {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let counter = attempts.clone();
+    // The first extraction reply is prose, the repair is valid JSON.
+    let repaired = Arc::new(RoutedLanguageModel::new(move |r| {
+        if system(r).contains("durable") {
+            if counter.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Ok("Here are the memories: Ada moved.".into());
+            }
+            return Ok(
+                json!({"memories": [{"content": "Ada moved to Lisbon.", "lines": [0]}]})
+                    .to_string(),
+            );
+        }
+        if system(r).contains("verify") {
+            return Ok(json!({"results": [{"index": 0, "verdict": "passed"}]}).to_string());
+        }
+        Ok(
+            json!({"results": [{"index": 0, "kind": "event", "questions": ["a?", "b?", "c?"]}]})
+                .to_string(),
+        )
+    }));
+    let s = service(Arc::new(InMemoryProfiles::new()), repaired);
+    let job = s
+        .ingest_and_extract("p", "c", conversation(2))
+        .await
+        .unwrap();
+    assert_eq!(job.status, JobStatus::Done);
+    assert_eq!(
+        (job.extraction.repaired_outputs, job.extraction.stored),
+        (1, 1)
+    );
+
+    // Never valid: the job fails, says why, and the raw messages are still stored and searchable.
+    let broken = Arc::new(RoutedLanguageModel::new(|_| Ok("no json".into())));
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = service(profiles.clone(), broken);
+    let job = s
+        .ingest_and_extract("p", "c", conversation(2))
+        .await
+        .unwrap();
+    assert_eq!(job.status, JobStatus::Failed);
+    assert_eq!(job.failed_stage, Some(JobStatus::Extracting));
+    assert!(
+        job.error.as_deref().unwrap().contains("schema twice"),
+        "{:?}",
+        job.error
+    );
+    let store = profiles.open("p").await.unwrap();
+    assert_eq!(store.search_raw("Lisbon", 5).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_crashed_job_resumes_from_its_checkpoint_without_redoing_earlier_stages() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    // First process: extraction works, verification is down.
+    let flaky = Arc::new(RoutedLanguageModel::new(|r| {
+        if system(r).contains("verify") {
+            return Err("verification model unavailable".into());
+        }
+        good_model().complete_blocking(r)
+    }));
+    let first = service(profiles.clone(), flaky);
+    let job = first
+        .ingest_and_extract("ada", "chat-1", conversation(4))
+        .await
+        .unwrap();
+    assert_eq!(job.status, JobStatus::Failed);
+    assert_eq!(job.failed_stage, Some(JobStatus::Verifying));
+    assert_eq!(
+        job.candidates.len(),
+        4,
+        "the extraction checkpoint survived"
+    );
+    assert!(
+        first
+            .list("ada", &MemoryFilter::default(), None, 10)
+            .await
+            .unwrap()
+            .memories
+            .is_empty()
+    );
+
+    // A queued job that never ran (the process died right after acknowledging it).
+    let queued = first
+        .enqueue_ingest("ada", "chat-2", vec![IngestMessage::new("user", "hello")])
+        .await
+        .unwrap();
+    assert_eq!(
+        first.job("ada", &queued.id).await.unwrap().status,
+        JobStatus::Queued
+    );
+
+    // Restart with a working model.
+    let model = good_model();
+    let second = service(profiles.clone(), model.clone());
+    let resumed = second.resume_jobs("ada", true).await.unwrap();
+    assert_eq!(resumed.len(), 2);
+    assert!(
+        resumed.iter().all(|j| j.status == JobStatus::Done),
+        "{resumed:?}"
+    );
+    let extraction_calls = model
+        .requests()
+        .iter()
+        .filter(|r| system(r).contains("durable") && user(r).contains("Lisbon"))
+        .count();
+    assert_eq!(extraction_calls, 0, "extraction was not repeated");
+    let memories = second
+        .list("ada", &MemoryFilter::default(), None, 10)
+        .await
+        .unwrap()
+        .memories;
+    assert_eq!(memories.len(), 3, "{memories:?}");
+    let jobs = second.jobs("ada").await.unwrap();
+    assert!(jobs.iter().all(|j| j.status == JobStatus::Done));
+    assert!(matches!(
+        second.job("ada", "missing").await,
+        Err(MemoryError::NotFound { .. })
+    ));
+}
+
+#[tokio::test]
+async fn without_an_llm_a_job_stores_and_vectorizes_raw_messages_and_says_so() {
+    let s = MemoryService::new(
+        Arc::new(InMemoryProfiles::new()),
+        Arc::new(ManualClock::new(0)),
+    )
+    .with_embedder(Arc::new(HashingEmbedder::new(32)));
+    let job = s
+        .ingest_and_extract("p", "c", conversation(3))
+        .await
+        .unwrap();
+    assert_eq!(job.status, JobStatus::Done);
+    assert_eq!(job.vectorized, 3);
+    assert!(job.degraded.iter().any(|d| d.feature == "extraction"));
+    assert!(matches!(
+        s.enqueue_ingest("p", "c", vec![IngestMessage::new("user", "  ")])
+            .await,
+        Err(MemoryError::InvalidInput { .. })
+    ));
+    assert!(matches!(
+        s.enqueue_ingest("p", "c", vec![IngestMessage::new("narrator", "x")])
+            .await,
+        Err(MemoryError::InvalidInput { .. })
+    ));
+}
+
+/// Lets a routed model answer synchronously inside another route.
+trait CompleteBlocking {
+    fn complete_blocking(&self, request: &ChatRequest) -> Result<String, String>;
+}
+
+impl CompleteBlocking for Arc<RoutedLanguageModel> {
+    fn complete_blocking(&self, request: &ChatRequest) -> Result<String, String> {
+        futures::executor::block_on(self.complete(request.clone()))
+            .map(|r| r.content)
+            .map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,480 @@
+//! Durable ingest jobs: the raw messages are stored (and searchable) the moment the job is
+//! queued; extraction, verification, storing and vectorization then run as stages, each
+//! checkpointed in the profile's store, so a crash or restart resumes where it stopped and
+//! nothing acknowledged is lost.
+
+use memory_core::ports::{JobRecord, LongTermMemoryStore, MemoryRecord, RawMessage};
+use memory_core::{MemoryError, Result};
+use serde::{Deserialize, Serialize};
+
+use super::accounting::UsageReport;
+use super::content_id::content_id;
+use super::extraction::{
+    Candidate, Draft, ExtractionReport, build_transcript, chunk_lines, classify, detail_windows,
+    extract, merge_candidates, parse_iso_date, verify,
+};
+use super::recall::Degradation;
+use super::service::{IngestMessage, MemoryService};
+
+/// Where a job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    /// Raw messages stored; nothing else yet.
+    Queued,
+    /// Running the extraction passes.
+    Extracting,
+    /// Verifying and classifying candidates.
+    Verifying,
+    /// Writing memories (with supersession).
+    Storing,
+    /// Embedding raw messages and memories.
+    Vectorizing,
+    /// Finished.
+    Done,
+    /// Stopped by an error; `resume` retries from `failed_stage`.
+    Failed,
+}
+
+impl JobStatus {
+    /// The name stored in the job table.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Extracting => "extracting",
+            Self::Verifying => "verifying",
+            Self::Storing => "storing",
+            Self::Vectorizing => "vectorizing",
+            Self::Done => "done",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// True once nothing more will happen without a retry.
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Done | Self::Failed)
+    }
+}
+
+/// An ingest job and everything it has done so far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IngestJob {
+    /// Identifier.
+    pub id: String,
+    /// Conversation.
+    pub session_id: String,
+    /// Current stage.
+    pub status: JobStatus,
+    /// The stage that failed, when `status` is `failed`.
+    pub failed_stage: Option<JobStatus>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Messages newly stored when the job was queued.
+    pub new_messages: u64,
+    /// Messages that were already known.
+    pub known_messages: u64,
+    /// The conversation (dropped once the job is done).
+    pub messages: Vec<RawMessage>,
+    /// Ids of the newly stored messages (to vectorize).
+    pub new_message_ids: Vec<String>,
+    /// Checkpoint after extraction (dropped once done).
+    pub candidates: Vec<Candidate>,
+    /// Checkpoint after verification and classification (dropped once done).
+    pub drafts: Vec<Draft>,
+    /// Memories stored by this job.
+    pub memory_ids: Vec<String>,
+    /// Extraction counts.
+    pub extraction: ExtractionReport,
+    /// Vectors written.
+    pub vectorized: u64,
+    /// Stages that did not run, and why.
+    pub degraded: Vec<Degradation>,
+    /// LLM and embedder usage over every run of the job.
+    pub usage: UsageReport,
+}
+
+fn to_record(
+    job: &IngestJob,
+    created_at: memory_core::Timestamp,
+    now: memory_core::Timestamp,
+) -> Result<JobRecord> {
+    Ok(JobRecord {
+        id: job.id.clone(),
+        status: job.status.as_str().to_owned(),
+        body: serde_json::to_value(job)?,
+        created_at,
+        updated_at: now,
+    })
+}
+
+fn from_record(record: &JobRecord) -> Result<IngestJob> {
+    serde_json::from_value(record.body.clone())
+        .map_err(|e| MemoryError::serialization(format!("job {}: {e}", record.id)))
+}
+
+impl MemoryService {
+    /// Stores the messages (content-addressed, insert-or-ignore, full-text indexed) and queues
+    /// a durable job for extraction and vectorization. When this returns, nothing is lost:
+    /// [`MemoryService::run_job`] (or [`MemoryService::resume_jobs`] after a restart) does the
+    /// rest.
+    pub async fn enqueue_ingest(
+        &self,
+        profile: &str,
+        session: &str,
+        messages: Vec<IngestMessage>,
+    ) -> Result<IngestJob> {
+        let store = self.profiles.open(profile).await?;
+        if messages.iter().all(|m| m.content.trim().is_empty()) {
+            return Err(MemoryError::invalid(
+                "nothing to ingest: every message is empty",
+            ));
+        }
+        let (raw, known, counts) = self.store_raw(store.as_ref(), session, messages).await?;
+        let ids: Vec<String> = raw.iter().map(|m| m.id.clone()).collect();
+        let now = self.clock.now();
+        let job = IngestJob {
+            id: uuid::Uuid::now_v7().to_string(),
+            session_id: session.to_owned(),
+            status: JobStatus::Queued,
+            failed_stage: None,
+            error: None,
+            new_messages: counts.inserted,
+            known_messages: counts.existing,
+            new_message_ids: ids.into_iter().filter(|id| !known.contains(id)).collect(),
+            messages: raw,
+            candidates: Vec::new(),
+            drafts: Vec::new(),
+            memory_ids: Vec::new(),
+            extraction: ExtractionReport::default(),
+            vectorized: 0,
+            degraded: Vec::new(),
+            usage: UsageReport::default(),
+        };
+        store.put_job(to_record(&job, now, now)?).await?;
+        Ok(job)
+    }
+
+    /// Ingests inline: queue, then run every stage before returning.
+    pub async fn ingest_and_extract(
+        &self,
+        profile: &str,
+        session: &str,
+        messages: Vec<IngestMessage>,
+    ) -> Result<IngestJob> {
+        let job = self.enqueue_ingest(profile, session, messages).await?;
+        self.run_job(profile, &job.id).await
+    }
+
+    /// One job's current state.
+    pub async fn job(&self, profile: &str, id: &str) -> Result<IngestJob> {
+        let store = self.profiles.open(profile).await?;
+        let record = store
+            .get_job(id)
+            .await?
+            .ok_or_else(|| MemoryError::not_found("job", id))?;
+        from_record(&record)
+    }
+
+    /// Every job of the profile, oldest first.
+    pub async fn jobs(&self, profile: &str) -> Result<Vec<IngestJob>> {
+        let store = self.profiles.open(profile).await?;
+        store.list_jobs().await?.iter().map(from_record).collect()
+    }
+
+    /// Runs every unfinished job (after a crash or restart), oldest first; with `retry_failed`
+    /// failed jobs too. Returns the jobs as they ended.
+    pub async fn resume_jobs(&self, profile: &str, retry_failed: bool) -> Result<Vec<IngestJob>> {
+        let mut out = Vec::new();
+        for job in self.jobs(profile).await? {
+            let due =
+                !job.status.is_finished() || (retry_failed && job.status == JobStatus::Failed);
+            if due {
+                out.push(self.run_job(profile, &job.id).await?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs a job from its checkpoint to the end. A stage error marks the job failed (and is
+    /// returned inside the job, not as `Err`); storage errors are `Err`.
+    pub async fn run_job(&self, profile: &str, id: &str) -> Result<IngestJob> {
+        let store = self.profiles.open(profile).await?;
+        let record = store
+            .get_job(id)
+            .await?
+            .ok_or_else(|| MemoryError::not_found("job", id))?;
+        let created_at = record.created_at;
+        let mut job = from_record(&record)?;
+        if job.status == JobStatus::Done {
+            return Ok(job);
+        }
+        if job.status == JobStatus::Failed {
+            job.status = job.failed_stage.unwrap_or(JobStatus::Queued);
+            job.failed_stage = None;
+            job.error = None;
+        }
+        let meter = self.meter(profile);
+        loop {
+            let stage = job.status;
+            let outcome = match stage {
+                JobStatus::Queued => Ok(JobStatus::Extracting),
+                JobStatus::Extracting => self
+                    .extract_stage(&meter, &mut job)
+                    .await
+                    .map(|()| JobStatus::Verifying),
+                JobStatus::Verifying => self
+                    .verify_stage(&meter, &mut job)
+                    .await
+                    .map(|()| JobStatus::Storing),
+                JobStatus::Storing => self
+                    .store_stage(profile, &meter, &mut job)
+                    .await
+                    .map(|()| JobStatus::Vectorizing),
+                JobStatus::Vectorizing => self
+                    .vectorize_stage(profile, store.as_ref(), &meter, &mut job)
+                    .await
+                    .map(|()| JobStatus::Done),
+                JobStatus::Done | JobStatus::Failed => break,
+            };
+            job.usage.merge(&meter.report_and_reset());
+            match outcome {
+                Ok(next) => {
+                    job.status = next;
+                    if next == JobStatus::Done {
+                        // The checkpoints held conversation text; a finished job keeps counts only.
+                        job.messages.clear();
+                        job.candidates.clear();
+                        job.drafts.clear();
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(job = %job.id, stage = stage.as_str(), error = %e, "ingest job failed");
+                    job.failed_stage = Some(stage);
+                    job.error = Some(e.to_string());
+                    job.status = JobStatus::Failed;
+                }
+            }
+            store
+                .put_job(to_record(&job, created_at, self.clock.now())?)
+                .await?;
+            if job.status.is_finished() {
+                break;
+            }
+        }
+        Ok(job)
+    }
+
+    async fn extract_stage(
+        &self,
+        meter: &super::accounting::Meter,
+        job: &mut IngestJob,
+    ) -> Result<()> {
+        let Some(model) = self.models.extraction.as_deref() else {
+            job.degraded.push(Degradation {
+                feature: "extraction".into(),
+                reason: "no LLM configured: raw messages only, no typed memories".into(),
+            });
+            return Ok(());
+        };
+        let transcript = build_transcript(&job.messages);
+        let sizes: Vec<usize> = transcript.iter().map(|l| l.render().len() + 1).collect();
+        let chunks = chunk_lines(&sizes, self.config.chunk_chars, self.config.chunk_overlap);
+        let windows = if transcript.len() >= self.config.detail_min_messages {
+            detail_windows(
+                transcript.len(),
+                self.config.detail_window,
+                self.config.chunk_overlap,
+            )
+        } else {
+            Vec::new()
+        };
+        let mut report = ExtractionReport {
+            chunks: chunks.len() as u64,
+            detail_windows: windows.len() as u64,
+            ..ExtractionReport::default()
+        };
+        let candidates = extract(
+            meter,
+            model,
+            &transcript,
+            &chunks,
+            &windows,
+            self.config.max_concurrent_chunks,
+            &mut report,
+        )
+        .await;
+        let calls = (chunks.len() + windows.len()) as u64;
+        if report.failed_calls == calls && calls > 0 {
+            return Err(MemoryError::backend(
+                "extraction",
+                format!(
+                    "every extraction call failed: {}",
+                    report.problems.join("; ")
+                ),
+            ));
+        }
+        report.candidates = candidates.len() as u64;
+        let (merged, duplicates) = merge_candidates(candidates);
+        report.duplicates = duplicates as u64;
+        job.candidates = merged;
+        job.extraction = report;
+        Ok(())
+    }
+
+    async fn verify_stage(
+        &self,
+        meter: &super::accounting::Meter,
+        job: &mut IngestJob,
+    ) -> Result<()> {
+        if job.candidates.is_empty() {
+            return Ok(());
+        }
+        let transcript = build_transcript(&job.messages);
+        let concurrency = self.config.max_concurrent_chunks;
+        let mut report = std::mem::take(&mut job.extraction);
+        let verified = match self.models.verification.as_deref() {
+            Some(model) => {
+                let kept = verify(
+                    meter,
+                    model,
+                    &transcript,
+                    job.candidates.clone(),
+                    concurrency,
+                    &mut report,
+                )
+                .await;
+                if kept.is_empty() && report.unverified == job.candidates.len() as u64 {
+                    job.extraction = report;
+                    return Err(MemoryError::backend(
+                        "verification",
+                        format!(
+                            "no candidate could be verified: {}",
+                            job.extraction.problems.join("; ")
+                        ),
+                    ));
+                }
+                kept
+            }
+            None => {
+                job.degraded.push(Degradation {
+                    feature: "verification".into(),
+                    reason: "no verification model configured: candidates stored unverified".into(),
+                });
+                job.candidates.clone()
+            }
+        };
+        job.drafts = classify(
+            meter,
+            self.models.classification.as_deref(),
+            verified,
+            concurrency,
+            &mut report,
+        )
+        .await;
+        if self.models.classification.is_none() {
+            job.degraded.push(Degradation {
+                feature: "classification".into(),
+                reason:
+                    "no classification model configured: stored as facts without keys or questions"
+                        .into(),
+            });
+        }
+        job.extraction = report;
+        Ok(())
+    }
+
+    async fn store_stage(
+        &self,
+        profile: &str,
+        meter: &super::accounting::Meter,
+        job: &mut IngestJob,
+    ) -> Result<()> {
+        if job.drafts.is_empty() {
+            return Ok(());
+        }
+        let transcript = build_transcript(&job.messages);
+        let now = self.clock.now();
+        let records: Vec<MemoryRecord> = job
+            .drafts
+            .iter()
+            .map(|d| {
+                let lines = &d.candidate.lines;
+                let first = lines.first().and_then(|&l| transcript.get(l));
+                let valid_at = d
+                    .candidate
+                    .date
+                    .as_deref()
+                    .and_then(parse_iso_date)
+                    .or(first.map(|l| l.at));
+                MemoryRecord {
+                    // Deterministic: re-running the stage, or re-ingesting the conversation,
+                    // finds the memory already stored.
+                    id: content_id(&job.session_id, "memory", &d.candidate.content),
+                    kind: d.kind,
+                    content: d.candidate.content.clone(),
+                    key: d.key.clone(),
+                    questions: d.questions.clone(),
+                    session_id: Some(job.session_id.clone()),
+                    source_message_ids: lines
+                        .iter()
+                        .filter_map(|&l| transcript.get(l).map(|t| t.message_id.clone()))
+                        .collect(),
+                    source_lines: match (lines.first(), lines.last()) {
+                        (Some(&a), Some(&b)) => Some([a as u32, b as u32]),
+                        _ => None,
+                    },
+                    recorded_at: now,
+                    valid_at,
+                    superseded_by: None,
+                    forgotten: None,
+                }
+            })
+            .collect();
+        job.memory_ids = records.iter().map(|r| r.id.clone()).collect();
+        let (stored, superseded, vectorized) = self.store_memories(profile, meter, records).await?;
+        job.extraction.stored += stored;
+        job.extraction.superseded += superseded;
+        job.vectorized += vectorized;
+        if stored == 0 && job.extraction.stored == 0 && !job.drafts.is_empty() {
+            tracing::info!(job = %job.id, "every extracted memory was already stored");
+        }
+        Ok(())
+    }
+
+    async fn vectorize_stage(
+        &self,
+        profile: &str,
+        store: &dyn LongTermMemoryStore,
+        meter: &super::accounting::Meter,
+        job: &mut IngestJob,
+    ) -> Result<()> {
+        if self.embedder.is_none() {
+            job.degraded.push(Degradation {
+                feature: "vectors".into(),
+                reason: "no embedder configured: full-text search only".into(),
+            });
+            return Ok(());
+        }
+        let known: std::collections::HashSet<String> = job
+            .messages
+            .iter()
+            .map(|m| m.id.clone())
+            .filter(|id| !job.new_message_ids.contains(id))
+            .collect();
+        job.vectorized += self
+            .vectorize_raw(profile, store, meter, job.messages.clone(), &known)
+            .await?;
+        // Memories stored by an earlier run of this job were embedded with them; this covers
+        // a crash between storing and embedding.
+        let mut memories = Vec::new();
+        for id in &job.memory_ids {
+            if let Some(m) = store.get_memory(id).await? {
+                memories.push(m);
+            }
+        }
+        job.vectorized += self
+            .vectorize_memories(profile, meter, &memories, &[])
+            .await?;
+        Ok(())
+    }
+}

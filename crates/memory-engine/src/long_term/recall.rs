@@ -1,0 +1,532 @@
+//! Recall: query analysis and the query embedding concurrently, then every channel
+//! concurrently, weighted reciprocal-rank fusion, conversational context for raw hits, ties
+//! broken by recency, date facts, and an optional synthesized answer.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::future::{OptionFuture, join, join_all};
+use memory_core::ports::{Embedder, LongTermMemoryStore, MemoryKind, MemoryRecord, VectorIndex};
+use memory_core::{Result, Timestamp};
+use serde::Serialize;
+
+use super::accounting::UsageReport;
+use super::fusion::{Channel, ChannelRank, rrf};
+use super::query::{QueryAnalysis, analyze, query_terms};
+use super::service::{MemoryService, normalize_key};
+use super::synthesis::{SynthesizedAnswer, synthesize};
+use super::temporal::temporal_facts;
+use super::vectorize::{MEMORY_NAMESPACE, RAW_NAMESPACE};
+
+/// What a recall returns for one item.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RecallItem {
+    /// A typed memory.
+    Memory(MemoryRecord),
+    /// A raw message (the verbatim safety net).
+    Raw {
+        /// Content address.
+        id: String,
+        /// Session.
+        session_id: String,
+        /// Speaker.
+        role: String,
+        /// Text.
+        content: String,
+        /// When it was said.
+        created_at: Timestamp,
+    },
+}
+
+impl RecallItem {
+    /// The item's id.
+    pub fn id(&self) -> &str {
+        match self {
+            Self::Memory(m) => &m.id,
+            Self::Raw { id, .. } => id,
+        }
+    }
+
+    /// When the item was true or said.
+    pub fn time(&self) -> Timestamp {
+        match self {
+            Self::Memory(m) => m.valid_at.unwrap_or(m.recorded_at),
+            Self::Raw { created_at, .. } => *created_at,
+        }
+    }
+
+    /// The text.
+    pub fn content(&self) -> &str {
+        match self {
+            Self::Memory(m) => &m.content,
+            Self::Raw { content, .. } => content,
+        }
+    }
+}
+
+/// One recalled item with its fused score and per-channel ranks and scores (`explain`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecallHit {
+    /// The item.
+    pub item: RecallItem,
+    /// Fused score.
+    pub score: f64,
+    /// Rank and score in each channel that found it.
+    pub ranks: Vec<ChannelRank>,
+}
+
+/// A part of the pipeline that did not run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Degradation {
+    /// The stage or channel (`query_analysis`, `vectors`, `synthesis`, ...).
+    pub feature: String,
+    /// Why it was skipped or failed.
+    pub reason: String,
+}
+
+/// A recall request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecallRequest {
+    /// The question or topic.
+    pub query: String,
+    /// How many items to return.
+    pub limit: usize,
+    /// Ask the synthesis model for an answer.
+    pub synthesize: bool,
+}
+
+impl RecallRequest {
+    /// Up to `limit` items for `query`, no synthesis.
+    pub fn new(query: impl Into<String>, limit: usize) -> Self {
+        Self {
+            query: query.into(),
+            limit,
+            synthesize: false,
+        }
+    }
+
+    /// Also synthesize an answer.
+    pub fn with_answer(mut self) -> Self {
+        self.synthesize = true;
+        self
+    }
+}
+
+/// Everything a recall produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecallResponse {
+    /// Best first.
+    pub hits: Vec<RecallHit>,
+    /// The synthesized answer, when asked for and available.
+    pub answer: Option<SynthesizedAnswer>,
+    /// Date facts computed for the hits.
+    pub temporal_facts: Vec<String>,
+    /// The LLM's reading of the query, when one ran.
+    pub analysis: Option<QueryAnalysis>,
+    /// The full-text terms used.
+    pub terms: Vec<String>,
+    /// What did not run, and why.
+    pub degraded: Vec<Degradation>,
+    /// LLM and embedder usage.
+    pub usage: UsageReport,
+}
+
+const RAW_PREFIX: &str = "raw:";
+
+fn degrade(list: &mut Vec<Degradation>, feature: &str, reason: impl Into<String>) {
+    list.push(Degradation {
+        feature: feature.to_owned(),
+        reason: reason.into(),
+    });
+}
+
+async fn vector_channel(
+    index: &dyn VectorIndex,
+    namespace: &str,
+    vector: Option<&Vec<f32>>,
+    depth: usize,
+    prefix: &str,
+) -> Result<Vec<(String, f64)>> {
+    let Some(vector) = vector else {
+        return Ok(Vec::new());
+    };
+    Ok(index
+        .query(namespace, vector, depth)
+        .await?
+        .into_iter()
+        .map(|h| (format!("{prefix}{}", h.id), f64::from(h.score)))
+        .collect())
+}
+
+impl MemoryService {
+    /// Recalls what the profile knows about `request.query`.
+    ///
+    /// Without an LLM, the query's own words (function words removed) drive full text and the
+    /// key lookup, and the HyDE channel and synthesis are reported as degraded. Without an
+    /// embedder, the vector channels are reported as degraded.
+    pub async fn recall(&self, profile: &str, request: RecallRequest) -> Result<RecallResponse> {
+        let store = self.profiles.open(profile).await?;
+        let meter = self.meter(profile);
+        let mut degraded = Vec::new();
+        let depth = self.config.channel_depth.max(request.limit);
+        let vectors: Option<(Arc<dyn Embedder>, Arc<dyn VectorIndex>)> = match &self.embedder {
+            Some(e) => Some((Arc::clone(e), self.profiles.vectors(profile).await?)),
+            None => {
+                degrade(
+                    &mut degraded,
+                    "vectors",
+                    "no embedder configured: the direct, HyDE and raw vector channels did not run",
+                );
+                None
+            }
+        };
+
+        // Stage 1: analysis and the query embedding, concurrently.
+        let analysis_future: OptionFuture<_> = self
+            .models
+            .query_analysis
+            .as_deref()
+            .map(|model| analyze(&meter, model, &request.query))
+            .into();
+        let embed_future: OptionFuture<_> = vectors
+            .as_ref()
+            .map(|(e, _)| {
+                meter.embed(
+                    "embedding",
+                    e.as_ref(),
+                    std::slice::from_ref(&request.query),
+                )
+            })
+            .into();
+        let (analysis, query_vector) = join(analysis_future, embed_future).await;
+        let analysis = match analysis {
+            Some(Ok(a)) => Some(a),
+            Some(Err(e)) => {
+                degrade(
+                    &mut degraded,
+                    "query_analysis",
+                    format!("failed: {e}; used the query's own words"),
+                );
+                None
+            }
+            None => {
+                degrade(
+                    &mut degraded,
+                    "query_analysis",
+                    "no LLM configured: used the query's own words, no HyDE",
+                );
+                None
+            }
+        };
+        let query_vector = match query_vector {
+            Some(Ok(mut v)) if !v.is_empty() => Some(v.swap_remove(0)),
+            Some(Ok(_)) => None,
+            Some(Err(e)) => {
+                degrade(
+                    &mut degraded,
+                    "vectors",
+                    format!("embedding the query failed: {e}"),
+                );
+                None
+            }
+            None => None,
+        };
+        let mut vectors_usable = vectors.is_some() && query_vector.is_some();
+        if let Some((embedder, index)) = &vectors {
+            for ns in [MEMORY_NAMESPACE, RAW_NAMESPACE] {
+                if let Some(model) = index.model(ns).await?
+                    && model != embedder.model_id()
+                {
+                    degrade(
+                        &mut degraded,
+                        "vectors",
+                        format!(
+                            "the {ns:?} vectors were made by {model:?}, the embedder is {:?}: run `memory profile reembed`",
+                            embedder.model_id()
+                        ),
+                    );
+                    vectors_usable = false;
+                }
+            }
+        }
+        let hyde_vector = match (&analysis, &vectors) {
+            (
+                Some(QueryAnalysis {
+                    hyde: Some(hyde), ..
+                }),
+                Some((embedder, _)),
+            ) if vectors_usable => {
+                match meter
+                    .embed("embedding", embedder.as_ref(), std::slice::from_ref(hyde))
+                    .await
+                {
+                    Ok(mut v) if !v.is_empty() => Some(v.swap_remove(0)),
+                    Ok(_) => None,
+                    Err(e) => {
+                        degrade(
+                            &mut degraded,
+                            "hyde_vector",
+                            format!("embedding the HyDE statement failed: {e}"),
+                        );
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+
+        // Stage 2: the channels, concurrently.
+        let mut terms = query_terms(&request.query);
+        let mut keys = vec![normalize_key(&request.query)];
+        if let Some(a) = &analysis {
+            keys = a.keys.clone();
+            for t in a.terms.iter().flat_map(|t| query_terms(t)) {
+                if !terms.contains(&t) {
+                    terms.push(t);
+                }
+            }
+        }
+        keys.retain(|k| !k.is_empty());
+        let text_query = terms.join(" ");
+        let store_ref = store.as_ref();
+        let key_channel = async {
+            let mut hits = Vec::new();
+            for key in &keys {
+                for kind in [MemoryKind::Fact, MemoryKind::Instruction] {
+                    if let Some(m) = store_ref.current_by_key(kind, key).await?
+                        && !hits.iter().any(|(id, _): &(String, f64)| *id == m.id)
+                    {
+                        hits.push((m.id, 1.0));
+                    }
+                }
+            }
+            Result::Ok(hits)
+        };
+        let memory_fts = store_ref.search_memories(&text_query, depth);
+        let raw_fts = async {
+            Ok::<_, memory_core::MemoryError>(
+                store_ref
+                    .search_raw(&text_query, depth)
+                    .await?
+                    .into_iter()
+                    .map(|h| (format!("{RAW_PREFIX}{}", h.message_id), h.score))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let index = vectors
+            .as_ref()
+            .filter(|_| vectors_usable)
+            .map(|(_, i)| Arc::clone(i));
+        let direct = async {
+            match &index {
+                Some(i) => {
+                    vector_channel(
+                        i.as_ref(),
+                        MEMORY_NAMESPACE,
+                        query_vector.as_ref(),
+                        depth,
+                        "",
+                    )
+                    .await
+                }
+                None => Ok(Vec::new()),
+            }
+        };
+        let hyde = async {
+            match &index {
+                Some(i) => {
+                    vector_channel(
+                        i.as_ref(),
+                        MEMORY_NAMESPACE,
+                        hyde_vector.as_ref(),
+                        depth,
+                        "",
+                    )
+                    .await
+                }
+                None => Ok(Vec::new()),
+            }
+        };
+        let raw_vector = async {
+            match &index {
+                Some(i) => {
+                    vector_channel(
+                        i.as_ref(),
+                        RAW_NAMESPACE,
+                        query_vector.as_ref(),
+                        depth,
+                        RAW_PREFIX,
+                    )
+                    .await
+                }
+                None => Ok(Vec::new()),
+            }
+        };
+        let (text, vector) = join(
+            futures::future::try_join3(key_channel, memory_fts, raw_fts),
+            futures::future::try_join3(direct, hyde, raw_vector),
+        )
+        .await;
+        let (key_hits, memory_hits, raw_hits) = text?;
+        let (direct_hits, hyde_hits, raw_vector_hits) = vector?;
+
+        // Stage 3: fusion, context, recency.
+        let w = self.config.weights;
+        let channels: Vec<Channel> = vec![
+            ("key", w.key, key_hits),
+            ("memory_fts", w.memory_fts, memory_hits),
+            ("direct_vector", w.direct_vector, direct_hits),
+            ("hyde_vector", w.hyde_vector, hyde_hits),
+            ("raw_fts", w.raw_fts, raw_hits),
+            ("raw_vector", w.raw_vector, raw_vector_hits),
+        ];
+        let mut fused = rrf(self.config.rrf_k, &channels);
+        self.add_context(store_ref, &mut fused, request.limit)
+            .await?;
+        let hits = self.materialize(store_ref, fused, request.limit).await?;
+
+        let dated: Vec<(String, Timestamp)> = hits
+            .iter()
+            .enumerate()
+            .map(|(n, h)| (format!("[{}]", n + 1), h.item.time()))
+            .collect();
+        let facts = temporal_facts(self.clock.now(), &dated);
+        let answer = if request.synthesize {
+            match &self.models.synthesis {
+                Some(model) => {
+                    match synthesize(&meter, model.as_ref(), &request.query, &hits, &facts).await {
+                        Ok(answer) => Some(answer),
+                        Err(e) => {
+                            degrade(&mut degraded, "synthesis", format!("failed: {e}"));
+                            None
+                        }
+                    }
+                }
+                None => {
+                    degrade(&mut degraded, "synthesis", "no synthesis model configured");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        Ok(RecallResponse {
+            hits,
+            answer,
+            temporal_facts: facts,
+            analysis,
+            terms,
+            degraded,
+            usage: meter.report(),
+        })
+    }
+
+    /// Raw hits near the top lend part of their score to the messages around them in the
+    /// same conversation (channel `context`): a question's answer is often the next turn.
+    async fn add_context(
+        &self,
+        store: &dyn LongTermMemoryStore,
+        fused: &mut Vec<super::fusion::Fused>,
+        limit: usize,
+    ) -> Result<()> {
+        if self.config.context_radius == 0 || self.config.context_weight <= 0.0 {
+            return Ok(());
+        }
+        let top: Vec<(usize, String, f64)> = fused
+            .iter()
+            .take(limit)
+            .enumerate()
+            .filter_map(|(rank, f)| {
+                f.id.strip_prefix(RAW_PREFIX)
+                    .map(|id| (rank + 1, id.to_owned(), f.score))
+            })
+            .collect();
+        let neighbours = join_all(top.iter().map(|(_, id, _)| {
+            store.raw_neighbors(std::slice::from_ref(id), self.config.context_radius)
+        }))
+        .await;
+        let mut position: HashMap<String, usize> = fused
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.id.clone(), i))
+            .collect();
+        for ((rank, _, score), found) in top.iter().zip(neighbours) {
+            for n in found? {
+                let key = format!("{RAW_PREFIX}{}", n.id);
+                let i = *position.entry(key.clone()).or_insert_with(|| {
+                    fused.push(super::fusion::Fused {
+                        id: key,
+                        score: 0.0,
+                        ranks: Vec::new(),
+                    });
+                    fused.len() - 1
+                });
+                fused[i].score += self.config.context_weight * score;
+                fused[i].ranks.push(ChannelRank {
+                    channel: "context",
+                    rank: *rank,
+                    score: *score,
+                });
+            }
+        }
+        fused.sort_by(|a, b| b.score.total_cmp(&a.score));
+        Ok(())
+    }
+
+    /// Loads the best `limit` items, skipping anything forgotten, superseded or purged, with
+    /// equal scores ordered newest first.
+    async fn materialize(
+        &self,
+        store: &dyn LongTermMemoryStore,
+        fused: Vec<super::fusion::Fused>,
+        limit: usize,
+    ) -> Result<Vec<RecallHit>> {
+        let mut hits: Vec<RecallHit> = Vec::with_capacity(limit);
+        let mut pending = fused.into_iter().peekable();
+        while hits.len() < limit && pending.peek().is_some() {
+            let batch: Vec<_> = pending.by_ref().take(limit - hits.len()).collect();
+            let raw_ids: Vec<String> = batch
+                .iter()
+                .filter_map(|f| f.id.strip_prefix(RAW_PREFIX).map(str::to_owned))
+                .collect();
+            let raw: HashMap<String, _> = store
+                .raw_by_ids(&raw_ids)
+                .await?
+                .into_iter()
+                .map(|m| (m.id.clone(), m))
+                .collect();
+            for f in batch {
+                let item = match f.id.strip_prefix(RAW_PREFIX) {
+                    Some(id) => match raw.get(id) {
+                        Some(m) => RecallItem::Raw {
+                            id: m.id.clone(),
+                            session_id: m.session_id.clone(),
+                            role: m.role.clone(),
+                            content: m.content.clone(),
+                            created_at: m.created_at,
+                        },
+                        None => continue,
+                    },
+                    None => match store.get_memory(&f.id).await? {
+                        Some(m) if m.forgotten.is_none() && m.superseded_by.is_none() => {
+                            RecallItem::Memory(m)
+                        }
+                        _ => continue,
+                    },
+                };
+                hits.push(RecallHit {
+                    item,
+                    score: f.score,
+                    ranks: f.ranks,
+                });
+            }
+        }
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| b.item.time().cmp(&a.item.time()))
+        });
+        Ok(hits)
+    }
+}

@@ -1,0 +1,542 @@
+//! Recall, vectors, degraded mode, query analysis, synthesis and fusion order.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use memory_core::ports::{MemoryKind, MemoryProfiles};
+use memory_testkit::in_memory::{
+    HashingEmbedder, InMemoryProfiles, ManualClock, RoutedLanguageModel,
+};
+use serde_json::json;
+
+use super::*;
+
+const DAY: i64 = memory_core::DAY_MILLIS;
+
+fn service_with(profiles: Arc<InMemoryProfiles>, dims: usize) -> MemoryService {
+    MemoryService::new(profiles, Arc::new(ManualClock::new(400 * DAY)))
+        .with_embedder(Arc::new(HashingEmbedder::new(dims)))
+}
+
+fn fact(content: &str, key: Option<&str>, kind: MemoryKind) -> RememberRequest {
+    RememberRequest {
+        content: content.into(),
+        session_id: Some("chat".into()),
+        kind: Some(kind),
+        key: key.map(str::to_owned),
+    }
+}
+
+async fn export(s: &MemoryService, profile: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    s.export(profile, true, &mut |l: &str| {
+        lines.push(l.to_owned());
+        Ok(())
+    })
+    .await
+    .unwrap();
+    lines
+}
+
+async fn memory_vector(profiles: &InMemoryProfiles, id: &str) -> bool {
+    let index = profiles.vectors("p").await.unwrap();
+    !index
+        .get(MEMORY_NAMESPACE, &[id.to_owned()])
+        .await
+        .unwrap()
+        .is_empty()
+}
+
+#[tokio::test]
+async fn tasks_are_never_vectorized_and_superseded_or_forgotten_memories_lose_their_vectors() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = service_with(profiles.clone(), 64);
+    let task = s
+        .remember("p", fact("Renew the passport", None, MemoryKind::Task))
+        .await
+        .unwrap();
+    assert!(
+        !memory_vector(&profiles, &task.id).await,
+        "tasks are full-text only"
+    );
+    let old = s
+        .remember("p", fact("Lives in Porto", Some("home"), MemoryKind::Fact))
+        .await
+        .unwrap();
+    assert!(memory_vector(&profiles, &old.id).await);
+    let new = s
+        .remember("p", fact("Lives in Lisbon", Some("home"), MemoryKind::Fact))
+        .await
+        .unwrap();
+    assert!(
+        !memory_vector(&profiles, &old.id).await,
+        "a superseded memory loses its vector"
+    );
+    assert!(memory_vector(&profiles, &new.id).await);
+    s.forget("p", &new.id, "asked").await.unwrap();
+    assert!(!memory_vector(&profiles, &new.id).await);
+    let hits = s
+        .recall("p", RecallRequest::new("Lives in Lisbon", 10))
+        .await
+        .unwrap()
+        .hits;
+    assert!(
+        hits.iter()
+            .all(|h| h.item.id() != new.id && h.item.id() != old.id),
+        "{hits:?}"
+    );
+    // The task is still found by full text.
+    let hits = s
+        .recall("p", RecallRequest::new("passport", 10))
+        .await
+        .unwrap()
+        .hits;
+    assert_eq!(hits[0].item.id(), task.id);
+    assert!(hits[0].ranks.iter().all(|r| r.channel != "direct_vector"));
+}
+
+#[tokio::test]
+async fn vector_channels_find_what_full_text_misses_and_explain_says_so() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = service_with(profiles.clone(), 256);
+    let report = s
+        .ingest_messages(
+            "p",
+            "chat",
+            vec![
+                IngestMessage::new("user", "Our deploys happen every Friday afternoon"),
+                IngestMessage::new("assistant", "Noted: Friday afternoon deploys"),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!((report.new, report.vectorized), (2, 2));
+    assert!(report.usage.stages["embedding"].calls >= 1);
+    let again = s
+        .ingest_messages(
+            "p",
+            "chat",
+            vec![IngestMessage::new(
+                "user",
+                "Our deploys happen every Friday afternoon",
+            )],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.new, again.known, again.vectorized),
+        (0, 1, 0),
+        "known messages are not re-embedded"
+    );
+    let response = s
+        .recall("p", RecallRequest::new("deploys?", 5))
+        .await
+        .unwrap();
+    let channels: Vec<&str> = response.hits[0].ranks.iter().map(|r| r.channel).collect();
+    assert!(
+        channels.contains(&"raw_fts") && channels.contains(&"raw_vector"),
+        "{channels:?}"
+    );
+    assert!(
+        response
+            .degraded
+            .iter()
+            .any(|d| d.feature == "query_analysis")
+    );
+    assert!(response.degraded.iter().all(|d| d.feature != "vectors"));
+}
+
+#[tokio::test]
+async fn without_llm_or_embedder_everything_else_works_and_says_what_is_missing() {
+    let s = MemoryService::new(
+        Arc::new(InMemoryProfiles::new()),
+        Arc::new(ManualClock::new(0)),
+    );
+    let report = s
+        .ingest_messages(
+            "p",
+            "chat",
+            vec![IngestMessage::new("user", "The wifi password is hunter2")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(report.new, 1);
+    assert!(report.degraded.iter().any(|d| d.feature == "vectors"));
+    let response = s
+        .recall(
+            "p",
+            RecallRequest::new("what is the wifi password", 5).with_answer(),
+        )
+        .await
+        .unwrap();
+    assert!(response.hits[0].item.content().contains("hunter2"));
+    let features: Vec<&str> = response
+        .degraded
+        .iter()
+        .map(|d| d.feature.as_str())
+        .collect();
+    assert!(
+        features.contains(&"vectors")
+            && features.contains(&"query_analysis")
+            && features.contains(&"synthesis"),
+        "{features:?}"
+    );
+    assert_eq!(response.terms, ["wifi", "password"]);
+    assert!(response.answer.is_none());
+}
+
+#[tokio::test]
+async fn a_new_embedding_model_is_never_mixed_in_and_reembed_rebuilds() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let old = service_with(profiles.clone(), 32);
+    old.ingest_messages(
+        "p",
+        "chat",
+        vec![IngestMessage::new("user", "Tabs, not spaces")],
+    )
+    .await
+    .unwrap();
+    old.remember(
+        "p",
+        fact("Prefers tabs", Some("indent"), MemoryKind::Instruction),
+    )
+    .await
+    .unwrap();
+    let new = service_with(profiles.clone(), 48);
+    let response = new
+        .recall("p", RecallRequest::new("tabs", 5))
+        .await
+        .unwrap();
+    assert!(
+        response
+            .degraded
+            .iter()
+            .any(|d| d.reason.contains("reembed")),
+        "{:?}",
+        response.degraded
+    );
+    assert!(!response.hits.is_empty(), "full text still answers");
+    let ingest = new
+        .ingest_messages(
+            "p",
+            "chat",
+            vec![IngestMessage::new("user", "Two-space YAML")],
+        )
+        .await
+        .unwrap();
+    assert!(ingest.degraded.iter().any(|d| d.reason.contains("reembed")));
+    let index = profiles.vectors("p").await.unwrap();
+    assert_eq!(
+        index.model(RAW_NAMESPACE).await.unwrap().as_deref(),
+        Some("hashing-32")
+    );
+    let report = new.reembed("p").await.unwrap();
+    assert_eq!((report.raw, report.memories), (2, 1));
+    assert_eq!(
+        index.model(RAW_NAMESPACE).await.unwrap().as_deref(),
+        Some("hashing-48")
+    );
+    let response = new
+        .recall("p", RecallRequest::new("tabs", 5))
+        .await
+        .unwrap();
+    assert!(response.degraded.iter().all(|d| d.feature != "vectors"));
+}
+
+#[tokio::test]
+async fn purge_with_sources_leaves_no_trace_in_any_store() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = service_with(profiles.clone(), 64);
+    let report = s
+        .ingest_messages(
+            "p",
+            "chat",
+            vec![IngestMessage::new("user", "My passport number is X1234567")],
+        )
+        .await
+        .unwrap();
+    let store = profiles.open("p").await.unwrap();
+    let mut memory = fact(
+        "Passport number X1234567",
+        Some("passport"),
+        MemoryKind::Fact,
+    );
+    memory.session_id = Some("chat".into());
+    let stored = s.remember("p", memory).await.unwrap();
+    // Give it provenance, as extraction would.
+    let mut with_sources = store.get_memory(&stored.id).await.unwrap().unwrap();
+    store.purge(&stored.id).await.unwrap();
+    with_sources.source_message_ids = report.message_ids.clone();
+    s.store_memories("p", &s.meter("p"), vec![with_sources.clone()])
+        .await
+        .unwrap();
+    let purged = s.purge("p", &stored.id, true).await.unwrap();
+    assert!(purged.memory);
+    assert_eq!(purged.raw_messages, 1);
+    assert_eq!(purged.vectors, 2);
+    assert!(store.get_memory(&stored.id).await.unwrap().is_none());
+    assert!(
+        store
+            .raw_by_ids(&report.message_ids)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .search_raw("passport X1234567", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .search_memories("passport X1234567", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let index = profiles.vectors("p").await.unwrap();
+    assert!(
+        index
+            .get(RAW_NAMESPACE, &report.message_ids)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let lines = export(&s, "p").await;
+    assert!(lines.iter().all(|l| !l.contains("X1234567")), "{lines:?}");
+}
+
+#[tokio::test]
+async fn export_with_vectors_round_trips_into_another_profile() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = service_with(profiles.clone(), 16);
+    s.ingest_messages("p", "chat", vec![IngestMessage::new("user", "hello there")])
+        .await
+        .unwrap();
+    s.remember("p", fact("Likes tea", None, MemoryKind::Fact))
+        .await
+        .unwrap();
+    let lines = export(&s, "p").await;
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains("\"kind\":\"vector\""))
+            .count(),
+        2
+    );
+    let report = s.import("q", &lines).await.unwrap();
+    assert_eq!(report.vectors, 2);
+    let copy = export(&s, "q").await;
+    assert_eq!(copy, lines);
+}
+
+/// A model that answers query analysis and synthesis by looking at the system prompt.
+fn analysing_model(analysis: serde_json::Value, broken_first: bool) -> Arc<RoutedLanguageModel> {
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    Arc::new(RoutedLanguageModel::new(move |request| {
+        let system = &request.messages[0].content;
+        if system.contains("analyse search queries") {
+            let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if broken_first && n == 0 {
+                return Ok("keys: user.home (sorry, no JSON)".into());
+            }
+            return Ok(analysis.to_string());
+        }
+        if system.contains("answer a question") {
+            return Ok(
+                json!({"answer": "Lisbon, since 2023-01-10", "citations": [1, 9]}).to_string(),
+            );
+        }
+        Err(format!("unexpected prompt: {system}"))
+    }))
+}
+
+#[tokio::test]
+async fn query_analysis_drives_keys_terms_and_hyde_and_synthesis_cites_records() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let model = analysing_model(
+        json!({"keys": ["User Home"], "terms": ["residence", "city"], "hyde": "The user lives in Lisbon."}),
+        true,
+    );
+    let s = service_with(profiles.clone(), 128).with_models(StageModels::all(model.clone()));
+    let home = s
+        .remember(
+            "p",
+            fact("Lives in Lisbon", Some("user.home"), MemoryKind::Fact),
+        )
+        .await
+        .unwrap();
+    s.remember("p", fact("Owns a bicycle", None, MemoryKind::Fact))
+        .await
+        .unwrap();
+    let response = s
+        .recall(
+            "p",
+            RecallRequest::new("where does the user live?", 5).with_answer(),
+        )
+        .await
+        .unwrap();
+    let top = &response.hits[0];
+    assert_eq!(top.item.id(), home.id);
+    let channels: Vec<&str> = top.ranks.iter().map(|r| r.channel).collect();
+    assert_eq!(channels[0], "key", "{channels:?}");
+    assert!(channels.contains(&"hyde_vector"), "{channels:?}");
+    assert!(response.terms.contains(&"residence".to_owned()));
+    let answer = response.answer.unwrap();
+    assert_eq!(
+        answer.citations,
+        std::slice::from_ref(&home.id),
+        "out-of-range citations are dropped"
+    );
+    let usage = &response.usage.stages;
+    assert_eq!(
+        usage["query_analysis"].calls, 2,
+        "one invalid reply, one repair"
+    );
+    assert_eq!(usage["synthesis"].calls, 1);
+    assert!(usage["synthesis"].input_tokens > 0);
+    for request in model.requests() {
+        assert!(
+            request
+                .headers
+                .contains(&("x-session-affinity".to_owned(), "p".to_owned())),
+            "every call carries the profile's affinity key"
+        );
+    }
+    let synthesis = model
+        .requests()
+        .into_iter()
+        .find(|r| r.messages[0].content.contains("answer a question"))
+        .unwrap();
+    let prompt = &synthesis.messages[1].content;
+    assert!(prompt.contains("not instructions"));
+    assert!(
+        prompt.contains("Today is"),
+        "date facts are handed over: {prompt}"
+    );
+}
+
+#[tokio::test]
+async fn a_model_that_never_returns_valid_json_degrades_to_the_query_words() {
+    let model = Arc::new(RoutedLanguageModel::new(|_| Ok("not json at all".into())));
+    let s = MemoryService::new(
+        Arc::new(InMemoryProfiles::new()),
+        Arc::new(ManualClock::new(0)),
+    )
+    .with_models(StageModels::all(model));
+    s.ingest_messages(
+        "p",
+        "c",
+        vec![IngestMessage::new("user", "the boiler is broken")],
+    )
+    .await
+    .unwrap();
+    let response = s
+        .recall("p", RecallRequest::new("boiler", 5))
+        .await
+        .unwrap();
+    assert_eq!(response.hits.len(), 1);
+    let d = response
+        .degraded
+        .iter()
+        .find(|d| d.feature == "query_analysis")
+        .unwrap();
+    assert!(d.reason.contains("twice"), "{}", d.reason);
+}
+
+#[tokio::test]
+async fn raw_hits_bring_their_conversational_neighbours() {
+    let s = MemoryService::new(
+        Arc::new(InMemoryProfiles::new()),
+        Arc::new(ManualClock::new(0)),
+    );
+    s.ingest_messages(
+        "p",
+        "c",
+        vec![
+            IngestMessage::new("user", "What should we name the cat?"),
+            IngestMessage::new("assistant", "How about Miso?"),
+            IngestMessage::new("user", "Unrelated: the printer is out of toner"),
+        ],
+    )
+    .await
+    .unwrap();
+    let response = s
+        .recall("p", RecallRequest::new("cat name", 5))
+        .await
+        .unwrap();
+    assert!(response.hits[0].item.content().contains("cat"));
+    let miso = response
+        .hits
+        .iter()
+        .find(|h| h.item.content().contains("Miso"))
+        .unwrap();
+    assert_eq!(miso.ranks[0].channel, "context");
+}
+
+#[tokio::test]
+async fn fusion_orders_key_over_memory_text_over_raw_text() {
+    use memory_testkit::mocks::{MockLongTermMemoryStore, MockMemoryProfiles};
+    let memory = |id: &str| memory_core::ports::MemoryRecord {
+        id: id.into(),
+        kind: MemoryKind::Fact,
+        content: format!("content of {id}"),
+        key: None,
+        questions: vec![],
+        session_id: None,
+        source_message_ids: vec![],
+        source_lines: None,
+        recorded_at: memory_core::Timestamp(0),
+        valid_at: None,
+        superseded_by: None,
+        forgotten: None,
+    };
+    let mut store = MockLongTermMemoryStore::new();
+    let keyed = memory("keyed");
+    store
+        .expect_current_by_key()
+        .returning(move |kind, _| Ok((kind == MemoryKind::Fact).then(|| keyed.clone())));
+    store
+        .expect_search_memories()
+        .returning(|_, _| Ok(vec![("texty".into(), 3.0)]));
+    store.expect_search_raw().returning(|_, _| {
+        Ok(vec![memory_core::SearchHit {
+            session_id: memory_core::SessionId::new("s").unwrap(),
+            message_id: "r1".into(),
+            role: memory_core::Role::User,
+            content: "raw text".into(),
+            score: 9.0,
+        }])
+    });
+    store
+        .expect_get_memory()
+        .returning(move |id| Ok(Some(memory(id))));
+    store.expect_raw_by_ids().returning(|ids| {
+        Ok(ids
+            .iter()
+            .map(|id| memory_core::ports::RawMessage {
+                id: id.clone(),
+                session_id: "s".into(),
+                role: "user".into(),
+                content: "raw text".into(),
+                created_at: memory_core::Timestamp(0),
+            })
+            .collect())
+    });
+    store.expect_raw_neighbors().returning(|_, _| Ok(vec![]));
+    let store: Arc<dyn memory_core::ports::LongTermMemoryStore> = Arc::new(store);
+    let mut profiles = MockMemoryProfiles::new();
+    profiles.expect_open().returning(move |_| Ok(store.clone()));
+    let s = MemoryService::new(Arc::new(profiles), Arc::new(ManualClock::new(0)));
+    let hits = s
+        .recall("p", RecallRequest::new("anything", 5))
+        .await
+        .unwrap()
+        .hits;
+    let ids: Vec<&str> = hits.iter().map(|h| h.item.id()).collect();
+    assert_eq!(ids, ["keyed", "texty", "r1"]);
+    assert!(hits[0].score > hits[1].score && hits[1].score > hits[2].score);
+    assert_eq!(hits[2].ranks[0].channel, "raw_fts");
+}
