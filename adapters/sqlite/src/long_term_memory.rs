@@ -459,6 +459,9 @@ impl LongTermMemoryStore for SqliteLongTermMemory {
                 .await
                 .map_err(db)?
                 .rows_affected();
+        if deleted > 0 {
+            self.erase_traces("raw_fts").await?;
+        }
         Ok(deleted)
     }
 
@@ -469,7 +472,40 @@ impl LongTermMemoryStore for SqliteLongTermMemory {
             .await
             .map_err(db)?
             .rows_affected();
+        if deleted > 0 {
+            self.erase_traces("memories_fts").await?;
+        }
         Ok(deleted > 0)
+    }
+}
+
+impl SqliteLongTermMemory {
+    /// After an erasure: FTS5 keeps deleted tokens in old segments until they are merged, and
+    /// the WAL keeps old page images until a checkpoint. `optimize` merges the index (freed
+    /// pages are zeroed: profiles run with `secure_delete`), and a truncating checkpoint
+    /// empties the WAL, so no copy of the erased text is left in any file of the profile.
+    async fn erase_traces(&self, fts_table: &'static str) -> Result<()> {
+        let optimize = format!("INSERT INTO {fts_table}({fts_table}) VALUES ('optimize')");
+        sqlx::query(sqlx::AssertSqlSafe(optimize))
+            .execute(&self.db.writer)
+            .await
+            .map_err(db)?;
+        for attempt in 0..50 {
+            let busy: i64 = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .fetch_one(&self.db.writer)
+                .await
+                .map_err(db)?
+                .get(0);
+            if busy == 0 {
+                return Ok(());
+            }
+            tracing::debug!(attempt, "WAL checkpoint blocked by a reader; retrying");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        Err(MemoryError::backend(
+            BACKEND,
+            "erasure: readers kept the WAL from being truncated; retry the purge",
+        ))
     }
 }
 

@@ -139,3 +139,71 @@ async fn sqlite_vectors_survive_a_reopen() {
     assert_eq!(hits[0].id, "a");
     assert_eq!(reopened.model("ns").await.unwrap().as_deref(), Some("m"));
 }
+
+/// Erasure is provable on disk: after `purge` and `purge_raw` no byte of the erased text is
+/// left in the profile's database, WAL or shared-memory files.
+#[tokio::test]
+async fn purged_text_leaves_no_trace_in_any_file() {
+    use memory_core::Timestamp;
+    use memory_core::ports::{MemoryKind, MemoryProfiles, MemoryRecord, RawMessage};
+    let dir = tempfile::tempdir().unwrap();
+    let profiles = memory_sqlite::SqliteProfiles::new(dir.path());
+    let store = profiles.open("erasure").await.unwrap();
+    let secret_raw = "zqxjraw passport number 4711";
+    let secret_memory = "zqxjmem lives at 12 secret street";
+    let mut raw = vec![RawMessage {
+        id: "r-secret".into(),
+        session_id: "s".into(),
+        role: "user".into(),
+        content: secret_raw.into(),
+        created_at: Timestamp(1),
+    }];
+    for i in 0..300 {
+        raw.push(RawMessage {
+            id: format!("r{i}"),
+            session_id: "s".into(),
+            role: "user".into(),
+            content: format!("ordinary message {i} about the weather and the garden"),
+            created_at: Timestamp(2 + i),
+        });
+    }
+    store.insert_raw(raw).await.unwrap();
+    store
+        .insert_memory(MemoryRecord {
+            id: "m-secret".into(),
+            kind: MemoryKind::Fact,
+            content: secret_memory.into(),
+            key: Some("home".into()),
+            questions: vec!["where does zqxjmem live?".into()],
+            session_id: Some("s".into()),
+            source_message_ids: vec!["r-secret".into()],
+            source_lines: Some([0, 0]),
+            recorded_at: Timestamp(1),
+            valid_at: None,
+            superseded_by: None,
+            forgotten: None,
+        })
+        .await
+        .unwrap();
+    let files = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let contains = |needle: &str| {
+        files()
+            .iter()
+            .any(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+    };
+    assert!(
+        contains("zqxjraw") || contains("zqxjmem"),
+        "the test can see stored text"
+    );
+    assert_eq!(store.purge_raw(&["r-secret".into()]).await.unwrap(), 1);
+    assert!(store.purge("m-secret").await.unwrap());
+    assert!(!contains("zqxjraw"), "raw text left a trace");
+    assert!(!contains("zqxjmem"), "memory text left a trace");
+    assert!(contains("garden"), "other data is intact");
+    assert_eq!(store.search_raw("weather", 500).await.unwrap().len(), 300);
+}

@@ -120,6 +120,9 @@ pub enum Command {
     /// Long-term memory profiles (stored under `<data-dir>/profiles`).
     #[command(subcommand)]
     Profile(ProfileCommand),
+    /// Speed benchmarks (run them with `--release`; results go in docs/benchmarks.md).
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Retrieval benchmarks through the real ingest and recall code paths.
     #[command(subcommand)]
     Eval(EvalCommand),
@@ -464,6 +467,25 @@ pub enum EvalCommand {
         /// The RRF constant.
         #[arg(long)]
         rrf_k: Option<f64>,
+        #[command(flatten)]
+        format: Format,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Long-term memory: recall latency on a large profile, LLM-free ingest throughput,
+    /// local embedding throughput.
+    LongTerm {
+        /// Memories in the profile.
+        #[arg(long, default_value_t = 100_000)]
+        memories: usize,
+        /// Raw messages in the profile.
+        #[arg(long, default_value_t = 100_000)]
+        raw: usize,
+        /// Recall queries timed.
+        #[arg(long, default_value_t = 300)]
+        queries: usize,
         #[command(flatten)]
         format: Format,
     },

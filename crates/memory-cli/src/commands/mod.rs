@@ -1,5 +1,6 @@
 //! Command handlers.
 
+mod bench;
 mod context;
 mod demo;
 mod eval;
@@ -68,6 +69,15 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Demo = cli.command {
         return demo::run(cli.data_dir).await;
     }
+    if let Command::Bench(crate::cli::BenchCommand::LongTerm {
+        memories,
+        raw,
+        queries,
+        format,
+    }) = cli.command
+    {
+        return bench::long_term(memories, raw, queries, format.json).await;
+    }
     if let Command::Eval(command) = cli.command {
         return eval::run(&app::data_dir(cli.data_dir), command).await;
     }
@@ -114,7 +124,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             session,
             format,
         } => context::tools(&app, call, session, &format).await,
-        Command::Demo | Command::Config(_) | Command::Profile(_) | Command::Eval(_) => Ok(()),
+        Command::Demo
+        | Command::Config(_)
+        | Command::Profile(_)
+        | Command::Eval(_)
+        | Command::Bench(_) => Ok(()),
     };
     app.close().await;
     result

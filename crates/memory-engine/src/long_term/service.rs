@@ -464,15 +464,16 @@ impl MemoryService {
         let store = self.profiles.open(profile).await?;
         let vectors = self.profiles.vectors(profile).await?;
         let memory = store.get_memory(id).await?;
+        // Vectors first: the store's erasure is the last write (adapters may compact after it).
         let mut report = PurgeReport {
-            memory: store.purge(id).await?,
             vectors: vectors.delete(MEMORY_NAMESPACE, &[id.to_owned()]).await?,
-            raw_messages: 0,
+            ..PurgeReport::default()
         };
-        if with_sources && let Some(m) = memory {
-            report.raw_messages = store.purge_raw(&m.source_message_ids).await?;
+        if with_sources && let Some(m) = &memory {
             report.vectors += vectors.delete(RAW_NAMESPACE, &m.source_message_ids).await?;
+            report.raw_messages = store.purge_raw(&m.source_message_ids).await?;
         }
+        report.memory = store.purge(id).await?;
         Ok(report)
     }
 

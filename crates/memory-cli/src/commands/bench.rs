@@ -1,0 +1,295 @@
+//! `memory bench long-term`: recall latency on a large profile, LLM-free ingest throughput
+//! and local embedding throughput, measured through the real service on SQLite.
+//!
+//! LLM calls are excluded by construction (no model is configured). The vector channels run
+//! with a deterministic 384-dimension hashing embedder, so the numbers are the pipeline's own
+//! cost (six channels, fusion, context, loading); the local model's per-query embedding time
+//! is measured and reported separately.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use memory_candle::LocalEmbedder;
+use memory_core::Timestamp;
+use memory_core::ports::{
+    Embedder, MemoryKind, MemoryProfiles, MemoryRecord, SystemClock, VectorRecord,
+};
+use memory_engine::long_term::{
+    IngestMessage, MEMORY_NAMESPACE, MemoryService, RecallRequest, memory_embedding_text,
+};
+use memory_sqlite::SqliteProfiles;
+use memory_testkit::in_memory::HashingEmbedder;
+use serde::Serialize;
+
+use super::CliError;
+use crate::output;
+
+/// A small deterministic generator (xorshift) so runs are comparable.
+struct Words {
+    state: u64,
+    vocabulary: Vec<String>,
+}
+
+impl Words {
+    fn new(seed: u64, size: usize) -> Self {
+        let syllables = [
+            "ka", "lo", "mi", "ra", "tu", "ne", "so", "vi", "de", "pa", "gu", "ze",
+        ];
+        let mut vocabulary = Vec::with_capacity(size);
+        for i in 0..size {
+            let mut word = String::new();
+            let mut n = i + 1;
+            while n > 0 {
+                word.push_str(syllables[n % syllables.len()]);
+                n /= syllables.len();
+            }
+            vocabulary.push(word);
+        }
+        Self {
+            state: seed | 1,
+            vocabulary,
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state
+    }
+
+    /// A word with a roughly Zipfian frequency (common words are much more common).
+    fn word(&mut self) -> &str {
+        let u = (self.next() % 1_000_000) as f64 / 1_000_000.0;
+        let i = ((self.vocabulary.len() as f64).powf(u) as usize).saturating_sub(1);
+        &self.vocabulary[i.min(self.vocabulary.len() - 1)]
+    }
+
+    fn sentence(&mut self, words: usize) -> String {
+        (0..words)
+            .map(|_| self.word().to_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Latency percentiles in milliseconds.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Latency {
+    /// Median.
+    pub p50_ms: f64,
+    /// 95th percentile.
+    pub p95_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+}
+
+fn latency(mut samples: Vec<f64>) -> Latency {
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
+    Latency {
+        p50_ms: at(0.50),
+        p95_ms: at(0.95),
+        p99_ms: at(0.99),
+    }
+}
+
+/// Everything measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    /// Memories in the profile.
+    pub memories: usize,
+    /// Raw messages in the profile.
+    pub raw_messages: usize,
+    /// LLM-free inline ingest (store + FTS, no embedder), messages per second.
+    pub ingest_msgs_per_sec: f64,
+    /// Queued ingest (store + FTS + durable job record), messages per second.
+    pub enqueue_msgs_per_sec: f64,
+    /// Recall over every channel (hashing embedder for the vectors).
+    pub recall: Latency,
+    /// Recall with vectors off (text channels only).
+    pub recall_text_only: Latency,
+    /// The local model: one query embedding.
+    pub local_query_embedding: Option<Latency>,
+    /// The local model: texts per second in batches.
+    pub local_embedding_texts_per_sec: Option<f64>,
+}
+
+/// Runs the long-term memory benchmark.
+pub async fn long_term(
+    memories: usize,
+    raw: usize,
+    queries: usize,
+    json: bool,
+) -> Result<(), CliError> {
+    let scratch = tempfile::Builder::new()
+        .prefix("memory-bench-")
+        .tempdir()
+        .map_err(|e| CliError::io("creating a scratch directory", e))?;
+    let profiles: Arc<dyn MemoryProfiles> = Arc::new(SqliteProfiles::new(scratch.path()));
+    let plain = MemoryService::new(Arc::clone(&profiles), Arc::new(SystemClock));
+    let hashing: Arc<dyn Embedder> = Arc::new(HashingEmbedder::new(384));
+    let with_vectors = plain.clone().with_embedder(Arc::clone(&hashing));
+    let mut words = Words::new(42, 20_000);
+    let progress = output::progress_bar(json, "steps");
+    progress.set_length(5);
+
+    // 1. LLM-free ingest throughput: 10,000 messages in conversations of 100.
+    let conversations: Vec<Vec<IngestMessage>> = (0..100)
+        .map(|_| {
+            (0..100)
+                .map(|_| IngestMessage::new("user", words.sentence(14)))
+                .collect()
+        })
+        .collect();
+    let started = Instant::now();
+    for (i, c) in conversations.iter().enumerate() {
+        plain
+            .ingest_messages("ingest", &format!("c{i}"), c.clone())
+            .await?;
+    }
+    let ingest_msgs_per_sec = 10_000.0 / started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    for (i, c) in conversations.into_iter().enumerate() {
+        plain.enqueue_ingest("enqueue", &format!("c{i}"), c).await?;
+    }
+    let enqueue_msgs_per_sec = 10_000.0 / started.elapsed().as_secs_f64();
+    progress.inc(1);
+
+    // 2. The large profile: raw messages (with vectors) and memories (with vectors).
+    for start in (0..raw).step_by(1_000) {
+        let batch: Vec<IngestMessage> = (start..(start + 1_000).min(raw))
+            .map(|_| IngestMessage::new("user", words.sentence(14)))
+            .collect();
+        with_vectors
+            .ingest_messages("big", &format!("s{}", start / 1_000), batch)
+            .await?;
+    }
+    progress.inc(1);
+    let store = profiles.open("big").await?;
+    let index = profiles.vectors("big").await?;
+    let kinds = [MemoryKind::Fact, MemoryKind::Event, MemoryKind::Instruction];
+    for start in (0..memories).step_by(1_000) {
+        let mut records = Vec::new();
+        for i in start..(start + 1_000).min(memories) {
+            let record = MemoryRecord {
+                id: format!("m{i:07}"),
+                kind: kinds[i % kinds.len()],
+                content: words.sentence(12),
+                key: (i % 3 == 0).then(|| format!("topic.{}", i / 3)),
+                questions: vec![words.sentence(6), words.sentence(6), words.sentence(6)],
+                session_id: Some(format!("s{}", i % 100)),
+                source_message_ids: Vec::new(),
+                source_lines: None,
+                recorded_at: Timestamp(i as i64),
+                valid_at: None,
+                superseded_by: None,
+                forgotten: None,
+            };
+            store.insert_memory(record.clone()).await?;
+            records.push(record);
+        }
+        let texts: Vec<String> = records.iter().map(memory_embedding_text).collect();
+        let vectors = hashing.embed(&texts).await?;
+        let model = hashing.model_id().to_owned();
+        index
+            .upsert(
+                MEMORY_NAMESPACE,
+                records
+                    .iter()
+                    .zip(vectors)
+                    .map(|(r, vector)| VectorRecord {
+                        id: r.id.clone(),
+                        vector,
+                        model: model.clone(),
+                    })
+                    .collect(),
+            )
+            .await?;
+    }
+    progress.inc(1);
+
+    // 3. Recall latency (warm: the first query loads the vector matrices).
+    let queries: Vec<String> = (0..queries.max(20)).map(|_| words.sentence(4)).collect();
+    with_vectors
+        .recall("big", RecallRequest::new(queries[0].clone(), 10))
+        .await?;
+    let mut full = Vec::new();
+    for q in &queries {
+        let started = Instant::now();
+        with_vectors
+            .recall("big", RecallRequest::new(q.clone(), 10))
+            .await?;
+        full.push(started.elapsed().as_secs_f64() * 1_000.0);
+    }
+    let mut text_only = Vec::new();
+    for q in &queries {
+        let started = Instant::now();
+        plain
+            .recall("big", RecallRequest::new(q.clone(), 10))
+            .await?;
+        text_only.push(started.elapsed().as_secs_f64() * 1_000.0);
+    }
+    progress.inc(1);
+
+    // 4. The local model, when installed.
+    let (mut local_query_embedding, mut local_embedding_texts_per_sec) = (None, None);
+    if let Some(local) = LocalEmbedder::discover()? {
+        let mut samples = Vec::new();
+        for q in queries.iter().take(50) {
+            let started = Instant::now();
+            local.embed(std::slice::from_ref(q)).await?;
+            samples.push(started.elapsed().as_secs_f64() * 1_000.0);
+        }
+        local_query_embedding = Some(latency(samples));
+        let texts: Vec<String> = (0..512).map(|_| words.sentence(14)).collect();
+        let started = Instant::now();
+        for chunk in texts.chunks(64) {
+            local.embed(chunk).await?;
+        }
+        local_embedding_texts_per_sec = Some(texts.len() as f64 / started.elapsed().as_secs_f64());
+    }
+    progress.finish_and_clear();
+
+    let report = BenchReport {
+        memories,
+        raw_messages: raw,
+        ingest_msgs_per_sec,
+        enqueue_msgs_per_sec,
+        recall: latency(full),
+        recall_text_only: latency(text_only),
+        local_query_embedding,
+        local_embedding_texts_per_sec,
+    };
+    if json {
+        return output::json(&report);
+    }
+    println!("long-term memory on SQLite: {memories} memories, {raw} raw messages");
+    println!(
+        "ingest (LLM-free, inline): {:.0} msg/s",
+        report.ingest_msgs_per_sec
+    );
+    println!(
+        "ingest (queued as a durable job): {:.0} msg/s",
+        report.enqueue_msgs_per_sec
+    );
+    let show = |name: &str, l: Latency| {
+        println!(
+            "{name}: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms",
+            l.p50_ms, l.p95_ms, l.p99_ms
+        );
+    };
+    show("recall, six channels", report.recall);
+    show("recall, text channels only", report.recall_text_only);
+    match (
+        report.local_query_embedding,
+        report.local_embedding_texts_per_sec,
+    ) {
+        (Some(l), Some(t)) => {
+            show("local embedder, one query", l);
+            println!("local embedder throughput: {t:.0} texts/s (batches of 64)");
+        }
+        _ => println!("local embedder: not installed (scripts/setup-model.sh)"),
+    }
+    Ok(())
+}
