@@ -373,13 +373,22 @@ pub enum ProfileCommand {
         #[command(flatten)]
         format: Format,
     },
-    /// List memories.
+    /// List memories (current ones unless `--all`), optionally filtered.
     List {
         /// Profile name.
         profile: String,
         /// Include superseded versions and forgotten memories.
         #[arg(long)]
         all: bool,
+        /// Only this type: fact, event, instruction or task.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only this topic key (with `--all`: its whole version chain).
+        #[arg(long)]
+        key: Option<String>,
+        /// Only memories from this session.
+        #[arg(long)]
+        session: Option<String>,
         /// Page size.
         #[arg(long, default_value_t = 100)]
         limit: usize,
@@ -428,6 +437,16 @@ pub enum ProfileCommand {
         /// Also erase the source raw messages (right to erasure).
         #[arg(long)]
         with_sources: bool,
+    },
+    /// List the profiles.
+    Profiles {
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Delete a profile and everything in it (its database file).
+    Delete {
+        /// Profile name.
+        profile: String,
     },
     /// Rebuild every vector with the configured embedder (after a model change).
     Reembed {

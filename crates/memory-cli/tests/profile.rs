@@ -127,6 +127,33 @@ fn ingest_remember_recall_forget() {
         d.join("profiles/ada.db").exists(),
         "one database file per profile"
     );
+    let listed = json_out(memory(d).args(["profile", "profiles", "--json"]));
+    assert_eq!(listed["profiles"], json!(["ada"]));
+    memory(d)
+        .args(["profile", "remember", "ada", "Porto", "--key", "home"])
+        .assert()
+        .success();
+    memory(d)
+        .args(["profile", "remember", "ada", "Lisbon", "--key", "Home"])
+        .assert()
+        .success();
+    let chain =
+        json_out(memory(d).args(["profile", "list", "ada", "--key", "home", "--all", "--json"]));
+    let chain = chain["memories"].as_array().unwrap();
+    assert_eq!(chain.len(), 2, "the key's version chain");
+    assert_eq!(chain[0]["superseded_by"], chain[1]["id"]);
+    let current = json_out(memory(d).args(["profile", "list", "ada", "--kind", "fact", "--json"]));
+    assert_eq!(current["memories"].as_array().unwrap().len(), 1);
+    memory(d)
+        .args(["profile", "delete", "ada"])
+        .assert()
+        .success();
+    assert!(!d.join("profiles/ada.db").exists());
+    memory(d)
+        .args(["profile", "delete", "ada"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("profile not found"));
     memory(d)
         .args(["profile", "remember", "../x", "y"])
         .assert()

@@ -3,7 +3,7 @@
 use memory_core::ports::{MemoryFilter, MemoryKind};
 use memory_core::{MemoryError, SessionId, UiMessage};
 use memory_engine::long_term::{
-    IngestJob, IngestMessage, RecallItem, RecallRequest, RememberRequest,
+    IngestJob, IngestMessage, RecallItem, RecallRequest, RememberRequest, normalize_key,
 };
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
@@ -298,11 +298,17 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
         ProfileCommand::List {
             profile,
             all,
+            kind: k,
+            key,
+            session,
             limit,
             cursor,
             format,
         } => {
             let filter = MemoryFilter {
+                kind: k.as_deref().map(kind).transpose()?,
+                key: key.as_deref().map(normalize_key),
+                session_id: session,
                 include_superseded: all,
                 include_forgotten: all,
                 ..MemoryFilter::default()
@@ -404,6 +410,23 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
                 "purged {id}: {} vector(s), {} source message(s)",
                 report.vectors, report.raw_messages
             );
+            Ok(())
+        }
+        ProfileCommand::Profiles { format } => {
+            let names = service.profiles().list().await?;
+            if format.json {
+                return output::json(&json!({"profiles": names}));
+            }
+            for name in names {
+                println!("{name}");
+            }
+            Ok(())
+        }
+        ProfileCommand::Delete { profile } => {
+            if !service.profiles().delete(&profile).await? {
+                return Err(MemoryError::not_found("profile", profile).into());
+            }
+            println!("deleted profile {profile}");
             Ok(())
         }
         ProfileCommand::Reembed { profile, format } => {

@@ -537,3 +537,58 @@ impl CompleteBlocking for Arc<RoutedLanguageModel> {
             .map_err(|e| e.to_string())
     }
 }
+
+#[tokio::test]
+async fn remember_is_classified_like_an_extracted_memory_and_explicit_values_win() {
+    let s = service(Arc::new(InMemoryProfiles::new()), good_model());
+    let stored = s
+        .remember_with_report(
+            "ada",
+            RememberRequest {
+                content: "Always answer in Portuguese".into(),
+                session_id: None,
+                kind: None,
+                key: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.memory.kind, MemoryKind::Instruction);
+    assert_eq!(stored.memory.key.as_deref(), Some("reply.language"));
+    assert_eq!(stored.memory.questions.len(), 3);
+    assert_eq!(stored.usage.stages["classification"].calls, 1);
+    let explicit = s
+        .remember(
+            "ada",
+            RememberRequest {
+                content: "Always answer in Portuguese, formally".into(),
+                session_id: None,
+                kind: Some(MemoryKind::Fact),
+                key: Some("tone".into()),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (explicit.kind, explicit.key.as_deref()),
+        (MemoryKind::Fact, Some("tone"))
+    );
+    let plain = MemoryService::new(
+        Arc::new(InMemoryProfiles::new()),
+        Arc::new(ManualClock::new(0)),
+    );
+    let typed = plain
+        .remember_with_report(
+            "ada",
+            RememberRequest {
+                content: "Likes tea".into(),
+                session_id: None,
+                kind: None,
+                key: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(typed.memory.kind, MemoryKind::Fact);
+    assert!(typed.degraded.iter().any(|d| d.feature == "classification"));
+}

@@ -35,7 +35,7 @@ pub use recall::{Degradation, RecallHit, RecallItem, RecallRequest, RecallRespon
 pub use render::render_recall;
 pub use service::{
     IngestMessage, IngestReport, MemoryService, PurgeReport, ReembedReport, RememberRequest,
-    normalize_key,
+    Remembered, normalize_key,
 };
 pub use synthesis::SynthesizedAnswer;
 pub use temporal::{describe_days, temporal_facts};

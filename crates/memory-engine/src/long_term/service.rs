@@ -75,6 +75,17 @@ pub struct RememberRequest {
     pub key: Option<String>,
 }
 
+/// What `remember` stored, with usage and what was degraded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Remembered {
+    /// The stored memory.
+    pub memory: MemoryRecord,
+    /// LLM and embedder usage.
+    pub usage: UsageReport,
+    /// What did not run, and why.
+    pub degraded: Vec<super::recall::Degradation>,
+}
+
 /// What a purge erased.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct PurgeReport {
@@ -355,21 +366,76 @@ impl MemoryService {
     /// Stores a memory; a fact or instruction with the key of a current one supersedes it (the
     /// old version keeps a forward pointer and loses its vector).
     pub async fn remember(&self, profile: &str, request: RememberRequest) -> Result<MemoryRecord> {
+        Ok(self.remember_with_report(profile, request).await?.memory)
+    }
+
+    /// [`MemoryService::remember`], classified like an extracted memory when a classification
+    /// model is configured (an explicit kind or key wins), with usage and what was degraded.
+    pub async fn remember_with_report(
+        &self,
+        profile: &str,
+        request: RememberRequest,
+    ) -> Result<Remembered> {
         if request.content.trim().is_empty() {
             return Err(MemoryError::invalid("a memory needs some content"));
         }
-        let kind = request.kind.unwrap_or(MemoryKind::Fact);
+        let meter = self.meter(profile);
+        let content = request.content.trim().to_owned();
+        let mut degraded = Vec::new();
+        let mut classified = None;
+        match self.models.classification.as_deref() {
+            Some(model) => {
+                let candidate = super::extraction::Candidate {
+                    content: content.clone(),
+                    lines: Vec::new(),
+                    date: None,
+                    pass: super::extraction::Pass::Full,
+                };
+                let mut report = super::extraction::ExtractionReport::default();
+                let drafts = super::extraction::classify(
+                    &meter,
+                    Some(model),
+                    vec![candidate],
+                    1,
+                    &mut report,
+                )
+                .await;
+                if report.classified == 1 {
+                    classified = drafts.into_iter().next();
+                } else {
+                    degraded.push(super::recall::Degradation {
+                        feature: "classification".into(),
+                        reason: format!(
+                            "failed: {}; typed defaults used",
+                            report.problems.join("; ")
+                        ),
+                    });
+                }
+            }
+            None => degraded.push(super::recall::Degradation {
+                feature: "classification".into(),
+                reason: "no classification model configured: typed defaults used".into(),
+            }),
+        }
+        let kind = request
+            .kind
+            .or(classified.as_ref().map(|d| d.kind))
+            .unwrap_or(MemoryKind::Fact);
         let key = request
             .key
             .as_deref()
             .map(normalize_key)
-            .filter(|k| !k.is_empty());
+            .or_else(|| classified.as_ref().and_then(|d| d.key.clone()))
+            .filter(|k| !k.is_empty())
+            .filter(|_| {
+                matches!(kind, MemoryKind::Fact | MemoryKind::Instruction) || request.key.is_some()
+            });
         let record = MemoryRecord {
             id: uuid::Uuid::now_v7().to_string(),
             kind,
-            content: request.content.trim().to_owned(),
+            content,
             key,
-            questions: Vec::new(),
+            questions: classified.map(|d| d.questions).unwrap_or_default(),
             session_id: request.session_id,
             source_message_ids: Vec::new(),
             source_lines: None,
@@ -378,10 +444,13 @@ impl MemoryService {
             superseded_by: None,
             forgotten: None,
         };
-        let meter = self.meter(profile);
         self.store_memories(profile, &meter, vec![record.clone()])
             .await?;
-        Ok(record)
+        Ok(Remembered {
+            memory: record,
+            usage: meter.report(),
+            degraded,
+        })
     }
 
     /// Inserts memories (skipping ids already stored, so a resumed job is idempotent), applies
