@@ -173,22 +173,28 @@ impl VectorIndex for SqliteVectorIndex {
 
     async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>> {
         let ns = self.namespace(namespace).await?;
-        let ns = ns.read().map_err(|_| poisoned())?;
-        let Some((_, dims)) = &ns.model else {
-            return Ok(Vec::new());
-        };
-        if *dims != vector.len() {
-            return Err(MemoryError::invalid(format!(
-                "query vector has {} dimensions; namespace {namespace:?} holds {dims}",
-                vector.len()
-            )));
-        }
-        Ok(ns
-            .matrix
-            .top_k(vector, k)
-            .into_iter()
-            .map(|(id, score)| VectorHit { id, score })
-            .collect())
+        let (query, name) = (vector.to_vec(), namespace.to_owned());
+        // The scan is CPU work: off the async workers, so concurrent channels scan in parallel.
+        tokio::task::spawn_blocking(move || {
+            let ns = ns.read().map_err(|_| poisoned())?;
+            let Some((_, dims)) = &ns.model else {
+                return Ok(Vec::new());
+            };
+            if *dims != query.len() {
+                return Err(MemoryError::invalid(format!(
+                    "query vector has {} dimensions; namespace {name:?} holds {dims}",
+                    query.len()
+                )));
+            }
+            Ok(ns
+                .matrix
+                .top_k(&query, k)
+                .into_iter()
+                .map(|(id, score)| VectorHit { id, score })
+                .collect())
+        })
+        .await
+        .map_err(|e| MemoryError::backend(BACKEND, e))?
     }
 
     async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>> {

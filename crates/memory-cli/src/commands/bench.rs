@@ -15,7 +15,8 @@ use memory_core::ports::{
     Embedder, MemoryKind, MemoryProfiles, MemoryRecord, SystemClock, VectorRecord,
 };
 use memory_engine::long_term::{
-    IngestMessage, MEMORY_NAMESPACE, MemoryService, RecallRequest, memory_embedding_text,
+    IngestMessage, MEMORY_NAMESPACE, MemoryService, RecallRequest, STOP_WORDS,
+    memory_embedding_text,
 };
 use memory_sqlite::SqliteProfiles;
 use memory_testkit::in_memory::HashingEmbedder;
@@ -24,10 +25,14 @@ use serde::Serialize;
 use super::CliError;
 use crate::output;
 
-/// A small deterministic generator (xorshift) so runs are comparable.
+/// English-like text: word ranks follow Zipf's law (frequency ∝ 1/rank) over a 20,000-word
+/// vocabulary whose most frequent words are real function words, as in natural text. Recall
+/// drops function words from queries, so query terms are the content words they would be.
+/// Deterministic (xorshift), so runs are comparable.
 struct Words {
     state: u64,
     vocabulary: Vec<String>,
+    cumulative: Vec<f64>,
 }
 
 impl Words {
@@ -35,19 +40,28 @@ impl Words {
         let syllables = [
             "ka", "lo", "mi", "ra", "tu", "ne", "so", "vi", "de", "pa", "gu", "ze",
         ];
-        let mut vocabulary = Vec::with_capacity(size);
-        for i in 0..size {
-            let mut word = String::new();
-            let mut n = i + 1;
-            while n > 0 {
-                word.push_str(syllables[n % syllables.len()]);
-                n /= syllables.len();
+        let mut vocabulary: Vec<String> = STOP_WORDS.iter().map(|w| (*w).to_owned()).collect();
+        let mut n = 0;
+        while vocabulary.len() < size {
+            n += 1;
+            let (mut word, mut k) = (String::new(), n);
+            while k > 0 {
+                word.push_str(syllables[k % syllables.len()]);
+                k /= syllables.len();
             }
             vocabulary.push(word);
         }
+        let mut total = 0.0;
+        let cumulative = (1..=vocabulary.len())
+            .map(|rank| {
+                total += 1.0 / rank as f64;
+                total
+            })
+            .collect();
         Self {
             state: seed | 1,
             vocabulary,
+            cumulative,
         }
     }
 
@@ -58,10 +72,10 @@ impl Words {
         self.state
     }
 
-    /// A word with a roughly Zipfian frequency (common words are much more common).
     fn word(&mut self) -> &str {
-        let u = (self.next() % 1_000_000) as f64 / 1_000_000.0;
-        let i = ((self.vocabulary.len() as f64).powf(u) as usize).saturating_sub(1);
+        let total = self.cumulative.last().copied().unwrap_or(1.0);
+        let u = (self.next() % 1_000_000_007) as f64 / 1_000_000_007.0 * total;
+        let i = self.cumulative.partition_point(|c| *c < u);
         &self.vocabulary[i.min(self.vocabulary.len() - 1)]
     }
 
@@ -70,6 +84,11 @@ impl Words {
             .map(|_| self.word().to_owned())
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// A question-like query: a few words of running text (function words included).
+    fn query(&mut self) -> String {
+        self.sentence(8)
     }
 }
 
@@ -210,7 +229,7 @@ pub async fn long_term(
     progress.inc(1);
 
     // 3. Recall latency (warm: the first query loads the vector matrices).
-    let queries: Vec<String> = (0..queries.max(20)).map(|_| words.sentence(4)).collect();
+    let queries: Vec<String> = (0..queries.max(20)).map(|_| words.query()).collect();
     with_vectors
         .recall("big", RecallRequest::new(queries[0].clone(), 10))
         .await?;

@@ -43,7 +43,10 @@ impl Default for ChannelWeights {
 pub struct LongTermConfig {
     /// Channel weights.
     pub weights: ChannelWeights,
-    /// The RRF constant `k` (60).
+    /// The RRF constant `k` (5). The classic 60 was made for fusing long result lists of many
+    /// systems; with a few short channel lists a small `k` keeps each channel's top ranks
+    /// decisive. Chosen on a development split (LoCoMo conversations 1-2; see
+    /// docs/benchmarks.md), where 5, 10, 20 and 60 were compared.
     pub rrf_k: f64,
     /// How many candidates each channel contributes (50).
     pub channel_depth: usize,
@@ -73,7 +76,7 @@ impl Default for LongTermConfig {
     fn default() -> Self {
         Self {
             weights: ChannelWeights::default(),
-            rrf_k: 60.0,
+            rrf_k: 5.0,
             channel_depth: 50,
             context_radius: 1,
             context_weight: 0.5,

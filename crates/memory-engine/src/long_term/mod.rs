@@ -30,7 +30,7 @@ pub use extraction::{
 };
 pub use fusion::{Channel, ChannelRank, Fused, rrf};
 pub use jobs::{IngestJob, JobStatus};
-pub use query::{QueryAnalysis, query_terms};
+pub use query::{QueryAnalysis, STOP_WORDS, query_terms};
 pub use recall::{Degradation, RecallHit, RecallItem, RecallRequest, RecallResponse};
 pub use render::render_recall;
 pub use service::{

@@ -12,7 +12,7 @@ use super::structured::ask_json;
 
 /// Common English function words: they carry no topic, and in an any-word full-text query
 /// they only add noise. A general list, not tuned to any data set.
-const STOP_WORDS: &[&str] = &[
+pub const STOP_WORDS: &[&str] = &[
     "a", "about", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at", "be",
     "been", "before", "being", "both", "but", "by", "can", "could", "did", "do", "does", "doing",
     "during", "each", "for", "from", "had", "has", "have", "having", "he", "her", "here", "hers",
