@@ -23,3 +23,15 @@ ci:
 bench:
     cargo bench -p memory-sqlite --bench sqlite
     cargo bench -p memory-sqlite --bench search_latency
+
+# Long-term memory speed (recall latency on 100K + 100K, ingest and embedding throughput).
+bench-long-term:
+    cargo run --release -p memory-cli -- bench long-term
+
+# LoCoMo retrieval quality, LLM-free, beside a BM25 baseline (data is read in place).
+eval-locomo data="../shared/data/locomo/locomo10.json":
+    cargo run --release -p memory-cli -- eval locomo --data {{data}}
+
+# Fetch the local embedding model once (the test command does this too).
+setup-model:
+    ./scripts/setup-model.sh
