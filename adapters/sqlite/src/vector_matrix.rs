@@ -9,6 +9,8 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 
+use simsimd::SpatialSimilarity;
+
 /// Rows of L2-normalised vectors, contiguous, with their ids.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct VectorMatrix {
@@ -22,20 +24,23 @@ pub(crate) struct VectorMatrix {
 /// Below this many rows the exact scan is cheap enough on its own.
 const QUANTISED_FROM: usize = 4_096;
 
-/// Components scaled to ±127: 8 bits of precision, a quarter of the bytes of `f32`. Two
-/// channels scan two matrices at once, so memory traffic, not arithmetic, sets the speed
-/// (16-bit codes were measured slower for that reason).
+/// Components scaled to ±127: 8 bits of precision, a quarter of the bytes of `f32`.
 fn quantise(unit: &[f32]) -> impl Iterator<Item = i8> + '_ {
     unit.iter()
         .map(|x| (x * 127.0).round().clamp(-127.0, 127.0) as i8)
 }
 
-/// Integer dot product (the compiler vectorises the widening multiply-add).
+/// Integer dot product through SimSIMD, which picks the CPU's best kernel at run time
+/// (AVX-512 VNNI, AVX2, NEON, ...); plain Rust if the lengths differ.
 fn dot_quantised(a: &[i8], b: &[i8]) -> i32 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum()
+    match <i8 as SpatialSimilarity>::dot(a, b) {
+        Some(d) => d as i32,
+        None => a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| i32::from(*x) * i32::from(*y))
+            .sum(),
+    }
 }
 
 /// `v / |v|`; the zero vector stays zero (it matches nothing).
@@ -48,21 +53,12 @@ pub(crate) fn normalised(v: &[f32]) -> Vec<f32> {
     }
 }
 
-/// Dot product with eight independent accumulators, which the compiler vectorises.
+/// `f32` dot product through SimSIMD (run-time kernel choice).
 fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let chunks = a.len() / 8;
-    for c in 0..chunks {
-        let (x, y) = (&a[c * 8..c * 8 + 8], &b[c * 8..c * 8 + 8]);
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
-        }
+    match <f32 as SpatialSimilarity>::dot(a, b) {
+        Some(d) => d as f32,
+        None => a.iter().zip(b).map(|(x, y)| x * y).sum(),
     }
-    let mut sum: f32 = acc.iter().sum();
-    for i in chunks * 8..a.len().min(b.len()) {
-        sum += a[i] * b[i];
-    }
-    sum
 }
 
 /// A candidate in the bounded heap: the worst kept hit sits on top.
