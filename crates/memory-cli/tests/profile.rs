@@ -234,3 +234,44 @@ fn eval_locomo_runs_on_a_data_set_in_its_format() {
         .assert()
         .failure();
 }
+
+#[test]
+fn the_memory_section_chooses_the_embedder() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("memory.toml"), "[memory]\nembedder = \"none\"\n").unwrap();
+    let file = d.join("chat.jsonl");
+    let line = json!({"id": "m1", "role": "user", "parts": [{"type": "text", "text": "Tabs over spaces."}]});
+    std::fs::write(&file, line.to_string()).unwrap();
+    let out = json_out(
+        memory(d)
+            .args([
+                "profile",
+                "ingest",
+                "p",
+                "--session",
+                "s",
+                "--wait",
+                "--json",
+            ])
+            .arg(&file),
+    );
+    let job = &out["jobs"][0];
+    assert_eq!(job["status"], "done");
+    assert_eq!(job["vectorized"], 0);
+    assert!(
+        job["degraded"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["feature"] == "vectors")
+    );
+    let recalled = json_out(memory(d).args(["profile", "recall", "p", "tabs", "--json"]));
+    assert_eq!(recalled["response"]["hits"].as_array().unwrap().len(), 1);
+    std::fs::write(d.join("memory.toml"), "[memory]\nembedder = \"openai\"\n").unwrap();
+    memory(d)
+        .args(["profile", "recall", "p", "tabs"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("needs an [llm] endpoint"));
+}

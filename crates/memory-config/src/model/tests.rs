@@ -112,3 +112,22 @@ fn llm_and_compaction_sections() {
     );
     assert!(err("[llm]\nmodel = \"m\"\n").contains("base_url"));
 }
+
+#[test]
+fn the_memory_section_picks_the_embedder_and_stage_models() {
+    let config = MemoryConfig::parse(
+        "[memory]\nembedder = \"openai\"\nembedding_model = \"text-embedding-3-small\"\nembedding_dimensions = 1536\nsynthesis_model = \"big\"\naffinity_header = \"\"\n",
+        Path::new("/nonexistent"),
+    )
+    .unwrap();
+    assert_eq!(config.memory.embedder, EmbedderChoice::Openai);
+    assert_eq!(config.memory.embedding_dimensions, Some(1536));
+    assert_eq!(config.memory.synthesis_model.as_deref(), Some("big"));
+    assert_eq!(config.memory.affinity_header.as_deref(), Some(""));
+    let default = MemoryConfig::parse("", Path::new("/nonexistent")).unwrap();
+    assert_eq!(default.memory.embedder, EmbedderChoice::Local);
+    let e = err("[memory]\nembedder = \"magic\"\n");
+    assert!(e.contains("magic") || e.contains("embedder"), "{e}");
+    let e = err("[memory]\nembeder = \"local\"\n");
+    assert!(e.contains("embeder"), "{e}");
+}
