@@ -95,8 +95,16 @@ impl VectorIndex for SqliteVectorIndex {
             return Ok(());
         }
         let ns = self.namespace(namespace).await?;
-        let current = ns.read().map_err(|_| poisoned())?.model.clone();
-        let (model, dims) = current
+        // The namespace's model is read inside the write transaction (writes are serialised),
+        // so two writers with different models can never both win.
+        let mut tx = self.db.write().await?;
+        let stored = sqlx::query("SELECT model, dims FROM vector_namespaces WHERE namespace = ?")
+            .bind(namespace)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?
+            .map(|r| (r.get::<String, _>(0), r.get::<i64, _>(1) as usize));
+        let (model, dims) = stored
             .clone()
             .unwrap_or_else(|| (records[0].model.clone(), records[0].vector.len()));
         if dims == 0 {
@@ -113,18 +121,14 @@ impl VectorIndex for SqliteVectorIndex {
                 bad.model
             )));
         }
-        let mut tx = self.db.write().await?;
-        if current.is_none() {
-            sqlx::query(
-                "INSERT INTO vector_namespaces(namespace, model, dims) VALUES (?, ?, ?) \
-                 ON CONFLICT(namespace) DO NOTHING",
-            )
-            .bind(namespace)
-            .bind(&model)
-            .bind(dims as i64)
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
+        if stored.is_none() {
+            sqlx::query("INSERT INTO vector_namespaces(namespace, model, dims) VALUES (?, ?, ?)")
+                .bind(namespace)
+                .bind(&model)
+                .bind(dims as i64)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
         }
         for record in &records {
             sqlx::query(
@@ -139,13 +143,18 @@ impl VectorIndex for SqliteVectorIndex {
             .map_err(db)?;
         }
         tx.commit().await.map_err(db)?;
-        let mut ns = ns.write().map_err(|_| poisoned())?;
-        if ns.model.is_none() {
-            ns.model = Some((model, dims));
-            ns.matrix = VectorMatrix::new(dims);
+        let mut cached = ns.write().map_err(|_| poisoned())?;
+        if cached.model.as_ref() != Some(&(model.clone(), dims)) {
+            // The cache was loaded before another writer created the namespace: reload it.
+            drop(cached);
+            self.cache
+                .write()
+                .map_err(|_| poisoned())?
+                .remove(namespace);
+            return Ok(());
         }
         for record in &records {
-            ns.matrix.upsert(&record.id, &record.vector);
+            cached.matrix.upsert(&record.id, &record.vector);
         }
         Ok(())
     }

@@ -592,3 +592,111 @@ async fn remember_is_classified_like_an_extracted_memory_and_explicit_values_win
     assert_eq!(typed.memory.kind, MemoryKind::Fact);
     assert!(typed.degraded.iter().any(|d| d.feature == "classification"));
 }
+
+fn flaky_verifier() -> Arc<RoutedLanguageModel> {
+    Arc::new(RoutedLanguageModel::new(|r| {
+        if system(r).contains("verify") {
+            return Err("verification model unavailable".into());
+        }
+        good_model().complete_blocking(r)
+    }))
+}
+
+#[tokio::test]
+async fn a_second_failed_retry_stays_failed_and_a_purge_cancels_jobs_holding_erased_data() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = service(profiles.clone(), flaky_verifier());
+    let job = s
+        .ingest_and_extract("ada", "chat-1", conversation(4))
+        .await
+        .unwrap();
+    assert_eq!(job.failed_stage, Some(JobStatus::Verifying));
+    let again = s.run_job("ada", &job.id).await.unwrap();
+    assert_eq!(
+        again.status,
+        JobStatus::Failed,
+        "never Done with every candidate dropped"
+    );
+    assert_eq!(again.candidates.len(), 4);
+
+    // A memory sourced from the job's first message is purged with its sources.
+    let source = s.raw_messages("chat-1", conversation(4)).unwrap()[0]
+        .id
+        .clone();
+    let mut memory = s
+        .remember(
+            "ada",
+            RememberRequest {
+                content: "Ada moved to Lisbon.".into(),
+                session_id: Some("chat-1".into()),
+                kind: Some(MemoryKind::Event),
+                key: None,
+            },
+        )
+        .await
+        .unwrap();
+    let store = profiles.open("ada").await.unwrap();
+    store.purge(&memory.id).await.unwrap();
+    memory.source_message_ids = vec![source];
+    store.insert_memory(memory.clone()).await.unwrap();
+    s.purge("ada", &memory.id, true).await.unwrap();
+    let cancelled = s.job("ada", &job.id).await.unwrap();
+    assert!(
+        cancelled.cancelled && cancelled.messages.is_empty() && cancelled.candidates.is_empty()
+    );
+    let working = service(profiles.clone(), good_model());
+    assert!(
+        working.resume_jobs("ada", true).await.unwrap().is_empty(),
+        "a cancelled job never resumes"
+    );
+    assert!(
+        working
+            .list("ada", &MemoryFilter::default(), None, 10)
+            .await
+            .unwrap()
+            .memories
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn supersession_is_repaired_after_a_crash_between_insert_and_supersede() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = service(profiles.clone(), good_model());
+    let old = s
+        .remember(
+            "ada",
+            RememberRequest {
+                content: "Lives in Porto".into(),
+                session_id: None,
+                kind: Some(MemoryKind::Fact),
+                key: Some("home".into()),
+            },
+        )
+        .await
+        .unwrap();
+    // The crash: the new version was inserted, its supersede never ran.
+    let store = profiles.open("ada").await.unwrap();
+    let mut new = old.clone();
+    new.id = "new-version".into();
+    new.content = "Lives in Lisbon".into();
+    new.recorded_at = Timestamp(old.recorded_at.0 + 1);
+    store.insert_memory(new.clone()).await.unwrap();
+    // The resumed stage finds the record stored and repairs the chain.
+    let (stored, superseded, _) = s
+        .store_memories("ada", &s.meter("ada"), vec![new.clone()])
+        .await
+        .unwrap();
+    assert_eq!((stored, superseded), (0, 1));
+    let chain = store.versions(MemoryKind::Fact, "home").await.unwrap();
+    assert_eq!(chain[0].superseded_by.as_deref(), Some("new-version"));
+    assert_eq!(chain[1].superseded_by, None);
+    let index = profiles.vectors("ada").await.unwrap();
+    assert!(
+        index
+            .get(MEMORY_NAMESPACE, std::slice::from_ref(&old.id))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -91,6 +91,9 @@ pub struct IngestJob {
     pub degraded: Vec<Degradation>,
     /// LLM and embedder usage over every run of the job.
     pub usage: UsageReport,
+    /// Cancelled because data it held was purged; never resumed.
+    #[serde(default)]
+    pub cancelled: bool,
 }
 
 fn to_record(
@@ -149,6 +152,7 @@ impl MemoryService {
             vectorized: 0,
             degraded: Vec::new(),
             usage: UsageReport::default(),
+            cancelled: false,
         };
         store.put_job(to_record(&job, now, now)?).await?;
         Ok(job)
@@ -186,8 +190,8 @@ impl MemoryService {
     pub async fn resume_jobs(&self, profile: &str, retry_failed: bool) -> Result<Vec<IngestJob>> {
         let mut out = Vec::new();
         for job in self.jobs(profile).await? {
-            let due =
-                !job.status.is_finished() || (retry_failed && job.status == JobStatus::Failed);
+            let due = !job.cancelled
+                && (!job.status.is_finished() || (retry_failed && job.status == JobStatus::Failed));
             if due {
                 out.push(self.run_job(profile, &job.id).await?);
             }
@@ -205,7 +209,7 @@ impl MemoryService {
             .ok_or_else(|| MemoryError::not_found("job", id))?;
         let created_at = record.created_at;
         let mut job = from_record(&record)?;
-        if job.status == JobStatus::Done {
+        if job.status == JobStatus::Done || job.cancelled {
             return Ok(job);
         }
         if job.status == JobStatus::Failed {
@@ -262,6 +266,41 @@ impl MemoryService {
             }
         }
         Ok(job)
+    }
+
+    /// Cancels unfinished jobs whose checkpoints hold erased data (a resume would otherwise
+    /// bring it back) and drops that data from them. Returns how many were cancelled.
+    pub(super) async fn scrub_jobs(
+        &self,
+        store: &dyn LongTermMemoryStore,
+        raw_ids: &[String],
+        memory: &MemoryRecord,
+    ) -> Result<u64> {
+        let mut cancelled = 0;
+        for record in store.list_jobs().await? {
+            let mut job = from_record(&record)?;
+            let holds = job.messages.iter().any(|m| raw_ids.contains(&m.id))
+                || job.memory_ids.contains(&memory.id)
+                || job.candidates.iter().any(|c| c.content == memory.content)
+                || job
+                    .drafts
+                    .iter()
+                    .any(|d| d.candidate.content == memory.content);
+            if !holds || job.status == JobStatus::Done {
+                continue;
+            }
+            job.messages.clear();
+            job.candidates.clear();
+            job.drafts.clear();
+            job.cancelled = true;
+            job.status = JobStatus::Failed;
+            job.error = Some("cancelled: data it held was purged".into());
+            store
+                .put_job(to_record(&job, record.created_at, self.clock.now())?)
+                .await?;
+            cancelled += 1;
+        }
+        Ok(cancelled)
     }
 
     async fn extract_stage(
@@ -334,6 +373,8 @@ impl MemoryService {
         let mut report = std::mem::take(&mut job.extraction);
         let verified = match self.models.verification.as_deref() {
             Some(model) => {
+                // A retried stage keeps earlier counts; judge this run by its own.
+                let unverified_before = report.unverified;
                 let kept = verify(
                     meter,
                     model,
@@ -343,7 +384,9 @@ impl MemoryService {
                     &mut report,
                 )
                 .await;
-                if kept.is_empty() && report.unverified == job.candidates.len() as u64 {
+                if kept.is_empty()
+                    && report.unverified - unverified_before == job.candidates.len() as u64
+                {
                     job.extraction = report;
                     return Err(MemoryError::backend(
                         "verification",
@@ -406,19 +449,26 @@ impl MemoryService {
                     .as_deref()
                     .and_then(parse_iso_date)
                     .or(first.map(|l| l.at));
+                let sources: Vec<String> = lines
+                    .iter()
+                    .filter_map(|&l| transcript.get(l).map(|t| t.message_id.clone()))
+                    .collect();
                 MemoryRecord {
                     // Deterministic: re-running the stage, or re-ingesting the conversation,
-                    // finds the memory already stored.
-                    id: content_id(&job.session_id, "memory", &d.candidate.content),
+                    // finds the memory already stored; the same words said again later (a
+                    // fact that changed back) come from other messages, so they are a new
+                    // version.
+                    id: content_id(
+                        &job.session_id,
+                        "memory",
+                        &format!("{}\n{}", d.candidate.content, sources.join(",")),
+                    ),
                     kind: d.kind,
                     content: d.candidate.content.clone(),
                     key: d.key.clone(),
                     questions: d.questions.clone(),
                     session_id: Some(job.session_id.clone()),
-                    source_message_ids: lines
-                        .iter()
-                        .filter_map(|&l| transcript.get(l).map(|t| t.message_id.clone()))
-                        .collect(),
+                    source_message_ids: sources,
                     source_lines: match (lines.first(), lines.last()) {
                         (Some(&a), Some(&b)) => Some([a as u32, b as u32]),
                         _ => None,

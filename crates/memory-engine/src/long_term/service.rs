@@ -322,12 +322,25 @@ impl MemoryService {
             .await?
             .into_iter()
             .find(|n| !raw.iter().any(|m| m.id == n.id) && n.created_at <= raw[0].created_at);
+        // Embed whatever has no vector yet (not only what was new): a crash or a failed
+        // embedding call earlier leaves no message unembedded for good.
+        let ids: Vec<String> = raw.iter().map(|m| m.id.clone()).collect();
+        let embedded: HashSet<String> = if known.is_empty() {
+            HashSet::new()
+        } else {
+            index
+                .get(RAW_NAMESPACE, &ids)
+                .await?
+                .into_iter()
+                .filter(|v| v.model == embedder.model_id())
+                .map(|v| v.id)
+                .collect()
+        };
         let mut pairs = Vec::with_capacity(raw.len());
         let mut previous = first_previous;
         for m in raw {
-            let already_known = known.contains(&m.id);
             let before = previous.replace(m.clone());
-            if !already_known {
+            if !embedded.contains(&m.id) {
                 pairs.push((before, m));
             }
         }
@@ -462,30 +475,46 @@ impl MemoryService {
         memories: Vec<MemoryRecord>,
     ) -> Result<(u64, u64, u64)> {
         let store = self.profiles.open(profile).await?;
-        let (mut stored, mut retired) = (0, Vec::new());
+        let mut stored = 0;
         let mut fresh = Vec::new();
+        let mut keys: Vec<(MemoryKind, String)> = Vec::new();
         for record in memories {
+            if let (Some(key), MemoryKind::Fact | MemoryKind::Instruction) =
+                (&record.key, record.kind)
+                && !keys.contains(&(record.kind, key.clone()))
+            {
+                keys.push((record.kind, key.clone()));
+            }
             if store.get_memory(&record.id).await?.is_some() {
                 continue;
             }
-            let previous = match (&record.key, record.kind) {
-                (Some(key), MemoryKind::Fact | MemoryKind::Instruction) => {
-                    store.current_by_key(record.kind, key).await?
-                }
-                _ => None,
-            };
             match store.insert_memory(record.clone()).await {
                 Ok(()) => stored += 1,
                 // Another worker stored it first: same id, same content.
                 Err(MemoryError::AlreadyExists { .. }) => continue,
                 Err(e) => return Err(e),
             }
-            if let Some(previous) = previous {
-                store.supersede(&previous.id, &record.id).await?;
-                retired.push(previous.id);
-            }
             fresh.push(record);
         }
+        // Supersession is repaired from the stored chain rather than applied once per insert,
+        // so a crash between an insert and its supersede, a resumed job, or two concurrent
+        // writers of one key all end with exactly one current version: the newest.
+        let mut retired = Vec::new();
+        for (kind, key) in keys {
+            let live: Vec<MemoryRecord> = store
+                .versions(kind, &key)
+                .await?
+                .into_iter()
+                .filter(|m| m.superseded_by.is_none() && m.forgotten.is_none())
+                .collect();
+            if let Some((newest, older)) = live.split_last() {
+                for old in older {
+                    store.supersede(&old.id, &newest.id).await?;
+                    retired.push(old.id.clone());
+                }
+            }
+        }
+        fresh.retain(|m| !retired.contains(&m.id));
         let superseded = retired.len() as u64;
         let vectorized = self
             .vectorize_memories(profile, meter, &fresh, &retired)
@@ -533,6 +562,14 @@ impl MemoryService {
         let store = self.profiles.open(profile).await?;
         let vectors = self.profiles.vectors(profile).await?;
         let memory = store.get_memory(id).await?;
+        if let Some(m) = &memory {
+            let sources: &[String] = if with_sources {
+                &m.source_message_ids
+            } else {
+                &[]
+            };
+            self.scrub_jobs(store.as_ref(), sources, m).await?;
+        }
         // Vectors first: the store's erasure is the last write (adapters may compact after it).
         let mut report = PurgeReport {
             vectors: vectors.delete(MEMORY_NAMESPACE, &[id.to_owned()]).await?,

@@ -149,7 +149,9 @@ fn match_at(words: &[&str], i: usize, at: Timestamp) -> Option<(usize, String)> 
             }
         }
         (n, Some(unit), Some("ago"), _) => {
-            let n = number(n)?;
+            // Anything beyond a few thousand years is not a date worth resolving (and would
+            // overflow the arithmetic).
+            let n = number(n).filter(|n| (0..=100_000).contains(n))?;
             let text = match unit.trim_end_matches('s') {
                 "day" => day(-n),
                 "week" => day(-7 * n),
