@@ -207,3 +207,43 @@ async fn purged_text_leaves_no_trace_in_any_file() {
     assert!(contains("garden"), "other data is intact");
     assert_eq!(store.search_raw("weather", 500).await.unwrap().len(), 300);
 }
+
+/// Two index instances over one file (a stale cache) still cannot mix two models.
+#[tokio::test]
+async fn a_stale_cache_cannot_mix_two_models_in_a_namespace() {
+    use memory_core::ports::{VectorIndex, VectorRecord};
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir).await;
+    let first = memory_sqlite::SqliteVectorIndex::new(db.clone());
+    let second = memory_sqlite::SqliteVectorIndex::new(db);
+    assert!(
+        first.query("ns", &[1.0, 0.0], 1).await.unwrap().is_empty(),
+        "cache loaded empty"
+    );
+    let record = |model: &str, v: Vec<f32>| VectorRecord {
+        id: "x".into(),
+        vector: v,
+        model: model.into(),
+    };
+    second
+        .upsert("ns", vec![record("a", vec![1.0, 0.0])])
+        .await
+        .unwrap();
+    let refused = first
+        .upsert("ns", vec![record("b", vec![1.0, 0.0, 0.0])])
+        .await;
+    assert!(matches!(
+        refused,
+        Err(memory_core::MemoryError::InvalidInput { .. })
+    ));
+    first
+        .upsert("ns", vec![record("a", vec![0.0, 1.0])])
+        .await
+        .unwrap();
+    let hits = first.query("ns", &[0.0, 1.0], 5).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert!(
+        (hits[0].score - 1.0).abs() < 1e-5,
+        "the reloaded cache holds the new vector"
+    );
+}

@@ -700,3 +700,28 @@ async fn supersession_is_repaired_after_a_crash_between_insert_and_supersede() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn the_same_statement_from_other_messages_is_a_new_memory() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = service(profiles.clone(), good_model());
+    let first = s
+        .ingest_and_extract("ada", "chat-1", conversation(4))
+        .await
+        .unwrap();
+    let later = vec![
+        IngestMessage::new("user", "As I said: I moved to Lisbon yesterday, again.").at(day(12)),
+    ];
+    let second = s.ingest_and_extract("ada", "chat-1", later).await.unwrap();
+    assert_eq!(second.status, JobStatus::Done);
+    assert_eq!(
+        second.extraction.stored, 3,
+        "said again by another message: new versions (the yacht is dropped again)"
+    );
+    let common: Vec<&String> = first
+        .memory_ids
+        .iter()
+        .filter(|id| second.memory_ids.contains(id))
+        .collect();
+    assert!(common.is_empty(), "ids depend on the source messages");
+}
