@@ -540,3 +540,27 @@ async fn fusion_orders_key_over_memory_text_over_raw_text() {
     assert!(hits[0].score > hits[1].score && hits[1].score > hits[2].score);
     assert_eq!(hits[2].ranks[0].channel, "raw_fts");
 }
+
+#[tokio::test]
+async fn messages_stored_without_vectors_are_embedded_when_seen_again() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let without = MemoryService::new(profiles.clone(), Arc::new(ManualClock::new(0)));
+    let messages = || {
+        vec![
+            IngestMessage::new("user", "The office moves to Porto in June"),
+            IngestMessage::new("assistant", "Noted"),
+        ]
+    };
+    let first = without
+        .ingest_messages("p", "chat", messages())
+        .await
+        .unwrap();
+    assert_eq!((first.new, first.vectorized), (2, 0));
+    // Later (say the embedding call failed, or no embedder was configured): the same
+    // conversation arrives again and what has no vector gets one.
+    let with = service_with(profiles.clone(), 64);
+    let again = with.ingest_messages("p", "chat", messages()).await.unwrap();
+    assert_eq!((again.new, again.known, again.vectorized), (0, 2, 2));
+    let third = with.ingest_messages("p", "chat", messages()).await.unwrap();
+    assert_eq!(third.vectorized, 0, "nothing is embedded twice");
+}
