@@ -156,15 +156,19 @@ pub fn memory_service_with(
         service = service.with_embedder(e);
     }
     if let Some(llm) = &config.llm {
-        let small: Arc<dyn LanguageModel> = Arc::new(OpenAiChat::new(endpoint(
-            llm,
-            config.memory.extraction_model.as_deref(),
-        ))?);
-        let large: Arc<dyn LanguageModel> = Arc::new(OpenAiChat::new(endpoint(
-            llm,
-            config.memory.synthesis_model.as_deref(),
-        ))?);
-        service = service.with_models(StageModels::split(small, large));
+        let chat = |model: Option<&str>| -> std::result::Result<Arc<dyn LanguageModel>, CliError> {
+            Ok(Arc::new(OpenAiChat::new(endpoint(llm, model))?))
+        };
+        let (small, large) = (
+            &config.memory.extraction_model,
+            &config.memory.synthesis_model,
+        );
+        let models = if small == large {
+            StageModels::all(chat(small.as_deref())?)
+        } else {
+            StageModels::split(chat(small.as_deref())?, chat(large.as_deref())?)
+        };
+        service = service.with_models(models);
     }
     let mut long_term = LongTermConfig::default();
     if let Some(header) = &config.memory.affinity_header {

@@ -11,6 +11,14 @@ fn memory(dir: &std::path::Path) -> Command {
     cmd
 }
 
+/// A one-message UIMessage JSONL file in `dir`.
+fn one_message_file(dir: &std::path::Path, text: &str) -> std::path::PathBuf {
+    let file = dir.join("chat.jsonl");
+    let line = json!({"id": "m1", "role": "user", "parts": [{"type": "text", "text": text}]});
+    std::fs::write(&file, line.to_string()).unwrap();
+    file
+}
+
 fn json_out(cmd: &mut Command) -> Value {
     serde_json::from_slice(&cmd.assert().success().get_output().stdout).unwrap()
 }
@@ -165,9 +173,7 @@ fn ingest_remember_recall_forget() {
 fn background_jobs_finish_and_are_listed() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let file = d.join("chat.jsonl");
-    let line = json!({"id": "m1", "role": "user", "parts": [{"type": "text", "text": "The boiler was serviced in May."}]});
-    std::fs::write(&file, line.to_string()).unwrap();
+    let file = one_message_file(d, "The boiler was serviced in May.");
     let out = json_out(
         memory(d)
             .args(["profile", "ingest", "bob", "--session", "s1", "--json"])
@@ -240,9 +246,7 @@ fn the_memory_section_chooses_the_embedder() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("memory.toml"), "[memory]\nembedder = \"none\"\n").unwrap();
-    let file = d.join("chat.jsonl");
-    let line = json!({"id": "m1", "role": "user", "parts": [{"type": "text", "text": "Tabs over spaces."}]});
-    std::fs::write(&file, line.to_string()).unwrap();
+    let file = one_message_file(d, "Tabs over spaces.");
     let out = json_out(
         memory(d)
             .args([

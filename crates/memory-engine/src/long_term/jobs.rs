@@ -485,9 +485,6 @@ impl MemoryService {
         job.extraction.stored += stored;
         job.extraction.superseded += superseded;
         job.vectorized += vectorized;
-        if stored == 0 && job.extraction.stored == 0 && !job.drafts.is_empty() {
-            tracing::info!(job = %job.id, "every extracted memory was already stored");
-        }
         Ok(())
     }
 

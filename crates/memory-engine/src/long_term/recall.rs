@@ -141,14 +141,15 @@ fn degrade(list: &mut Vec<Degradation>, feature: &str, reason: impl Into<String>
     });
 }
 
+/// One vector channel; empty when vectors are unusable or there is no vector to search with.
 async fn vector_channel(
-    index: &dyn VectorIndex,
+    index: Option<&dyn VectorIndex>,
     namespace: &str,
     vector: Option<&Vec<f32>>,
     depth: usize,
     prefix: &str,
 ) -> Result<Vec<(String, f64)>> {
-    let Some(vector) = vector else {
+    let (Some(index), Some(vector)) = (index, vector) else {
         return Ok(Vec::new());
     };
     Ok(index
@@ -318,51 +319,16 @@ impl MemoryService {
             .as_ref()
             .filter(|_| vectors_usable)
             .map(|(_, i)| Arc::clone(i));
-        let direct = async {
-            match &index {
-                Some(i) => {
-                    vector_channel(
-                        i.as_ref(),
-                        MEMORY_NAMESPACE,
-                        query_vector.as_ref(),
-                        depth,
-                        "",
-                    )
-                    .await
-                }
-                None => Ok(Vec::new()),
-            }
-        };
-        let hyde = async {
-            match &index {
-                Some(i) => {
-                    vector_channel(
-                        i.as_ref(),
-                        MEMORY_NAMESPACE,
-                        hyde_vector.as_ref(),
-                        depth,
-                        "",
-                    )
-                    .await
-                }
-                None => Ok(Vec::new()),
-            }
-        };
-        let raw_vector = async {
-            match &index {
-                Some(i) => {
-                    vector_channel(
-                        i.as_ref(),
-                        RAW_NAMESPACE,
-                        query_vector.as_ref(),
-                        depth,
-                        RAW_PREFIX,
-                    )
-                    .await
-                }
-                None => Ok(Vec::new()),
-            }
-        };
+        let index = index.as_deref();
+        let direct = vector_channel(index, MEMORY_NAMESPACE, query_vector.as_ref(), depth, "");
+        let hyde = vector_channel(index, MEMORY_NAMESPACE, hyde_vector.as_ref(), depth, "");
+        let raw_vector = vector_channel(
+            index,
+            RAW_NAMESPACE,
+            query_vector.as_ref(),
+            depth,
+            RAW_PREFIX,
+        );
         let (text, vector) = join(
             futures::future::try_join3(key_channel, memory_fts, raw_fts),
             futures::future::try_join3(direct, hyde, raw_vector),
