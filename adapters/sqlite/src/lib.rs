@@ -1,12 +1,14 @@
 //! # memory-sqlite
 //!
 //! The embedded default adapter: one SQLite file (WAL, foreign keys, FTS5) behind the
-//! [`MessageStore`](memory_core::ports::MessageStore),
-//! [`SessionRegistry`](memory_core::ports::SessionRegistry) and
+//! [`MessageStore`](memory_core::ports::MessageStore) (with its FTS5 index written in the same
+//! transaction),
+//! [`SessionRegistry`](memory_core::ports::SessionRegistry),
 //! [`KeyValueStore`](memory_core::ports::KeyValueStore),
-//! [`SearchIndex`](memory_core::ports::SearchIndex) and
-//! [`SkillStore`](memory_core::ports::SkillStore) ports, and per-profile long-term memory
-//! ([`SqliteProfiles`]) with its [`VectorIndex`](memory_core::ports::VectorIndex) in the same file.
+//! [`TextIndex`](memory_core::ports::TextIndex) ([`SqliteTextIndex`]),
+//! [`SkillStore`](memory_core::ports::SkillStore) and
+//! [`JobQueue`](memory_core::ports::JobQueue) ports, and per-profile long-term memory
+//! ([`SqliteProfiles`]: records, their text index and their vectors in one file per profile).
 //!
 //! ```no_run
 //! # async fn demo() -> memory_core::Result<()> {
@@ -24,23 +26,28 @@ mod config;
 mod database;
 mod error;
 mod fts;
+mod job_queue;
 mod key_value_store;
 mod long_term_memory;
 mod message_store;
-mod search_index;
+mod profile_index;
 mod session_registry;
 mod skill_store;
+mod store_written_index;
+mod text_index;
 mod vector_index;
 mod vector_matrix;
 
 pub use config::{SqliteConfig, Synchronous};
 pub use database::SqliteDatabase;
+pub use job_queue::SqliteJobQueue;
 pub use key_value_store::SqliteKeyValueStore;
 pub use long_term_memory::{SqliteLongTermMemory, SqliteProfiles};
 pub use message_store::SqliteMessageStore;
-pub use search_index::SqliteSearchIndex;
+pub use profile_index::SqliteProfileIndex;
 pub use session_registry::SqliteSessionRegistry;
 pub use skill_store::SqliteSkillStore;
+pub use text_index::SqliteTextIndex;
 pub use vector_index::SqliteVectorIndex;
 
 /// The largest message (stored JSON bytes) this adapter accepts: SQLite's default

@@ -3,21 +3,22 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::ports::{
-    ForgetRequest, JobRecord, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage,
-    MemoryProfiles, MemoryRecord, RawMessage, RawMessageInsert, VectorIndex,
+    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
+    MemoryRecord, MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore, TextIndex,
+    TextIndexes, VectorIndex, VectorIndexes,
 };
-use memory_core::{
-    MemoryError, Result, Role, SearchHit, SearchMode, SearchQuery, SessionId, Timestamp,
-    validate_profile_name,
-};
+use memory_core::{MemoryError, Result, Timestamp, validate_profile_name};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use crate::database::SqliteDatabase;
 use crate::error::{BACKEND, db};
-use crate::{SqliteConfig, SqliteVectorIndex, fts};
+use crate::profile_index::SqliteProfileIndex;
+use crate::{SqliteConfig, SqliteVectorIndex};
 
-/// One profile's [`LongTermMemoryStore`] in its own SQLite database.
+/// One profile's records ([`RawMessageStore`] and [`MemoryRecordStore`]) in its own SQLite
+/// database, with FTS5 indexes written by triggers in the same transactions (searched through
+/// [`SqliteProfileIndex`]).
 #[derive(Debug, Clone)]
 pub struct SqliteLongTermMemory {
     db: SqliteDatabase,
@@ -78,16 +79,6 @@ fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
     })
 }
 
-fn job_from_row(r: &SqliteRow) -> Result<JobRecord> {
-    Ok(JobRecord {
-        id: r.get(0),
-        status: r.get(1),
-        body: serde_json::from_str(r.get(2))?,
-        created_at: Timestamp(r.get(3)),
-        updated_at: Timestamp(r.get(4)),
-    })
-}
-
 fn raw_from_row(r: &SqliteRow) -> RawMessage {
     RawMessage {
         id: r.get(0),
@@ -103,7 +94,7 @@ fn select(rest: &str) -> sqlx::AssertSqlSafe<String> {
 }
 
 #[async_trait]
-impl LongTermMemoryStore for SqliteLongTermMemory {
+impl RawMessageStore for SqliteLongTermMemory {
     async fn insert_raw(&self, messages: Vec<RawMessage>) -> Result<RawMessageInsert> {
         let mut tx = self.db.write().await?;
         let mut counts = RawMessageInsert::default();
@@ -213,36 +204,26 @@ impl LongTermMemoryStore for SqliteLongTermMemory {
         Ok(rows.iter().map(raw_from_row).collect())
     }
 
-    async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
-        let query = SearchQuery::new(query)
-            .mode(SearchMode::AnyWords)
-            .limit(limit);
-        if query.is_empty() {
-            return Ok(Vec::new());
+    async fn purge_raw(&self, ids: &[String]) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
         }
-        let rows = sqlx::query(
-            "SELECT r.session_id, r.id, r.role, r.content, f.rank FROM \
-             (SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ? ORDER BY rank LIMIT ?) f \
-             JOIN raw_messages r ON r.doc = f.rowid ORDER BY f.rank",
-        )
-        .bind(fts::match_expression(&query, "content", None))
-        .bind(query.effective_limit() as i64)
-        .fetch_all(&self.db.reader)
-        .await
-        .map_err(db)?;
-        rows.iter()
-            .map(|r| {
-                Ok(SearchHit {
-                    session_id: SessionId::new(r.get::<String, _>(0))?,
-                    message_id: r.get(1),
-                    role: Role::parse(r.get(2))?,
-                    content: r.get(3),
-                    score: -r.get::<f64, _>(4),
-                })
-            })
-            .collect()
+        let deleted =
+            sqlx::query("DELETE FROM raw_messages WHERE id IN (SELECT value FROM json_each(?))")
+                .bind(serde_json::to_string(ids)?)
+                .execute(&self.db.writer)
+                .await
+                .map_err(db)?
+                .rows_affected();
+        if deleted > 0 {
+            self.erase_traces("raw_fts").await?;
+        }
+        Ok(deleted)
     }
+}
 
+#[async_trait]
+impl MemoryRecordStore for SqliteLongTermMemory {
     async fn insert_memory(&self, m: MemoryRecord) -> Result<()> {
         let search_text = format!("{}\n{}", m.content, m.questions.join("\n"));
         let result = sqlx::query(
@@ -371,30 +352,6 @@ impl LongTermMemoryStore for SqliteLongTermMemory {
         })
     }
 
-    async fn search_memories(&self, query: &str, limit: usize) -> Result<Vec<(String, f64)>> {
-        let query = SearchQuery::new(query)
-            .mode(SearchMode::AnyWords)
-            .limit(limit);
-        if query.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Rank among matches, then keep current ones; ask for more to fill the limit.
-        let rows = sqlx::query(
-            "SELECT m.id, f.rank FROM (SELECT rowid, rank FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank) f \
-             JOIN memories m ON m.pos = f.rowid WHERE m.superseded_by IS NULL AND m.forgotten_reason IS NULL \
-             ORDER BY f.rank LIMIT ?",
-        )
-        .bind(fts::match_expression(&query, "search_text", None))
-        .bind(query.effective_limit() as i64)
-        .fetch_all(&self.db.reader)
-        .await
-        .map_err(db)?;
-        Ok(rows
-            .iter()
-            .map(|r| (r.get(0), -r.get::<f64, _>(1)))
-            .collect())
-    }
-
     async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()> {
         let changed =
             sqlx::query("UPDATE memories SET forgotten_reason = ?, forgotten_at = ? WHERE id = ?")
@@ -409,60 +366,6 @@ impl LongTermMemoryStore for SqliteLongTermMemory {
             return Err(MemoryError::not_found("memory", id));
         }
         Ok(())
-    }
-
-    async fn put_job(&self, job: JobRecord) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO jobs(id, status, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?) \
-             ON CONFLICT(id) DO UPDATE SET status = excluded.status, body = excluded.body, \
-             updated_at = excluded.updated_at",
-        )
-        .bind(&job.id)
-        .bind(&job.status)
-        .bind(job.body.to_string())
-        .bind(job.created_at.millis())
-        .bind(job.updated_at.millis())
-        .execute(&self.db.writer)
-        .await
-        .map_err(db)?;
-        Ok(())
-    }
-
-    async fn get_job(&self, id: &str) -> Result<Option<JobRecord>> {
-        let row =
-            sqlx::query("SELECT id, status, body, created_at, updated_at FROM jobs WHERE id = ?")
-                .bind(id)
-                .fetch_optional(&self.db.reader)
-                .await
-                .map_err(db)?;
-        row.as_ref().map(job_from_row).transpose()
-    }
-
-    async fn list_jobs(&self) -> Result<Vec<JobRecord>> {
-        let rows = sqlx::query(
-            "SELECT id, status, body, created_at, updated_at FROM jobs ORDER BY created_at, id",
-        )
-        .fetch_all(&self.db.reader)
-        .await
-        .map_err(db)?;
-        rows.iter().map(job_from_row).collect()
-    }
-
-    async fn purge_raw(&self, ids: &[String]) -> Result<u64> {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let deleted =
-            sqlx::query("DELETE FROM raw_messages WHERE id IN (SELECT value FROM json_each(?))")
-                .bind(serde_json::to_string(ids)?)
-                .execute(&self.db.writer)
-                .await
-                .map_err(db)?
-                .rows_affected();
-        if deleted > 0 {
-            self.erase_traces("raw_fts").await?;
-        }
-        Ok(deleted)
     }
 
     async fn purge(&self, id: &str) -> Result<bool> {
@@ -510,7 +413,9 @@ impl SqliteLongTermMemory {
 }
 
 /// Profiles as one SQLite database each, `<root>/<name>.db`: deleting or exporting a
-/// profile is a file operation, and isolation is physical.
+/// profile is a file operation, and isolation is physical. One object serves three ports
+/// over those files: the records ([`MemoryProfiles`]), their text indexes ([`TextIndexes`],
+/// written by the store) and their vectors ([`VectorIndexes`]).
 pub struct SqliteProfiles {
     root: PathBuf,
     open: tokio::sync::Mutex<std::collections::HashMap<String, OpenProfile>>,
@@ -561,10 +466,6 @@ impl MemoryProfiles for SqliteProfiles {
         )))
     }
 
-    async fn vectors(&self, name: &str) -> Result<Arc<dyn VectorIndex>> {
-        Ok(self.profile(name).await?.vectors)
-    }
-
     async fn list(&self) -> Result<Vec<String>> {
         let mut names = Vec::new();
         let entries = match std::fs::read_dir(&self.root) {
@@ -611,5 +512,44 @@ impl MemoryProfiles for SqliteProfiles {
             }
         }
         Ok(existed)
+    }
+}
+
+#[async_trait]
+impl TextIndexes for SqliteProfiles {
+    async fn text_index(&self, profile: &str) -> Result<Arc<dyn TextIndex>> {
+        Ok(Arc::new(SqliteProfileIndex::new(
+            self.profile(profile).await?.db,
+        )))
+    }
+
+    /// The index lives in the profile's file: [`MemoryProfiles::delete`] removes it.
+    async fn delete_text_index(&self, profile: &str) -> Result<()> {
+        validate_profile_name(profile)
+    }
+}
+
+#[async_trait]
+impl VectorIndexes for SqliteProfiles {
+    async fn vector_index(&self, profile: &str) -> Result<Arc<dyn VectorIndex>> {
+        Ok(self.profile(profile).await?.vectors)
+    }
+
+    /// Clears every namespace of the profile's vectors (when its file exists); the records
+    /// beside them stay.
+    async fn delete_vector_index(&self, profile: &str) -> Result<()> {
+        validate_profile_name(profile)?;
+        if !self.path(profile).exists() {
+            return Ok(());
+        }
+        let open = self.profile(profile).await?;
+        let names: Vec<String> = sqlx::query_scalar("SELECT namespace FROM vector_namespaces")
+            .fetch_all(&open.db.reader)
+            .await
+            .map_err(db)?;
+        for namespace in names {
+            open.vectors.clear(&namespace).await?;
+        }
+        Ok(())
     }
 }

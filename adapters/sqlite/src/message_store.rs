@@ -458,7 +458,12 @@ impl MessageStore for SqliteMessageStore {
              JOIN messages m ON m.seq = f.rowid JOIN session_keys k ON k.key = m.session_key \
              ORDER BY f.rank",
         )
-        .bind(fts::match_expression(query, "search_text", key.map(|k| format!("s{k}"))))
+        .bind(fts::match_expression(
+            &query.text,
+            query.mode,
+            "search_text",
+            key.map(|k| format!("s{k}")),
+        ))
         .bind(query.effective_limit() as i64)
         .fetch_all(&mut *conn)
         .await

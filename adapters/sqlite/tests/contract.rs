@@ -1,9 +1,11 @@
 //! The SQLite adapter passes the whole port contract suite.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::sync::Arc;
+
 use memory_sqlite::{
-    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteSearchIndex,
-    SqliteSessionRegistry, SqliteSkillStore,
+    SqliteConfig, SqliteDatabase, SqliteJobQueue, SqliteKeyValueStore, SqliteMessageStore,
+    SqliteSessionRegistry, SqliteSkillStore, SqliteTextIndex,
 };
 use memory_testkit::contract;
 
@@ -76,9 +78,60 @@ async fn data_survives_reopening_the_file() {
 }
 
 #[tokio::test]
-async fn sqlite_search_index_passes_the_contract() {
+async fn sqlite_text_index_passes_the_contract() {
     let dir = tempfile::tempdir().unwrap();
-    contract::search_index::run_all(&SqliteSearchIndex::new(open(&dir).await)).await;
+    contract::text_index::run_all(&SqliteTextIndex::new(open(&dir).await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_job_queue_passes_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    contract::job_queue::run_all(Arc::new(SqliteJobQueue::new(open(&dir).await))).await;
+}
+
+/// Two processes' worth of queues over one file (two pools, two writer connections): every
+/// job is claimed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_queues_over_one_file_never_share_a_job() {
+    use memory_core::Timestamp;
+    use memory_core::ports::{JobFilter, JobQueue, NewJob};
+    let dir = tempfile::tempdir().unwrap();
+    let a = Arc::new(SqliteJobQueue::new(open(&dir).await));
+    let b = Arc::new(SqliteJobQueue::new(open(&dir).await));
+    for i in 0..20 {
+        a.enqueue(
+            NewJob {
+                id: format!("j{i}"),
+                kind: "ingest".into(),
+                profile: "p".into(),
+                stage: "queued".into(),
+                body: serde_json::json!({}),
+            },
+            Timestamp(i),
+        )
+        .await
+        .unwrap();
+    }
+    let worker = |queue: Arc<SqliteJobQueue>, name: &'static str| {
+        tokio::spawn(async move {
+            let mut mine = Vec::new();
+            while let Some((job, _)) = queue
+                .claim(&JobFilter::default(), name, 60_000, Timestamp(100))
+                .await
+                .unwrap()
+            {
+                mine.push(job.id);
+            }
+            mine
+        })
+    };
+    let (x, y) = (worker(a, "a"), worker(b, "b"));
+    let mut all: Vec<String> = x.await.unwrap();
+    all.extend(y.await.unwrap());
+    assert_eq!(all.len(), 20, "{all:?}");
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 20, "no job claimed twice");
 }
 
 #[tokio::test]
@@ -99,7 +152,7 @@ async fn sqlite_skill_store_passes_the_contract() {
 async fn sqlite_long_term_memory_passes_the_contract() {
     let dir = tempfile::tempdir().unwrap();
     let profiles = memory_sqlite::SqliteProfiles::new(dir.path().join("profiles"));
-    contract::long_term_memory::run_all(&profiles).await;
+    contract::long_term_memory::run_all(&profiles, Some(&profiles)).await;
     // A profile is one file: deleting it removes the file.
     use memory_core::ports::MemoryProfiles;
     profiles.open("solo").await.unwrap();
@@ -205,7 +258,13 @@ async fn purged_text_leaves_no_trace_in_any_file() {
     assert!(!contains("zqxjraw"), "raw text left a trace");
     assert!(!contains("zqxjmem"), "memory text left a trace");
     assert!(contains("garden"), "other data is intact");
-    assert_eq!(store.search_raw("weather", 500).await.unwrap().len(), 300);
+    use memory_core::ports::{TextIndexes, TextQuery, namespaces};
+    let text = profiles.text_index("erasure").await.unwrap();
+    let weather = text
+        .search(namespaces::RAW, &TextQuery::new("weather", 500))
+        .await
+        .unwrap();
+    assert_eq!(weather.len(), 300);
 }
 
 /// Two index instances over one file (a stale cache) still cannot mix two models.

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memory_core::SessionId;
-use memory_core::ports::{BlockProvider, KeyValueStore, SearchIndex, SkillStore};
+use memory_core::ports::{BlockProvider, KeyValueStore, SkillStore, TextIndex};
 use memory_engine::context::{
     BlockSpec, ContextTools, ContextWiring, StoredSkills, TextBlock, render_prompt,
 };
 use memory_sqlite::{
-    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteSearchIndex, SqliteSkillStore,
+    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteSkillStore, SqliteTextIndex,
 };
 use serde_json::json;
 
@@ -73,7 +73,7 @@ async fn main() {
     }
     let wiring = ContextWiring {
         kv: Some(Arc::new(SqliteKeyValueStore::new(db.clone())) as Arc<dyn KeyValueStore>),
-        index: Some(Arc::new(SqliteSearchIndex::new(db.clone())) as Arc<dyn SearchIndex>),
+        index: Some(Arc::new(SqliteTextIndex::new(db.clone())) as Arc<dyn TextIndex>),
         specs,
         ..ContextWiring::default()
     };

@@ -11,19 +11,19 @@ use memory_config::{
     TokenizerConfig,
 };
 use memory_core::ports::{
-    BlockProvider, Embedder, KeyValueStore, LanguageModel, MessageStore, SearchIndex, SkillStore,
-    SystemClock, TokenCounter,
+    BlockProvider, Embedder, KeyValueStore, LanguageModel, MessageStore, SkillStore, SystemClock,
+    TextIndex, TokenCounter,
 };
 use memory_core::{HeuristicTokenCounter, Result, SessionId};
 use memory_engine::compaction::{CompactorOptions, SummarizingCompactor};
 use memory_engine::context::{BlockSpec, ContextWiring, StoredSkills, TextBlock};
-use memory_engine::long_term::{LongTermConfig, MemoryService, StageModels};
+use memory_engine::long_term::{LongTermBackends, LongTermConfig, MemoryService, StageModels};
 use memory_engine::{CompactionSettings, SessionManager};
 use memory_fs::{FileBlock, MarkdownSkills};
 use memory_openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder};
 use memory_sqlite::{
-    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteProfiles,
-    SqliteSearchIndex, SqliteSessionRegistry, SqliteSkillStore,
+    SqliteConfig, SqliteDatabase, SqliteJobQueue, SqliteKeyValueStore, SqliteMessageStore,
+    SqliteProfiles, SqliteSessionRegistry, SqliteSkillStore, SqliteTextIndex,
 };
 use memory_tiktoken::TiktokenCounter;
 
@@ -136,21 +136,33 @@ pub fn embedder(config: &MemoryConfig) -> std::result::Result<EmbedderChoiceResu
 
 /// Long-term memory over `<data_dir>/profiles` (one SQLite file per profile), with the
 /// embedder and per-stage models of `memory.toml`. The note says what is off, if anything.
-pub fn memory_service(
+pub async fn memory_service(
     data_dir: &Path,
 ) -> std::result::Result<(MemoryService, Option<String>), CliError> {
     let config = MemoryConfig::load_dir(data_dir).map_err(|e| CliError::Input(e.to_string()))?;
-    memory_service_with(&config, &data_dir.join("profiles"))
+    memory_service_with(&config, &data_dir.join("profiles")).await
+}
+
+/// Long-term backends on SQLite: one file per profile (records, their FTS5 indexes and
+/// vectors) and the job queue of every worker in `<root>/jobs.sqlite`.
+pub async fn sqlite_long_term(root: &Path) -> Result<LongTermBackends> {
+    let jobs =
+        SqliteDatabase::open(SqliteConfig::new(root.join("jobs.sqlite")).secure_delete(true))
+            .await?;
+    Ok(LongTermBackends::new(
+        Arc::new(SqliteProfiles::new(root)),
+        Arc::new(SqliteJobQueue::new(jobs)),
+    ))
 }
 
 /// [`memory_service`] with an explicit configuration and profiles directory.
-pub fn memory_service_with(
+pub async fn memory_service_with(
     config: &MemoryConfig,
     profiles_root: &Path,
 ) -> std::result::Result<(MemoryService, Option<String>), CliError> {
     let config = config.clone();
-    let profiles = Arc::new(SqliteProfiles::new(profiles_root));
-    let mut service = MemoryService::new(profiles, Arc::new(SystemClock));
+    let backends = sqlite_long_term(profiles_root).await?;
+    let mut service = MemoryService::new(backends, Arc::new(SystemClock));
     let (embedder, note) = embedder(&config)?;
     if let Some(e) = embedder {
         service = service.with_embedder(e);
@@ -222,7 +234,7 @@ pub fn wiring(config: &MemoryConfig, db: &SqliteDatabase) -> Result<ContextWirin
     }
     Ok(ContextWiring {
         kv: Some(Arc::new(SqliteKeyValueStore::new(db.clone())) as Arc<dyn KeyValueStore>),
-        index: Some(Arc::new(SqliteSearchIndex::new(db.clone())) as Arc<dyn SearchIndex>),
+        index: Some(Arc::new(SqliteTextIndex::new(db.clone())) as Arc<dyn TextIndex>),
         counter,
         specs,
     })

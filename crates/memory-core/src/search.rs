@@ -83,10 +83,7 @@ impl SearchQuery {
     /// The words that can match: whitespace-separated, keeping only words with at least one
     /// letter or digit (a word of punctuation alone can never match a token).
     pub fn terms(&self) -> Vec<&str> {
-        self.text
-            .split_whitespace()
-            .filter(|w| w.chars().any(char::is_alphanumeric))
-            .collect()
+        search_terms(&self.text)
     }
 
     /// True when the query can match nothing (empty after dropping punctuation-only words, or
@@ -94,6 +91,14 @@ impl SearchQuery {
     pub fn is_empty(&self) -> bool {
         self.terms().is_empty() || self.effective_limit() == 0
     }
+}
+
+/// The words of `text` that can match: whitespace-separated, keeping only words with at
+/// least one letter or digit.
+pub fn search_terms(text: &str) -> Vec<&str> {
+    text.split_whitespace()
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .collect()
 }
 
 /// One search result.

@@ -302,11 +302,11 @@ async fn upsert_and_append_all_continue_the_conversation() {
 mod context_sessions {
     use std::sync::Arc;
 
-    use memory_core::ports::{BlockProvider, KeyValueStore, MessageStore, SearchIndex, SkillStore};
+    use memory_core::ports::{BlockProvider, KeyValueStore, MessageStore, SkillStore, TextIndex};
     use memory_core::{NewSession, Parent, Role, SessionId, UiMessage};
     use memory_testkit::in_memory::{
-        InMemoryKeyValueStore, InMemoryMessageStore, InMemorySearchIndex, InMemorySessionRegistry,
-        InMemorySkillStore, ManualClock,
+        InMemoryKeyValueStore, InMemoryMessageStore, InMemorySessionRegistry, InMemorySkillStore,
+        InMemoryTextIndex, ManualClock,
     };
     use serde_json::json;
 
@@ -318,17 +318,17 @@ mod context_sessions {
         kv: Arc<InMemoryKeyValueStore>,
         store: Arc<InMemoryMessageStore>,
         skills: Arc<InMemorySkillStore>,
-        index: Arc<InMemorySearchIndex>,
+        index: Arc<InMemoryTextIndex>,
     }
 
     fn world() -> World {
         let kv = Arc::new(InMemoryKeyValueStore::new());
         let store = Arc::new(InMemoryMessageStore::new());
         let skills = Arc::new(InMemorySkillStore::new());
-        let index = Arc::new(InMemorySearchIndex::new());
+        let index = Arc::new(InMemoryTextIndex::new());
         let wiring = ContextWiring {
             kv: Some(kv.clone() as Arc<dyn KeyValueStore>),
-            index: Some(index.clone() as Arc<dyn SearchIndex>),
+            index: Some(index.clone() as Arc<dyn TextIndex>),
             specs: vec![
                 BlockSpec::provider(
                     "soul",

@@ -12,17 +12,18 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::ports::{
-    ChatRequest, ChatResponse, Clock, ContextProvider, Embedder, ForgetRequest, IndexDocument,
-    IndexHit, JobRecord, KeyValueStore, LanguageModel, LongTermMemoryStore, MemoryFilter,
-    MemoryKind, MemoryPage, MemoryProfiles, MemoryRecord, MessageStore, RawMessage,
-    RawMessageInsert, SearchIndex, SearchableContextProvider, SessionRegistry, SkillProvider,
-    SkillStore, SkillSummary, StoreCapabilities, TokenCounter, VectorHit, VectorIndex,
-    VectorRecord, WritableContextProvider,
+    ChatRequest, ChatResponse, Clock, ContextProvider, Embedder, ForgetRequest, JobFilter,
+    JobLease, JobPage, JobQueue, JobRecord, KeyValueStore, LanguageModel, LongTermMemoryStore,
+    MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles, MemoryRecord, MemoryRecordStore,
+    MessageStore, NewJob, RawMessage, RawMessageInsert, RawMessageStore, SearchableContextProvider,
+    SessionRegistry, SkillProvider, SkillStore, SkillSummary, StoreCapabilities, TextDocument,
+    TextHit, TextIndex, TextIndexCapabilities, TextIndexes, TextQuery, TokenCounter, VectorHit,
+    VectorIndex, VectorIndexes, VectorRecord, WritableContextProvider,
 };
 use memory_core::{
     AppendOutcome, CompactionRecord, NewCompaction, NewMessage, NewSession, PathEntry, Result,
-    SearchHit, SearchMode, SearchQuery, SessionId, SessionInfo, SessionPatch, SessionUsage,
-    StoredMessage, Timestamp, UiMessage,
+    SearchHit, SearchQuery, SessionId, SessionInfo, SessionPatch, SessionUsage, StoredMessage,
+    Timestamp, UiMessage,
 };
 use mockall::mock;
 
@@ -129,13 +130,15 @@ mock! {
 }
 
 mock! {
-    /// Mock of [`SearchIndex`].
-    pub SearchIndex {}
+    /// Mock of [`TextIndex`].
+    pub TextIndex {}
     #[async_trait]
-    impl SearchIndex for SearchIndex {
-        async fn upsert(&self, namespace: &str, documents: Vec<IndexDocument>) -> Result<()>;
+    impl TextIndex for TextIndex {
+        fn backend_name(&self) -> &'static str;
+        fn capabilities(&self) -> TextIndexCapabilities;
+        async fn upsert(&self, namespace: &str, documents: Vec<TextDocument>) -> Result<()>;
         async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64>;
-        async fn search(&self, namespace: &str, query: &str, mode: SearchMode, limit: usize) -> Result<Vec<IndexHit>>;
+        async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>>;
         async fn count(&self, namespace: &str) -> Result<u64>;
         async fn clear(&self, namespace: &str) -> Result<()>;
     }
@@ -168,27 +171,26 @@ mock! {
 }
 
 mock! {
-    /// Mock of [`LongTermMemoryStore`].
+    /// Mock of one profile's records ([`RawMessageStore`] + [`MemoryRecordStore`], so a
+    /// [`LongTermMemoryStore`]).
     pub LongTermMemoryStore {}
     #[async_trait]
-    impl LongTermMemoryStore for LongTermMemoryStore {
+    impl RawMessageStore for LongTermMemoryStore {
         async fn insert_raw(&self, messages: Vec<RawMessage>) -> Result<RawMessageInsert>;
         async fn raw_page(&self, cursor: Option<String>, limit: usize) -> Result<(Vec<RawMessage>, Option<String>)>;
         async fn raw_by_ids(&self, ids: &[String]) -> Result<Vec<RawMessage>>;
         async fn raw_neighbors(&self, ids: &[String], radius: usize) -> Result<Vec<RawMessage>>;
-        async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>>;
+        async fn purge_raw(&self, ids: &[String]) -> Result<u64>;
+    }
+    #[async_trait]
+    impl MemoryRecordStore for LongTermMemoryStore {
         async fn insert_memory(&self, memory: MemoryRecord) -> Result<()>;
         async fn get_memory(&self, id: &str) -> Result<Option<MemoryRecord>>;
         async fn current_by_key(&self, kind: MemoryKind, key: &str) -> Result<Option<MemoryRecord>>;
         async fn supersede(&self, old_id: &str, new_id: &str) -> Result<()>;
         async fn versions(&self, kind: MemoryKind, key: &str) -> Result<Vec<MemoryRecord>>;
         async fn list(&self, filter: &MemoryFilter, cursor: Option<String>, limit: usize) -> Result<MemoryPage>;
-        async fn search_memories(&self, query: &str, limit: usize) -> Result<Vec<(String, f64)>>;
         async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()>;
-        async fn purge_raw(&self, ids: &[String]) -> Result<u64>;
-        async fn put_job(&self, job: JobRecord) -> Result<()>;
-        async fn get_job(&self, id: &str) -> Result<Option<JobRecord>>;
-        async fn list_jobs(&self) -> Result<Vec<JobRecord>>;
         async fn purge(&self, id: &str) -> Result<bool>;
     }
 }
@@ -199,9 +201,50 @@ mock! {
     #[async_trait]
     impl MemoryProfiles for MemoryProfiles {
         async fn open(&self, name: &str) -> Result<Arc<dyn LongTermMemoryStore>>;
-        async fn vectors(&self, name: &str) -> Result<Arc<dyn VectorIndex>>;
         async fn list(&self) -> Result<Vec<String>>;
         async fn delete(&self, name: &str) -> Result<bool>;
+    }
+}
+
+mock! {
+    /// Mock of [`TextIndexes`].
+    pub TextIndexes {}
+    #[async_trait]
+    impl TextIndexes for TextIndexes {
+        async fn text_index(&self, profile: &str) -> Result<Arc<dyn TextIndex>>;
+        async fn delete_text_index(&self, profile: &str) -> Result<()>;
+    }
+}
+
+mock! {
+    /// Mock of [`VectorIndexes`].
+    pub VectorIndexes {}
+    #[async_trait]
+    impl VectorIndexes for VectorIndexes {
+        async fn vector_index(&self, profile: &str) -> Result<Arc<dyn VectorIndex>>;
+        async fn delete_vector_index(&self, profile: &str) -> Result<()>;
+    }
+}
+
+mock! {
+    /// Mock of [`JobQueue`].
+    pub JobQueue {}
+    #[async_trait]
+    impl JobQueue for JobQueue {
+        fn backend_name(&self) -> &'static str;
+        async fn enqueue(&self, job: NewJob, now: Timestamp) -> Result<JobRecord>;
+        async fn claim(&self, filter: &JobFilter, worker: &str, lease_millis: u64, now: Timestamp) -> Result<Option<(JobRecord, JobLease)>>;
+        async fn claim_id(&self, id: &str, worker: &str, lease_millis: u64, now: Timestamp) -> Result<Option<(JobRecord, JobLease)>>;
+        async fn heartbeat(&self, lease: &JobLease, lease_millis: u64, now: Timestamp) -> Result<JobLease>;
+        async fn checkpoint(&self, lease: &JobLease, stage: &str, body: serde_json::Value, now: Timestamp) -> Result<()>;
+        async fn complete(&self, lease: &JobLease, stage: &str, body: serde_json::Value, now: Timestamp) -> Result<()>;
+        async fn fail(&self, lease: &JobLease, stage: &str, body: serde_json::Value, retry: bool, now: Timestamp) -> Result<()>;
+        async fn release(&self, lease: &JobLease, now: Timestamp) -> Result<()>;
+        async fn retry(&self, id: &str, now: Timestamp) -> Result<bool>;
+        async fn cancel(&self, id: &str, body: serde_json::Value, now: Timestamp) -> Result<bool>;
+        async fn get(&self, id: &str) -> Result<Option<JobRecord>>;
+        async fn list(&self, filter: &JobFilter, cursor: Option<String>, limit: usize) -> Result<JobPage>;
+        async fn delete_profile_jobs(&self, profile: &str) -> Result<u64>;
     }
 }
 

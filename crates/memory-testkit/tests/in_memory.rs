@@ -3,8 +3,8 @@
 
 use memory_testkit::contract;
 use memory_testkit::in_memory::{
-    InMemoryKeyValueStore, InMemoryMessageStore, InMemoryProfiles, InMemorySearchIndex,
-    InMemorySessionRegistry, InMemorySkillStore,
+    InMemoryKeyValueStore, InMemoryMessageStore, InMemoryProfiles, InMemorySessionRegistry,
+    InMemorySkillStore, InMemoryTextIndex,
 };
 
 #[tokio::test]
@@ -32,8 +32,16 @@ fn in_memory_message_store_agrees_with_the_model() {
 }
 
 #[tokio::test]
-async fn in_memory_search_index_passes_the_contract() {
-    contract::search_index::run_all(&InMemorySearchIndex::new()).await;
+async fn in_memory_text_index_passes_the_contract() {
+    contract::text_index::run_all(&InMemoryTextIndex::new()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_memory_job_queue_passes_the_contract() {
+    contract::job_queue::run_all(std::sync::Arc::new(
+        memory_testkit::in_memory::InMemoryJobQueue::new(),
+    ))
+    .await;
 }
 
 #[tokio::test]
@@ -43,7 +51,8 @@ async fn in_memory_skill_store_passes_the_contract() {
 
 #[tokio::test]
 async fn in_memory_long_term_memory_passes_the_contract() {
-    contract::long_term_memory::run_all(&InMemoryProfiles::new()).await;
+    let profiles = InMemoryProfiles::new();
+    contract::long_term_memory::run_all(&profiles, Some(&profiles)).await;
 }
 
 #[tokio::test]

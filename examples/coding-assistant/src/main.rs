@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use memory_core::ports::{
-    BlockProvider, ChatMessage, ChatRequest, ChatRole, KeyValueStore, LanguageModel, SearchIndex,
-    SkillStore, SystemClock,
+    BlockProvider, ChatMessage, ChatRequest, ChatRole, KeyValueStore, LanguageModel, SkillStore,
+    SystemClock, TextIndex,
 };
 use memory_core::{NewSession, Parent, Role, UiMessage};
 use memory_engine::SessionManager;
@@ -24,8 +24,8 @@ use memory_engine::context::{BlockSpec, ContextWiring, StoredSkills};
 use memory_fs::{FileBlock, MarkdownSkills};
 use memory_openai::{OpenAiChat, OpenAiConfig};
 use memory_sqlite::{
-    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteSearchIndex,
-    SqliteSessionRegistry,
+    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteSessionRegistry,
+    SqliteTextIndex,
 };
 use serde_json::json;
 
@@ -43,7 +43,7 @@ async fn main() -> memory_core::Result<()> {
     let skills: Arc<dyn SkillStore> = Arc::new(MarkdownSkills::new(config_dir.join("skills")));
     let wiring = ContextWiring {
         kv: Some(Arc::new(SqliteKeyValueStore::new(db.clone())) as Arc<dyn KeyValueStore>),
-        index: Some(Arc::new(SqliteSearchIndex::new(db.clone())) as Arc<dyn SearchIndex>),
+        index: Some(Arc::new(SqliteTextIndex::new(db.clone())) as Arc<dyn TextIndex>),
         specs: vec![
             BlockSpec::provider(
                 "soul",

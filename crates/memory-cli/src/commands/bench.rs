@@ -11,14 +11,11 @@ use std::time::Instant;
 
 use memory_candle::LocalEmbedder;
 use memory_core::Timestamp;
-use memory_core::ports::{
-    Embedder, MemoryKind, MemoryProfiles, MemoryRecord, SystemClock, VectorRecord,
-};
+use memory_core::ports::{Embedder, MemoryKind, MemoryRecord, SystemClock, VectorRecord};
 use memory_engine::long_term::{
     IngestMessage, MEMORY_NAMESPACE, MemoryService, RecallRequest, STOP_WORDS,
     memory_embedding_text,
 };
-use memory_sqlite::SqliteProfiles;
 use memory_testkit::in_memory::HashingEmbedder;
 use serde::Serialize;
 
@@ -145,8 +142,9 @@ pub async fn long_term(
         .prefix("memory-bench-")
         .tempdir()
         .map_err(|e| CliError::io("creating a scratch directory", e))?;
-    let profiles: Arc<dyn MemoryProfiles> = Arc::new(SqliteProfiles::new(scratch.path()));
-    let plain = MemoryService::new(Arc::clone(&profiles), Arc::new(SystemClock));
+    let backends = crate::app::sqlite_long_term(scratch.path()).await?;
+    let profiles = Arc::clone(&backends.records);
+    let plain = MemoryService::new(backends.clone(), Arc::new(SystemClock));
     let hashing: Arc<dyn Embedder> = Arc::new(HashingEmbedder::new(384));
     let with_vectors = plain.clone().with_embedder(Arc::clone(&hashing));
     let mut words = Words::new(42, 20_000);
@@ -186,7 +184,7 @@ pub async fn long_term(
     }
     progress.inc(1);
     let store = profiles.open("big").await?;
-    let index = profiles.vectors("big").await?;
+    let index = backends.vectors.vector_index("big").await?;
     let kinds = [MemoryKind::Fact, MemoryKind::Event, MemoryKind::Instruction];
     for start in (0..memories).step_by(1_000) {
         let mut records = Vec::new();

@@ -25,7 +25,7 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
             let config =
                 MemoryConfig::load_dir(data_dir).map_err(|e| CliError::Input(e.to_string()))?;
             let scratch = tempfile_dir()?;
-            let (service, note) = crate::app::memory_service_with(&config, scratch.path())?;
+            let (service, note) = crate::app::memory_service_with(&config, scratch.path()).await?;
             let mut long_term = service.config().clone();
             if let Some(w) = raw_fts_weight {
                 long_term.weights.raw_fts = w;

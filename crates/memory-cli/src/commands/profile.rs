@@ -129,7 +129,7 @@ fn spawn_worker(data_dir: &Path, profile: &str) -> Result<(), CliError> {
 }
 
 pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliError> {
-    let (service, note) = crate::app::memory_service(data_dir)?;
+    let (service, note) = crate::app::memory_service(data_dir).await?;
     if let Some(note) = note {
         tracing::info!("{note}");
     }
@@ -413,7 +413,7 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             Ok(())
         }
         ProfileCommand::Profiles { format } => {
-            let names = service.profiles().list().await?;
+            let names = service.list_profiles().await?;
             if format.json {
                 return output::json(&json!({"profiles": names}));
             }
@@ -423,7 +423,7 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             Ok(())
         }
         ProfileCommand::Delete { profile } => {
-            if !service.profiles().delete(&profile).await? {
+            if !service.delete_profile(&profile).await? {
                 return Err(MemoryError::not_found("profile", profile).into());
             }
             println!("deleted profile {profile}");

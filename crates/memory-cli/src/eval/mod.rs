@@ -7,6 +7,8 @@ pub mod metrics;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 
+use memory_core::SearchMode;
+use memory_core::ports::{TextQuery, namespaces};
 use memory_engine::long_term::{IngestMessage, MemoryService, RecallItem, RecallRequest};
 use serde::Serialize;
 
@@ -113,7 +115,7 @@ pub async fn run_locomo(
         let profile = sample
             .id
             .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-");
-        service.profiles().delete(&profile).await?;
+        service.delete_profile(&profile).await?;
         let started = std::time::Instant::now();
         let mut dia_of: HashMap<String, String> = HashMap::new();
         for session in &sample.sessions {
@@ -142,7 +144,7 @@ pub async fn run_locomo(
         }
         ingest_seconds += started.elapsed().as_secs_f64();
         let started = std::time::Instant::now();
-        let store = service.profiles().open(&profile).await?;
+        let text = service.backends().text.text_index(&profile).await?;
         for q in &sample.questions {
             let gold: HashSet<String> = q.gold.iter().cloned().collect();
             let response = service
@@ -165,17 +167,14 @@ pub async fn run_locomo(
                 .split(|c: char| !c.is_alphanumeric())
                 .filter(|w| !w.is_empty())
                 .collect();
-            let baseline = store.search_raw(&words.join(" "), 10).await?;
-            let ranked = top_ten(
-                baseline
-                    .iter()
-                    .filter_map(|h| dia_of.get(&h.message_id).cloned()),
-            );
+            let query = TextQuery::new(words.join(" "), 10).mode(SearchMode::AnyWords);
+            let baseline = text.search(namespaces::RAW, &query).await?;
+            let ranked = top_ten(baseline.iter().filter_map(|h| dia_of.get(&h.id).cloned()));
             bm25.push((q.category, score(&ranked, &gold)));
             progress.inc(1);
         }
         query_seconds += started.elapsed().as_secs_f64();
-        service.profiles().delete(&profile).await?;
+        service.delete_profile(&profile).await?;
     }
     Ok(EvalReport {
         conversations: samples.len(),

@@ -2,17 +2,18 @@
 //!
 //! | port | what it owns | adapters today |
 //! |---|---|---|
-//! | [`MessageStore`] | the history tree, overlay records, message search | in-memory, SQLite |
+//! | [`MessageStore`] | the history tree and overlay records | in-memory, SQLite |
 //! | [`SessionRegistry`] | session metadata and usage | in-memory, SQLite |
-//! | [`KeyValueStore`] | small named values (blocks, cached prompts) | in-memory, SQLite |
-//! | [`ContextProvider`] and kin | what a context block reads and writes | in-memory |
-//! | [`SearchIndex`] | keyed documents with full-text search | in-memory |
-//! | [`VectorIndex`] | embeddings with nearest-neighbour search | in-memory |
-//! | [`SkillStore`] | loadable documents with descriptions | in-memory |
-//! | [`LongTermMemoryStore`] | a profile's raw messages and typed memories | in-memory |
-//! | [`LanguageModel`] | chat completion, structured JSON output | scripted fake |
-//! | [`Embedder`] | batch text embedding | deterministic fake |
-//! | [`TokenCounter`] | text to token counts | fixed ratio |
+//! | [`KeyValueStore`] | small named values (blocks, cached prompts, index outbox) | in-memory, SQLite |
+//! | [`ContextProvider`] and kin | what a context block reads and writes | engine providers over ports |
+//! | [`TextIndex`] / [`TextIndexes`] | full-text search over documents with fields | in-memory, SQLite |
+//! | [`VectorIndex`] / [`VectorIndexes`] | embeddings with nearest-neighbour search | in-memory, SQLite |
+//! | [`SkillStore`] | loadable documents with descriptions | in-memory, SQLite, Markdown files |
+//! | [`RawMessageStore`] + [`MemoryRecordStore`] ([`MemoryProfiles`]) | a profile's raw messages and typed memories | in-memory, SQLite |
+//! | [`JobQueue`] | durable background jobs with leases | in-memory, SQLite |
+//! | [`LanguageModel`] | chat completion, structured JSON output | OpenAI-compatible, scripted fake |
+//! | [`Embedder`] | batch text embedding | local MiniLM, OpenAI-compatible, hashing fake |
+//! | [`TokenCounter`] | text to token counts | heuristic, tiktoken, fixed ratio |
 //! | [`Clock`] | the current time | system, manual |
 //! | [`CompactionObserver`] | receives compacted ranges | (engine callers) |
 
@@ -20,13 +21,16 @@ mod clock;
 mod compaction_observer;
 mod context_provider;
 mod embedder;
+mod job_queue;
 mod key_value_store;
 mod language_model;
 mod long_term_memory_store;
+mod memory_record_store;
 mod message_store;
-mod search_index;
+mod raw_message_store;
 mod session_registry;
 mod skill_store;
+mod text_index;
 mod token_counter;
 mod vector_index;
 
@@ -37,17 +41,22 @@ pub use context_provider::{
     WritableContextProvider,
 };
 pub use embedder::Embedder;
+pub use job_queue::{JobFilter, JobLease, JobPage, JobQueue, JobRecord, JobState, NewJob};
 pub use key_value_store::KeyValueStore;
 pub use language_model::{
     ChatMessage, ChatRequest, ChatResponse, ChatRole, LanguageModel, ResponseFormat, TokenUsage,
 };
-pub use long_term_memory_store::{
-    ForgetRequest, JobRecord, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage,
-    MemoryProfiles, MemoryRecord, RawMessage, RawMessageInsert,
+pub use long_term_memory_store::{LongTermMemoryStore, MemoryProfiles};
+pub use memory_record_store::{
+    ForgetRequest, MemoryFilter, MemoryKind, MemoryPage, MemoryRecord, MemoryRecordStore,
 };
 pub use message_store::{MessageStore, MessageStoreExt, StoreCapabilities};
-pub use search_index::{IndexDocument, IndexHit, SearchIndex};
+pub use raw_message_store::{RawMessage, RawMessageInsert, RawMessageStore};
 pub use session_registry::SessionRegistry;
 pub use skill_store::{SkillStore, SkillSummary};
+pub use text_index::{
+    TextDocument, TextFields, TextFilter, TextHit, TextIndex, TextIndexCapabilities, TextIndexes,
+    TextQuery, message_document_id, namespaces, split_message_document_id,
+};
 pub use token_counter::TokenCounter;
-pub use vector_index::{VectorHit, VectorIndex, VectorRecord};
+pub use vector_index::{VectorHit, VectorIndex, VectorIndexes, VectorRecord};

@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
@@ -44,4 +46,21 @@ pub trait VectorIndex: Send + Sync {
     async fn model(&self, namespace: &str) -> Result<Option<String>>;
     /// Removes the whole namespace.
     async fn clear(&self, namespace: &str) -> Result<()>;
+}
+
+/// The vector index of each long-term memory profile, from whatever backend the deployment
+/// chose (independent of where the profile's records live).
+///
+/// # Contract
+/// - `vector_index` returns the same logical index for the same profile; profiles share
+///   nothing.
+/// - The one-model-per-namespace check of [`VectorIndex`] is atomic: two writers (two
+///   instances, two processes) can never leave two models in one namespace.
+/// - `delete_vector_index` removes every vector of the profile (idempotent).
+#[async_trait]
+pub trait VectorIndexes: Send + Sync {
+    /// The profile's index (created on first use).
+    async fn vector_index(&self, profile: &str) -> Result<Arc<dyn VectorIndex>>;
+    /// Removes the profile's vectors.
+    async fn delete_vector_index(&self, profile: &str) -> Result<()>;
 }

@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use memory_core::Result;
 use memory_core::ports::{
-    ContextProvider, IndexDocument, KeyValueStore, SearchIndex, SearchableContextProvider,
-    SkillProvider, SkillStore, WritableContextProvider,
+    ContextProvider, KeyValueStore, SearchableContextProvider, SkillProvider, SkillStore,
+    TextDocument, TextIndex, TextQuery, WritableContextProvider,
 };
-use memory_core::{Result, SearchMode};
 
 /// A read-only block with fixed text.
 ///
@@ -83,17 +83,17 @@ impl WritableContextProvider for KvBlock {
     }
 }
 
-/// Searchable keyed entries in one namespace of a [`SearchIndex`] (BM25 on SQLite FTS5 with
+/// Searchable keyed entries in one namespace of a [`TextIndex`] (BM25 on SQLite FTS5 with
 /// the SQLite adapter). `get` is `"<n> entries indexed."`; search hits are `[key]\ncontent`
 /// joined by a blank line, at most 10.
 pub struct IndexedEntries {
-    index: Arc<dyn SearchIndex>,
+    index: Arc<dyn TextIndex>,
     namespace: String,
 }
 
 impl IndexedEntries {
     /// Entries in `namespace` of `index`.
-    pub fn new(index: Arc<dyn SearchIndex>, namespace: impl Into<String>) -> Self {
+    pub fn new(index: Arc<dyn TextIndex>, namespace: impl Into<String>) -> Self {
         Self {
             index,
             namespace: namespace.into(),
@@ -119,7 +119,7 @@ impl SearchableContextProvider for IndexedEntries {
     async fn search(&self, query: &str) -> Result<Option<String>> {
         let hits = self
             .index
-            .search(&self.namespace, query, SearchMode::AllWords, 10)
+            .search(&self.namespace, &TextQuery::new(query, 10))
             .await?;
         if hits.is_empty() {
             return Ok(None);
@@ -133,10 +133,7 @@ impl SearchableContextProvider for IndexedEntries {
     }
 
     async fn set_entry(&self, key: &str, content: &str) -> Result<()> {
-        let doc = IndexDocument {
-            id: key.to_owned(),
-            text: content.to_owned(),
-        };
+        let doc = TextDocument::new(key, content);
         self.index.upsert(&self.namespace, vec![doc]).await
     }
 }

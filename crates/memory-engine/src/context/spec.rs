@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use memory_core::ports::{BlockProvider, KeyValueStore, SearchIndex, TokenCounter};
+use memory_core::ports::{BlockProvider, KeyValueStore, TextIndex, TokenCounter};
 use memory_core::{BlockScope, HeuristicTokenCounter, MemoryError, Result, SessionId};
 
 use super::blocks::{BlockConfig, ContextBlocks};
@@ -130,7 +130,7 @@ pub struct ContextWiring {
     /// Writable blocks, frozen prompts and loaded-skill sets.
     pub kv: Option<Arc<dyn KeyValueStore>>,
     /// Searchable blocks.
-    pub index: Option<Arc<dyn SearchIndex>>,
+    pub index: Option<Arc<dyn TextIndex>>,
     /// Token counting for budgets and estimates.
     pub counter: Arc<dyn TokenCounter>,
     /// Block declarations, in prompt order.

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use memory_core::ports::{BlockProvider, KeyValueStore, SearchIndex, SkillStore};
+use memory_core::ports::{BlockProvider, KeyValueStore, SkillStore, TextIndex};
 use memory_core::{MemoryError, SessionId};
 use memory_testkit::in_memory::{
-    InMemoryKeyValueStore, InMemorySearchIndex, InMemorySkillStore, StaticBlock,
+    InMemoryKeyValueStore, InMemorySkillStore, InMemoryTextIndex, StaticBlock,
 };
 use memory_testkit::mocks::MockContextProvider;
 use serde_json::{Value, json};
@@ -14,7 +14,7 @@ use super::*;
 
 struct Fixture {
     kv: Arc<InMemoryKeyValueStore>,
-    index: Arc<InMemorySearchIndex>,
+    index: Arc<InMemoryTextIndex>,
     skills: Arc<InMemorySkillStore>,
 }
 
@@ -22,7 +22,7 @@ impl Fixture {
     fn new() -> Self {
         Self {
             kv: Arc::new(InMemoryKeyValueStore::new()),
-            index: Arc::new(InMemorySearchIndex::new()),
+            index: Arc::new(InMemoryTextIndex::new()),
             skills: Arc::new(InMemorySkillStore::new()),
         }
     }
@@ -36,7 +36,7 @@ impl Fixture {
         )));
         ContextWiring {
             kv: Some(self.kv.clone() as Arc<dyn KeyValueStore>),
-            index: Some(self.index.clone() as Arc<dyn SearchIndex>),
+            index: Some(self.index.clone() as Arc<dyn TextIndex>),
             specs: vec![
                 BlockSpec::provider("soul", soul).description("Who you are"),
                 BlockSpec::writable("memory")

@@ -70,6 +70,9 @@ pub struct LongTermConfig {
     pub detail_window: usize,
     /// Texts per embedding call (64).
     pub embed_batch: usize,
+    /// How long a worker's claim on an ingest job lasts without a heartbeat (60 s); a worker
+    /// that dies loses the job to another after this long. Heartbeats come every third of it.
+    pub job_lease_millis: u64,
 }
 
 impl Default for LongTermConfig {
@@ -87,6 +90,7 @@ impl Default for LongTermConfig {
             detail_min_messages: 9,
             detail_window: 8,
             embed_batch: 64,
+            job_lease_millis: 60_000,
         }
     }
 }

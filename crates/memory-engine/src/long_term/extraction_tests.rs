@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use memory_core::ports::{
-    ChatRequest, ChatResponse, LanguageModel, MemoryFilter, MemoryKind, MemoryProfiles, TokenUsage,
+    ChatRequest, ChatResponse, LanguageModel, MemoryFilter, MemoryKind, MemoryProfiles,
+    TextIndexes, TokenUsage, VectorIndexes,
 };
 use memory_core::{CivilDate, MemoryError, Timestamp};
 use memory_testkit::in_memory::{
@@ -118,9 +119,12 @@ fn good_model() -> Arc<RoutedLanguageModel> {
 }
 
 fn service(profiles: Arc<InMemoryProfiles>, model: Arc<dyn LanguageModel>) -> MemoryService {
-    MemoryService::new(profiles, Arc::new(ManualClock::new(day(20).0)))
-        .with_embedder(Arc::new(HashingEmbedder::new(64)))
-        .with_models(StageModels::all(model))
+    MemoryService::new(
+        super::in_memory(profiles),
+        Arc::new(ManualClock::new(day(20).0)),
+    )
+    .with_embedder(Arc::new(HashingEmbedder::new(64)))
+    .with_models(StageModels::all(model))
 }
 
 #[tokio::test]
@@ -189,7 +193,7 @@ async fn extraction_verifies_classifies_and_stores_with_provenance() {
     let task = by("town hall");
     assert_eq!(task.kind, MemoryKind::Task);
     assert_eq!(task.key, None);
-    let index = profiles.vectors("ada").await.unwrap();
+    let index = profiles.vector_index("ada").await.unwrap();
     assert!(
         index
             .get(MEMORY_NAMESPACE, std::slice::from_ref(&task.id))
@@ -425,8 +429,13 @@ async fn invalid_json_is_repaired_once_or_reported_and_never_silently_succeeds()
         "{:?}",
         job.error
     );
-    let store = profiles.open("p").await.unwrap();
-    assert_eq!(store.search_raw("Lisbon", 5).await.unwrap().len(), 1);
+    let text = profiles.text_index("p").await.unwrap();
+    let query = memory_core::ports::TextQuery::new("Lisbon", 5);
+    let hits = text
+        .search(memory_core::ports::namespaces::RAW, &query)
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
 }
 
 #[tokio::test]
@@ -502,7 +511,7 @@ async fn a_crashed_job_resumes_from_its_checkpoint_without_redoing_earlier_stage
 #[tokio::test]
 async fn without_an_llm_a_job_stores_and_vectorizes_raw_messages_and_says_so() {
     let s = MemoryService::new(
-        Arc::new(InMemoryProfiles::new()),
+        super::in_memory(Arc::new(InMemoryProfiles::new())),
         Arc::new(ManualClock::new(0)),
     )
     .with_embedder(Arc::new(HashingEmbedder::new(32)));
@@ -574,7 +583,7 @@ async fn remember_is_classified_like_an_extracted_memory_and_explicit_values_win
         (MemoryKind::Fact, Some("tone"))
     );
     let plain = MemoryService::new(
-        Arc::new(InMemoryProfiles::new()),
+        super::in_memory(Arc::new(InMemoryProfiles::new())),
         Arc::new(ManualClock::new(0)),
     );
     let typed = plain
@@ -691,7 +700,7 @@ async fn supersession_is_repaired_after_a_crash_between_insert_and_supersede() {
     let chain = store.versions(MemoryKind::Fact, "home").await.unwrap();
     assert_eq!(chain[0].superseded_by.as_deref(), Some("new-version"));
     assert_eq!(chain[1].superseded_by, None);
-    let index = profiles.vectors("ada").await.unwrap();
+    let index = profiles.vector_index("ada").await.unwrap();
     assert!(
         index
             .get(MEMORY_NAMESPACE, std::slice::from_ref(&old.id))
@@ -724,4 +733,57 @@ async fn the_same_statement_from_other_messages_is_a_new_memory() {
         .filter(|id| second.memory_ids.contains(id))
         .collect();
     assert!(common.is_empty(), "ids depend on the source messages");
+}
+
+/// A model that answers like `good_model`, slowly.
+struct SlowModel(std::time::Duration);
+
+#[async_trait]
+impl LanguageModel for SlowModel {
+    async fn complete(&self, request: ChatRequest) -> memory_core::Result<ChatResponse> {
+        tokio::time::sleep(self.0).await;
+        good_model().complete(request).await
+    }
+}
+
+/// A stage longer than the lease keeps the job: the running worker renews its lease, so no
+/// other worker can take the job while it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_keep_a_long_stage_leased() {
+    use memory_core::ports::{Clock, JobQueue, JobState, SystemClock};
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let config = LongTermConfig {
+        job_lease_millis: 150,
+        ..LongTermConfig::default()
+    };
+    let s = MemoryService::new(super::in_memory(profiles.clone()), Arc::new(SystemClock))
+        .with_models(StageModels::all(Arc::new(SlowModel(
+            std::time::Duration::from_millis(200),
+        ))))
+        .with_config(config);
+    let job = s
+        .enqueue_ingest("ada", "chat", conversation(2))
+        .await
+        .unwrap();
+    let runner = {
+        let s = s.clone();
+        let id = job.id.clone();
+        tokio::spawn(async move { s.run_job("ada", &id).await })
+    };
+    let queue = profiles.jobs();
+    for _ in 0..6 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let now = SystemClock.now();
+        let stolen = queue.claim_id(&job.id, "thief", 150, now).await.unwrap();
+        assert!(
+            stolen.is_none(),
+            "a running job with a live lease was claimed"
+        );
+    }
+    let done = runner.await.unwrap().unwrap();
+    assert_eq!(done.status, JobStatus::Done, "{:?}", done.error);
+    assert_eq!(
+        queue.get(&job.id).await.unwrap().unwrap().state,
+        JobState::Done
+    );
 }

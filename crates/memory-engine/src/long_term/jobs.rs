@@ -1,13 +1,18 @@
 //! Durable ingest jobs: the raw messages are stored (and searchable) the moment the job is
 //! queued; extraction, verification, storing and vectorization then run as stages, each
-//! checkpointed in the profile's store, so a crash or restart resumes where it stopped and
-//! nothing acknowledged is lost.
+//! checkpointed in the [`JobQueue`](memory_core::ports::JobQueue), so a crash or restart
+//! resumes where it stopped and nothing acknowledged is lost. A worker runs a job under a
+//! lease it renews while a stage runs; a worker that dies loses the lease, and another
+//! resumes the job from its last checkpoint.
 
-use memory_core::ports::{JobRecord, LongTermMemoryStore, MemoryRecord, RawMessage};
+use memory_core::ports::{
+    JobLease, JobRecord, JobState, LongTermMemoryStore, MemoryRecord, NewJob, RawMessage,
+};
 use memory_core::{MemoryError, Result};
 use serde::{Deserialize, Serialize};
 
 use super::accounting::UsageReport;
+use super::backends::LongTermBackends;
 use super::content_id::content_id;
 use super::extraction::{
     Candidate, Draft, ExtractionReport, build_transcript, chunk_lines, classify, detail_windows,
@@ -96,19 +101,11 @@ pub struct IngestJob {
     pub cancelled: bool,
 }
 
-fn to_record(
-    job: &IngestJob,
-    created_at: memory_core::Timestamp,
-    now: memory_core::Timestamp,
-) -> Result<JobRecord> {
-    Ok(JobRecord {
-        id: job.id.clone(),
-        status: job.status.as_str().to_owned(),
-        body: serde_json::to_value(job)?,
-        created_at,
-        updated_at: now,
-    })
-}
+/// The queue's kind of ingest jobs.
+pub(super) const INGEST_KIND: &str = "ingest";
+
+/// Jobs read per page when listing a profile's jobs.
+const JOB_PAGE: usize = 500;
 
 fn from_record(record: &JobRecord) -> Result<IngestJob> {
     serde_json::from_value(record.body.clone())
@@ -118,8 +115,8 @@ fn from_record(record: &JobRecord) -> Result<IngestJob> {
 impl MemoryService {
     /// Stores the messages (content-addressed, insert-or-ignore, full-text indexed) and queues
     /// a durable job for extraction and vectorization. When this returns, nothing is lost:
-    /// [`MemoryService::run_job`] (or [`MemoryService::resume_jobs`] after a restart) does the
-    /// rest.
+    /// [`MemoryService::run_job`] (or [`MemoryService::resume_jobs`], from any worker process
+    /// sharing the queue) does the rest.
     pub async fn enqueue_ingest(
         &self,
         profile: &str,
@@ -134,7 +131,6 @@ impl MemoryService {
         }
         let (raw, known, counts) = self.store_raw(store.as_ref(), session, messages).await?;
         let ids: Vec<String> = raw.iter().map(|m| m.id.clone()).collect();
-        let now = self.clock.now();
         let job = IngestJob {
             id: uuid::Uuid::now_v7().to_string(),
             session_id: session.to_owned(),
@@ -154,7 +150,14 @@ impl MemoryService {
             usage: UsageReport::default(),
             cancelled: false,
         };
-        store.put_job(to_record(&job, now, now)?).await?;
+        let new = NewJob {
+            id: job.id.clone(),
+            kind: INGEST_KIND.to_owned(),
+            profile: profile.to_owned(),
+            stage: job.status.as_str().to_owned(),
+            body: serde_json::to_value(&job)?,
+        };
+        self.backends.jobs.enqueue(new, self.clock.now()).await?;
         Ok(job)
     }
 
@@ -169,78 +172,171 @@ impl MemoryService {
         self.run_job(profile, &job.id).await
     }
 
+    /// The queue's record of one of the profile's ingest jobs.
+    async fn job_record(&self, profile: &str, id: &str) -> Result<JobRecord> {
+        memory_core::validate_profile_name(profile)?;
+        match self.backends.jobs.get(id).await? {
+            Some(record) if record.profile == profile && record.kind == INGEST_KIND => Ok(record),
+            _ => Err(MemoryError::not_found("job", id)),
+        }
+    }
+
     /// One job's current state.
     pub async fn job(&self, profile: &str, id: &str) -> Result<IngestJob> {
-        let store = self.profiles.open(profile).await?;
-        let record = store
-            .get_job(id)
-            .await?
-            .ok_or_else(|| MemoryError::not_found("job", id))?;
-        from_record(&record)
+        from_record(&self.job_record(profile, id).await?)
     }
 
     /// Every job of the profile, oldest first.
     pub async fn jobs(&self, profile: &str) -> Result<Vec<IngestJob>> {
-        let store = self.profiles.open(profile).await?;
-        store.list_jobs().await?.iter().map(from_record).collect()
-    }
-
-    /// Runs every unfinished job (after a crash or restart), oldest first; with `retry_failed`
-    /// failed jobs too. Returns the jobs as they ended.
-    pub async fn resume_jobs(&self, profile: &str, retry_failed: bool) -> Result<Vec<IngestJob>> {
         let mut out = Vec::new();
-        for job in self.jobs(profile).await? {
-            let due = !job.cancelled
-                && (!job.status.is_finished() || (retry_failed && job.status == JobStatus::Failed));
-            if due {
-                out.push(self.run_job(profile, &job.id).await?);
-            }
+        for record in self.job_records(profile).await? {
+            out.push(from_record(&record)?);
         }
         Ok(out)
     }
 
-    /// Runs a job from its checkpoint to the end. A stage error marks the job failed (and is
-    /// returned inside the job, not as `Err`); storage errors are `Err`.
-    pub async fn run_job(&self, profile: &str, id: &str) -> Result<IngestJob> {
-        let store = self.profiles.open(profile).await?;
-        let record = store
-            .get_job(id)
-            .await?
-            .ok_or_else(|| MemoryError::not_found("job", id))?;
-        let created_at = record.created_at;
-        let mut job = from_record(&record)?;
-        if job.status == JobStatus::Done || job.cancelled {
-            return Ok(job);
+    async fn job_records(&self, profile: &str) -> Result<Vec<JobRecord>> {
+        memory_core::validate_profile_name(profile)?;
+        let filter = LongTermBackends::ingest_jobs(profile);
+        let mut records = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self.backends.jobs.list(&filter, cursor, JOB_PAGE).await?;
+            records.extend(page.jobs);
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(records),
+            }
         }
+    }
+
+    /// Runs every claimable job of the profile (queued ones, and running ones whose worker's
+    /// lease ran out: it died), oldest first; with `retry_failed` failed jobs too. Jobs other
+    /// workers hold under a live lease are left to them. Returns the jobs as they ended.
+    pub async fn resume_jobs(&self, profile: &str, retry_failed: bool) -> Result<Vec<IngestJob>> {
+        if retry_failed {
+            for record in self.job_records(profile).await? {
+                if record.state == JobState::Failed {
+                    self.backends
+                        .jobs
+                        .retry(&record.id, self.clock.now())
+                        .await?;
+                }
+            }
+        }
+        let filter = LongTermBackends::ingest_jobs(profile);
+        let mut out = Vec::new();
+        while let Some((record, lease)) = self
+            .backends
+            .jobs
+            .claim(
+                &filter,
+                &self.worker,
+                self.config.job_lease_millis,
+                self.clock.now(),
+            )
+            .await?
+        {
+            out.push(self.run_claimed(profile, record, lease).await?);
+        }
+        Ok(out)
+    }
+
+    /// Runs a job from its checkpoint to the end (a failed job is retried from the stage that
+    /// failed). A stage error marks the job failed (and is returned inside the job, not as
+    /// `Err`); storage errors are `Err`, and so is a job another worker is running
+    /// ([`MemoryError::Conflict`]).
+    pub async fn run_job(&self, profile: &str, id: &str) -> Result<IngestJob> {
+        let record = self.job_record(profile, id).await?;
+        match record.state {
+            JobState::Done | JobState::Cancelled => return from_record(&record),
+            JobState::Failed => {
+                self.backends.jobs.retry(id, self.clock.now()).await?;
+            }
+            JobState::Queued | JobState::Running => {}
+        }
+        let claimed = self
+            .backends
+            .jobs
+            .claim_id(
+                id,
+                &self.worker,
+                self.config.job_lease_millis,
+                self.clock.now(),
+            )
+            .await?;
+        let Some((record, lease)) = claimed else {
+            let now = self.job_record(profile, id).await?;
+            if now.state.is_finished() {
+                return from_record(&now);
+            }
+            return Err(MemoryError::Conflict {
+                message: format!(
+                    "job {id} is being run by worker {:?} (lease until {:?})",
+                    now.worker.unwrap_or_default(),
+                    now.lease_expires_at
+                ),
+            });
+        };
+        self.run_claimed(profile, record, lease).await
+    }
+
+    /// Runs a claimed job, checkpointing after every stage and renewing the lease while a stage
+    /// runs; a lost lease stops the run (`Conflict`) without another write.
+    async fn run_claimed(
+        &self,
+        profile: &str,
+        record: JobRecord,
+        lease: JobLease,
+    ) -> Result<IngestJob> {
+        let store = self.profiles.open(profile).await?;
+        let mut job = from_record(&record)?;
         if job.status == JobStatus::Failed {
             job.status = job.failed_stage.unwrap_or(JobStatus::Queued);
             job.failed_stage = None;
             job.error = None;
         }
+        let queue = &self.backends.jobs;
+        let lease = std::sync::Mutex::new(lease);
+        let current = || {
+            lease
+                .lock()
+                .map(|l| l.clone())
+                .map_err(|_| MemoryError::Conflict {
+                    message: "job lease lock poisoned".into(),
+                })
+        };
         let meter = self.meter(profile);
         loop {
             let stage = job.status;
-            let outcome = match stage {
-                JobStatus::Queued => Ok(JobStatus::Extracting),
-                JobStatus::Extracting => self
-                    .extract_stage(&meter, &mut job)
-                    .await
-                    .map(|()| JobStatus::Verifying),
-                JobStatus::Verifying => self
-                    .verify_stage(&meter, &mut job)
-                    .await
-                    .map(|()| JobStatus::Storing),
-                JobStatus::Storing => self
-                    .store_stage(profile, &meter, &mut job)
-                    .await
-                    .map(|()| JobStatus::Vectorizing),
-                JobStatus::Vectorizing => self
-                    .vectorize_stage(profile, store.as_ref(), &meter, &mut job)
-                    .await
-                    .map(|()| JobStatus::Done),
-                JobStatus::Done | JobStatus::Failed => break,
+            let work = async {
+                match stage {
+                    JobStatus::Queued => Ok(JobStatus::Extracting),
+                    JobStatus::Extracting => self
+                        .extract_stage(&meter, &mut job)
+                        .await
+                        .map(|()| JobStatus::Verifying),
+                    JobStatus::Verifying => self
+                        .verify_stage(&meter, &mut job)
+                        .await
+                        .map(|()| JobStatus::Storing),
+                    JobStatus::Storing => self
+                        .store_stage(profile, &meter, &mut job)
+                        .await
+                        .map(|()| JobStatus::Vectorizing),
+                    JobStatus::Vectorizing => self
+                        .vectorize_stage(profile, store.as_ref(), &meter, &mut job)
+                        .await
+                        .map(|()| JobStatus::Done),
+                    JobStatus::Done | JobStatus::Failed => Ok(stage),
+                }
             };
+            let outcome = self.with_heartbeat(&lease, work).await?;
+            if matches!(stage, JobStatus::Done | JobStatus::Failed) {
+                break;
+            }
             job.usage.merge(&meter.report_and_reset());
+            let now = self.clock.now();
             match outcome {
                 Ok(next) => {
                     job.status = next;
@@ -249,35 +345,88 @@ impl MemoryService {
                         job.messages.clear();
                         job.candidates.clear();
                         job.drafts.clear();
+                        let body = serde_json::to_value(&job)?;
+                        queue
+                            .complete(&current()?, next.as_str(), body, now)
+                            .await?;
+                        break;
                     }
+                    let body = serde_json::to_value(&job)?;
+                    queue
+                        .checkpoint(&current()?, next.as_str(), body, now)
+                        .await?;
                 }
                 Err(e) => {
                     tracing::warn!(job = %job.id, stage = stage.as_str(), error = %e, "ingest job failed");
                     job.failed_stage = Some(stage);
                     job.error = Some(e.to_string());
                     job.status = JobStatus::Failed;
+                    let body = serde_json::to_value(&job)?;
+                    queue
+                        .fail(&current()?, stage.as_str(), body, false, now)
+                        .await?;
+                    break;
                 }
-            }
-            store
-                .put_job(to_record(&job, created_at, self.clock.now())?)
-                .await?;
-            if job.status.is_finished() {
-                break;
             }
         }
         Ok(job)
+    }
+
+    /// Runs `work` while renewing the lease every third of its length. A renewal refused
+    /// (the lease was lost) drops `work` and returns the `Conflict`.
+    async fn with_heartbeat<T>(
+        &self,
+        lease: &std::sync::Mutex<JobLease>,
+        work: impl std::future::Future<Output = T>,
+    ) -> Result<T> {
+        let beat = self.renew_lease(lease);
+        let work = std::pin::pin!(work);
+        let beat: std::pin::Pin<&mut _> = std::pin::pin!(beat);
+        match futures::future::select(work, beat).await {
+            futures::future::Either::Left((value, _)) => Ok(value),
+            futures::future::Either::Right((Err(lost), _)) => Err(lost),
+            futures::future::Either::Right((Ok(never), _)) => match never {},
+        }
+    }
+
+    /// Renews the lease every third of its length until a renewal is refused.
+    async fn renew_lease(
+        &self,
+        lease: &std::sync::Mutex<JobLease>,
+    ) -> Result<std::convert::Infallible> {
+        let every = std::time::Duration::from_millis((self.config.job_lease_millis / 3).max(1));
+        loop {
+            futures_timer::Delay::new(every).await;
+            let held = lease
+                .lock()
+                .map(|l| l.clone())
+                .map_err(|_| MemoryError::Conflict {
+                    message: "job lease lock poisoned".into(),
+                })?;
+            let renewed = self
+                .backends
+                .jobs
+                .heartbeat(&held, self.config.job_lease_millis, self.clock.now())
+                .await?;
+            if let Ok(mut slot) = lease.lock() {
+                *slot = renewed;
+            }
+        }
     }
 
     /// Cancels unfinished jobs whose checkpoints hold erased data (a resume would otherwise
     /// bring it back) and drops that data from them. Returns how many were cancelled.
     pub(super) async fn scrub_jobs(
         &self,
-        store: &dyn LongTermMemoryStore,
+        profile: &str,
         raw_ids: &[String],
         memory: &MemoryRecord,
     ) -> Result<u64> {
         let mut cancelled = 0;
-        for record in store.list_jobs().await? {
+        for record in self.job_records(profile).await? {
+            if record.state == JobState::Done || record.state == JobState::Cancelled {
+                continue;
+            }
             let mut job = from_record(&record)?;
             let holds = job.messages.iter().any(|m| raw_ids.contains(&m.id))
                 || job.memory_ids.contains(&memory.id)
@@ -286,7 +435,7 @@ impl MemoryService {
                     .drafts
                     .iter()
                     .any(|d| d.candidate.content == memory.content);
-            if !holds || job.status == JobStatus::Done {
+            if !holds {
                 continue;
             }
             job.messages.clear();
@@ -295,10 +444,15 @@ impl MemoryService {
             job.cancelled = true;
             job.status = JobStatus::Failed;
             job.error = Some("cancelled: data it held was purged".into());
-            store
-                .put_job(to_record(&job, record.created_at, self.clock.now())?)
-                .await?;
-            cancelled += 1;
+            let body = serde_json::to_value(&job)?;
+            if self
+                .backends
+                .jobs
+                .cancel(&record.id, body, self.clock.now())
+                .await?
+            {
+                cancelled += 1;
+            }
         }
         Ok(cancelled)
     }

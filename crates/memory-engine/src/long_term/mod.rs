@@ -6,6 +6,7 @@
 //! run is listed in each result's `degraded`.
 
 mod accounting;
+mod backends;
 mod config;
 mod content_id;
 mod extraction;
@@ -22,6 +23,7 @@ mod transfer;
 mod vectorize;
 
 pub use accounting::{StageUsage, UsageReport};
+pub use backends::LongTermBackends;
 pub use config::{ChannelWeights, LongTermConfig, StageModels};
 pub use content_id::content_id;
 pub use extraction::{
@@ -43,6 +45,15 @@ pub use transfer::{EXPORT_FORMAT, EXPORT_VERSION, ExportLine, ImportReport};
 pub use vectorize::{
     MEMORY_NAMESPACE, RAW_NAMESPACE, is_vectorized, memory_embedding_text, raw_embedding_text,
 };
+
+/// Long-term backends over in-memory profiles and their job queue.
+#[cfg(test)]
+fn in_memory(
+    profiles: std::sync::Arc<memory_testkit::in_memory::InMemoryProfiles>,
+) -> LongTermBackends {
+    let jobs = profiles.jobs();
+    LongTermBackends::new(profiles, jobs)
+}
 
 #[cfg(test)]
 mod extraction_tests;

@@ -6,8 +6,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::{OptionFuture, join, join_all};
-use memory_core::ports::{Embedder, LongTermMemoryStore, MemoryKind, MemoryRecord, VectorIndex};
-use memory_core::{Result, Timestamp};
+use memory_core::ports::{
+    Embedder, LongTermMemoryStore, MemoryKind, MemoryRecord, TextQuery, VectorIndex, namespaces,
+};
+use memory_core::{Result, SearchMode, Timestamp};
 use serde::Serialize;
 
 use super::accounting::UsageReport;
@@ -168,11 +170,12 @@ impl MemoryService {
     /// embedder, the vector channels are reported as degraded.
     pub async fn recall(&self, profile: &str, request: RecallRequest) -> Result<RecallResponse> {
         let store = self.profiles.open(profile).await?;
+        let text = self.backends.text_index(profile).await?;
         let meter = self.meter(profile);
         let mut degraded = Vec::new();
         let depth = self.config.channel_depth.max(request.limit);
         let vectors: Option<(Arc<dyn Embedder>, Arc<dyn VectorIndex>)> = match &self.embedder {
-            Some(e) => Some((Arc::clone(e), self.profiles.vectors(profile).await?)),
+            Some(e) => Some((Arc::clone(e), self.backends.vector_index(profile).await?)),
             None => {
                 degrade(
                     &mut degraded,
@@ -304,14 +307,25 @@ impl MemoryService {
             }
             Result::Ok(hits)
         };
-        let memory_fts = store_ref.search_memories(&text_query, depth);
-        let raw_fts = async {
+        let text_ref = text.as_ref();
+        let any_words = TextQuery::new(text_query.as_str(), depth).mode(SearchMode::AnyWords);
+        let memory_fts = async {
             Ok::<_, memory_core::MemoryError>(
-                store_ref
-                    .search_raw(&text_query, depth)
+                text_ref
+                    .search(namespaces::MEMORIES, &any_words)
                     .await?
                     .into_iter()
-                    .map(|h| (format!("{RAW_PREFIX}{}", h.message_id), h.score))
+                    .map(|h| (h.id, h.score))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let raw_fts = async {
+            Ok::<_, memory_core::MemoryError>(
+                text_ref
+                    .search(namespaces::RAW, &any_words)
+                    .await?
+                    .into_iter()
+                    .map(|h| (format!("{RAW_PREFIX}{}", h.id), h.score))
                     .collect::<Vec<_>>(),
             )
         };

@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use memory_core::ports::{MemoryKind, MemoryProfiles};
+use memory_core::SearchMode;
+use memory_core::ports::{
+    MemoryKind, MemoryProfiles, TextIndexes, TextQuery, VectorIndexes, namespaces,
+};
 use memory_testkit::in_memory::{
     HashingEmbedder, InMemoryProfiles, ManualClock, RoutedLanguageModel,
 };
@@ -14,8 +17,11 @@ use super::*;
 const DAY: i64 = memory_core::DAY_MILLIS;
 
 fn service_with(profiles: Arc<InMemoryProfiles>, dims: usize) -> MemoryService {
-    MemoryService::new(profiles, Arc::new(ManualClock::new(400 * DAY)))
-        .with_embedder(Arc::new(HashingEmbedder::new(dims)))
+    MemoryService::new(
+        super::in_memory(profiles),
+        Arc::new(ManualClock::new(400 * DAY)),
+    )
+    .with_embedder(Arc::new(HashingEmbedder::new(dims)))
 }
 
 fn fact(content: &str, key: Option<&str>, kind: MemoryKind) -> RememberRequest {
@@ -39,7 +45,7 @@ async fn export(s: &MemoryService, profile: &str) -> Vec<String> {
 }
 
 async fn memory_vector(profiles: &InMemoryProfiles, id: &str) -> bool {
-    let index = profiles.vectors("p").await.unwrap();
+    let index = profiles.vector_index("p").await.unwrap();
     !index
         .get(MEMORY_NAMESPACE, &[id.to_owned()])
         .await
@@ -149,7 +155,7 @@ async fn vector_channels_find_what_full_text_misses_and_explain_says_so() {
 #[tokio::test]
 async fn without_llm_or_embedder_everything_else_works_and_says_what_is_missing() {
     let s = MemoryService::new(
-        Arc::new(InMemoryProfiles::new()),
+        super::in_memory(Arc::new(InMemoryProfiles::new())),
         Arc::new(ManualClock::new(0)),
     );
     let report = s
@@ -225,7 +231,7 @@ async fn a_new_embedding_model_is_never_mixed_in_and_reembed_rebuilds() {
         .await
         .unwrap();
     assert!(ingest.degraded.iter().any(|d| d.reason.contains("reembed")));
-    let index = profiles.vectors("p").await.unwrap();
+    let index = profiles.vector_index("p").await.unwrap();
     assert_eq!(
         index.model(RAW_NAMESPACE).await.unwrap().as_deref(),
         Some("hashing-32")
@@ -282,21 +288,12 @@ async fn purge_with_sources_leaves_no_trace_in_any_store() {
             .unwrap()
             .is_empty()
     );
-    assert!(
-        store
-            .search_raw("passport X1234567", 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        store
-            .search_memories("passport X1234567", 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    let index = profiles.vectors("p").await.unwrap();
+    let text = profiles.text_index("p").await.unwrap();
+    for namespace in [namespaces::RAW, namespaces::MEMORIES] {
+        let query = TextQuery::new("passport X1234567", 10).mode(SearchMode::AnyWords);
+        assert!(text.search(namespace, &query).await.unwrap().is_empty());
+    }
+    let index = profiles.vector_index("p").await.unwrap();
     assert!(
         index
             .get(RAW_NAMESPACE, &report.message_ids)
@@ -422,7 +419,7 @@ async fn query_analysis_drives_keys_terms_and_hyde_and_synthesis_cites_records()
 async fn a_model_that_never_returns_valid_json_degrades_to_the_query_words() {
     let model = Arc::new(RoutedLanguageModel::new(|_| Ok("not json at all".into())));
     let s = MemoryService::new(
-        Arc::new(InMemoryProfiles::new()),
+        super::in_memory(Arc::new(InMemoryProfiles::new())),
         Arc::new(ManualClock::new(0)),
     )
     .with_models(StageModels::all(model));
@@ -449,7 +446,7 @@ async fn a_model_that_never_returns_valid_json_degrades_to_the_query_words() {
 #[tokio::test]
 async fn raw_hits_bring_their_conversational_neighbours() {
     let s = MemoryService::new(
-        Arc::new(InMemoryProfiles::new()),
+        super::in_memory(Arc::new(InMemoryProfiles::new())),
         Arc::new(ManualClock::new(0)),
     );
     s.ingest_messages(
@@ -478,7 +475,11 @@ async fn raw_hits_bring_their_conversational_neighbours() {
 
 #[tokio::test]
 async fn fusion_orders_key_over_memory_text_over_raw_text() {
-    use memory_testkit::mocks::{MockLongTermMemoryStore, MockMemoryProfiles};
+    use memory_core::ports::{TextFields, TextHit, TextIndex, TextIndexCapabilities, namespaces};
+    use memory_testkit::in_memory::InMemoryJobQueue;
+    use memory_testkit::mocks::{
+        MockLongTermMemoryStore, MockMemoryProfiles, MockTextIndex, MockTextIndexes,
+    };
     let memory = |id: &str| memory_core::ports::MemoryRecord {
         id: id.into(),
         kind: MemoryKind::Fact,
@@ -498,18 +499,34 @@ async fn fusion_orders_key_over_memory_text_over_raw_text() {
     store
         .expect_current_by_key()
         .returning(move |kind, _| Ok((kind == MemoryKind::Fact).then(|| keyed.clone())));
-    store
-        .expect_search_memories()
-        .returning(|_, _| Ok(vec![("texty".into(), 3.0)]));
-    store.expect_search_raw().returning(|_, _| {
-        Ok(vec![memory_core::SearchHit {
-            session_id: memory_core::SessionId::new("s").unwrap(),
-            message_id: "r1".into(),
-            role: memory_core::Role::User,
-            content: "raw text".into(),
-            score: 9.0,
+    let mut text = MockTextIndex::new();
+    text.expect_backend_name().return_const("mock");
+    text.expect_capabilities()
+        .return_const(TextIndexCapabilities {
+            stemming: true,
+            stop_words: false,
+            phrase: true,
+            rarity_ranking: true,
+            written_by_store: true,
+        });
+    text.expect_search().returning(|namespace, _| {
+        let (id, score) = if namespace == namespaces::MEMORIES {
+            ("texty", 3.0)
+        } else {
+            ("r1", 9.0)
+        };
+        Ok(vec![TextHit {
+            id: id.into(),
+            text: "text".into(),
+            fields: TextFields::default(),
+            score,
         }])
     });
+    let text: Arc<dyn TextIndex> = Arc::new(text);
+    let mut texts = MockTextIndexes::new();
+    texts
+        .expect_text_index()
+        .returning(move |_| Ok(Arc::clone(&text)));
     store
         .expect_get_memory()
         .returning(move |id| Ok(Some(memory(id))));
@@ -529,7 +546,13 @@ async fn fusion_orders_key_over_memory_text_over_raw_text() {
     let store: Arc<dyn memory_core::ports::LongTermMemoryStore> = Arc::new(store);
     let mut profiles = MockMemoryProfiles::new();
     profiles.expect_open().returning(move |_| Ok(store.clone()));
-    let s = MemoryService::new(Arc::new(profiles), Arc::new(ManualClock::new(0)));
+    let backends = LongTermBackends {
+        records: Arc::new(profiles),
+        text: Arc::new(texts),
+        vectors: Arc::new(InMemoryProfiles::new()),
+        jobs: Arc::new(InMemoryJobQueue::new()),
+    };
+    let s = MemoryService::new(backends, Arc::new(ManualClock::new(0)));
     let hits = s
         .recall("p", RecallRequest::new("anything", 5))
         .await
@@ -544,7 +567,10 @@ async fn fusion_orders_key_over_memory_text_over_raw_text() {
 #[tokio::test]
 async fn messages_stored_without_vectors_are_embedded_when_seen_again() {
     let profiles = Arc::new(InMemoryProfiles::new());
-    let without = MemoryService::new(profiles.clone(), Arc::new(ManualClock::new(0)));
+    let without = MemoryService::new(
+        super::in_memory(profiles.clone()),
+        Arc::new(ManualClock::new(0)),
+    );
     let messages = || {
         vec![
             IngestMessage::new("user", "The office moves to Porto in June"),

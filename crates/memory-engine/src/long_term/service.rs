@@ -12,6 +12,7 @@ use memory_core::{MemoryError, Result, SessionId, Timestamp, UiMessage};
 use serde::Serialize;
 
 use super::accounting::{Meter, UsageReport};
+use super::backends::LongTermBackends;
 use super::config::{LongTermConfig, StageModels};
 use super::content_id::content_id;
 use super::vectorize::{MEMORY_NAMESPACE, RAW_NAMESPACE, Vectorizer, is_vectorized};
@@ -117,7 +118,10 @@ pub struct ReembedReport {
 /// use std::sync::Arc;
 /// use memory_engine::long_term::{IngestMessage, MemoryService, RecallRequest};
 /// use memory_testkit::in_memory::{HashingEmbedder, InMemoryProfiles, ManualClock};
-/// let memory = MemoryService::new(Arc::new(InMemoryProfiles::new()), Arc::new(ManualClock::new(0)))
+/// use memory_engine::long_term::LongTermBackends;
+/// use memory_testkit::in_memory::InMemoryJobQueue;
+/// let backends = LongTermBackends::new(Arc::new(InMemoryProfiles::new()), Arc::new(InMemoryJobQueue::new()));
+/// let memory = MemoryService::new(backends, Arc::new(ManualClock::new(0)))
 ///     .with_embedder(Arc::new(HashingEmbedder::new(64)));
 /// memory.ingest_messages("team", "chat-1", vec![IngestMessage::new("user", "Deploys happen on Fridays")]).await?;
 /// let recalled = memory.recall("team", RecallRequest::new("when do deploys happen?", 5)).await?;
@@ -127,10 +131,13 @@ pub struct ReembedReport {
 #[derive(Clone)]
 pub struct MemoryService {
     pub(super) profiles: Arc<dyn MemoryProfiles>,
+    pub(super) backends: LongTermBackends,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) embedder: Option<Arc<dyn Embedder>>,
     pub(super) models: StageModels,
     pub(super) config: LongTermConfig,
+    /// This service's name as a job worker (unique per instance).
+    pub(super) worker: String,
 }
 
 /// Normalises a topic key: lowercase words joined by `.` (`"User City"` → `user.city`).
@@ -143,14 +150,16 @@ pub fn normalize_key(key: &str) -> String {
 }
 
 impl MemoryService {
-    /// A service over `profiles` with no LLM and no embedder (everything LLM-free works).
-    pub fn new(profiles: Arc<dyn MemoryProfiles>, clock: Arc<dyn Clock>) -> Self {
+    /// A service over `backends` with no LLM and no embedder (everything LLM-free works).
+    pub fn new(backends: LongTermBackends, clock: Arc<dyn Clock>) -> Self {
         Self {
-            profiles,
+            profiles: Arc::clone(&backends.records),
+            backends,
             clock,
             embedder: None,
             models: StageModels::default(),
             config: LongTermConfig::default(),
+            worker: format!("worker-{}-{}", std::process::id(), uuid::Uuid::new_v4()),
         }
     }
 
@@ -177,9 +186,25 @@ impl MemoryService {
         &self.config
     }
 
-    /// The profiles behind the service.
+    /// The profiles' records behind the service.
     pub fn profiles(&self) -> &Arc<dyn MemoryProfiles> {
         &self.profiles
+    }
+
+    /// Every backend behind the service.
+    pub fn backends(&self) -> &LongTermBackends {
+        &self.backends
+    }
+
+    /// Profile names, sorted.
+    pub async fn list_profiles(&self) -> Result<Vec<String>> {
+        self.profiles.list().await
+    }
+
+    /// Deletes every trace of a profile (jobs, vectors, text index, records); true if it
+    /// existed.
+    pub async fn delete_profile(&self, profile: &str) -> Result<bool> {
+        self.backends.delete_profile(profile).await
     }
 
     /// A meter whose LLM calls carry the profile's affinity header.
@@ -197,7 +222,10 @@ impl MemoryService {
         profile: &str,
     ) -> Result<Option<(Arc<dyn Embedder>, Arc<dyn memory_core::ports::VectorIndex>)>> {
         match &self.embedder {
-            Some(e) => Ok(Some((Arc::clone(e), self.profiles.vectors(profile).await?))),
+            Some(e) => Ok(Some((
+                Arc::clone(e),
+                self.backends.vector_index(profile).await?,
+            ))),
             None => Ok(None),
         }
     }
@@ -548,8 +576,8 @@ impl MemoryService {
             .await?
             .forget(id, request)
             .await?;
-        self.profiles
-            .vectors(profile)
+        self.backends
+            .vector_index(profile)
             .await?
             .delete(MEMORY_NAMESPACE, &[id.to_owned()])
             .await?;
@@ -560,7 +588,7 @@ impl MemoryService {
     /// extracted from (and their vectors): the right to erasure.
     pub async fn purge(&self, profile: &str, id: &str, with_sources: bool) -> Result<PurgeReport> {
         let store = self.profiles.open(profile).await?;
-        let vectors = self.profiles.vectors(profile).await?;
+        let vectors = self.backends.vector_index(profile).await?;
         let memory = store.get_memory(id).await?;
         if let Some(m) = &memory {
             let sources: &[String] = if with_sources {
@@ -568,7 +596,7 @@ impl MemoryService {
             } else {
                 &[]
             };
-            self.scrub_jobs(store.as_ref(), sources, m).await?;
+            self.scrub_jobs(profile, sources, m).await?;
         }
         // Vectors first: the store's erasure is the last write (adapters may compact after it).
         let mut report = PurgeReport {

@@ -10,7 +10,7 @@ use super::*;
 
 fn service() -> MemoryService {
     MemoryService::new(
-        Arc::new(InMemoryProfiles::new()),
+        super::in_memory(Arc::new(InMemoryProfiles::new())),
         Arc::new(ManualClock::new(1_000)),
     )
 }
@@ -199,4 +199,86 @@ async fn export_then_import_round_trips_a_profile() {
     );
     let bad = vec!["{\"kind\":\"raw\"}".to_owned()];
     assert!(s.import("carol", &bad).await.is_err());
+}
+
+/// A job held by a live worker is left alone; once that worker's lease runs out (it died),
+/// another worker resumes the job, and the dead worker can no longer write it.
+#[tokio::test]
+async fn a_dead_workers_job_is_taken_over_after_its_lease() {
+    use memory_core::MemoryError;
+    use memory_core::ports::{Clock, JobQueue, JobState};
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let clock = Arc::new(ManualClock::new(1_000));
+    let s = MemoryService::new(super::in_memory(profiles.clone()), clock.clone());
+    let job = s
+        .enqueue_ingest(
+            "ada",
+            "chat",
+            vec![IngestMessage::new("user", "hello there")],
+        )
+        .await
+        .unwrap();
+    let queue = profiles.jobs();
+    let lease_millis = s.config().job_lease_millis;
+    let (_, dead) = queue
+        .claim_id(&job.id, "dead-worker", lease_millis, clock.now())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(s.resume_jobs("ada", false).await.unwrap().is_empty());
+    assert!(matches!(
+        s.run_job("ada", &job.id).await,
+        Err(MemoryError::Conflict { .. })
+    ));
+    clock.advance(i64::try_from(lease_millis).unwrap() + 1);
+    let resumed = s.resume_jobs("ada", false).await.unwrap();
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(resumed[0].status, JobStatus::Done);
+    let record = queue.get(&job.id).await.unwrap().unwrap();
+    assert_eq!(record.state, JobState::Done);
+    assert!(matches!(
+        queue
+            .checkpoint(&dead, "extracting", serde_json::json!({}), clock.now())
+            .await,
+        Err(MemoryError::Conflict { .. })
+    ));
+    assert_eq!(s.job("ada", &job.id).await.unwrap().status, JobStatus::Done);
+    assert!(s.job("other", &job.id).await.unwrap_err().is_not_found());
+}
+
+/// Deleting a profile removes its jobs, vectors and records.
+#[tokio::test]
+async fn deleting_a_profile_reaches_every_backend() {
+    use memory_core::ports::{JobFilter, JobQueue, VectorIndexes};
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = MemoryService::new(
+        super::in_memory(profiles.clone()),
+        Arc::new(ManualClock::new(0)),
+    )
+    .with_embedder(Arc::new(memory_testkit::in_memory::HashingEmbedder::new(
+        16,
+    )));
+    s.ingest_messages(
+        "ada",
+        "chat",
+        vec![IngestMessage::new("user", "hello there")],
+    )
+    .await
+    .unwrap();
+    s.enqueue_ingest("ada", "chat", vec![IngestMessage::new("user", "queued")])
+        .await
+        .unwrap();
+    let vectors = profiles.vector_index("ada").await.unwrap();
+    assert!(vectors.model(RAW_NAMESPACE).await.unwrap().is_some());
+    assert!(s.delete_profile("ada").await.unwrap());
+    assert!(!s.list_profiles().await.unwrap().contains(&"ada".to_owned()));
+    let jobs = profiles
+        .jobs()
+        .list(&JobFilter::default(), None, 10)
+        .await
+        .unwrap();
+    assert!(jobs.jobs.is_empty());
+    let vectors = profiles.vector_index("ada").await.unwrap();
+    assert!(vectors.model(RAW_NAMESPACE).await.unwrap().is_none());
+    assert!(!s.delete_profile("ada").await.unwrap());
 }

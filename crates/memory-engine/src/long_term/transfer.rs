@@ -70,7 +70,7 @@ impl MemoryService {
     ) -> Result<()> {
         let store = self.profiles.open(profile).await?;
         let index = if vectors {
-            Some(self.profiles.vectors(profile).await?)
+            Some(self.backends.vector_index(profile).await?)
         } else {
             None
         };
@@ -185,7 +185,7 @@ impl MemoryService {
         report.raw_new = counts.inserted;
         report.raw_known = counts.existing;
         if !vectors.is_empty() {
-            let index = self.profiles.vectors(profile).await?;
+            let index = self.backends.vector_index(profile).await?;
             for (namespace, records) in vectors {
                 report.vectors += records.len() as u64;
                 index.upsert(&namespace, records).await?;

@@ -1,29 +1,64 @@
-//! Contract of [`LongTermMemoryStore`] and [`MemoryProfiles`].
+//! Contract of [`LongTermMemoryStore`] ([`RawMessageStore`](memory_core::ports::RawMessageStore)
+//! + [`MemoryRecordStore`](memory_core::ports::MemoryRecordStore)) and [`MemoryProfiles`].
+//!
+//! A backend whose profile text index is written by the store (the index's capabilities say
+//! `written_by_store`) passes its [`TextIndexes`]: the checks then also assert that the index
+//! follows every write. Other indexes are kept in step by the engine and tested there.
 
-use memory_core::Timestamp;
 use memory_core::ports::{
     ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryProfiles, MemoryRecord,
-    RawMessage,
+    RawMessage, TextIndex, TextIndexes, TextQuery, namespaces,
 };
+use memory_core::{SearchMode, Timestamp};
 
 use super::unique;
 
 /// Runs every check on a fresh profile from `profiles`, then the profile checks.
-pub async fn run_all(profiles: &dyn MemoryProfiles) {
+/// `store_written` is the backend's [`TextIndexes`] when the store writes them.
+pub async fn run_all(profiles: &dyn MemoryProfiles, store_written: Option<&dyn TextIndexes>) {
     let name = unique("profile");
     let store = profiles.open(&name).await.unwrap();
-    raw_messages_are_insert_or_ignore_and_searchable(store.as_ref()).await;
-    supersession_keeps_every_version(store.as_ref()).await;
+    let index = match store_written {
+        Some(indexes) => {
+            let index = indexes.text_index(&name).await.unwrap();
+            assert!(index.capabilities().written_by_store);
+            Some(index)
+        }
+        None => None,
+    };
+    let index = index.as_deref();
+    raw_messages_are_insert_or_ignore_and_searchable(store.as_ref(), index).await;
+    supersession_keeps_every_version(store.as_ref(), index).await;
     list_filters_and_pages(store.as_ref()).await;
-    forget_hides_and_purge_erases(store.as_ref()).await;
-    let fresh = profiles.open(&unique("profile")).await.unwrap();
-    raw_lookup_neighbours_and_erasure(fresh.as_ref()).await;
+    forget_hides_and_purge_erases(store.as_ref(), index).await;
+    let fresh_name = unique("profile");
+    let fresh = profiles.open(&fresh_name).await.unwrap();
+    let fresh_index = match store_written {
+        Some(indexes) => Some(indexes.text_index(&fresh_name).await.unwrap()),
+        None => None,
+    };
+    raw_lookup_neighbours_and_erasure(fresh.as_ref(), fresh_index.as_deref()).await;
     profiles_are_isolated(profiles).await;
+}
+
+/// Ids of the any-word matches of `text` in a namespace, best first (`None` without an index).
+async fn any_word_ids(
+    index: Option<&dyn TextIndex>,
+    namespace: &str,
+    text: &str,
+) -> Option<Vec<String>> {
+    let index = index?;
+    let query = TextQuery::new(text, 10).mode(SearchMode::AnyWords);
+    let hits = index.search(namespace, &query).await.unwrap();
+    Some(hits.into_iter().map(|h| h.id).collect())
 }
 
 /// `raw_by_ids` keeps the asked order; `raw_neighbors` stays in the session and excludes the
 /// given ids; `purge_raw` erases from reads and search.
-pub async fn raw_lookup_neighbours_and_erasure(store: &dyn LongTermMemoryStore) {
+pub async fn raw_lookup_neighbours_and_erasure(
+    store: &dyn LongTermMemoryStore,
+    index: Option<&dyn TextIndex>,
+) {
     let raw = |id: &str, session: &str, text: &str| RawMessage {
         id: id.into(),
         session_id: session.into(),
@@ -68,14 +103,12 @@ pub async fn raw_lookup_neighbours_and_erasure(store: &dyn LongTermMemoryStore) 
         1
     );
     assert!(store.raw_by_ids(&["a2".into()]).await.unwrap().is_empty());
-    assert!(
-        store
-            .search_raw("two", 10)
-            .await
-            .unwrap()
-            .iter()
-            .all(|h| h.message_id != "a2")
-    );
+    if let Some(ids) = any_word_ids(index, namespaces::RAW, "two").await {
+        assert!(
+            !ids.contains(&"a2".to_owned()),
+            "a purged message is never found"
+        );
+    }
     let near = store.raw_neighbors(&["a3".into()], 1).await.unwrap();
     assert_eq!(ids(near), ["a1", "a4"]);
     let (page, _) = store.raw_page(None, 100).await.unwrap();
@@ -100,7 +133,10 @@ fn memory(id: &str, kind: MemoryKind, key: Option<&str>, content: &str, at: i64)
 }
 
 /// Known raw ids are ignored and counted; raw messages are full-text searchable.
-pub async fn raw_messages_are_insert_or_ignore_and_searchable(store: &dyn LongTermMemoryStore) {
+pub async fn raw_messages_are_insert_or_ignore_and_searchable(
+    store: &dyn LongTermMemoryStore,
+    index: Option<&dyn TextIndex>,
+) {
     let raw = |id: &str, text: &str| RawMessage {
         id: id.into(),
         session_id: "s1".into(),
@@ -136,25 +172,40 @@ pub async fn raw_messages_are_insert_or_ignore_and_searchable(store: &dyn LongTe
     );
     assert_eq!(end, None);
     assert_eq!(page[0].content, "I moved to Lisbon in March");
-    let hits = store.search_raw("moving lisbon", 10).await.unwrap();
-    assert_eq!(hits.len(), 1);
-    assert_eq!(hits[0].message_id, "r1");
-    assert_eq!(hits[0].session_id.as_str(), "s1");
-    assert!(store.search_raw("\"(", 10).await.unwrap().is_empty());
-    // Any word may match; more matching words rank higher.
-    let hits = store
-        .search_raw("when did prices go up in lisbon", 10)
+    let Some(index) = index else { return };
+    let hits = index
+        .search(namespaces::RAW, &TextQuery::new("lisbon march", 10))
         .await
         .unwrap();
-    let ids: Vec<&str> = hits.iter().map(|h| h.message_id.as_str()).collect();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].id, "r1");
+    assert_eq!(hits[0].text, "I moved to Lisbon in March");
+    assert_eq!(hits[0].fields.session.as_deref(), Some("s1"));
+    assert_eq!(hits[0].fields.role.as_deref(), Some("user"));
+    assert!(
+        any_word_ids(Some(index), namespaces::RAW, "\"(")
+            .await
+            .unwrap_or_default()
+            .is_empty()
+    );
+    // Any word may match; more matching words rank higher.
+    let ids = any_word_ids(Some(index), namespaces::RAW, "prices lisbon")
+        .await
+        .unwrap_or_default();
     assert_eq!(ids.len(), 2, "{ids:?}");
-    assert!(ids.contains(&"r1") && ids.contains(&"r3"));
-    let hits = store.search_raw("prices went up", 10).await.unwrap();
-    assert_eq!(hits[0].message_id, "r3");
+    assert!(ids.contains(&"r1".to_owned()) && ids.contains(&"r3".to_owned()));
+    let ids = any_word_ids(Some(index), namespaces::RAW, "prices went up")
+        .await
+        .unwrap_or_default();
+    assert_eq!(ids[0], "r3");
+    assert_eq!(index.count(namespaces::RAW).await.unwrap(), 3);
 }
 
 /// A new version supersedes by forward pointer; nothing is deleted; reads return the latest.
-pub async fn supersession_keeps_every_version(store: &dyn LongTermMemoryStore) {
+pub async fn supersession_keeps_every_version(
+    store: &dyn LongTermMemoryStore,
+    index: Option<&dyn TextIndex>,
+) {
     store
         .insert_memory(memory(
             "f1",
@@ -209,14 +260,9 @@ pub async fn supersession_keeps_every_version(store: &dyn LongTermMemoryStore) {
             .unwrap()
             .is_none()
     );
-    let found: Vec<String> = store
-        .search_memories("lives", 10)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect();
-    assert_eq!(found, ["f2"], "superseded memories are not searched");
+    if let Some(ids) = any_word_ids(index, namespaces::MEMORIES, "lives").await {
+        assert_eq!(ids, ["f2"], "superseded memories are not searched");
+    }
     assert!(
         store
             .supersede("f1", "ghost")
@@ -325,7 +371,10 @@ pub async fn list_filters_and_pages(store: &dyn LongTermMemoryStore) {
 }
 
 /// Forgotten memories leave list and search but stay readable for audit; purge erases.
-pub async fn forget_hides_and_purge_erases(store: &dyn LongTermMemoryStore) {
+pub async fn forget_hides_and_purge_erases(
+    store: &dyn LongTermMemoryStore,
+    index: Option<&dyn TextIndex>,
+) {
     store
         .insert_memory(memory(
             "t1",
@@ -346,13 +395,9 @@ pub async fn forget_hides_and_purge_erases(store: &dyn LongTermMemoryStore) {
         )
         .await
         .unwrap();
-    assert!(
-        store
-            .search_memories("passport", 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    if let Some(ids) = any_word_ids(index, namespaces::MEMORIES, "passport").await {
+        assert!(ids.is_empty(), "forgotten memories are not searched");
+    }
     let tasks = MemoryFilter {
         kind: Some(MemoryKind::Task),
         ..MemoryFilter::default()

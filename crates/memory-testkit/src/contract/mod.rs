@@ -6,12 +6,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod embedder;
+pub mod job_queue;
 pub mod key_value_store;
 pub mod long_term_memory;
 pub mod message_store;
-pub mod search_index;
 pub mod session_registry;
 pub mod skill_store;
+pub mod text_index;
 pub mod vector_index;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! Contract of [`VectorIndex`] (and of the vector index a [`MemoryProfiles`] hands out).
 
 use memory_core::MemoryError;
-use memory_core::ports::{MemoryProfiles, VectorIndex, VectorRecord};
+use memory_core::ports::{VectorIndex, VectorIndexes, VectorRecord};
 
 use super::unique;
 
@@ -149,14 +149,14 @@ pub async fn empty_namespace_has_no_hits(index: &dyn VectorIndex) {
     assert_eq!(index.delete(&ns, &["x".to_owned()]).await.unwrap(), 0);
 }
 
-/// A profile's vector index is its own, and deleting the profile deletes its vectors.
-pub async fn profile_vectors_are_isolated(profiles: &dyn MemoryProfiles) {
+/// A profile's vector index is its own, and `delete_vector_index` deletes its vectors.
+pub async fn profile_vectors_are_isolated(indexes: &dyn VectorIndexes) {
     let (a, b) = (unique("pa"), unique("pb"));
-    let va = profiles.vectors(&a).await.unwrap();
+    let va = indexes.vector_index(&a).await.unwrap();
     va.upsert("memories", vec![record("m1", &[1.0, 0.0], "m")])
         .await
         .unwrap();
-    let vb = profiles.vectors(&b).await.unwrap();
+    let vb = indexes.vector_index(&b).await.unwrap();
     assert!(
         vb.query("memories", &[1.0, 0.0], 5)
             .await
@@ -164,16 +164,21 @@ pub async fn profile_vectors_are_isolated(profiles: &dyn MemoryProfiles) {
             .is_empty()
     );
     run_all(va.as_ref()).await;
-    assert!(profiles.delete(&a).await.unwrap());
-    let reopened = profiles.vectors(&a).await.unwrap();
+    va.upsert("memories", vec![record("m1", &[1.0, 0.0], "m")])
+        .await
+        .unwrap();
+    indexes.delete_vector_index(&a).await.unwrap();
+    indexes.delete_vector_index(&a).await.unwrap();
+    let reopened = indexes.vector_index(&a).await.unwrap();
     assert!(
         reopened
             .query("memories", &[1.0, 0.0], 5)
             .await
             .unwrap()
             .is_empty(),
-        "a deleted profile leaves no vectors"
+        "a deleted index leaves no vectors"
     );
-    profiles.delete(&a).await.unwrap();
-    profiles.delete(&b).await.unwrap();
+    assert_eq!(reopened.model("memories").await.unwrap(), None);
+    assert!(indexes.vector_index("../escape").await.is_err());
+    indexes.delete_vector_index(&b).await.unwrap();
 }

@@ -1,5 +1,5 @@
 //! In-memory context block providers (read-only and writable). The engine builds the
-//! searchable and skill providers over the `SearchIndex` and `SkillStore` ports.
+//! searchable and skill providers over the `TextIndex` and `SkillStore` ports.
 
 use std::sync::Mutex;
 

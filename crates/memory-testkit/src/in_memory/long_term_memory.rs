@@ -3,18 +3,20 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use memory_core::ports::{
-    ForgetRequest, JobRecord, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage,
-    MemoryProfiles, MemoryRecord, RawMessage, RawMessageInsert, VectorIndex,
+    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
+    MemoryRecord, MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore, TextDocument,
+    TextFields, TextHit, TextIndex, TextIndexCapabilities, TextIndexes, TextQuery, VectorIndex,
+    VectorIndexes, namespaces,
 };
-use memory_core::{MemoryError, Result, Role, SearchHit, SearchMode, SessionId};
+use memory_core::{MemoryError, Result};
 
-use super::{Bm25Corpus, InMemoryVectorIndex, lock};
+use super::text_index::{IN_MEMORY_CAPABILITIES, rank_documents};
+use super::{InMemoryJobQueue, InMemoryVectorIndex, lock};
 
 #[derive(Default)]
 struct Inner {
     /// Insertion order; a purged message leaves `None` (its content is gone).
     raw: Vec<Option<RawMessage>>,
-    jobs: BTreeMap<String, JobRecord>,
     raw_ids: HashMap<String, usize>,
     /// Memories by insertion order (the list cursor is the position).
     memories: BTreeMap<u64, MemoryRecord>,
@@ -22,7 +24,8 @@ struct Inner {
     next: u64,
 }
 
-/// One profile's [`LongTermMemoryStore`] in memory.
+/// One profile's records ([`RawMessageStore`] + [`MemoryRecordStore`]) in memory; its text
+/// index ([`InMemoryProfileIndex`]) reads the same data, so it is written by the store.
 #[derive(Default)]
 pub struct InMemoryLongTermMemory {
     inner: Mutex<Inner>,
@@ -61,7 +64,7 @@ fn matches(filter: &MemoryFilter, m: &MemoryRecord) -> bool {
 }
 
 #[async_trait]
-impl LongTermMemoryStore for InMemoryLongTermMemory {
+impl RawMessageStore for InMemoryLongTermMemory {
     async fn insert_raw(&self, messages: Vec<RawMessage>) -> Result<RawMessageInsert> {
         let mut inner = lock(&self.inner);
         let mut counts = RawMessageInsert::default();
@@ -140,32 +143,21 @@ impl LongTermMemoryStore for InMemoryLongTermMemory {
             .collect())
     }
 
-    async fn search_raw(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
-        let inner = lock(&self.inner);
-        let mut corpus = Bm25Corpus::new();
-        for (i, m) in inner.raw.iter().enumerate() {
-            if let Some(m) = m {
-                corpus.add(i, &m.content);
+    async fn purge_raw(&self, ids: &[String]) -> Result<u64> {
+        let mut inner = lock(&self.inner);
+        let mut removed = 0;
+        for id in ids {
+            if let Some(i) = inner.raw_ids.remove(id) {
+                inner.raw[i] = None;
+                removed += 1;
             }
         }
-        corpus
-            .search(query, SearchMode::AnyWords, limit)
-            .into_iter()
-            .map(|(i, score)| {
-                let m = inner.raw[i]
-                    .as_ref()
-                    .ok_or_else(|| MemoryError::not_found("raw message", i.to_string()))?;
-                Ok(SearchHit {
-                    session_id: SessionId::new(m.session_id.clone())?,
-                    message_id: m.id.clone(),
-                    role: Role::parse(&m.role)?,
-                    content: m.content.clone(),
-                    score,
-                })
-            })
-            .collect()
+        Ok(removed)
     }
+}
 
+#[async_trait]
+impl MemoryRecordStore for InMemoryLongTermMemory {
     async fn insert_memory(&self, memory: MemoryRecord) -> Result<()> {
         let mut inner = lock(&self.inner);
         if inner.positions.contains_key(&memory.id) {
@@ -262,20 +254,6 @@ impl LongTermMemoryStore for InMemoryLongTermMemory {
         })
     }
 
-    async fn search_memories(&self, query: &str, limit: usize) -> Result<Vec<(String, f64)>> {
-        let inner = lock(&self.inner);
-        let mut corpus = Bm25Corpus::new();
-        for m in inner.memories.values() {
-            if m.superseded_by.is_none() && m.forgotten.is_none() {
-                corpus.add(
-                    m.id.clone(),
-                    &format!("{} {}", m.content, m.questions.join(" ")),
-                );
-            }
-        }
-        Ok(corpus.search(query, SearchMode::AnyWords, limit))
-    }
-
     async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()> {
         let mut inner = lock(&self.inner);
         let position = *inner
@@ -288,33 +266,6 @@ impl LongTermMemoryStore for InMemoryLongTermMemory {
         Ok(())
     }
 
-    async fn put_job(&self, job: JobRecord) -> Result<()> {
-        lock(&self.inner).jobs.insert(job.id.clone(), job);
-        Ok(())
-    }
-
-    async fn get_job(&self, id: &str) -> Result<Option<JobRecord>> {
-        Ok(lock(&self.inner).jobs.get(id).cloned())
-    }
-
-    async fn list_jobs(&self) -> Result<Vec<JobRecord>> {
-        let mut jobs: Vec<JobRecord> = lock(&self.inner).jobs.values().cloned().collect();
-        jobs.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
-        Ok(jobs)
-    }
-
-    async fn purge_raw(&self, ids: &[String]) -> Result<u64> {
-        let mut inner = lock(&self.inner);
-        let mut removed = 0;
-        for id in ids {
-            if let Some(i) = inner.raw_ids.remove(id) {
-                inner.raw[i] = None;
-                removed += 1;
-            }
-        }
-        Ok(removed)
-    }
-
     async fn purge(&self, id: &str) -> Result<bool> {
         let mut inner = lock(&self.inner);
         match inner.positions.remove(id) {
@@ -324,11 +275,122 @@ impl LongTermMemoryStore for InMemoryLongTermMemory {
     }
 }
 
-/// [`MemoryProfiles`] of in-memory stores.
+fn kind_name(kind: MemoryKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The `raw` and `memories` namespaces of one in-memory profile, read from its store (so it
+/// is written by the store: writes through this port are `NotSupported`).
+pub struct InMemoryProfileIndex {
+    store: Arc<InMemoryLongTermMemory>,
+}
+
+impl InMemoryProfileIndex {
+    /// The index over a profile's store.
+    pub fn new(store: Arc<InMemoryLongTermMemory>) -> Self {
+        Self { store }
+    }
+
+    fn documents(&self, namespace: &str) -> Result<Vec<TextDocument>> {
+        let inner = lock(&self.store.inner);
+        match namespace {
+            namespaces::RAW => Ok(inner
+                .raw
+                .iter()
+                .flatten()
+                .map(|m| {
+                    TextDocument::new(&m.id, &m.content).with_fields(TextFields {
+                        session: Some(m.session_id.clone()),
+                        role: Some(m.role.clone()),
+                        time: Some(m.created_at),
+                        ..TextFields::default()
+                    })
+                })
+                .collect()),
+            namespaces::MEMORIES => Ok(inner
+                .memories
+                .values()
+                .filter(|m| m.superseded_by.is_none() && m.forgotten.is_none())
+                .map(|m| {
+                    TextDocument::new(&m.id, format!("{}\n{}", m.content, m.questions.join("\n")))
+                        .with_fields(TextFields {
+                            session: m.session_id.clone(),
+                            kind: Some(kind_name(m.kind)),
+                            key: m.key.clone(),
+                            time: Some(m.recorded_at),
+                            ..TextFields::default()
+                        })
+                })
+                .collect()),
+            other => Err(MemoryError::invalid(format!(
+                "an in-memory profile index serves \"raw\" and \"memories\", not {other:?}"
+            ))),
+        }
+    }
+}
+
+fn written_by_store(operation: &'static str) -> MemoryError {
+    MemoryError::NotSupported {
+        operation,
+        backend: "in-memory",
+    }
+}
+
+#[async_trait]
+impl TextIndex for InMemoryProfileIndex {
+    fn backend_name(&self) -> &'static str {
+        "in-memory"
+    }
+
+    fn capabilities(&self) -> TextIndexCapabilities {
+        TextIndexCapabilities {
+            written_by_store: true,
+            ..IN_MEMORY_CAPABILITIES
+        }
+    }
+
+    async fn upsert(&self, _namespace: &str, _documents: Vec<TextDocument>) -> Result<()> {
+        Err(written_by_store(
+            "upsert into a profile index (the profile store writes it)",
+        ))
+    }
+
+    async fn delete(&self, _namespace: &str, _ids: &[String]) -> Result<u64> {
+        Err(written_by_store(
+            "delete from a profile index (the profile store writes it)",
+        ))
+    }
+
+    async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>> {
+        let docs = self.documents(namespace)?;
+        Ok(rank_documents(
+            docs.iter()
+                .map(|d| (d.id.as_str(), d.text.as_str(), &d.fields)),
+            query,
+        ))
+    }
+
+    async fn count(&self, namespace: &str) -> Result<u64> {
+        Ok(self.documents(namespace)?.len() as u64)
+    }
+
+    async fn clear(&self, _namespace: &str) -> Result<()> {
+        Err(written_by_store(
+            "clear a profile index (the profile store writes it)",
+        ))
+    }
+}
+
+/// In-memory profiles: records ([`MemoryProfiles`]), their text indexes ([`TextIndexes`],
+/// read from the records) and their vectors ([`VectorIndexes`]).
 #[derive(Default)]
 pub struct InMemoryProfiles {
     profiles: Mutex<BTreeMap<String, Arc<InMemoryLongTermMemory>>>,
     vectors: Mutex<BTreeMap<String, Arc<InMemoryVectorIndex>>>,
+    jobs: Arc<InMemoryJobQueue>,
 }
 
 impl InMemoryProfiles {
@@ -336,26 +398,26 @@ impl InMemoryProfiles {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// A job queue that lives as long as these profiles: services built over the same
+    /// profiles (a "restart") see the same jobs.
+    pub fn jobs(&self) -> Arc<InMemoryJobQueue> {
+        Arc::clone(&self.jobs)
+    }
+
+    fn store(&self, name: &str) -> Result<Arc<InMemoryLongTermMemory>> {
+        memory_core::validate_profile_name(name)?;
+        Ok(lock(&self.profiles)
+            .entry(name.to_owned())
+            .or_default()
+            .clone())
+    }
 }
 
 #[async_trait]
 impl MemoryProfiles for InMemoryProfiles {
     async fn open(&self, name: &str) -> Result<Arc<dyn LongTermMemoryStore>> {
-        memory_core::validate_profile_name(name)?;
-        let store = lock(&self.profiles)
-            .entry(name.to_owned())
-            .or_default()
-            .clone();
-        Ok(store)
-    }
-
-    async fn vectors(&self, name: &str) -> Result<Arc<dyn VectorIndex>> {
-        self.open(name).await?;
-        let index = lock(&self.vectors)
-            .entry(name.to_owned())
-            .or_default()
-            .clone();
-        Ok(index)
+        Ok(self.store(name)?)
     }
 
     async fn list(&self) -> Result<Vec<String>> {
@@ -363,7 +425,34 @@ impl MemoryProfiles for InMemoryProfiles {
     }
 
     async fn delete(&self, name: &str) -> Result<bool> {
-        lock(&self.vectors).remove(name);
         Ok(lock(&self.profiles).remove(name).is_some())
+    }
+}
+
+#[async_trait]
+impl TextIndexes for InMemoryProfiles {
+    async fn text_index(&self, profile: &str) -> Result<Arc<dyn TextIndex>> {
+        Ok(Arc::new(InMemoryProfileIndex::new(self.store(profile)?)))
+    }
+
+    /// The index is read from the records: deleting the profile removes it.
+    async fn delete_text_index(&self, profile: &str) -> Result<()> {
+        memory_core::validate_profile_name(profile)
+    }
+}
+
+#[async_trait]
+impl VectorIndexes for InMemoryProfiles {
+    async fn vector_index(&self, profile: &str) -> Result<Arc<dyn VectorIndex>> {
+        memory_core::validate_profile_name(profile)?;
+        Ok(lock(&self.vectors)
+            .entry(profile.to_owned())
+            .or_default()
+            .clone())
+    }
+
+    async fn delete_vector_index(&self, profile: &str) -> Result<()> {
+        lock(&self.vectors).remove(profile);
+        Ok(())
     }
 }

@@ -1,0 +1,167 @@
+use async_trait::async_trait;
+use memory_core::ports::{
+    TextDocument, TextFields, TextHit, TextIndex, TextIndexCapabilities, TextQuery, namespaces,
+};
+use memory_core::{Result, Timestamp};
+use sqlx::Row;
+
+use crate::database::SqliteDatabase;
+use crate::error::{BACKEND, db};
+use crate::fts;
+use crate::store_written_index::{
+    STORE_WRITTEN, needs_absent_field, unknown_namespace, written_by_store,
+};
+
+const SERVED: [&str; 2] = [namespaces::RAW, namespaces::MEMORIES];
+
+/// The `raw` and `memories` namespaces of one profile's [`TextIndex`], over the FTS5 indexes
+/// that [`crate::SqliteLongTermMemory`] writes in the same transactions as the rows. Its
+/// capabilities say `written_by_store`: writes through this port are `NotSupported`.
+#[derive(Debug, Clone)]
+pub struct SqliteProfileIndex {
+    db: SqliteDatabase,
+}
+
+impl SqliteProfileIndex {
+    /// The index of the profile store over the same database.
+    pub fn new(db: SqliteDatabase) -> Self {
+        Self { db }
+    }
+
+    async fn search_raw(&self, query: &TextQuery) -> Result<Vec<TextHit>> {
+        if needs_absent_field(&query.filter, false, true) {
+            return Ok(Vec::new());
+        }
+        let f = &query.filter;
+        let rows = sqlx::query(
+            "SELECT r.id, r.content, r.session_id, r.role, r.created_at, f.rank \
+             FROM raw_fts f JOIN raw_messages r ON r.doc = f.rowid \
+             WHERE raw_fts MATCH ?1 AND (?2 IS NULL OR r.session_id = ?2) AND (?3 IS NULL OR r.role = ?3) \
+               AND (?4 IS NULL OR r.created_at >= ?4) AND (?5 IS NULL OR r.created_at < ?5) \
+             ORDER BY f.rank LIMIT ?6",
+        )
+        .bind(fts::match_expression(&query.text, query.mode, "content", None))
+        .bind(&f.session)
+        .bind(&f.role)
+        .bind(f.from.map(Timestamp::millis))
+        .bind(f.to.map(Timestamp::millis))
+        .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|r| TextHit {
+                id: r.get(0),
+                text: r.get(1),
+                fields: TextFields {
+                    session: r.get(2),
+                    role: r.get(3),
+                    time: Some(Timestamp(r.get(4))),
+                    ..TextFields::default()
+                },
+                score: -r.get::<f64, _>(5),
+            })
+            .collect())
+    }
+
+    /// Current memories only (not superseded, not forgotten), as the namespace promises.
+    async fn search_memories(&self, query: &TextQuery) -> Result<Vec<TextHit>> {
+        if query.filter.role.is_some() {
+            return Ok(Vec::new());
+        }
+        let f = &query.filter;
+        let rows = sqlx::query(
+            "SELECT m.id, m.search_text, m.session_id, m.kind, m.key, m.recorded_at, f.rank \
+             FROM memories_fts f JOIN memories m ON m.pos = f.rowid \
+             WHERE memories_fts MATCH ?1 AND m.superseded_by IS NULL AND m.forgotten_reason IS NULL \
+               AND (?2 IS NULL OR m.session_id = ?2) AND (?3 IS NULL OR m.kind = ?3) \
+               AND (?4 IS NULL OR m.key = ?4) AND (?5 IS NULL OR m.recorded_at >= ?5) \
+               AND (?6 IS NULL OR m.recorded_at < ?6) \
+             ORDER BY f.rank LIMIT ?7",
+        )
+        .bind(fts::match_expression(&query.text, query.mode, "search_text", None))
+        .bind(&f.session)
+        .bind(&f.kind)
+        .bind(&f.key)
+        .bind(f.from.map(Timestamp::millis))
+        .bind(f.to.map(Timestamp::millis))
+        .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|r| TextHit {
+                id: r.get(0),
+                text: r.get(1),
+                fields: TextFields {
+                    session: r.get(2),
+                    kind: Some(r.get(3)),
+                    key: r.get(4),
+                    time: Some(Timestamp(r.get(5))),
+                    ..TextFields::default()
+                },
+                score: -r.get::<f64, _>(6),
+            })
+            .collect())
+    }
+}
+
+#[async_trait]
+impl TextIndex for SqliteProfileIndex {
+    fn backend_name(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn capabilities(&self) -> TextIndexCapabilities {
+        STORE_WRITTEN
+    }
+
+    async fn upsert(&self, _namespace: &str, _documents: Vec<TextDocument>) -> Result<()> {
+        Err(written_by_store(
+            "upsert into a profile index (the profile store writes it)",
+        ))
+    }
+
+    async fn delete(&self, _namespace: &str, _ids: &[String]) -> Result<u64> {
+        Err(written_by_store(
+            "delete from a profile index (the profile store writes it)",
+        ))
+    }
+
+    async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>> {
+        if !SERVED.contains(&namespace) {
+            return Err(unknown_namespace(namespace, &SERVED));
+        }
+        if query.is_empty() {
+            return Ok(Vec::new());
+        }
+        if namespace == namespaces::RAW {
+            self.search_raw(query).await
+        } else {
+            self.search_memories(query).await
+        }
+    }
+
+    async fn count(&self, namespace: &str) -> Result<u64> {
+        let sql = match namespace {
+            namespaces::RAW => "SELECT COUNT(*) FROM raw_messages",
+            namespaces::MEMORIES => {
+                "SELECT COUNT(*) FROM memories WHERE superseded_by IS NULL AND forgotten_reason IS NULL"
+            }
+            other => return Err(unknown_namespace(other, &SERVED)),
+        };
+        let count: i64 = sqlx::query_scalar(sql)
+            .fetch_one(&self.db.reader)
+            .await
+            .map_err(db)?;
+        Ok(count.max(0) as u64)
+    }
+
+    async fn clear(&self, _namespace: &str) -> Result<()> {
+        Err(written_by_store(
+            "clear a profile index (the profile store writes it)",
+        ))
+    }
+}

@@ -1,0 +1,119 @@
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::{Result, Timestamp};
+
+/// The type of a long-term memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryKind {
+    /// Something true about the world or the user; keyed, superseded by newer facts.
+    Fact,
+    /// Something that happened at a time.
+    Event,
+    /// How the agent should behave; keyed, superseded.
+    Instruction,
+    /// Something to do.
+    Task,
+}
+
+/// A typed memory with provenance, two clocks and a supersession pointer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryRecord {
+    /// Identifier.
+    pub id: String,
+    /// Type.
+    pub kind: MemoryKind,
+    /// The memory itself.
+    pub content: String,
+    /// Normalised topic key (facts and instructions).
+    pub key: Option<String>,
+    /// Questions this memory answers (used for retrieval).
+    pub questions: Vec<String>,
+    /// Source session.
+    pub session_id: Option<String>,
+    /// Source raw message ids.
+    pub source_message_ids: Vec<String>,
+    /// First and last transcript line (0-based) of the ingest it was extracted from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_lines: Option<[u32; 2]>,
+    /// When it was recorded.
+    pub recorded_at: Timestamp,
+    /// When it was true, if known.
+    pub valid_at: Option<Timestamp>,
+    /// The memory that replaced this one.
+    pub superseded_by: Option<String>,
+    /// Why and when it was forgotten.
+    pub forgotten: Option<ForgetRequest>,
+}
+
+/// A forget marker: the memory leaves recall but is kept for audit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForgetRequest {
+    /// Why.
+    pub reason: String,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// Filters for listing memories.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MemoryFilter {
+    /// Only this type.
+    pub kind: Option<MemoryKind>,
+    /// Only this key.
+    pub key: Option<String>,
+    /// Only this session.
+    pub session_id: Option<String>,
+    /// Recorded at or after.
+    pub from: Option<Timestamp>,
+    /// Recorded before.
+    pub to: Option<Timestamp>,
+    /// Include superseded versions.
+    pub include_superseded: bool,
+    /// Include forgotten memories.
+    pub include_forgotten: bool,
+}
+
+/// A page of memories with the cursor of the next page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryPage {
+    /// The memories.
+    pub memories: Vec<MemoryRecord>,
+    /// Pass to the next `list` call; `None` at the end.
+    pub next_cursor: Option<String>,
+}
+
+/// A profile's typed memories with their supersession chains.
+///
+/// # Contract
+/// (asserted by `memory_testkit::contract::long_term_memory`)
+/// - `insert_memory` refuses an existing id ([`crate::MemoryError::AlreadyExists`]).
+/// - `supersede(old, new)` sets the forward pointer; nothing is deleted; `versions(key)`
+///   returns the chain oldest first.
+/// - `forget` hides from `list` (unless asked) and from `current_by_key`; `purge` erases.
+/// - List cursors are opaque strings a caller passes back unchanged.
+#[async_trait]
+pub trait MemoryRecordStore: Send + Sync {
+    /// Stores a memory.
+    async fn insert_memory(&self, memory: MemoryRecord) -> Result<()>;
+    /// One memory.
+    async fn get_memory(&self, id: &str) -> Result<Option<MemoryRecord>>;
+    /// The current (not superseded, not forgotten) memory with this kind and key.
+    async fn current_by_key(&self, kind: MemoryKind, key: &str) -> Result<Option<MemoryRecord>>;
+    /// Points `old_id` at `new_id`.
+    async fn supersede(&self, old_id: &str, new_id: &str) -> Result<()>;
+    /// Every version of a key, oldest first.
+    async fn versions(&self, kind: MemoryKind, key: &str) -> Result<Vec<MemoryRecord>>;
+    /// A filtered page.
+    async fn list(
+        &self,
+        filter: &MemoryFilter,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<MemoryPage>;
+    /// Marks a memory forgotten.
+    async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()>;
+    /// Erases a memory.
+    async fn purge(&self, id: &str) -> Result<bool>;
+}
