@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::{Rng, message, raw_pool, vocabulary};
 use memory_core::ports::MessageStore;
-use memory_core::{NewMessage, SearchQuery, SessionId};
-use memory_sqlite::{SqliteConfig, SqliteDatabase, SqliteMessageStore};
+use memory_core::{NewMessage, SearchQuery, SessionId, search_messages};
+use memory_sqlite::{SqliteConfig, SqliteDatabase, SqliteMessageIndex, SqliteMessageStore};
 
 const SESSIONS: usize = 1_000;
 const QUERIES: usize = 300;
@@ -52,7 +52,8 @@ async fn main() {
     let db = SqliteDatabase::open(SqliteConfig::new(&path))
         .await
         .unwrap();
-    let store = SqliteMessageStore::new(db);
+    let store = SqliteMessageStore::new(db.clone());
+    let index = SqliteMessageIndex::new(db);
     let vocab = vocabulary(20_000);
     let existing: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages")
         .fetch_one(&raw_pool(&path).await)
@@ -98,7 +99,9 @@ async fn main() {
     let classes = [("typical", make(500, 20_000)), ("common", make(20, 200))];
     for (_, queries) in &classes {
         for (text, _) in queries.iter().take(20) {
-            store.search(&SearchQuery::new(text)).await.unwrap();
+            search_messages(&index, &SearchQuery::new(text))
+                .await
+                .unwrap();
         }
     }
     println!(
@@ -113,10 +116,13 @@ async fn main() {
         for (text, session) in queries {
             let q = SearchQuery::new(text).in_session(session.clone());
             let t = Instant::now();
-            hits[0] += store.search(&q).await.unwrap().len();
+            hits[0] += search_messages(&index, &q).await.unwrap().len();
             scoped.push(t.elapsed());
             let t = Instant::now();
-            hits[1] += store.search(&SearchQuery::new(text)).await.unwrap().len();
+            hits[1] += search_messages(&index, &SearchQuery::new(text))
+                .await
+                .unwrap()
+                .len();
             global.push(t.elapsed());
             let quoted = text
                 .split_whitespace()

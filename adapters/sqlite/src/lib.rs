@@ -1,8 +1,8 @@
 //! # memory-sqlite
 //!
 //! The embedded default adapter: one SQLite file (WAL, foreign keys, FTS5) behind the
-//! [`MessageStore`](memory_core::ports::MessageStore) (with its FTS5 index written in the same
-//! transaction),
+//! [`MessageStore`](memory_core::ports::MessageStore) (with [`SqliteMessageIndex`], the FTS5
+//! index it writes in the same transaction),
 //! [`SessionRegistry`](memory_core::ports::SessionRegistry),
 //! [`KeyValueStore`](memory_core::ports::KeyValueStore),
 //! [`TextIndex`](memory_core::ports::TextIndex) ([`SqliteTextIndex`]),
@@ -29,6 +29,7 @@ mod fts;
 mod job_queue;
 mod key_value_store;
 mod long_term_memory;
+mod message_index;
 mod message_store;
 mod profile_index;
 mod session_registry;
@@ -43,6 +44,7 @@ pub use database::SqliteDatabase;
 pub use job_queue::SqliteJobQueue;
 pub use key_value_store::SqliteKeyValueStore;
 pub use long_term_memory::{SqliteLongTermMemory, SqliteProfiles};
+pub use message_index::SqliteMessageIndex;
 pub use message_store::SqliteMessageStore;
 pub use profile_index::SqliteProfileIndex;
 pub use session_registry::SqliteSessionRegistry;

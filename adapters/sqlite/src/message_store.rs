@@ -5,15 +5,14 @@ use futures::TryStreamExt;
 use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
 use memory_core::{
     AppendOutcome, CompactionRecord, MemoryError, NewCompaction, NewMessage, Parent, PathEntry,
-    Result, Role, SearchHit, SearchQuery, SessionId, StoredMessage, Timestamp, UiMessage,
-    validate_message_id,
+    Result, Role, SessionId, StoredMessage, Timestamp, UiMessage, validate_message_id,
 };
 use sqlx::{Row, SqliteConnection};
 
 use crate::MAX_MESSAGE_BYTES;
+use crate::append;
 use crate::database::SqliteDatabase;
 use crate::error::{BACKEND, db};
-use crate::{append, fts};
 
 /// The [`MessageStore`] on SQLite.
 #[derive(Debug, Clone)]
@@ -435,50 +434,6 @@ impl MessageStore for SqliteMessageStore {
                     seq: row.get(0),
                     message: decode(json)?,
                     parent_id: row.get(2),
-                })
-            })
-            .collect()
-    }
-
-    async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
-        if query.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut conn = self.db.reader.acquire().await.map_err(db)?;
-        let key = match &query.session {
-            Some(session) => match session_key(&mut conn, session).await? {
-                Some(key) => Some(key),
-                None => return Ok(Vec::new()),
-            },
-            None => None,
-        };
-        let rows = sqlx::query(
-            "SELECT k.session_id, m.id, m.role, m.search_text, f.rank FROM \
-             (SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) f \
-             JOIN messages m ON m.seq = f.rowid JOIN session_keys k ON k.key = m.session_key \
-             ORDER BY f.rank",
-        )
-        .bind(fts::match_expression(
-            &query.text,
-            query.mode,
-            "search_text",
-            key.map(|k| format!("s{k}")),
-        ))
-        .bind(query.effective_limit() as i64)
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(db)?;
-        rows.iter()
-            .map(|row| {
-                let session: String = row.get(0);
-                let role: &str = row.get(2);
-                let rank: f64 = row.get(4);
-                Ok(SearchHit {
-                    session_id: SessionId::new(session)?,
-                    message_id: row.get(1),
-                    role: Role::parse(role)?,
-                    content: row.get(3),
-                    score: -rank,
                 })
             })
             .collect()

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use memory_sqlite::{
-    SqliteConfig, SqliteDatabase, SqliteJobQueue, SqliteKeyValueStore, SqliteMessageStore,
-    SqliteSessionRegistry, SqliteSkillStore, SqliteTextIndex,
+    SqliteConfig, SqliteDatabase, SqliteJobQueue, SqliteKeyValueStore, SqliteMessageIndex,
+    SqliteMessageStore, SqliteSessionRegistry, SqliteSkillStore, SqliteTextIndex,
 };
 use memory_testkit::contract;
 
@@ -18,8 +18,10 @@ async fn open(dir: &tempfile::TempDir) -> SqliteDatabase {
 #[tokio::test]
 async fn sqlite_message_store_passes_the_contract() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SqliteMessageStore::new(open(&dir).await);
-    contract::message_store::run_all(&store, 100_000).await;
+    let db = open(&dir).await;
+    let store = SqliteMessageStore::new(db.clone());
+    let index = SqliteMessageIndex::new(db);
+    contract::message_store::run_all(&store, Some(&index), 100_000).await;
 }
 
 #[tokio::test]
@@ -42,8 +44,10 @@ fn sqlite_message_store_agrees_with_the_model() {
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let store = runtime.block_on(async { SqliteMessageStore::new(open(&dir).await) });
-    memory_testkit::model::check_against_model(&runtime, &store, 64);
+    let db = runtime.block_on(open(&dir));
+    let store = SqliteMessageStore::new(db.clone());
+    let index = SqliteMessageIndex::new(db);
+    memory_testkit::model::check_against_model(&runtime, &store, Some(&index), 64);
 }
 
 #[tokio::test]
@@ -65,16 +69,14 @@ async fn data_survives_reopening_the_file() {
             .unwrap();
         db.close().await;
     }
-    let store = SqliteMessageStore::new(open(&dir).await);
+    let db = open(&dir).await;
+    let store = SqliteMessageStore::new(db.clone());
     assert_eq!(store.history(&session, None).await.unwrap().len(), 1);
-    assert_eq!(
-        store
-            .search(&SearchQuery::new("persist"))
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
+    let index = memory_sqlite::SqliteMessageIndex::new(db);
+    let hits = memory_core::search_messages(&index, &SearchQuery::new("persist"))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
 }
 
 #[tokio::test]

@@ -22,8 +22,8 @@ use memory_engine::{CompactionSettings, SessionManager};
 use memory_fs::{FileBlock, MarkdownSkills};
 use memory_openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder};
 use memory_sqlite::{
-    SqliteConfig, SqliteDatabase, SqliteJobQueue, SqliteKeyValueStore, SqliteMessageStore,
-    SqliteProfiles, SqliteSessionRegistry, SqliteSkillStore, SqliteTextIndex,
+    SqliteConfig, SqliteDatabase, SqliteJobQueue, SqliteKeyValueStore, SqliteMessageIndex,
+    SqliteMessageStore, SqliteProfiles, SqliteSessionRegistry, SqliteSkillStore, SqliteTextIndex,
 };
 use memory_tiktoken::TiktokenCounter;
 
@@ -52,8 +52,11 @@ impl App {
         let registry = Arc::new(SqliteSessionRegistry::new(db.clone()));
         let wiring = wiring(&config, &db)?;
         let counter = wiring.counter.clone();
-        let mut manager = SessionManager::new(store.clone(), registry, Arc::new(SystemClock))
-            .with_context(wiring);
+        let kv: Arc<dyn KeyValueStore> = Arc::new(SqliteKeyValueStore::new(db.clone()));
+        let mut manager = SessionManager::new(store, registry, Arc::new(SystemClock))
+            .with_context(wiring)
+            .with_search(Arc::new(SqliteMessageIndex::new(db.clone())), kv);
+        let store = Arc::clone(manager.store());
         if let Some(llm) = &config.llm {
             let chat = OpenAiChat::new(endpoint(llm, None))?;
             let options = CompactorOptions {

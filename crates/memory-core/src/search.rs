@@ -2,7 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Role, SessionId};
+use crate::ports::{
+    TextFilter, TextHit, TextIndex, TextQuery, namespaces, split_message_document_id,
+};
+use crate::{MemoryError, Result, Role, SessionId};
 
 /// The default number of hits.
 pub const DEFAULT_SEARCH_LIMIT: usize = 20;
@@ -114,4 +117,53 @@ pub struct SearchHit {
     pub content: String,
     /// Relevance; higher is better. Comparable only within one result list.
     pub score: f64,
+}
+
+impl SearchQuery {
+    /// The same query on the `messages` namespace of a
+    /// [`TextIndex`](crate::ports::TextIndex): limit applied, session as a filter.
+    pub fn to_text_query(&self) -> TextQuery {
+        TextQuery {
+            text: self.text.clone(),
+            mode: self.mode,
+            limit: self.effective_limit(),
+            filter: TextFilter {
+                session: self.session.as_ref().map(|s| s.as_str().to_owned()),
+                ..TextFilter::default()
+            },
+        }
+    }
+}
+
+impl SearchHit {
+    /// A hit of the `messages` namespace as a message hit (the document id names the session
+    /// and the message; the role comes from the fields).
+    pub fn from_text_hit(hit: TextHit) -> Result<Self> {
+        let (session, message_id) = split_message_document_id(&hit.id).ok_or_else(|| {
+            MemoryError::serialization(format!("not a message document id: {:?}", hit.id))
+        })?;
+        let role = hit.fields.role.as_deref().ok_or_else(|| {
+            MemoryError::serialization(format!("message document {:?} has no role", hit.id))
+        })?;
+        Ok(Self {
+            session_id: SessionId::new(session)?,
+            message_id: message_id.to_owned(),
+            role: Role::parse(role)?,
+            content: hit.text,
+            score: hit.score,
+        })
+    }
+}
+
+/// Searches conversation history in the `messages` namespace of `index`.
+pub async fn search_messages(index: &dyn TextIndex, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+    if query.is_empty() {
+        return Ok(Vec::new());
+    }
+    index
+        .search(namespaces::MESSAGES, &query.to_text_query())
+        .await?
+        .into_iter()
+        .map(SearchHit::from_text_hit)
+        .collect()
 }

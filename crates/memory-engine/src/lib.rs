@@ -26,10 +26,14 @@
 
 pub mod compaction;
 pub mod context;
+mod indexed_message_store;
 pub mod long_term;
+mod message_search;
 mod session;
 mod session_manager;
 
+pub use indexed_message_store::IndexedMessageStore;
+pub use message_search::{MessageSearch, ReindexReport};
 pub use session::{AppendReport, CompactionSettings, CompactionStatus, Session};
 pub use session_manager::SessionManager;
 

@@ -13,6 +13,7 @@ use crate::compaction::{
     CompactResult, Compactor, apply_overlays, enforce_row_size, superseded_by, visible_overlays,
 };
 use crate::context::{ContextBlocks, ContextTools};
+use crate::message_search::MessageSearch;
 use tracing::{debug, warn};
 
 /// One conversation: a tree of messages with branches, backed by a [`MessageStore`].
@@ -24,6 +25,7 @@ pub struct Session {
     id: SessionId,
     context: Arc<ContextBlocks>,
     compaction: Option<Arc<CompactionSettings>>,
+    search: Option<MessageSearch>,
 }
 
 /// A callback for auto-compaction failures.
@@ -149,7 +151,15 @@ impl Session {
             id,
             context: Arc::new(ContextBlocks::empty()),
             compaction: None,
+            search: None,
         }
+    }
+
+    /// Enables search (the `store` of [`Session::new`] must be the one [`MessageSearch::pair`]
+    /// returned, so the index follows every write).
+    pub fn with_search(mut self, search: MessageSearch) -> Self {
+        self.search = Some(search);
+        self
     }
 
     /// Enables compaction (and auto-compaction when the settings have a threshold).
@@ -524,7 +534,10 @@ impl Session {
             .in_session(self.id.clone())
             .mode(mode);
         query.limit = limit;
-        self.store.search(&query).await
+        match &self.search {
+            Some(search) => search.search(&query).await,
+            None => Err(crate::message_search::no_index(self.store.as_ref())),
+        }
     }
 
     /// Returns an error if the message is not in this session.

@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use memory_core::ports::{Clock, MessageStore, SessionRegistry};
+use memory_core::ports::{Clock, KeyValueStore, MessageStore, SessionRegistry, TextIndex};
 use memory_core::{
     AppendOutcome, MemoryError, NewMessage, NewSession, Parent, Result, Role, SearchHit,
     SearchQuery, SessionId, SessionInfo, SessionPatch, SessionUsage, ToolDefinition, UiMessage,
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tracing::info;
 
 use crate::context::ContextWiring;
-use crate::{AppendReport, CompactionSettings, Session};
+use crate::{AppendReport, CompactionSettings, MessageSearch, ReindexReport, Session};
 
 /// Longest automatic session title, in characters.
 pub const TITLE_CHARS: usize = 60;
@@ -28,6 +28,7 @@ pub struct SessionManager {
     clock: Arc<dyn Clock>,
     context: Arc<ContextWiring>,
     compaction: Option<Arc<CompactionSettings>>,
+    search: Option<MessageSearch>,
     sessions: Arc<Mutex<HashMap<SessionId, Session>>>,
 }
 
@@ -44,8 +45,57 @@ impl SessionManager {
             clock,
             context: Arc::new(ContextWiring::default()),
             compaction: None,
+            search: None,
             sessions: Arc::new(Mutex::new(HashMap::new())),
         }
+    }
+
+    /// Enables full-text search over every session through `index` (its `messages`
+    /// namespace). An index its store writes is used as it is; any other is kept in step by
+    /// the engine ([`crate::IndexedMessageStore`]), with `outbox` recording each write until
+    /// the index has it.
+    pub fn with_search(
+        mut self,
+        index: Arc<dyn TextIndex>,
+        outbox: Arc<dyn KeyValueStore>,
+    ) -> Self {
+        let (store, search) = MessageSearch::pair(Arc::clone(&self.store), index, outbox);
+        self.store = store;
+        self.search = Some(search);
+        self.sessions = Arc::new(Mutex::new(HashMap::new()));
+        self
+    }
+
+    /// The store every write goes through (the index decorator when the engine writes the
+    /// index).
+    pub fn store(&self) -> &Arc<dyn MessageStore> {
+        &self.store
+    }
+
+    /// Replays index updates a crash or an index outage left behind; returns how many.
+    pub async fn catch_up_search(&self) -> Result<u64> {
+        match &self.search {
+            Some(search) => search.catch_up().await,
+            None => Ok(0),
+        }
+    }
+
+    /// Rebuilds the message index from the store, over every session of the registry.
+    pub async fn reindex(&self) -> Result<ReindexReport> {
+        let search = self
+            .search
+            .as_ref()
+            .ok_or_else(|| crate::message_search::no_index(self.store.as_ref()))?;
+        let mut sessions: Vec<SessionId> = Vec::new();
+        loop {
+            let page = self.registry.list(1_000, sessions.len()).await?;
+            let done = page.len() < 1_000;
+            sessions.extend(page.into_iter().map(|s| s.id));
+            if done {
+                break;
+            }
+        }
+        search.reindex(&sessions).await
     }
 
     /// Gives every session these compaction settings (compactor, threshold, observer).
@@ -126,6 +176,9 @@ impl SessionManager {
         self.require(id).await?;
         let blocks = Arc::new(self.context.blocks_for(id)?);
         let mut session = Session::new(self.store.clone(), id.clone()).with_context(blocks);
+        if let Some(search) = &self.search {
+            session = session.with_search(search.clone());
+        }
         if let Some(settings) = &self.compaction {
             session = session.with_compaction(settings.clone());
         }
@@ -292,7 +345,10 @@ impl SessionManager {
     /// Full-text search; across every session unless the query names one. Hits carry their
     /// session id.
     pub async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
-        self.store.search(query).await
+        match &self.search {
+            Some(search) => search.search(query).await,
+            None => Err(crate::message_search::no_index(self.store.as_ref())),
+        }
     }
 
     /// The manager's own tool: `session_search` over every session.

@@ -201,6 +201,10 @@ fn in_memory_manager(clock: Arc<ManualClock>) -> SessionManager {
         Arc::new(InMemorySessionRegistry::new()),
         clock,
     )
+    .with_search(
+        Arc::new(memory_testkit::in_memory::InMemoryTextIndex::new()),
+        Arc::new(memory_testkit::in_memory::InMemoryKeyValueStore::new()),
+    )
 }
 
 #[tokio::test]
@@ -350,7 +354,8 @@ mod context_sessions {
             Arc::new(InMemorySessionRegistry::new()),
             Arc::new(ManualClock::new(1)),
         )
-        .with_context(wiring);
+        .with_context(wiring)
+        .with_search(Arc::new(InMemoryTextIndex::new()), kv.clone());
         World {
             manager,
             kv,
@@ -710,5 +715,238 @@ mod splitting {
             history[0].text(),
             "[Context from previous session]\n\nWe planned the trip."
         );
+    }
+}
+
+/// The engine keeps an index its store does not write in step: the contract suite with
+/// search, the model, and faults between the store write and the index write.
+mod index_sync {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use async_trait::async_trait;
+    use memory_core::ports::{
+        KeyValueStore, MessageStore, MessageStoreExt, TextDocument, TextHit, TextIndex,
+        TextIndexCapabilities, TextQuery,
+    };
+    use memory_core::{MemoryError, Parent, Result, Role, SearchQuery, SessionId, UiMessage};
+    use memory_testkit::in_memory::{
+        InMemoryKeyValueStore, InMemoryMessageStore, InMemoryTextIndex,
+    };
+
+    use crate::{IndexedMessageStore, MessageSearch};
+
+    /// An index that fails every write while `down` is set.
+    struct FlakyIndex {
+        inner: InMemoryTextIndex,
+        down: AtomicBool,
+    }
+
+    impl FlakyIndex {
+        fn check(&self) -> Result<()> {
+            if self.down.load(Ordering::SeqCst) {
+                Err(MemoryError::backend("flaky", "index unreachable"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    #[async_trait]
+    impl TextIndex for FlakyIndex {
+        fn backend_name(&self) -> &'static str {
+            "flaky"
+        }
+        fn capabilities(&self) -> TextIndexCapabilities {
+            self.inner.capabilities()
+        }
+        async fn upsert(&self, namespace: &str, documents: Vec<TextDocument>) -> Result<()> {
+            self.check()?;
+            self.inner.upsert(namespace, documents).await
+        }
+        async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
+            self.check()?;
+            self.inner.delete(namespace, ids).await
+        }
+        async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>> {
+            self.inner.search(namespace, query).await
+        }
+        async fn count(&self, namespace: &str) -> Result<u64> {
+            self.inner.count(namespace).await
+        }
+        async fn clear(&self, namespace: &str) -> Result<()> {
+            self.check()?;
+            self.inner.clear(namespace).await
+        }
+    }
+
+    struct Rig {
+        raw: Arc<InMemoryMessageStore>,
+        index: Arc<FlakyIndex>,
+        outbox: Arc<InMemoryKeyValueStore>,
+    }
+
+    impl Rig {
+        fn new() -> Self {
+            Self {
+                raw: Arc::new(InMemoryMessageStore::new()),
+                index: Arc::new(FlakyIndex {
+                    inner: InMemoryTextIndex::new(),
+                    down: AtomicBool::new(false),
+                }),
+                outbox: Arc::new(InMemoryKeyValueStore::new()),
+            }
+        }
+
+        /// A new "process" over the same store, index and outbox.
+        fn open(&self) -> (Arc<dyn MessageStore>, MessageSearch) {
+            MessageSearch::pair(self.raw.clone(), self.index.clone(), self.outbox.clone())
+        }
+
+        fn set_down(&self, down: bool) {
+            self.index.down.store(down, Ordering::SeqCst);
+        }
+    }
+
+    fn sid(s: &str) -> SessionId {
+        SessionId::new(s).unwrap()
+    }
+
+    fn user(id: &str, text: &str) -> UiMessage {
+        UiMessage::text_message(id, Role::User, text)
+    }
+
+    async fn found(search: &MessageSearch, text: &str) -> Vec<String> {
+        search
+            .search(&SearchQuery::new(text))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|h| h.message_id)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn an_engine_written_index_passes_the_message_store_contract() {
+        let index = Arc::new(InMemoryTextIndex::new());
+        let store = IndexedMessageStore::new(
+            Arc::new(InMemoryMessageStore::new()),
+            index.clone(),
+            Arc::new(InMemoryKeyValueStore::new()),
+        );
+        memory_testkit::contract::message_store::run_all(&store, Some(index.as_ref()), 5_000).await;
+    }
+
+    #[test]
+    fn an_engine_written_index_agrees_with_the_model() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let index = Arc::new(InMemoryTextIndex::new());
+        let store = IndexedMessageStore::new(
+            Arc::new(InMemoryMessageStore::new()),
+            index.clone(),
+            Arc::new(InMemoryKeyValueStore::new()),
+        );
+        memory_testkit::model::check_against_model(&runtime, &store, Some(index.as_ref()), 64);
+    }
+
+    #[tokio::test]
+    async fn a_failed_index_write_is_replayed_and_the_write_stands() {
+        let rig = Rig::new();
+        let (store, search) = rig.open();
+        let s = sid("s");
+        store
+            .append_one(&s, user("m1", "first otter"), Parent::LatestLeaf)
+            .await
+            .unwrap();
+        rig.set_down(true);
+        // The store write succeeds even though the index is down.
+        store
+            .append_one(&s, user("m2", "second otter"), Parent::LatestLeaf)
+            .await
+            .unwrap();
+        store.delete(&s, &["m1".into()]).await.unwrap();
+        assert_eq!(rig.outbox.keys("").await.unwrap().len(), 2);
+        // While the index is down, a search that would miss documents says so.
+        assert!(search.search(&SearchQuery::new("otter")).await.is_err());
+        rig.set_down(false);
+        assert_eq!(found(&search, "otter").await, ["m2"]);
+        assert!(rig.outbox.keys("").await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_crash_between_the_store_and_the_index_is_caught_up_on_restart() {
+        let rig = Rig::new();
+        let s = sid("s");
+        {
+            let (store, _) = rig.open();
+            store
+                .append_one(&s, user("m1", "kept otter"), Parent::LatestLeaf)
+                .await
+                .unwrap();
+            store
+                .append_one(&s, user("m2", "erased otter"), Parent::LatestLeaf)
+                .await
+                .unwrap();
+            // The process dies after the store writes and before the index writes.
+            rig.set_down(true);
+            store
+                .append_one(&s, user("m3", "late otter"), Parent::LatestLeaf)
+                .await
+                .unwrap();
+            store.update(&s, user("m1", "kept beaver")).await.unwrap();
+            store.delete(&s, &["m2".into()]).await.unwrap();
+        }
+        rig.set_down(false);
+        let (_, search) = rig.open();
+        let mut otters = found(&search, "otter").await;
+        otters.sort();
+        assert_eq!(
+            otters,
+            ["m3"],
+            "the new message is found, the deleted one never again"
+        );
+        assert_eq!(found(&search, "beaver").await, ["m1"]);
+    }
+
+    #[tokio::test]
+    async fn reindex_rebuilds_the_namespace_from_the_store() {
+        let rig = Rig::new();
+        let (store, search) = rig.open();
+        let s = sid("s");
+        for i in 0..1_200 {
+            store
+                .append_one(&s, user(&format!("m{i}"), "heron"), Parent::LatestLeaf)
+                .await
+                .unwrap();
+        }
+        rig.index
+            .inner
+            .clear(memory_core::ports::namespaces::MESSAGES)
+            .await
+            .unwrap();
+        assert!(found(&search, "heron").await.is_empty());
+        let report = search.reindex(&[s]).await.unwrap();
+        assert_eq!((report.documents, report.rebuilt), (1_200, true));
+        let hits = search
+            .search(&SearchQuery::new("heron").limit(1_000))
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1_000);
+    }
+
+    #[tokio::test]
+    async fn a_manager_without_an_index_says_search_is_not_supported() {
+        let manager = crate::SessionManager::new(
+            Arc::new(InMemoryMessageStore::new()),
+            Arc::new(memory_testkit::in_memory::InMemorySessionRegistry::new()),
+            Arc::new(memory_testkit::in_memory::ManualClock::new(0)),
+        );
+        assert!(matches!(
+            manager.search(&SearchQuery::new("x")).await,
+            Err(MemoryError::NotSupported { .. })
+        ));
     }
 }

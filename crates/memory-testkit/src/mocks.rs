@@ -22,8 +22,7 @@ use memory_core::ports::{
 };
 use memory_core::{
     AppendOutcome, CompactionRecord, NewCompaction, NewMessage, NewSession, PathEntry, Result,
-    SearchHit, SearchQuery, SessionId, SessionInfo, SessionPatch, SessionUsage, StoredMessage,
-    Timestamp, UiMessage,
+    SessionId, SessionInfo, SessionPatch, SessionUsage, StoredMessage, Timestamp, UiMessage,
 };
 use mockall::mock;
 
@@ -45,7 +44,6 @@ mock! {
         async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>>;
         async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>>;
         async fn messages(&self, session: &SessionId, after_seq: Option<i64>, limit: usize) -> Result<Vec<StoredMessage>>;
-        async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>>;
         async fn add_compaction(&self, session: &SessionId, compaction: NewCompaction) -> Result<CompactionRecord>;
         async fn compactions(&self, session: &SessionId) -> Result<Vec<CompactionRecord>>;
     }

@@ -2,8 +2,10 @@
 //! [`MessageStore`] against it over random append / branch / update / delete sequences.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use memory_core::ports::MessageStore;
-use memory_core::{AppendOutcome, NewMessage, Parent, Role, SearchQuery, SessionId, UiMessage};
+use memory_core::ports::{MessageStore, TextIndex};
+use memory_core::{
+    AppendOutcome, NewMessage, Parent, Role, SearchQuery, SessionId, UiMessage, search_messages,
+};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -123,6 +125,7 @@ impl Model {
 
 async fn check_sequence(
     store: &dyn MessageStore,
+    index: Option<&dyn TextIndex>,
     session: &SessionId,
     ops: &[Op],
 ) -> Result<(), TestCaseError> {
@@ -221,12 +224,11 @@ async fn check_sequence(
             prop_assert_eq!(children, expected, "children({}) after {:?}", id, op);
         }
         for w in 0..WORDS {
-            let hits = store
-                .search(
-                    &SearchQuery::new(word_of(w))
-                        .in_session(session.clone())
-                        .limit(100),
-                )
+            let Some(index) = index else { break };
+            let query = SearchQuery::new(word_of(w))
+                .in_session(session.clone())
+                .limit(100);
+            let hits = search_messages(index, &query)
                 .await
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;
             let mut got: Vec<String> = hits.into_iter().map(|h| h.message_id).collect();
@@ -245,12 +247,14 @@ async fn check_sequence(
 }
 
 /// Runs `cases` random operation sequences against `store` (each in a fresh session) and
-/// panics with a shrunk counter-example if the store and the model disagree.
+/// panics with a shrunk counter-example if the store and the model disagree. With `index`
+/// (the `messages` text index that follows the store), search must agree too.
 ///
 /// Call it from a plain `#[test]`, passing the runtime the store was built on.
 pub fn check_against_model(
     runtime: &tokio::runtime::Runtime,
     store: &dyn MessageStore,
+    index: Option<&dyn TextIndex>,
     cases: u32,
 ) {
     let mut runner = TestRunner::new(Config {
@@ -260,7 +264,7 @@ pub fn check_against_model(
     });
     let result = runner.run(&proptest::collection::vec(op_strategy(), 1..30), |ops| {
         let session = fresh_session("model");
-        runtime.block_on(check_sequence(store, &session, &ops))
+        runtime.block_on(check_sequence(store, index, &session, &ops))
     });
     if let Err(e) = result {
         panic!("message store disagrees with the model: {e}");

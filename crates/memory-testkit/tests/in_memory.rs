@@ -9,7 +9,7 @@ use memory_testkit::in_memory::{
 
 #[tokio::test]
 async fn in_memory_message_store_passes_the_contract() {
-    contract::message_store::run_all(&InMemoryMessageStore::new(), 20_000).await;
+    contract::message_store::run_all(&InMemoryMessageStore::new(), None, 20_000).await;
 }
 
 #[tokio::test]
@@ -28,7 +28,7 @@ fn in_memory_message_store_agrees_with_the_model() {
         .enable_all()
         .build()
         .unwrap();
-    memory_testkit::model::check_against_model(&runtime, &InMemoryMessageStore::new(), 200);
+    memory_testkit::model::check_against_model(&runtime, &InMemoryMessageStore::new(), None, 200);
 }
 
 #[tokio::test]

@@ -24,8 +24,8 @@ use memory_engine::context::{BlockSpec, ContextWiring, StoredSkills};
 use memory_fs::{FileBlock, MarkdownSkills};
 use memory_openai::{OpenAiChat, OpenAiConfig};
 use memory_sqlite::{
-    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageStore, SqliteSessionRegistry,
-    SqliteTextIndex,
+    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageIndex, SqliteMessageStore,
+    SqliteSessionRegistry, SqliteTextIndex,
 };
 use serde_json::json;
 
@@ -41,8 +41,9 @@ async fn main() -> memory_core::Result<()> {
     let db = SqliteDatabase::open(SqliteConfig::new(data_dir.join("memory.db"))).await?;
 
     let skills: Arc<dyn SkillStore> = Arc::new(MarkdownSkills::new(config_dir.join("skills")));
+    let kv: Arc<dyn KeyValueStore> = Arc::new(SqliteKeyValueStore::new(db.clone()));
     let wiring = ContextWiring {
-        kv: Some(Arc::new(SqliteKeyValueStore::new(db.clone())) as Arc<dyn KeyValueStore>),
+        kv: Some(Arc::clone(&kv)),
         index: Some(Arc::new(SqliteTextIndex::new(db.clone())) as Arc<dyn TextIndex>),
         specs: vec![
             BlockSpec::provider(
@@ -73,7 +74,8 @@ async fn main() -> memory_core::Result<()> {
         Arc::new(SqliteSessionRegistry::new(db.clone())),
         Arc::new(SystemClock),
     )
-    .with_context(wiring);
+    .with_context(wiring)
+    .with_search(Arc::new(SqliteMessageIndex::new(db.clone())), kv);
 
     let info = manager.create(NewSession::default()).await?;
     let session = manager.session(&info.id).await?;

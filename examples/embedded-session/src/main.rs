@@ -8,7 +8,10 @@ use std::sync::Arc;
 use memory_core::ports::SystemClock;
 use memory_core::{NewSession, Parent, Role, SearchQuery, UiMessage};
 use memory_engine::SessionManager;
-use memory_sqlite::{SqliteConfig, SqliteDatabase, SqliteMessageStore, SqliteSessionRegistry};
+use memory_sqlite::{
+    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageIndex, SqliteMessageStore,
+    SqliteSessionRegistry,
+};
 
 #[tokio::main]
 async fn main() -> memory_core::Result<()> {
@@ -20,6 +23,11 @@ async fn main() -> memory_core::Result<()> {
         Arc::new(SqliteMessageStore::new(db.clone())),
         Arc::new(SqliteSessionRegistry::new(db.clone())),
         Arc::new(SystemClock),
+    )
+    // Search through the FTS5 index the SQLite store writes in the same transaction.
+    .with_search(
+        Arc::new(SqliteMessageIndex::new(db.clone())),
+        Arc::new(SqliteKeyValueStore::new(db.clone())),
     );
     let info = manager
         .create(NewSession {

@@ -2,7 +2,7 @@ use async_trait::async_trait;
 
 use crate::{
     AppendOutcome, CompactionRecord, MemoryError, NewCompaction, NewMessage, Parent, PathEntry,
-    RecentHistory, Result, SearchHit, SearchQuery, SessionId, StoredMessage, UiMessage,
+    RecentHistory, Result, SessionId, StoredMessage, UiMessage,
 };
 
 /// What a message store can and cannot hold.
@@ -12,13 +12,18 @@ pub struct StoreCapabilities {
     pub max_message_bytes: Option<u64>,
 }
 
-/// The conversation tree of every session, its compaction overlay records and its full-text
-/// index.
+/// The conversation tree of every session and its compaction overlay records.
+///
+/// Full-text search is the [`crate::ports::TextIndex`] port's (`messages` namespace, document
+/// ids from [`crate::ports::message_document_id`], fields `session` and `role`, text
+/// [`UiMessage::text`]). An adapter holding rows and index in one database may write the index
+/// in the same transaction (SQLite does, and its index says `written_by_store`); any other
+/// pairing is kept in step by the engine's `IndexedMessageStore`.
 ///
 /// # Contract
 /// (asserted by `memory_testkit::contract::message_store`)
 /// - Messages are keyed by `(session, message id)`: the same id may exist in two sessions, and
-///   every operation sees only its own session (search with `session: None` excepted).
+///   every operation sees only its own session.
 /// - [`append`](Self::append) is insert-if-absent and atomic for the whole batch: an existing id
 ///   gives [`AppendOutcome::AlreadyExists`] and changes nothing; any error (an explicit parent
 ///   not in this session, a reserved id) stores none of the batch. Within a batch, later items
@@ -26,10 +31,9 @@ pub struct StoreCapabilities {
 /// - Ids starting with [`crate::COMPACTION_PREFIX`] are rejected on every write.
 /// - The latest leaf is the most recently appended message without children, by insertion
 ///   order, never by wall-clock time.
-/// - Deleting a message removes it and its search entry; its children re-link to its parent.
-///   `clear` removes one session's messages, overlay records and search entries only.
+/// - Deleting a message removes it; its children re-link to its parent. `clear` removes one
+///   session's messages and overlay records only.
 /// - Reads of a path never recurse on the call stack and load no more than the result.
-/// - The search index is exact: it changes in the same transaction as the rows it indexes.
 #[async_trait]
 pub trait MessageStore: Send + Sync {
     /// The adapter's name, for errors and logs.
@@ -52,7 +56,7 @@ pub trait MessageStore: Send + Sync {
     /// Deletes messages by id; unknown ids are ignored. Returns how many were deleted.
     async fn delete(&self, session: &SessionId, ids: &[String]) -> Result<u64>;
 
-    /// Deletes every message, overlay record and search entry of the session.
+    /// Deletes every message and overlay record of the session.
     async fn clear(&self, session: &SessionId) -> Result<()>;
 
     /// One message.
@@ -84,9 +88,6 @@ pub trait MessageStore: Send + Sync {
         after_seq: Option<i64>,
         limit: usize,
     ) -> Result<Vec<StoredMessage>>;
-
-    /// BM25-ranked full-text search over text parts (see [`SearchQuery`]).
-    async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>>;
 
     /// Records a compaction overlay. Both ends must be messages of the session.
     async fn add_compaction(

@@ -34,8 +34,14 @@ async fn session_with(
     let store = Arc::new(InMemoryMessageStore::new());
     let mut settings = CompactionSettings::new(Arc::new(SummarizingCompactor::new(llm, options)));
     settings.threshold = threshold;
-    let session = Session::new(store.clone(), SessionId::new("s").unwrap())
-        .with_compaction(Arc::new(settings));
+    let (indexed, search) = crate::MessageSearch::pair(
+        store.clone(),
+        Arc::new(memory_testkit::in_memory::InMemoryTextIndex::new()),
+        Arc::new(memory_testkit::in_memory::InMemoryKeyValueStore::new()),
+    );
+    let session = Session::new(indexed, SessionId::new("s").unwrap())
+        .with_compaction(Arc::new(settings))
+        .with_search(search);
     (session, store)
 }
 

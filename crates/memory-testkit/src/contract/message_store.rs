@@ -1,9 +1,13 @@
-//! Contract of [`MessageStore`].
+//! Contract of [`MessageStore`], and of the `messages` text index that follows it.
+//!
+//! `index` is the [`TextIndex`] that holds the store's messages: the adapter's own when its
+//! store writes it (SQLite), or one the engine's `IndexedMessageStore` keeps in step (then
+//! `store` is that decorator). Without one the search checks are skipped.
 
-use memory_core::ports::{MessageStore, MessageStoreExt};
+use memory_core::ports::{MessageStore, MessageStoreExt, TextIndex};
 use memory_core::{
-    AppendOutcome, MemoryError, NewCompaction, NewMessage, Parent, Role, SearchMode, SearchQuery,
-    SessionId, UiMessage,
+    AppendOutcome, MemoryError, NewCompaction, NewMessage, Parent, Role, SearchHit, SearchMode,
+    SearchQuery, SessionId, UiMessage, search_messages,
 };
 use serde_json::json;
 
@@ -11,30 +15,42 @@ use super::fresh_session;
 use crate::samples::{assistant, assistant_with_tool, user};
 
 /// Runs every message-store contract check; `deep_path` is the length of the deep-path check.
-pub async fn run_all(store: &dyn MessageStore, deep_path: usize) {
+pub async fn run_all(store: &dyn MessageStore, index: Option<&dyn TextIndex>, deep_path: usize) {
     append_get_round_trip(store).await;
-    append_is_insert_if_absent(store).await;
+    append_is_insert_if_absent(store, index).await;
     resend_with_missing_parent_is_already_exists(store).await;
     parent_rules(store).await;
-    batch_is_atomic(store).await;
+    batch_is_atomic(store, index).await;
     latest_leaf_follows_insertion_order(store).await;
     history_of_branches(store).await;
     unknown_leaf_is_not_found(store).await;
     branches_in_insertion_order(store).await;
-    update_replaces_and_reindexes(store).await;
+    update_replaces_and_reindexes(store, index).await;
     upsert_updates_or_appends(store).await;
-    delete_relinks_children_and_unindexes(store).await;
-    sessions_are_isolated(store).await;
-    clear_removes_one_session(store).await;
+    delete_relinks_children_and_unindexes(store, index).await;
+    sessions_are_isolated(store, index).await;
+    clear_removes_one_session(store, index).await;
     reserved_prefix_is_rejected(store).await;
     recent_history_window(store).await;
-    search_semantics(store).await;
-    search_ranks_by_relevance(store).await;
-    search_limits(store).await;
+    search_semantics(store, index).await;
+    search_ranks_by_relevance(store, index).await;
+    search_limits(store, index).await;
     messages_page_in_insertion_order(store).await;
     compaction_records(store).await;
     deep_linear_path(store, deep_path).await;
     interleaved_sessions_and_many_branches(store).await;
+}
+
+/// The hits of `query`; `None` without an index.
+async fn search(index: Option<&dyn TextIndex>, query: &SearchQuery) -> Option<Vec<SearchHit>> {
+    Some(search_messages(index?, query).await.unwrap())
+}
+
+/// True when `query` finds nothing (trivially without an index).
+async fn finds_nothing(index: Option<&dyn TextIndex>, query: &SearchQuery) -> bool {
+    search(index, query)
+        .await
+        .is_none_or(|hits| hits.is_empty())
 }
 
 fn ids(messages: &[UiMessage]) -> Vec<&str> {
@@ -81,7 +97,7 @@ pub async fn append_get_round_trip(store: &dyn MessageStore) {
 }
 
 /// Appending an existing id changes nothing and says so.
-pub async fn append_is_insert_if_absent(store: &dyn MessageStore) {
+pub async fn append_is_insert_if_absent(store: &dyn MessageStore, index: Option<&dyn TextIndex>) {
     let s = fresh_session("idempotent");
     store
         .append_one(&s, user("u1", "original"), Parent::LatestLeaf)
@@ -104,13 +120,7 @@ pub async fn append_is_insert_if_absent(store: &dyn MessageStore) {
         ids(&store.history(&s, None).await.unwrap()),
         vec!["u1", "a1"]
     );
-    assert!(
-        store
-            .search(&SearchQuery::new("changed").in_session(s.clone()))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(finds_nothing(index, &SearchQuery::new("changed").in_session(s.clone())).await);
 }
 
 /// Latest leaf by default, explicit root, explicit parent; a parent outside the session fails.
@@ -177,7 +187,7 @@ pub async fn parent_rules(store: &dyn MessageStore) {
 }
 
 /// A batch is one transaction: later items see earlier ones; one bad item stores none.
-pub async fn batch_is_atomic(store: &dyn MessageStore) {
+pub async fn batch_is_atomic(store: &dyn MessageStore, index: Option<&dyn TextIndex>) {
     let s = fresh_session("batch");
     let outcomes = store
         .append(
@@ -229,13 +239,7 @@ pub async fn batch_is_atomic(store: &dyn MessageStore) {
         "{reserved:?}"
     );
     assert_eq!(store.get(&s, "ok3").await.unwrap(), None);
-    assert!(
-        store
-            .search(&SearchQuery::new("stored").in_session(s.clone()))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(finds_nothing(index, &SearchQuery::new("stored").in_session(s.clone())).await);
     assert!(store.append(&s, Vec::new()).await.unwrap().is_empty());
 }
 
@@ -365,7 +369,10 @@ pub async fn branches_in_insertion_order(store: &dyn MessageStore) {
 }
 
 /// `update` replaces content and re-indexes; parent and role stay; absent is not-found.
-pub async fn update_replaces_and_reindexes(store: &dyn MessageStore) {
+pub async fn update_replaces_and_reindexes(
+    store: &dyn MessageStore,
+    index: Option<&dyn TextIndex>,
+) {
     let s = fresh_session("update");
     append_chain(store, &s, &["u1", "a1"]).await;
     store
@@ -385,12 +392,14 @@ pub async fn update_replaces_and_reindexes(store: &dyn MessageStore) {
         vec!["u1", "a1", "u2"]
     );
     let scoped = |q: &str| SearchQuery::new(q).in_session(s.clone());
-    assert!(store.search(&scoped("zebrafish")).await.unwrap().is_empty());
-    assert_eq!(store.search(&scoped("platypus")).await.unwrap().len(), 1);
+    assert!(finds_nothing(index, &scoped("zebrafish")).await);
+    if let Some(hits) = search(index, &scoped("platypus")).await {
+        assert_eq!(hits.len(), 1, "an update re-indexes");
+    }
     // Losing all text removes the search entry.
     let empty = UiMessage::new("u2", Role::User, vec![]);
     store.update(&s, empty).await.unwrap();
-    assert!(store.search(&scoped("platypus")).await.unwrap().is_empty());
+    assert!(finds_nothing(index, &scoped("platypus")).await);
     let missing = store.update(&s, user("ghost", "x")).await;
     assert!(
         matches!(missing, Err(MemoryError::NotFound { .. })),
@@ -416,7 +425,10 @@ pub async fn upsert_updates_or_appends(store: &dyn MessageStore) {
 }
 
 /// Deleting removes rows and search entries; children re-link to the grandparent.
-pub async fn delete_relinks_children_and_unindexes(store: &dyn MessageStore) {
+pub async fn delete_relinks_children_and_unindexes(
+    store: &dyn MessageStore,
+    index: Option<&dyn TextIndex>,
+) {
     let s = fresh_session("delete");
     append_chain(store, &s, &["m1", "m2", "m3", "m4"]).await;
     store
@@ -442,8 +454,10 @@ pub async fn delete_relinks_children_and_unindexes(store: &dyn MessageStore) {
         vec!["m3", "b3"]
     );
     let scoped = |q: &str| SearchQuery::new(q).in_session(s.clone());
-    assert!(store.search(&scoped("m2")).await.unwrap().is_empty());
-    assert_eq!(store.search(&scoped("m3")).await.unwrap().len(), 1);
+    assert!(finds_nothing(index, &scoped("m2")).await);
+    if let Some(hits) = search(index, &scoped("m3")).await {
+        assert_eq!(hits.len(), 1);
+    }
     // Deleting a root promotes its children to roots.
     store.delete(&s, &["m1".into()]).await.unwrap();
     assert_eq!(
@@ -458,12 +472,12 @@ pub async fn delete_relinks_children_and_unindexes(store: &dyn MessageStore) {
     store.delete(&s, &["m3".into(), "m4".into()]).await.unwrap();
     assert_eq!(store.latest_leaf(&s).await.unwrap().as_deref(), Some("b3"));
     store.delete(&s, &["b3".into()]).await.unwrap();
-    assert!(store.search(&scoped("wombat")).await.unwrap().is_empty());
+    assert!(finds_nothing(index, &scoped("wombat")).await);
     assert_eq!(store.latest_leaf(&s).await.unwrap(), None);
 }
 
 /// The same message id lives independently in two sessions.
-pub async fn sessions_are_isolated(store: &dyn MessageStore) {
+pub async fn sessions_are_isolated(store: &dyn MessageStore, index: Option<&dyn TextIndex>) {
     let a = fresh_session("iso-a");
     let b = fresh_session("iso-b");
     store
@@ -494,13 +508,11 @@ pub async fn sessions_are_isolated(store: &dyn MessageStore) {
         store.get(&a, "m1").await.unwrap().unwrap().text(),
         "alpha kiwi"
     );
-    let hits = store
-        .search(&SearchQuery::new("kiwi").in_session(a.clone()))
-        .await
-        .unwrap();
-    assert_eq!(hits.len(), 1);
-    assert_eq!(hits[0].session_id, a);
-    assert_eq!(hits[0].content, "alpha kiwi");
+    if let Some(hits) = search(index, &SearchQuery::new("kiwi").in_session(a.clone())).await {
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].session_id, a);
+        assert_eq!(hits[0].content, "alpha kiwi");
+    }
     store
         .add_compaction(
             &a,
@@ -515,18 +527,13 @@ pub async fn sessions_are_isolated(store: &dyn MessageStore) {
     assert!(store.compactions(&b).await.unwrap().is_empty());
     store.delete(&b, &["m1".into()]).await.unwrap();
     assert!(store.get(&a, "m1").await.unwrap().is_some());
-    assert_eq!(
-        store
-            .search(&SearchQuery::new("alpha kiwi").in_session(a.clone()))
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
+    if let Some(hits) = search(index, &SearchQuery::new("alpha kiwi").in_session(a.clone())).await {
+        assert_eq!(hits.len(), 1);
+    }
 }
 
 /// `clear` removes one session's messages, overlays and search entries, nothing else.
-pub async fn clear_removes_one_session(store: &dyn MessageStore) {
+pub async fn clear_removes_one_session(store: &dyn MessageStore, index: Option<&dyn TextIndex>) {
     let a = fresh_session("clear-a");
     let b = fresh_session("clear-b");
     let marker = super::unique("quokka").replace('-', "");
@@ -555,11 +562,12 @@ pub async fn clear_removes_one_session(store: &dyn MessageStore) {
     assert!(store.history(&a, None).await.unwrap().is_empty());
     assert!(store.compactions(&a).await.unwrap().is_empty());
     assert_eq!(store.latest_leaf(&a).await.unwrap(), None);
-    let global = store.search(&SearchQuery::new(&marker)).await.unwrap();
-    assert_eq!(
-        global.iter().map(|h| &h.session_id).collect::<Vec<_>>(),
-        vec![&b]
-    );
+    if let Some(global) = search(index, &SearchQuery::new(&marker)).await {
+        assert_eq!(
+            global.iter().map(|h| &h.session_id).collect::<Vec<_>>(),
+            vec![&b]
+        );
+    }
     assert_eq!(store.history(&b, None).await.unwrap().len(), 2);
     assert_eq!(store.compactions(&b).await.unwrap().len(), 1);
     // The cleared session can be written again.
@@ -626,7 +634,9 @@ pub async fn recent_history_window(store: &dyn MessageStore) {
 }
 
 /// Word and phrase matching, stemming, unicode, inert syntax, empty queries, hit fields.
-pub async fn search_semantics(store: &dyn MessageStore) {
+pub async fn search_semantics(store: &dyn MessageStore, index: Option<&dyn TextIndex>) {
+    let Some(index) = index else { return };
+    let caps = index.capabilities();
     let s = fresh_session("search");
     let tag = super::unique("tag").replace('-', "");
     let texts = [
@@ -661,27 +671,35 @@ pub async fn search_semantics(store: &dyn MessageStore) {
         v.sort();
         v
     };
-    // Every word must match; stemming joins deploy/deploying/deployed.
+    // Every word must match; with stemming, deploy/deploying/deployed are one word.
+    if caps.stemming {
+        assert_eq!(
+            found(search_messages(index, &q("deployed")).await.unwrap()),
+            vec!["m1"]
+        );
+    }
     assert_eq!(
-        found(store.search(&q("deployed")).await.unwrap()),
-        vec!["m1"]
-    );
-    assert_eq!(
-        found(store.search(&q("production release")).await.unwrap()),
+        found(
+            search_messages(index, &q("production release"))
+                .await
+                .unwrap()
+        ),
         vec!["m1", "m4"]
     );
-    assert!(
-        store
-            .search(&q("production rollback"))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(finds_nothing(Some(index), &q("production rollback")).await);
     // Phrase mode keeps word order.
-    let phrase = q("release production").mode(SearchMode::Phrase);
-    assert_eq!(found(store.search(&phrase).await.unwrap()), vec!["m4"]);
+    if caps.phrase {
+        let phrase = q("release production").mode(SearchMode::Phrase);
+        assert_eq!(
+            found(search_messages(index, &phrase).await.unwrap()),
+            vec!["m4"]
+        );
+    }
     // Unicode words match.
-    assert_eq!(found(store.search(&q("café")).await.unwrap()), vec!["m3"]);
+    assert_eq!(
+        found(search_messages(index, &q("café")).await.unwrap()),
+        vec!["m3"]
+    );
     // Query syntax in user input is inert and never an error.
     for hostile in [
         "\"unbalanced",
@@ -693,23 +711,25 @@ pub async fn search_semantics(store: &dyn MessageStore) {
         "'; DROP TABLE x; --",
         "^ - + {}",
     ] {
-        let hits = store.search(&q(hostile)).await;
+        let hits = search_messages(index, &q(hostile)).await;
         assert!(hits.is_ok(), "query {hostile:?} failed: {hits:?}");
     }
-    assert!(store.search(&q("OR")).await.unwrap().is_empty());
+    // An operator is a word like any other (unless the analyzer drops it as a stop word).
+    if !caps.stop_words {
+        assert!(finds_nothing(Some(index), &q("OR")).await);
+    }
     // Only text parts are indexed.
     assert!(
-        store
-            .search(&SearchQuery::new("unindexedtoolword").in_session(s.clone()))
-            .await
-            .unwrap()
-            .is_empty()
+        finds_nothing(
+            Some(index),
+            &SearchQuery::new("unindexedtoolword").in_session(s.clone())
+        )
+        .await
     );
     // Empty and punctuation-only queries give nothing.
     for empty in ["", "   ", "?!", "\"\""] {
         assert!(
-            store
-                .search(&SearchQuery::new(empty))
+            search_messages(index, &SearchQuery::new(empty))
                 .await
                 .unwrap()
                 .is_empty(),
@@ -717,15 +737,14 @@ pub async fn search_semantics(store: &dyn MessageStore) {
         );
     }
     // Hits carry session, id, role, content and a score; global search finds the same.
-    let hits = store.search(&q("rollback")).await.unwrap();
+    let hits = search_messages(index, &q("rollback")).await.unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].session_id, s);
     assert_eq!(hits[0].message_id, "m2");
     assert_eq!(hits[0].role, Role::User);
     assert_eq!(hits[0].content, texts[1].1);
     assert!(hits[0].score.is_finite());
-    let global = store
-        .search(&SearchQuery::new(format!("{tag} rollback")))
+    let global = search_messages(index, &SearchQuery::new(format!("{tag} rollback")))
         .await
         .unwrap();
     assert_eq!(global.len(), 1);
@@ -733,7 +752,8 @@ pub async fn search_semantics(store: &dyn MessageStore) {
 }
 
 /// Better matches rank first.
-pub async fn search_ranks_by_relevance(store: &dyn MessageStore) {
+pub async fn search_ranks_by_relevance(store: &dyn MessageStore, index: Option<&dyn TextIndex>) {
+    let Some(index) = index else { return };
     let s = fresh_session("rank");
     let tag = super::unique("rk").replace('-', "");
     store
@@ -755,10 +775,12 @@ pub async fn search_ranks_by_relevance(store: &dyn MessageStore) {
         )
         .await
         .unwrap();
-    let hits = store
-        .search(&SearchQuery::new(format!("{tag} lighthouse")).in_session(s.clone()))
-        .await
-        .unwrap();
+    let hits = search_messages(
+        index,
+        &SearchQuery::new(format!("{tag} lighthouse")).in_session(s.clone()),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         hits.iter()
             .map(|h| h.message_id.as_str())
@@ -769,7 +791,8 @@ pub async fn search_ranks_by_relevance(store: &dyn MessageStore) {
 }
 
 /// Limit defaults to 20 and is capped at 1,000.
-pub async fn search_limits(store: &dyn MessageStore) {
+pub async fn search_limits(store: &dyn MessageStore, index: Option<&dyn TextIndex>) {
+    let Some(index) = index else { return };
     let s = fresh_session("limits");
     let tag = super::unique("lim").replace('-', "");
     let batch = (0..1_005)
@@ -777,13 +800,22 @@ pub async fn search_limits(store: &dyn MessageStore) {
         .collect();
     store.append(&s, batch).await.unwrap();
     let q = SearchQuery::new(format!("{tag} common")).in_session(s.clone());
-    assert_eq!(store.search(&q).await.unwrap().len(), 20);
-    assert_eq!(store.search(&q.clone().limit(5)).await.unwrap().len(), 5);
+    assert_eq!(search_messages(index, &q).await.unwrap().len(), 20);
     assert_eq!(
-        store.search(&q.clone().limit(5_000)).await.unwrap().len(),
+        search_messages(index, &q.clone().limit(5))
+            .await
+            .unwrap()
+            .len(),
+        5
+    );
+    assert_eq!(
+        search_messages(index, &q.clone().limit(5_000))
+            .await
+            .unwrap()
+            .len(),
         1_000
     );
-    assert!(store.search(&q.clone().limit(0)).await.unwrap().is_empty());
+    assert!(finds_nothing(Some(index), &q.clone().limit(0)).await);
 }
 
 /// `messages` pages through a session in insertion order with parents.

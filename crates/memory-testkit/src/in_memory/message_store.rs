@@ -5,10 +5,10 @@ use async_trait::async_trait;
 use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
 use memory_core::{
     AppendOutcome, CompactionRecord, MemoryError, NewCompaction, NewMessage, Parent, PathEntry,
-    Result, SearchHit, SearchQuery, SessionId, StoredMessage, UiMessage, validate_message_id,
+    Result, SessionId, StoredMessage, UiMessage, validate_message_id,
 };
 
-use super::{Bm25Corpus, lock};
+use super::lock;
 
 /// A [`MessageStore`] in a `HashMap`, for tests and single-process prototypes.
 #[derive(Default)]
@@ -323,44 +323,6 @@ impl MessageStore for InMemoryMessageStore {
         rows.sort_by_key(|r| r.seq);
         rows.truncate(limit);
         Ok(rows)
-    }
-
-    async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
-        if query.is_empty() {
-            return Ok(Vec::new());
-        }
-        let guard = lock(&self.inner);
-        let mut corpus = Bm25Corpus::new();
-        let mut sessions: Vec<(&SessionId, &SessionData)> = guard.sessions.iter().collect();
-        sessions.sort_by_key(|(id, _)| (*id).clone());
-        for (session_id, data) in sessions {
-            if query.session.as_ref().is_some_and(|s| s != session_id) {
-                continue;
-            }
-            let mut nodes: Vec<&Node> = data.nodes.values().collect();
-            nodes.sort_by_key(|n| n.seq);
-            for node in nodes {
-                let text = node.message.text();
-                if !text.is_empty() {
-                    corpus.add(
-                        (session_id.clone(), node.message.clone(), text.clone()),
-                        &text,
-                    );
-                }
-            }
-        }
-        let text = query.terms().join(" ");
-        Ok(corpus
-            .search(&text, query.mode, query.effective_limit())
-            .into_iter()
-            .map(|((session_id, message, content), score)| SearchHit {
-                session_id,
-                message_id: message.id,
-                role: message.role,
-                content,
-                score,
-            })
-            .collect())
     }
 
     async fn add_compaction(

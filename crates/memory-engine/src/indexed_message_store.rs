@@ -1,0 +1,308 @@
+//! Keeps a `messages` text index in step with a message store that does not write it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use memory_core::ports::{
+    KeyValueStore, MessageStore, StoreCapabilities, TextDocument, TextFields, TextIndex,
+    message_document_id, namespaces,
+};
+use memory_core::{
+    AppendOutcome, CompactionRecord, NewCompaction, NewMessage, PathEntry, Result, SessionId,
+    StoredMessage, UiMessage,
+};
+use serde::{Deserialize, Serialize};
+use tracing::warn;
+
+/// Outbox keys: one per write whose index update may not have happened yet.
+const OUTBOX_PREFIX: &str = "index-outbox/messages/";
+/// Messages read per page by `clear` and `reindex`.
+const PAGE: usize = 1_000;
+
+/// What an outbox entry names: the messages whose index documents must be made to match
+/// the store.
+#[derive(Debug, Serialize, Deserialize)]
+struct Pending {
+    session: String,
+    ids: Vec<String>,
+}
+
+/// A [`MessageStore`] decorator that keeps the `messages` namespace of a [`TextIndex`] in
+/// step with the store it wraps, for pairings where the store does not write the index
+/// itself (Tantivy beside Postgres or Redis, the in-memory adapters).
+///
+/// Every write first records the messages it touches in a durable outbox (a
+/// [`KeyValueStore`]), then writes the store, then makes the index documents of those
+/// messages match what the store now holds, then drops the outbox entry. A crash or an index
+/// failure between the two writes leaves the entry behind; [`catch_up`](Self::catch_up)
+/// replays it (the first search of a new instance does), so the index never silently loses
+/// a document. [`reindex`](Self::reindex) rebuilds the namespace from the store.
+pub struct IndexedMessageStore {
+    inner: Arc<dyn MessageStore>,
+    index: Arc<dyn TextIndex>,
+    outbox: Arc<dyn KeyValueStore>,
+    /// An outbox entry may be waiting: set at start (another process may have crashed) and
+    /// after every failed index write; cleared by a complete catch-up.
+    pending: AtomicBool,
+}
+
+/// The index document of a stored message; `None` when it has no text to index.
+pub(crate) fn message_document(session: &SessionId, message: &UiMessage) -> Option<TextDocument> {
+    let text = message.text();
+    (!text.is_empty()).then(|| {
+        TextDocument::new(message_document_id(session.as_str(), &message.id), text).with_fields(
+            TextFields {
+                session: Some(session.as_str().to_owned()),
+                role: Some(message.role.as_str().to_owned()),
+                ..TextFields::default()
+            },
+        )
+    })
+}
+
+impl IndexedMessageStore {
+    /// Wraps `inner`; `index` must be one the engine writes (not `written_by_store`).
+    pub fn new(
+        inner: Arc<dyn MessageStore>,
+        index: Arc<dyn TextIndex>,
+        outbox: Arc<dyn KeyValueStore>,
+    ) -> Self {
+        Self {
+            inner,
+            index,
+            outbox,
+            pending: AtomicBool::new(true),
+        }
+    }
+
+    /// The index this store keeps in step.
+    pub fn index(&self) -> &Arc<dyn TextIndex> {
+        &self.index
+    }
+
+    /// True when an outbox entry may be waiting to be replayed.
+    pub fn is_pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// Records the intent to change these messages' documents; the store write follows.
+    async fn intend(&self, session: &SessionId, ids: Vec<String>) -> Result<(String, Pending)> {
+        let key = format!("{OUTBOX_PREFIX}{}", uuid::Uuid::now_v7());
+        let pending = Pending {
+            session: session.as_str().to_owned(),
+            ids,
+        };
+        self.outbox
+            .set(&key, &serde_json::to_string(&pending)?)
+            .await?;
+        Ok((key, pending))
+    }
+
+    /// After the store write: make the documents match, then drop the entry. A failure is
+    /// logged and left for [`catch_up`](Self::catch_up); the store write stands.
+    async fn settle(&self, key: &str, pending: &Pending) {
+        let result = async {
+            self.sync(pending).await?;
+            self.outbox.delete(key).await
+        }
+        .await;
+        if let Err(e) = result {
+            self.pending.store(true, Ordering::Release);
+            warn!(error = %e, outbox = key, "message index update failed; it will be replayed");
+        }
+    }
+
+    /// Upserts the documents of the named messages that exist with text, deletes the others.
+    async fn sync(&self, pending: &Pending) -> Result<()> {
+        let session = SessionId::new(pending.session.clone())?;
+        let stored = self.inner.get_many(&session, &pending.ids).await?;
+        let documents: Vec<TextDocument> = stored
+            .iter()
+            .filter_map(|m| message_document(&session, m))
+            .collect();
+        let stale: Vec<String> = pending
+            .ids
+            .iter()
+            .map(|id| message_document_id(session.as_str(), id))
+            .filter(|doc_id| !documents.iter().any(|d| d.id == *doc_id))
+            .collect();
+        if !documents.is_empty() {
+            self.index.upsert(namespaces::MESSAGES, documents).await?;
+        }
+        if !stale.is_empty() {
+            self.index.delete(namespaces::MESSAGES, &stale).await?;
+        }
+        Ok(())
+    }
+
+    /// Replays every outbox entry (a write whose index update did not finish: a crash, an
+    /// index outage). Returns how many entries were replayed.
+    pub async fn catch_up(&self) -> Result<u64> {
+        self.pending.store(false, Ordering::Release);
+        let result = async {
+            let mut replayed = 0;
+            for key in self.outbox.keys(OUTBOX_PREFIX).await? {
+                let Some(value) = self.outbox.get(&key).await? else {
+                    continue;
+                };
+                let pending: Pending = serde_json::from_str(&value)?;
+                self.sync(&pending).await?;
+                self.outbox.delete(&key).await?;
+                replayed += 1;
+            }
+            Ok(replayed)
+        }
+        .await;
+        if result.is_err() {
+            self.pending.store(true, Ordering::Release);
+        }
+        result
+    }
+
+    /// Replays the outbox if an entry may be waiting.
+    pub async fn catch_up_if_pending(&self) -> Result<()> {
+        if self.is_pending() {
+            self.catch_up().await?;
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the `messages` namespace from the store: clears it, then indexes every
+    /// message of `sessions`. Returns how many documents were written.
+    pub async fn reindex(&self, sessions: &[SessionId]) -> Result<u64> {
+        self.index.clear(namespaces::MESSAGES).await?;
+        let mut written = 0;
+        for session in sessions {
+            let mut after = None;
+            loop {
+                let page = self.inner.messages(session, after, PAGE).await?;
+                let Some(last) = page.last() else { break };
+                after = Some(last.seq);
+                let documents: Vec<TextDocument> = page
+                    .iter()
+                    .filter_map(|m| message_document(session, &m.message))
+                    .collect();
+                written += documents.len() as u64;
+                if !documents.is_empty() {
+                    self.index.upsert(namespaces::MESSAGES, documents).await?;
+                }
+                if page.len() < PAGE {
+                    break;
+                }
+            }
+        }
+        // Entries written before the rebuild are covered by it.
+        for key in self.outbox.keys(OUTBOX_PREFIX).await? {
+            self.outbox.delete(&key).await?;
+        }
+        self.pending.store(false, Ordering::Release);
+        Ok(written)
+    }
+
+    /// Every message id of a session.
+    async fn all_ids(&self, session: &SessionId) -> Result<Vec<String>> {
+        let mut ids = Vec::new();
+        let mut after = None;
+        loop {
+            let page = self.inner.messages(session, after, PAGE).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.seq);
+            ids.extend(page.iter().map(|m| m.message.id.clone()));
+            if page.len() < PAGE {
+                break;
+            }
+        }
+        Ok(ids)
+    }
+}
+
+#[async_trait]
+impl MessageStore for IndexedMessageStore {
+    fn backend_name(&self) -> &'static str {
+        self.inner.backend_name()
+    }
+
+    fn capabilities(&self) -> StoreCapabilities {
+        self.inner.capabilities()
+    }
+
+    async fn append(
+        &self,
+        session: &SessionId,
+        messages: Vec<NewMessage>,
+    ) -> Result<Vec<AppendOutcome>> {
+        let ids = messages.iter().map(|m| m.message.id.clone()).collect();
+        let (key, pending) = self.intend(session, ids).await?;
+        let result = self.inner.append(session, messages).await;
+        self.settle(&key, &pending).await;
+        result
+    }
+
+    async fn update(&self, session: &SessionId, message: UiMessage) -> Result<()> {
+        let (key, pending) = self.intend(session, vec![message.id.clone()]).await?;
+        let result = self.inner.update(session, message).await;
+        self.settle(&key, &pending).await;
+        result
+    }
+
+    async fn delete(&self, session: &SessionId, ids: &[String]) -> Result<u64> {
+        let (key, pending) = self.intend(session, ids.to_vec()).await?;
+        let result = self.inner.delete(session, ids).await;
+        self.settle(&key, &pending).await;
+        result
+    }
+
+    async fn clear(&self, session: &SessionId) -> Result<()> {
+        let ids = self.all_ids(session).await?;
+        let (key, pending) = self.intend(session, ids).await?;
+        let result = self.inner.clear(session).await;
+        self.settle(&key, &pending).await;
+        result
+    }
+
+    async fn get(&self, session: &SessionId, id: &str) -> Result<Option<UiMessage>> {
+        self.inner.get(session, id).await
+    }
+
+    async fn get_many(&self, session: &SessionId, ids: &[String]) -> Result<Vec<UiMessage>> {
+        self.inner.get_many(session, ids).await
+    }
+
+    async fn latest_leaf(&self, session: &SessionId) -> Result<Option<String>> {
+        self.inner.latest_leaf(session).await
+    }
+
+    async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>> {
+        self.inner.children(session, id).await
+    }
+
+    async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>> {
+        self.inner.path(session, leaf).await
+    }
+
+    async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>> {
+        self.inner.history(session, leaf).await
+    }
+
+    async fn messages(
+        &self,
+        session: &SessionId,
+        after_seq: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.inner.messages(session, after_seq, limit).await
+    }
+
+    async fn add_compaction(
+        &self,
+        session: &SessionId,
+        compaction: NewCompaction,
+    ) -> Result<CompactionRecord> {
+        self.inner.add_compaction(session, compaction).await
+    }
+
+    async fn compactions(&self, session: &SessionId) -> Result<Vec<CompactionRecord>> {
+        self.inner.compactions(session).await
+    }
+}
