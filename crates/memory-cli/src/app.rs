@@ -147,14 +147,16 @@ pub async fn memory_service(
 }
 
 /// Long-term backends on SQLite: one file per profile (records, their FTS5 indexes and
-/// vectors) and the job queue of every worker in `<root>/jobs.sqlite`.
+/// vectors) and the job queue of every worker (and the index outbox, unused while the store
+/// writes its own index) in `<root>/jobs.sqlite`.
 pub async fn sqlite_long_term(root: &Path) -> Result<LongTermBackends> {
     let jobs =
         SqliteDatabase::open(SqliteConfig::new(root.join("jobs.sqlite")).secure_delete(true))
             .await?;
     Ok(LongTermBackends::new(
         Arc::new(SqliteProfiles::new(root)),
-        Arc::new(SqliteJobQueue::new(jobs)),
+        Arc::new(SqliteJobQueue::new(jobs.clone())),
+        Arc::new(SqliteKeyValueStore::new(jobs)),
     ))
 }
 

@@ -1,7 +1,6 @@
 //! Keeps a `messages` text index in step with a message store that does not write it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use memory_core::ports::{
@@ -13,7 +12,8 @@ use memory_core::{
     StoredMessage, UiMessage,
 };
 use serde::{Deserialize, Serialize};
-use tracing::warn;
+
+use crate::outbox::Outbox;
 
 /// Outbox keys: one per write whose index update may not have happened yet.
 const OUTBOX_PREFIX: &str = "index-outbox/messages/";
@@ -41,10 +41,7 @@ struct Pending {
 pub struct IndexedMessageStore {
     inner: Arc<dyn MessageStore>,
     index: Arc<dyn TextIndex>,
-    outbox: Arc<dyn KeyValueStore>,
-    /// An outbox entry may be waiting: set at start (another process may have crashed) and
-    /// after every failed index write; cleared by a complete catch-up.
-    pending: AtomicBool,
+    outbox: Outbox<Pending>,
 }
 
 /// The index document of a stored message; `None` when it has no text to index.
@@ -71,8 +68,7 @@ impl IndexedMessageStore {
         Self {
             inner,
             index,
-            outbox,
-            pending: AtomicBool::new(true),
+            outbox: Outbox::new(outbox, OUTBOX_PREFIX),
         }
     }
 
@@ -83,34 +79,23 @@ impl IndexedMessageStore {
 
     /// True when an outbox entry may be waiting to be replayed.
     pub fn is_pending(&self) -> bool {
-        self.pending.load(Ordering::Acquire)
+        self.outbox.is_pending()
     }
 
     /// Records the intent to change these messages' documents; the store write follows.
     async fn intend(&self, session: &SessionId, ids: Vec<String>) -> Result<(String, Pending)> {
-        let key = format!("{OUTBOX_PREFIX}{}", uuid::Uuid::now_v7());
         let pending = Pending {
             session: session.as_str().to_owned(),
             ids,
         };
-        self.outbox
-            .set(&key, &serde_json::to_string(&pending)?)
-            .await?;
+        let key = self.outbox.record(&pending).await?;
         Ok((key, pending))
     }
 
-    /// After the store write: make the documents match, then drop the entry. A failure is
-    /// logged and left for [`catch_up`](Self::catch_up); the store write stands.
+    /// After the store write: make the documents match; a failure is left for
+    /// [`catch_up`](Self::catch_up), and the store write stands.
     async fn settle(&self, key: &str, pending: &Pending) {
-        let result = async {
-            self.sync(pending).await?;
-            self.outbox.delete(key).await
-        }
-        .await;
-        if let Err(e) = result {
-            self.pending.store(true, Ordering::Release);
-            warn!(error = %e, outbox = key, "message index update failed; it will be replayed");
-        }
+        self.outbox.settle(key, self.sync(pending).await).await;
     }
 
     /// Upserts the documents of the named messages that exist with text, deletes the others.
@@ -139,25 +124,9 @@ impl IndexedMessageStore {
     /// Replays every outbox entry (a write whose index update did not finish: a crash, an
     /// index outage). Returns how many entries were replayed.
     pub async fn catch_up(&self) -> Result<u64> {
-        self.pending.store(false, Ordering::Release);
-        let result = async {
-            let mut replayed = 0;
-            for key in self.outbox.keys(OUTBOX_PREFIX).await? {
-                let Some(value) = self.outbox.get(&key).await? else {
-                    continue;
-                };
-                let pending: Pending = serde_json::from_str(&value)?;
-                self.sync(&pending).await?;
-                self.outbox.delete(&key).await?;
-                replayed += 1;
-            }
-            Ok(replayed)
-        }
-        .await;
-        if result.is_err() {
-            self.pending.store(true, Ordering::Release);
-        }
-        result
+        self.outbox
+            .replay(|pending| async move { self.sync(&pending).await })
+            .await
     }
 
     /// Replays the outbox if an entry may be waiting.
@@ -193,10 +162,7 @@ impl IndexedMessageStore {
             }
         }
         // Entries written before the rebuild are covered by it.
-        for key in self.outbox.keys(OUTBOX_PREFIX).await? {
-            self.outbox.delete(&key).await?;
-        }
-        self.pending.store(false, Ordering::Release);
+        self.outbox.clear().await?;
         Ok(written)
     }
 

@@ -29,6 +29,7 @@ pub mod context;
 mod indexed_message_store;
 pub mod long_term;
 mod message_search;
+mod outbox;
 mod session;
 mod session_manager;
 

@@ -1,11 +1,19 @@
 //! Where long-term memory lives: each role served by whatever backend the deployment chose.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
+use memory_core::Result;
 use memory_core::ports::{
-    JobFilter, JobQueue, MemoryProfiles, TextIndex, TextIndexes, VectorIndex, VectorIndexes,
+    JobFilter, JobQueue, KeyValueStore, LongTermMemoryStore, MemoryProfiles, TextIndex,
+    TextIndexes, VectorIndex, VectorIndexes,
 };
-use memory_core::{MemoryError, Result};
+
+use super::indexed_profile_store::IndexedProfileStore;
+use crate::ReindexReport;
+
+/// Outbox keys of a profile's index updates live under this prefix and the profile name.
+const OUTBOX_PREFIX: &str = "index-outbox/profiles/";
 
 /// The ports long-term memory runs on. Records, text indexes, vectors and jobs may come from
 /// different adapters (records on Postgres, vectors on LanceDB, ...); the engine reaches each
@@ -20,35 +28,95 @@ pub struct LongTermBackends {
     pub vectors: Arc<dyn VectorIndexes>,
     /// Ingest jobs of every profile, shared by every worker.
     pub jobs: Arc<dyn JobQueue>,
+    /// Where index updates wait until a text index the engine writes has them.
+    pub outbox: Arc<dyn KeyValueStore>,
+    /// One index-syncing wrapper per profile whose text index the engine writes.
+    synced: Arc<Mutex<HashMap<String, Arc<IndexedProfileStore>>>>,
 }
 
 impl LongTermBackends {
     /// Records, text and vectors from one backend (SQLite's `SqliteProfiles`, the in-memory
-    /// profiles), jobs from a queue.
-    pub fn new<P>(profiles: Arc<P>, jobs: Arc<dyn JobQueue>) -> Self
+    /// profiles), jobs from a queue, index updates through an outbox.
+    pub fn new<P>(profiles: Arc<P>, jobs: Arc<dyn JobQueue>, outbox: Arc<dyn KeyValueStore>) -> Self
     where
         P: MemoryProfiles + TextIndexes + VectorIndexes + 'static,
     {
+        Self::from_parts(profiles.clone(), profiles.clone(), profiles, jobs, outbox)
+    }
+
+    /// Each role from its own backend.
+    pub fn from_parts(
+        records: Arc<dyn MemoryProfiles>,
+        text: Arc<dyn TextIndexes>,
+        vectors: Arc<dyn VectorIndexes>,
+        jobs: Arc<dyn JobQueue>,
+        outbox: Arc<dyn KeyValueStore>,
+    ) -> Self {
         Self {
-            records: profiles.clone(),
-            text: profiles.clone(),
-            vectors: profiles,
+            records,
+            text,
+            vectors,
             jobs,
+            outbox,
+            synced: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
-    /// The profile's text index. Long-term memory needs an index its store writes (as SQLite
-    /// and the in-memory profiles provide): an index the engine would have to keep in step
-    /// is refused until that sync exists, rather than silently missing documents.
+    /// The profile's records to read and write: as they are when the store writes the text
+    /// index, else wrapped so that every write reaches the index.
+    pub(super) async fn store(&self, profile: &str) -> Result<Arc<dyn LongTermMemoryStore>> {
+        let records = self.records.open(profile).await?;
+        let index = self.text.text_index(profile).await?;
+        if index.capabilities().written_by_store {
+            return Ok(records);
+        }
+        Ok(self.synced(profile, records, index))
+    }
+
+    fn synced(
+        &self,
+        profile: &str,
+        records: Arc<dyn LongTermMemoryStore>,
+        index: Arc<dyn TextIndex>,
+    ) -> Arc<IndexedProfileStore> {
+        let mut synced = self.synced.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(synced.entry(profile.to_owned()).or_insert_with(|| {
+            Arc::new(IndexedProfileStore::new(
+                records,
+                index,
+                Arc::clone(&self.outbox),
+                format!("{OUTBOX_PREFIX}{profile}/"),
+            ))
+        }))
+    }
+
+    /// The profile's text index, caught up with every write (an update a crash or outage
+    /// left in the outbox is replayed first).
     pub(super) async fn text_index(&self, profile: &str) -> Result<Arc<dyn TextIndex>> {
         let index = self.text.text_index(profile).await?;
         if !index.capabilities().written_by_store {
-            return Err(MemoryError::NotSupported {
-                operation: "long-term memory over a text index its store does not write",
-                backend: index.backend_name(),
-            });
+            let records = self.records.open(profile).await?;
+            self.synced(profile, records, Arc::clone(&index))
+                .catch_up_if_pending()
+                .await?;
         }
         Ok(index)
+    }
+
+    /// Rebuilds the profile's text index from its records (when the engine writes it).
+    pub async fn reindex(&self, profile: &str) -> Result<ReindexReport> {
+        let records = self.records.open(profile).await?;
+        let index = self.text.text_index(profile).await?;
+        if index.capabilities().written_by_store {
+            return Ok(ReindexReport {
+                documents: 0,
+                rebuilt: false,
+            });
+        }
+        Ok(ReindexReport {
+            documents: self.synced(profile, records, index).reindex().await?,
+            rebuilt: true,
+        })
     }
 
     /// The profile's vector index.
@@ -63,6 +131,13 @@ impl LongTermBackends {
         self.jobs.delete_profile_jobs(profile).await?;
         self.vectors.delete_vector_index(profile).await?;
         self.text.delete_text_index(profile).await?;
+        self.outbox
+            .delete_prefix(&format!("{OUTBOX_PREFIX}{profile}/"))
+            .await?;
+        self.synced
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(profile);
         self.records.delete(profile).await
     }
 

@@ -123,7 +123,7 @@ impl MemoryService {
         session: &str,
         messages: Vec<IngestMessage>,
     ) -> Result<IngestJob> {
-        let store = self.profiles.open(profile).await?;
+        let store = self.backends.store(profile).await?;
         if messages.iter().all(|m| m.content.trim().is_empty()) {
             return Err(MemoryError::invalid(
                 "nothing to ingest: every message is empty",
@@ -289,7 +289,7 @@ impl MemoryService {
         record: JobRecord,
         lease: JobLease,
     ) -> Result<IngestJob> {
-        let store = self.profiles.open(profile).await?;
+        let store = self.backends.store(profile).await?;
         let mut job = from_record(&record)?;
         if job.status == JobStatus::Failed {
             job.status = job.failed_stage.unwrap_or(JobStatus::Queued);

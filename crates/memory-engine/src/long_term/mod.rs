@@ -11,6 +11,7 @@ mod config;
 mod content_id;
 mod extraction;
 mod fusion;
+mod indexed_profile_store;
 mod jobs;
 mod query;
 mod recall;
@@ -31,6 +32,7 @@ pub use extraction::{
     detail_windows, merge_candidates, parse_iso_date, render_lines, resolve_relative_dates,
 };
 pub use fusion::{Channel, ChannelRank, Fused, rrf};
+pub use indexed_profile_store::IndexedProfileStore;
 pub use jobs::{IngestJob, JobStatus};
 pub use query::{QueryAnalysis, STOP_WORDS, query_terms};
 pub use recall::{Degradation, RecallHit, RecallItem, RecallRequest, RecallResponse};
@@ -52,7 +54,8 @@ fn in_memory(
     profiles: std::sync::Arc<memory_testkit::in_memory::InMemoryProfiles>,
 ) -> LongTermBackends {
     let jobs = profiles.jobs();
-    LongTermBackends::new(profiles, jobs)
+    let outbox = std::sync::Arc::new(memory_testkit::in_memory::InMemoryKeyValueStore::new());
+    LongTermBackends::new(profiles, jobs, outbox)
 }
 
 #[cfg(test)]

@@ -169,7 +169,7 @@ impl MemoryService {
     /// key lookup, and the HyDE channel and synthesis are reported as degraded. Without an
     /// embedder, the vector channels are reported as degraded.
     pub async fn recall(&self, profile: &str, request: RecallRequest) -> Result<RecallResponse> {
-        let store = self.profiles.open(profile).await?;
+        let store = self.backends.store(profile).await?;
         let text = self.backends.text_index(profile).await?;
         let meter = self.meter(profile);
         let mut degraded = Vec::new();

@@ -546,12 +546,13 @@ async fn fusion_orders_key_over_memory_text_over_raw_text() {
     let store: Arc<dyn memory_core::ports::LongTermMemoryStore> = Arc::new(store);
     let mut profiles = MockMemoryProfiles::new();
     profiles.expect_open().returning(move |_| Ok(store.clone()));
-    let backends = LongTermBackends {
-        records: Arc::new(profiles),
-        text: Arc::new(texts),
-        vectors: Arc::new(InMemoryProfiles::new()),
-        jobs: Arc::new(InMemoryJobQueue::new()),
-    };
+    let backends = LongTermBackends::from_parts(
+        Arc::new(profiles),
+        Arc::new(texts),
+        Arc::new(InMemoryProfiles::new()),
+        Arc::new(InMemoryJobQueue::new()),
+        Arc::new(memory_testkit::in_memory::InMemoryKeyValueStore::new()),
+    );
     let s = MemoryService::new(backends, Arc::new(ManualClock::new(0)));
     let hits = s
         .recall("p", RecallRequest::new("anything", 5))

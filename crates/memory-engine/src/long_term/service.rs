@@ -120,7 +120,12 @@ pub struct ReembedReport {
 /// use memory_testkit::in_memory::{HashingEmbedder, InMemoryProfiles, ManualClock};
 /// use memory_engine::long_term::LongTermBackends;
 /// use memory_testkit::in_memory::InMemoryJobQueue;
-/// let backends = LongTermBackends::new(Arc::new(InMemoryProfiles::new()), Arc::new(InMemoryJobQueue::new()));
+/// use memory_testkit::in_memory::InMemoryKeyValueStore;
+/// let backends = LongTermBackends::new(
+///     Arc::new(InMemoryProfiles::new()),
+///     Arc::new(InMemoryJobQueue::new()),
+///     Arc::new(InMemoryKeyValueStore::new()),
+/// );
 /// let memory = MemoryService::new(backends, Arc::new(ManualClock::new(0)))
 ///     .with_embedder(Arc::new(HashingEmbedder::new(64)));
 /// memory.ingest_messages("team", "chat-1", vec![IngestMessage::new("user", "Deploys happen on Fridays")]).await?;
@@ -199,6 +204,12 @@ impl MemoryService {
     /// Profile names, sorted.
     pub async fn list_profiles(&self) -> Result<Vec<String>> {
         self.profiles.list().await
+    }
+
+    /// Rebuilds the profile's text index from its records (when the engine writes it; an
+    /// index its store writes has nothing to rebuild, and the report says so).
+    pub async fn reindex_text(&self, profile: &str) -> Result<crate::ReindexReport> {
+        self.backends.reindex(profile).await
     }
 
     /// Deletes every trace of a profile (jobs, vectors, text index, records); true if it
@@ -299,7 +310,7 @@ impl MemoryService {
         session: &str,
         messages: Vec<IngestMessage>,
     ) -> Result<IngestReport> {
-        let store = self.profiles.open(profile).await?;
+        let store = self.backends.store(profile).await?;
         let (raw, known, counts) = self.store_raw(store.as_ref(), session, messages).await?;
         let message_ids: Vec<String> = raw.iter().map(|m| m.id.clone()).collect();
         let meter = self.meter(profile);
@@ -502,7 +513,7 @@ impl MemoryService {
         meter: &Meter,
         memories: Vec<MemoryRecord>,
     ) -> Result<(u64, u64, u64)> {
-        let store = self.profiles.open(profile).await?;
+        let store = self.backends.store(profile).await?;
         let mut stored = 0;
         let mut fresh = Vec::new();
         let mut keys: Vec<(MemoryKind, String)> = Vec::new();
@@ -558,8 +569,8 @@ impl MemoryService {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<MemoryPage> {
-        self.profiles
-            .open(profile)
+        self.backends
+            .store(profile)
             .await?
             .list(filter, cursor, limit)
             .await
@@ -571,8 +582,8 @@ impl MemoryService {
             reason: reason.to_owned(),
             at: self.clock.now(),
         };
-        self.profiles
-            .open(profile)
+        self.backends
+            .store(profile)
             .await?
             .forget(id, request)
             .await?;
@@ -587,7 +598,7 @@ impl MemoryService {
     /// Erases a memory and its vector and, when `with_sources`, the raw messages it was
     /// extracted from (and their vectors): the right to erasure.
     pub async fn purge(&self, profile: &str, id: &str, with_sources: bool) -> Result<PurgeReport> {
-        let store = self.profiles.open(profile).await?;
+        let store = self.backends.store(profile).await?;
         let vectors = self.backends.vector_index(profile).await?;
         let memory = store.get_memory(id).await?;
         if let Some(m) = &memory {
@@ -618,7 +629,7 @@ impl MemoryService {
                 "reembed needs an embedder; none is configured",
             ));
         };
-        let store = self.profiles.open(profile).await?;
+        let store = self.backends.store(profile).await?;
         let meter = self.meter(profile);
         index.clear(RAW_NAMESPACE).await?;
         index.clear(MEMORY_NAMESPACE).await?;

@@ -282,3 +282,267 @@ async fn deleting_a_profile_reaches_every_backend() {
     assert!(vectors.model(RAW_NAMESPACE).await.unwrap().is_none());
     assert!(!s.delete_profile("ada").await.unwrap());
 }
+
+/// Records in one backend, a text index the engine writes in another: every write reaches
+/// the index, a failed index write is replayed, and a rebuild restores it.
+mod engine_written_index {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use async_trait::async_trait;
+    use memory_core::ports::{
+        KeyValueStore, MemoryKind, TextDocument, TextHit, TextIndex, TextIndexCapabilities,
+        TextIndexes, TextQuery, namespaces,
+    };
+    use memory_core::{MemoryError, Result, SearchMode};
+    use memory_testkit::in_memory::{
+        InMemoryKeyValueStore, InMemoryProfiles, InMemoryTextIndexes, ManualClock,
+    };
+
+    use super::super::*;
+
+    /// Text indexes whose writes fail while `down` is set.
+    #[derive(Default)]
+    struct FlakyIndexes {
+        inner: InMemoryTextIndexes,
+        down: Arc<AtomicBool>,
+    }
+
+    struct FlakyIndex {
+        inner: Arc<dyn TextIndex>,
+        down: Arc<AtomicBool>,
+    }
+
+    impl FlakyIndex {
+        fn check(&self) -> Result<()> {
+            if self.down.load(Ordering::SeqCst) {
+                Err(MemoryError::backend("flaky", "index unreachable"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    #[async_trait]
+    impl TextIndex for FlakyIndex {
+        fn backend_name(&self) -> &'static str {
+            "flaky"
+        }
+        fn capabilities(&self) -> TextIndexCapabilities {
+            self.inner.capabilities()
+        }
+        async fn upsert(&self, namespace: &str, documents: Vec<TextDocument>) -> Result<()> {
+            self.check()?;
+            self.inner.upsert(namespace, documents).await
+        }
+        async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
+            self.check()?;
+            self.inner.delete(namespace, ids).await
+        }
+        async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>> {
+            self.inner.search(namespace, query).await
+        }
+        async fn count(&self, namespace: &str) -> Result<u64> {
+            self.inner.count(namespace).await
+        }
+        async fn clear(&self, namespace: &str) -> Result<()> {
+            self.check()?;
+            self.inner.clear(namespace).await
+        }
+    }
+
+    #[async_trait]
+    impl TextIndexes for FlakyIndexes {
+        async fn text_index(&self, profile: &str) -> Result<Arc<dyn TextIndex>> {
+            Ok(Arc::new(FlakyIndex {
+                inner: self.inner.text_index(profile).await?,
+                down: Arc::clone(&self.down),
+            }))
+        }
+        async fn delete_text_index(&self, profile: &str) -> Result<()> {
+            self.inner.delete_text_index(profile).await
+        }
+    }
+
+    struct Rig {
+        records: Arc<InMemoryProfiles>,
+        text: Arc<FlakyIndexes>,
+        outbox: Arc<InMemoryKeyValueStore>,
+    }
+
+    impl Rig {
+        fn new() -> Self {
+            Self {
+                records: Arc::new(InMemoryProfiles::new()),
+                text: Arc::new(FlakyIndexes::default()),
+                outbox: Arc::new(InMemoryKeyValueStore::new()),
+            }
+        }
+
+        /// A service (a "process") over the shared backends.
+        fn service(&self) -> MemoryService {
+            let backends = LongTermBackends::from_parts(
+                self.records.clone(),
+                self.text.clone(),
+                self.records.clone(),
+                self.records.jobs(),
+                self.outbox.clone(),
+            );
+            MemoryService::new(backends, Arc::new(ManualClock::new(1_000)))
+        }
+
+        async fn found(&self, namespace: &str, text: &str) -> Vec<String> {
+            let index = self.text.inner.text_index("ada").await.unwrap();
+            let query = TextQuery::new(text, 10).mode(SearchMode::AnyWords);
+            let mut ids: Vec<String> = index
+                .search(namespace, &query)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|h| h.id)
+                .collect();
+            ids.sort();
+            ids
+        }
+    }
+
+    fn fact(content: &str, key: &str) -> RememberRequest {
+        RememberRequest {
+            content: content.into(),
+            session_id: Some("chat".into()),
+            kind: Some(MemoryKind::Fact),
+            key: Some(key.into()),
+        }
+    }
+
+    #[tokio::test]
+    async fn every_write_reaches_an_engine_written_index() {
+        let rig = Rig::new();
+        let s = rig.service();
+        let ingest = s
+            .ingest_messages(
+                "ada",
+                "chat",
+                vec![IngestMessage::new("user", "I moved to Lisbon")],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            rig.found(namespaces::RAW, "lisbon").await,
+            ingest.message_ids
+        );
+        let porto = s
+            .remember("ada", fact("Lives in Porto", "city"))
+            .await
+            .unwrap();
+        assert_eq!(
+            rig.found(namespaces::MEMORIES, "lives").await,
+            std::slice::from_ref(&porto.id)
+        );
+        let lisbon = s
+            .remember("ada", fact("Lives in Lisbon", "city"))
+            .await
+            .unwrap();
+        assert_eq!(
+            rig.found(namespaces::MEMORIES, "lives").await,
+            std::slice::from_ref(&lisbon.id),
+            "a superseded memory leaves the index"
+        );
+        let hits = s
+            .recall("ada", RecallRequest::new("where does she live", 5))
+            .await
+            .unwrap()
+            .hits;
+        assert_eq!(hits[0].item.id(), lisbon.id);
+        s.forget("ada", &lisbon.id, "asked").await.unwrap();
+        assert!(rig.found(namespaces::MEMORIES, "lives").await.is_empty());
+        s.purge("ada", &porto.id, false).await.unwrap();
+        assert!(rig.found(namespaces::MEMORIES, "porto").await.is_empty());
+        let erased = s
+            .remember(
+                "ada",
+                RememberRequest {
+                    content: "Passport X1234567".into(),
+                    session_id: Some("chat".into()),
+                    kind: Some(MemoryKind::Fact),
+                    key: None,
+                },
+            )
+            .await
+            .unwrap();
+        s.purge("ada", &erased.id, false).await.unwrap();
+        assert!(rig.found(namespaces::MEMORIES, "passport").await.is_empty());
+        assert!(
+            rig.outbox.keys("").await.unwrap().is_empty(),
+            "nothing left pending"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_index_outage_is_replayed_before_the_next_recall() {
+        let rig = Rig::new();
+        let s = rig.service();
+        rig.text.down.store(true, Ordering::SeqCst);
+        let ingest = s
+            .ingest_messages(
+                "ada",
+                "chat",
+                vec![IngestMessage::new("user", "The heron nests by the river")],
+            )
+            .await
+            .unwrap();
+        assert_eq!(ingest.new, 1, "the records were written");
+        assert!(
+            s.recall("ada", RecallRequest::new("heron", 5))
+                .await
+                .is_err(),
+            "a recall that would miss a document fails instead"
+        );
+        rig.text.down.store(false, Ordering::SeqCst);
+        // A new process (the old one died) catches up before its first recall.
+        let restarted = rig.service();
+        let hits = restarted
+            .recall("ada", RecallRequest::new("heron", 5))
+            .await
+            .unwrap()
+            .hits;
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].ranks[0].channel, "raw_fts");
+        assert!(rig.outbox.keys("").await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn reindex_rebuilds_a_profiles_text_index() {
+        let rig = Rig::new();
+        let s = rig.service();
+        s.ingest_messages(
+            "ada",
+            "chat",
+            vec![IngestMessage::new("user", "kingfisher sighting")],
+        )
+        .await
+        .unwrap();
+        let kept = s
+            .remember("ada", fact("Likes kingfishers", "bird"))
+            .await
+            .unwrap();
+        s.remember("ada", fact("Likes herons", "bird"))
+            .await
+            .unwrap();
+        let index = rig.text.inner.text_index("ada").await.unwrap();
+        index.clear(namespaces::RAW).await.unwrap();
+        index.clear(namespaces::MEMORIES).await.unwrap();
+        let report = s.reindex_text("ada").await.unwrap();
+        assert_eq!((report.documents, report.rebuilt), (2, true));
+        assert_eq!(rig.found(namespaces::RAW, "kingfisher").await.len(), 1);
+        let memories = rig.found(namespaces::MEMORIES, "likes").await;
+        assert_eq!(memories.len(), 1);
+        assert_ne!(memories[0], kept.id, "only the current version is indexed");
+        // An index its store writes has nothing to rebuild.
+        let plain = MemoryService::new(
+            super::super::in_memory(Arc::new(InMemoryProfiles::new())),
+            Arc::new(ManualClock::new(0)),
+        );
+        assert!(!plain.reindex_text("ada").await.unwrap().rebuilt);
+    }
+}

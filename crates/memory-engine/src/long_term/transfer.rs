@@ -68,7 +68,7 @@ impl MemoryService {
         vectors: bool,
         sink: &mut (dyn FnMut(&str) -> Result<()> + Send),
     ) -> Result<()> {
-        let store = self.profiles.open(profile).await?;
+        let store = self.backends.store(profile).await?;
         let index = if vectors {
             Some(self.backends.vector_index(profile).await?)
         } else {
@@ -152,7 +152,7 @@ impl MemoryService {
                 )));
             }
         }
-        let store = self.profiles.open(profile).await?;
+        let store = self.backends.store(profile).await?;
         let mut report = ImportReport::default();
         let mut raw = Vec::new();
         let mut vectors: std::collections::BTreeMap<String, Vec<VectorRecord>> =

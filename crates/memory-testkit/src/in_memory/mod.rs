@@ -26,7 +26,7 @@ pub use long_term_memory::{InMemoryLongTermMemory, InMemoryProfileIndex, InMemor
 pub use message_store::InMemoryMessageStore;
 pub use session_registry::InMemorySessionRegistry;
 pub use skill_store::InMemorySkillStore;
-pub use text_index::InMemoryTextIndex;
+pub use text_index::{InMemoryTextIndex, InMemoryTextIndexes};
 pub use text_search::{Bm25Corpus, tokenize};
 pub use token_counter::CharRatioTokenCounter;
 pub use vector_index::InMemoryVectorIndex;

@@ -1,10 +1,10 @@
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use memory_core::Result;
 use memory_core::ports::{
-    TextDocument, TextFields, TextHit, TextIndex, TextIndexCapabilities, TextQuery,
+    TextDocument, TextFields, TextHit, TextIndex, TextIndexCapabilities, TextIndexes, TextQuery,
 };
 
 use super::{Bm25Corpus, lock};
@@ -115,6 +115,36 @@ impl TextIndex for InMemoryTextIndex {
 
     async fn clear(&self, namespace: &str) -> Result<()> {
         lock(&self.namespaces).remove(namespace);
+        Ok(())
+    }
+}
+
+/// [`TextIndexes`] with one [`InMemoryTextIndex`] per profile, written by the engine (the
+/// shape of a search engine beside the records, like Tantivy beside Postgres).
+#[derive(Default)]
+pub struct InMemoryTextIndexes {
+    profiles: Mutex<HashMap<String, Arc<InMemoryTextIndex>>>,
+}
+
+impl InMemoryTextIndexes {
+    /// No profiles yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl TextIndexes for InMemoryTextIndexes {
+    async fn text_index(&self, profile: &str) -> Result<Arc<dyn TextIndex>> {
+        memory_core::validate_profile_name(profile)?;
+        Ok(lock(&self.profiles)
+            .entry(profile.to_owned())
+            .or_default()
+            .clone())
+    }
+
+    async fn delete_text_index(&self, profile: &str) -> Result<()> {
+        lock(&self.profiles).remove(profile);
         Ok(())
     }
 }

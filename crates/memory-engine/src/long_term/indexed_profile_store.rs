@@ -1,0 +1,275 @@
+//! Keeps a profile's `raw` and `memories` text namespaces in step with records that do not
+//! write them (the long-term twin of [`crate::IndexedMessageStore`]).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use memory_core::Result;
+use memory_core::ports::{
+    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryRecord,
+    MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore, TextDocument, TextFields,
+    TextIndex, namespaces,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::outbox::Outbox;
+
+/// Records read per page by `reindex`.
+const PAGE: usize = 1_000;
+
+/// What an outbox entry names: raw messages and memories whose documents must be made to
+/// match the records. Ids only: an entry never holds text that a purge must erase.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Pending {
+    raw: Vec<String>,
+    memories: Vec<String>,
+}
+
+/// The `raw` document of a raw message.
+pub(crate) fn raw_document(m: &RawMessage) -> TextDocument {
+    TextDocument::new(&m.id, &m.content).with_fields(TextFields {
+        session: Some(m.session_id.clone()),
+        role: Some(m.role.clone()),
+        time: Some(m.created_at),
+        ..TextFields::default()
+    })
+}
+
+/// The `memories` document of a memory: content and search questions; `None` unless the
+/// memory is current (the namespace holds current memories only).
+pub(crate) fn memory_document(m: &MemoryRecord) -> Option<TextDocument> {
+    if m.superseded_by.is_some() || m.forgotten.is_some() {
+        return None;
+    }
+    let kind = serde_json::to_value(m.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned));
+    Some(
+        TextDocument::new(&m.id, format!("{}\n{}", m.content, m.questions.join("\n"))).with_fields(
+            TextFields {
+                session: m.session_id.clone(),
+                kind,
+                key: m.key.clone(),
+                time: Some(m.recorded_at),
+                ..TextFields::default()
+            },
+        ),
+    )
+}
+
+/// A profile's records wrapped so that every write reaches its text index through a durable
+/// outbox (see [`crate::IndexedMessageStore`] for the protocol).
+pub struct IndexedProfileStore {
+    inner: Arc<dyn LongTermMemoryStore>,
+    index: Arc<dyn TextIndex>,
+    outbox: Outbox<Pending>,
+}
+
+impl IndexedProfileStore {
+    /// Wraps a profile's records; `outbox_prefix` must be the profile's own.
+    pub(crate) fn new(
+        inner: Arc<dyn LongTermMemoryStore>,
+        index: Arc<dyn TextIndex>,
+        outbox: Arc<dyn memory_core::ports::KeyValueStore>,
+        outbox_prefix: String,
+    ) -> Self {
+        Self {
+            inner,
+            index,
+            outbox: Outbox::new(outbox, outbox_prefix),
+        }
+    }
+
+    async fn write<T>(
+        &self,
+        pending: Pending,
+        write: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let key = self.outbox.record(&pending).await?;
+        let result = write.await;
+        self.outbox.settle(&key, self.sync(&pending).await).await;
+        result
+    }
+
+    /// Makes the named documents match the records.
+    async fn sync(&self, pending: &Pending) -> Result<()> {
+        if !pending.raw.is_empty() {
+            let present = self.inner.raw_by_ids(&pending.raw).await?;
+            let gone: Vec<String> = pending
+                .raw
+                .iter()
+                .filter(|id| !present.iter().any(|m| m.id == **id))
+                .cloned()
+                .collect();
+            if !present.is_empty() {
+                let docs = present.iter().map(raw_document).collect();
+                self.index.upsert(namespaces::RAW, docs).await?;
+            }
+            if !gone.is_empty() {
+                self.index.delete(namespaces::RAW, &gone).await?;
+            }
+        }
+        let (mut docs, mut gone) = (Vec::new(), Vec::new());
+        for id in &pending.memories {
+            match self
+                .inner
+                .get_memory(id)
+                .await?
+                .as_ref()
+                .and_then(memory_document)
+            {
+                Some(doc) => docs.push(doc),
+                None => gone.push(id.clone()),
+            }
+        }
+        if !docs.is_empty() {
+            self.index.upsert(namespaces::MEMORIES, docs).await?;
+        }
+        if !gone.is_empty() {
+            self.index.delete(namespaces::MEMORIES, &gone).await?;
+        }
+        Ok(())
+    }
+
+    /// Replays the outbox if an entry may be waiting (before a search).
+    pub(crate) async fn catch_up_if_pending(&self) -> Result<()> {
+        if self.outbox.is_pending() {
+            self.outbox
+                .replay(|pending| async move { self.sync(&pending).await })
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Rebuilds both namespaces from the records; returns the documents written.
+    pub(crate) async fn reindex(&self) -> Result<u64> {
+        self.index.clear(namespaces::RAW).await?;
+        self.index.clear(namespaces::MEMORIES).await?;
+        let mut written = 0;
+        let mut cursor = None;
+        loop {
+            let (page, next) = self.inner.raw_page(cursor, PAGE).await?;
+            written += page.len() as u64;
+            if !page.is_empty() {
+                let docs = page.iter().map(raw_document).collect();
+                self.index.upsert(namespaces::RAW, docs).await?;
+            }
+            match next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        let mut cursor = None;
+        loop {
+            let page = self
+                .inner
+                .list(&MemoryFilter::default(), cursor, PAGE)
+                .await?;
+            let docs: Vec<TextDocument> =
+                page.memories.iter().filter_map(memory_document).collect();
+            written += docs.len() as u64;
+            if !docs.is_empty() {
+                self.index.upsert(namespaces::MEMORIES, docs).await?;
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        self.outbox.clear().await?;
+        Ok(written)
+    }
+}
+
+#[async_trait]
+impl RawMessageStore for IndexedProfileStore {
+    async fn insert_raw(&self, messages: Vec<RawMessage>) -> Result<RawMessageInsert> {
+        let raw = messages.iter().map(|m| m.id.clone()).collect();
+        let pending = Pending {
+            raw,
+            ..Pending::default()
+        };
+        self.write(pending, self.inner.insert_raw(messages)).await
+    }
+
+    async fn raw_page(
+        &self,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<RawMessage>, Option<String>)> {
+        self.inner.raw_page(cursor, limit).await
+    }
+
+    async fn raw_by_ids(&self, ids: &[String]) -> Result<Vec<RawMessage>> {
+        self.inner.raw_by_ids(ids).await
+    }
+
+    async fn raw_neighbors(&self, ids: &[String], radius: usize) -> Result<Vec<RawMessage>> {
+        self.inner.raw_neighbors(ids, radius).await
+    }
+
+    async fn purge_raw(&self, ids: &[String]) -> Result<u64> {
+        let pending = Pending {
+            raw: ids.to_vec(),
+            ..Pending::default()
+        };
+        self.write(pending, self.inner.purge_raw(ids)).await
+    }
+}
+
+#[async_trait]
+impl MemoryRecordStore for IndexedProfileStore {
+    async fn insert_memory(&self, memory: MemoryRecord) -> Result<()> {
+        let pending = Pending {
+            memories: vec![memory.id.clone()],
+            ..Pending::default()
+        };
+        self.write(pending, self.inner.insert_memory(memory)).await
+    }
+
+    async fn get_memory(&self, id: &str) -> Result<Option<MemoryRecord>> {
+        self.inner.get_memory(id).await
+    }
+
+    async fn current_by_key(&self, kind: MemoryKind, key: &str) -> Result<Option<MemoryRecord>> {
+        self.inner.current_by_key(kind, key).await
+    }
+
+    async fn supersede(&self, old_id: &str, new_id: &str) -> Result<()> {
+        let pending = Pending {
+            memories: vec![old_id.to_owned(), new_id.to_owned()],
+            ..Pending::default()
+        };
+        self.write(pending, self.inner.supersede(old_id, new_id))
+            .await
+    }
+
+    async fn versions(&self, kind: MemoryKind, key: &str) -> Result<Vec<MemoryRecord>> {
+        self.inner.versions(kind, key).await
+    }
+
+    async fn list(
+        &self,
+        filter: &MemoryFilter,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<MemoryPage> {
+        self.inner.list(filter, cursor, limit).await
+    }
+
+    async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()> {
+        let pending = Pending {
+            memories: vec![id.to_owned()],
+            ..Pending::default()
+        };
+        self.write(pending, self.inner.forget(id, request)).await
+    }
+
+    async fn purge(&self, id: &str) -> Result<bool> {
+        let pending = Pending {
+            memories: vec![id.to_owned()],
+            ..Pending::default()
+        };
+        self.write(pending, self.inner.purge(id)).await
+    }
+}
