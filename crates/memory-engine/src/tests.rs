@@ -722,78 +722,33 @@ mod splitting {
 /// search, the model, and faults between the store write and the index write.
 mod index_sync {
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
 
-    use async_trait::async_trait;
-    use memory_core::ports::{
-        KeyValueStore, MessageStore, MessageStoreExt, TextDocument, TextHit, TextIndex,
-        TextIndexCapabilities, TextQuery,
-    };
-    use memory_core::{MemoryError, Parent, Result, Role, SearchQuery, SessionId, UiMessage};
+    use memory_core::ports::{KeyValueStore, MessageStore, MessageStoreExt, TextIndex};
+    use memory_core::{MemoryError, Parent, Role, SearchQuery, SessionId, UiMessage};
+    use memory_testkit::faults::{FlakyTextIndex, Outage};
     use memory_testkit::in_memory::{
         InMemoryKeyValueStore, InMemoryMessageStore, InMemoryTextIndex,
     };
 
     use crate::{IndexedMessageStore, MessageSearch};
 
-    /// An index that fails every write while `down` is set.
-    struct FlakyIndex {
-        inner: InMemoryTextIndex,
-        down: AtomicBool,
-    }
-
-    impl FlakyIndex {
-        fn check(&self) -> Result<()> {
-            if self.down.load(Ordering::SeqCst) {
-                Err(MemoryError::backend("flaky", "index unreachable"))
-            } else {
-                Ok(())
-            }
-        }
-    }
-
-    #[async_trait]
-    impl TextIndex for FlakyIndex {
-        fn backend_name(&self) -> &'static str {
-            "flaky"
-        }
-        fn capabilities(&self) -> TextIndexCapabilities {
-            self.inner.capabilities()
-        }
-        async fn upsert(&self, namespace: &str, documents: Vec<TextDocument>) -> Result<()> {
-            self.check()?;
-            self.inner.upsert(namespace, documents).await
-        }
-        async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
-            self.check()?;
-            self.inner.delete(namespace, ids).await
-        }
-        async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>> {
-            self.inner.search(namespace, query).await
-        }
-        async fn count(&self, namespace: &str) -> Result<u64> {
-            self.inner.count(namespace).await
-        }
-        async fn clear(&self, namespace: &str) -> Result<()> {
-            self.check()?;
-            self.inner.clear(namespace).await
-        }
-    }
-
     struct Rig {
         raw: Arc<InMemoryMessageStore>,
-        index: Arc<FlakyIndex>,
+        healthy: Arc<InMemoryTextIndex>,
+        index: Arc<FlakyTextIndex>,
+        outage: Outage,
         outbox: Arc<InMemoryKeyValueStore>,
     }
 
     impl Rig {
         fn new() -> Self {
+            let healthy = Arc::new(InMemoryTextIndex::new());
+            let outage = Outage::new();
             Self {
                 raw: Arc::new(InMemoryMessageStore::new()),
-                index: Arc::new(FlakyIndex {
-                    inner: InMemoryTextIndex::new(),
-                    down: AtomicBool::new(false),
-                }),
+                index: Arc::new(FlakyTextIndex::new(healthy.clone(), outage.clone())),
+                healthy,
+                outage,
                 outbox: Arc::new(InMemoryKeyValueStore::new()),
             }
         }
@@ -804,7 +759,7 @@ mod index_sync {
         }
 
         fn set_down(&self, down: bool) {
-            self.index.down.store(down, Ordering::SeqCst);
+            self.outage.set_down(down);
         }
     }
 
@@ -922,8 +877,7 @@ mod index_sync {
                 .await
                 .unwrap();
         }
-        rig.index
-            .inner
+        rig.healthy
             .clear(memory_core::ports::namespaces::MESSAGES)
             .await
             .unwrap();

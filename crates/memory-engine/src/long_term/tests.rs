@@ -287,94 +287,33 @@ async fn deleting_a_profile_reaches_every_backend() {
 /// the index, a failed index write is replayed, and a rebuild restores it.
 mod engine_written_index {
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
 
-    use async_trait::async_trait;
-    use memory_core::ports::{
-        KeyValueStore, MemoryKind, TextDocument, TextHit, TextIndex, TextIndexCapabilities,
-        TextIndexes, TextQuery, namespaces,
-    };
-    use memory_core::{MemoryError, Result, SearchMode};
+    use memory_core::SearchMode;
+    use memory_core::ports::{KeyValueStore, MemoryKind, TextIndexes, TextQuery, namespaces};
+    use memory_testkit::faults::{FlakyTextIndexes, Outage};
     use memory_testkit::in_memory::{
         InMemoryKeyValueStore, InMemoryProfiles, InMemoryTextIndexes, ManualClock,
     };
 
     use super::super::*;
 
-    /// Text indexes whose writes fail while `down` is set.
-    #[derive(Default)]
-    struct FlakyIndexes {
-        inner: InMemoryTextIndexes,
-        down: Arc<AtomicBool>,
-    }
-
-    struct FlakyIndex {
-        inner: Arc<dyn TextIndex>,
-        down: Arc<AtomicBool>,
-    }
-
-    impl FlakyIndex {
-        fn check(&self) -> Result<()> {
-            if self.down.load(Ordering::SeqCst) {
-                Err(MemoryError::backend("flaky", "index unreachable"))
-            } else {
-                Ok(())
-            }
-        }
-    }
-
-    #[async_trait]
-    impl TextIndex for FlakyIndex {
-        fn backend_name(&self) -> &'static str {
-            "flaky"
-        }
-        fn capabilities(&self) -> TextIndexCapabilities {
-            self.inner.capabilities()
-        }
-        async fn upsert(&self, namespace: &str, documents: Vec<TextDocument>) -> Result<()> {
-            self.check()?;
-            self.inner.upsert(namespace, documents).await
-        }
-        async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
-            self.check()?;
-            self.inner.delete(namespace, ids).await
-        }
-        async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>> {
-            self.inner.search(namespace, query).await
-        }
-        async fn count(&self, namespace: &str) -> Result<u64> {
-            self.inner.count(namespace).await
-        }
-        async fn clear(&self, namespace: &str) -> Result<()> {
-            self.check()?;
-            self.inner.clear(namespace).await
-        }
-    }
-
-    #[async_trait]
-    impl TextIndexes for FlakyIndexes {
-        async fn text_index(&self, profile: &str) -> Result<Arc<dyn TextIndex>> {
-            Ok(Arc::new(FlakyIndex {
-                inner: self.inner.text_index(profile).await?,
-                down: Arc::clone(&self.down),
-            }))
-        }
-        async fn delete_text_index(&self, profile: &str) -> Result<()> {
-            self.inner.delete_text_index(profile).await
-        }
-    }
-
     struct Rig {
         records: Arc<InMemoryProfiles>,
-        text: Arc<FlakyIndexes>,
+        indexes: Arc<InMemoryTextIndexes>,
+        text: Arc<FlakyTextIndexes>,
+        outage: Outage,
         outbox: Arc<InMemoryKeyValueStore>,
     }
 
     impl Rig {
         fn new() -> Self {
+            let indexes = Arc::new(InMemoryTextIndexes::new());
+            let outage = Outage::new();
             Self {
                 records: Arc::new(InMemoryProfiles::new()),
-                text: Arc::new(FlakyIndexes::default()),
+                text: Arc::new(FlakyTextIndexes::new(indexes.clone(), outage.clone())),
+                indexes,
+                outage,
                 outbox: Arc::new(InMemoryKeyValueStore::new()),
             }
         }
@@ -392,7 +331,7 @@ mod engine_written_index {
         }
 
         async fn found(&self, namespace: &str, text: &str) -> Vec<String> {
-            let index = self.text.inner.text_index("ada").await.unwrap();
+            let index = self.indexes.text_index("ada").await.unwrap();
             let query = TextQuery::new(text, 10).mode(SearchMode::AnyWords);
             let mut ids: Vec<String> = index
                 .search(namespace, &query)
@@ -482,7 +421,7 @@ mod engine_written_index {
     async fn an_index_outage_is_replayed_before_the_next_recall() {
         let rig = Rig::new();
         let s = rig.service();
-        rig.text.down.store(true, Ordering::SeqCst);
+        rig.outage.set_down(true);
         let ingest = s
             .ingest_messages(
                 "ada",
@@ -498,7 +437,7 @@ mod engine_written_index {
                 .is_err(),
             "a recall that would miss a document fails instead"
         );
-        rig.text.down.store(false, Ordering::SeqCst);
+        rig.outage.set_down(false);
         // A new process (the old one died) catches up before its first recall.
         let restarted = rig.service();
         let hits = restarted
@@ -529,7 +468,7 @@ mod engine_written_index {
         s.remember("ada", fact("Likes herons", "bird"))
             .await
             .unwrap();
-        let index = rig.text.inner.text_index("ada").await.unwrap();
+        let index = rig.indexes.text_index("ada").await.unwrap();
         index.clear(namespaces::RAW).await.unwrap();
         index.clear(namespaces::MEMORIES).await.unwrap();
         let report = s.reindex_text("ada").await.unwrap();
