@@ -11,12 +11,12 @@ use memory_core::ports::Embedder;
 use memory_core::{MemoryError, Result};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+use crate::error::CandleError;
 use crate::model_dir::{ModelFiles, default_model_dir};
 
 /// The model id recorded with every vector this embedder makes.
 pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2";
 
-const BACKEND: &str = "candle";
 /// The sentence-transformers setting for this model: longer inputs are truncated.
 const MAX_TOKENS: usize = 256;
 /// Texts per forward pass; inputs are sorted by length first so a batch pads little.
@@ -46,15 +46,12 @@ impl std::fmt::Debug for LocalEmbedder {
     }
 }
 
-fn backend(err: impl std::error::Error + Send + Sync + 'static) -> MemoryError {
-    MemoryError::backend(BACKEND, err)
+fn backend(err: impl Into<CandleError>) -> MemoryError {
+    err.into().into()
 }
 
 fn tokenizer_error(err: tokenizers::Error) -> MemoryError {
-    MemoryError::Backend {
-        backend: BACKEND,
-        source: err,
-    }
+    CandleError::Tokenizer(err).into()
 }
 
 impl LocalEmbedder {

@@ -19,6 +19,7 @@
 //! [candle]: https://github.com/huggingface/candle
 
 mod embedder;
+mod error;
 mod model_dir;
 
 pub use embedder::{LocalEmbedder, MODEL_ID};

@@ -129,7 +129,7 @@ impl SkillStore for MarkdownSkills {
             Ok(out)
         })
         .await
-        .map_err(|e| MemoryError::backend(crate::error::BACKEND, e))??;
+        .map_err(crate::error::task)??;
         skills.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(skills)
     }

@@ -6,7 +6,7 @@ use memory_core::{MemoryError, Result};
 use serde_json::{Value, json};
 
 use crate::config::OpenAiConfig;
-use crate::http::{BACKEND, Endpoint};
+use crate::http::Endpoint;
 
 /// Inputs per request unless configured otherwise.
 pub const DEFAULT_EMBEDDING_BATCH: usize = 128;
@@ -58,9 +58,7 @@ impl OpenAiEmbedder {
     async fn embed_batch(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let body = json!({"model": self.model_id, "input": texts, "encoding_format": "float"});
         let reply = self.endpoint.post("embeddings", &body, &[]).await?;
-        let malformed = |what: &str| {
-            MemoryError::backend(BACKEND, format!("malformed /embeddings reply: {what}"))
-        };
+        let malformed = |what: &str| crate::error::malformed("/embeddings reply", what);
         let data = reply
             .get("data")
             .and_then(Value::as_array)

@@ -3,14 +3,13 @@
 
 use std::time::Duration;
 
-use memory_core::{MemoryError, Result};
+use memory_core::Result;
 use reqwest::StatusCode;
 use serde_json::Value;
 use tracing::warn;
 
 use crate::config::OpenAiConfig;
-
-pub(crate) const BACKEND: &str = "openai";
+use crate::error::OpenAiError;
 
 /// A configured client for one endpoint.
 #[derive(Debug, Clone)]
@@ -24,7 +23,7 @@ impl Endpoint {
         let client = reqwest::Client::builder()
             .timeout(config.timeout)
             .build()
-            .map_err(|e| MemoryError::backend(BACKEND, e))?;
+            .map_err(OpenAiError::Client)?;
         Ok(Self { client, config })
     }
 
@@ -71,32 +70,35 @@ impl Endpoint {
                         .and_then(|v| v.trim().parse::<u64>().ok())
                         .map(Duration::from_secs);
                     if status.is_success() {
-                        return response.json().await.map_err(|e| {
-                            MemoryError::backend(BACKEND, format!("response is not JSON: {e}"))
-                        });
+                        return response
+                            .json()
+                            .await
+                            .map_err(|e| OpenAiError::NotJson(e).into());
                     }
                     let text = response.text().await.unwrap_or_default();
                     let excerpt: String = text.chars().take(300).collect();
                     let retryable =
                         status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
-                    (
-                        retryable,
-                        retry_after,
-                        format!("HTTP {status} from {url}: {excerpt}"),
-                    )
+                    let error = OpenAiError::Status {
+                        status,
+                        url: url.clone(),
+                        excerpt,
+                        attempts: attempt + 1,
+                    };
+                    (retryable, retry_after, error)
                 }
                 Err(e) => (
                     e.is_timeout() || e.is_connect() || e.is_request(),
                     None,
-                    format!("request to {url} failed: {e}"),
+                    OpenAiError::Request {
+                        url: url.clone(),
+                        source: e,
+                        attempts: attempt + 1,
+                    },
                 ),
             };
             if !retryable || attempt >= self.config.max_retries {
-                let tries = attempt + 1;
-                return Err(MemoryError::backend(
-                    BACKEND,
-                    format!("{error} (after {tries} attempt(s))"),
-                ));
+                return Err(error.into());
             }
             let wait = self.backoff(attempt, retry_after);
             warn!(attempt, ?wait, %error, route, "retrying");

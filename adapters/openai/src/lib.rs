@@ -27,6 +27,7 @@
 mod chat;
 mod config;
 mod embeddings;
+mod error;
 mod http;
 mod wire;
 

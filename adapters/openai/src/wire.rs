@@ -60,7 +60,7 @@ pub(crate) struct Parsed {
 }
 
 fn malformed(what: &str) -> MemoryError {
-    MemoryError::backend("openai", format!("malformed chat completion: {what}"))
+    crate::error::malformed("chat completion", what)
 }
 
 /// Parses a chat-completion response body.

@@ -1,6 +1,6 @@
 use std::str::FromStr;
 
-use memory_core::{MemoryError, Result};
+use memory_core::Result;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -8,7 +8,7 @@ use sqlx::{Sqlite, Transaction};
 use tracing::debug;
 
 use crate::config::{SqliteConfig, Synchronous};
-use crate::error::{BACKEND, db, migrate};
+use crate::error::{db, migrate};
 
 /// An open database: one writer connection and a pool of readers. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -21,9 +21,7 @@ impl SqliteDatabase {
     /// Opens (creating if needed) the database and applies pending migrations.
     pub async fn open(config: SqliteConfig) -> Result<Self> {
         if let Some(dir) = config.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                MemoryError::backend(BACKEND, format!("cannot create {}: {e}", dir.display()))
-            })?;
+            std::fs::create_dir_all(dir).map_err(|e| crate::error::io(dir, e))?;
         }
         let base = SqliteConnectOptions::from_str("sqlite:")
             .map_err(db)?

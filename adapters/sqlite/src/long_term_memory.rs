@@ -12,7 +12,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use crate::database::SqliteDatabase;
-use crate::error::{BACKEND, db};
+use crate::error::db;
 use crate::profile_index::SqliteProfileIndex;
 use crate::{SqliteConfig, SqliteVectorIndex};
 
@@ -405,10 +405,7 @@ impl SqliteLongTermMemory {
             tracing::debug!(attempt, "WAL checkpoint blocked by a reader; retrying");
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
-        Err(MemoryError::backend(
-            BACKEND,
-            "erasure: readers kept the WAL from being truncated; retry the purge",
-        ))
+        Err(crate::error::wal_busy())
     }
 }
 
@@ -471,15 +468,10 @@ impl MemoryProfiles for SqliteProfiles {
         let entries = match std::fs::read_dir(&self.root) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(names),
-            Err(e) => {
-                return Err(MemoryError::backend(
-                    BACKEND,
-                    format!("{}: {e}", self.root.display()),
-                ));
-            }
+            Err(e) => return Err(crate::error::io(&self.root, e)),
         };
         for entry in entries {
-            let entry = entry.map_err(|e| MemoryError::backend(BACKEND, e))?;
+            let entry = entry.map_err(|e| crate::error::io(&self.root, e))?;
             let file = entry.file_name().to_string_lossy().into_owned();
             if let Some(name) = file.strip_suffix(".db")
                 && validate_profile_name(name).is_ok()
@@ -503,12 +495,7 @@ impl MemoryProfiles for SqliteProfiles {
             match std::fs::remove_file(&file) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    return Err(MemoryError::backend(
-                        BACKEND,
-                        format!("{}: {e}", file.display()),
-                    ));
-                }
+                Err(e) => return Err(crate::error::io(&file, e)),
             }
         }
         Ok(existed)

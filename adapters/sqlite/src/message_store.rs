@@ -4,8 +4,8 @@ use async_trait::async_trait;
 use futures::TryStreamExt;
 use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
 use memory_core::{
-    AppendOutcome, CompactionRecord, MemoryError, NewCompaction, NewMessage, Parent, PathEntry,
-    Result, Role, SessionId, StoredMessage, Timestamp, UiMessage, validate_message_id,
+    AppendOutcome, CompactionRecord, MemoryError, MessagePage, NewCompaction, NewMessage, Parent,
+    PathEntry, Result, Role, SessionId, StoredMessage, Timestamp, UiMessage, validate_message_id,
 };
 use sqlx::{Row, SqliteConnection};
 
@@ -124,7 +124,7 @@ pub(crate) async fn ensure_session_key(
         .map_err(db)?;
     session_key(conn, session)
         .await?
-        .ok_or_else(|| MemoryError::backend(BACKEND, "session key vanished inside a transaction"))
+        .ok_or_else(|| crate::error::invariant("session key vanished inside a transaction"))
 }
 
 async fn find(conn: &mut SqliteConnection, key: i64, id: &str) -> Result<Option<Found>> {
@@ -191,11 +191,10 @@ async fn segments(conn: &mut SqliteConnection, leaf: i64) -> Result<Vec<Segment>
         .fetch_optional(&mut *conn)
         .await
         .map_err(db)?
-        .ok_or_else(|| MemoryError::backend(BACKEND, format!("path walk lost message seq {seq}")))?;
+        .ok_or_else(|| crate::error::invariant("a path walk lost a message of the run"))?;
         let (run_id, head, parent): (i64, i64, Option<i64>) = (row.get(0), row.get(1), row.get(2));
         if parent.is_some_and(|p| p >= head) {
-            return Err(MemoryError::backend(
-                BACKEND,
+            return Err(crate::error::invariant(
                 "corrupt tree: a parent is newer than its child",
             ));
         }
@@ -410,33 +409,51 @@ impl MessageStore for SqliteMessageStore {
     async fn messages(
         &self,
         session: &SessionId,
-        after_seq: Option<i64>,
+        cursor: Option<String>,
         limit: usize,
-    ) -> Result<Vec<StoredMessage>> {
+    ) -> Result<MessagePage> {
+        let after: i64 = match cursor.as_deref() {
+            Some(c) => c
+                .parse()
+                .map_err(|_| MemoryError::invalid(format!("invalid message cursor {c:?}")))?,
+            None => i64::MIN,
+        };
         let mut conn = self.db.reader.begin().await.map_err(db)?;
         let Some(key) = session_key(&mut conn, session).await? else {
-            return Ok(Vec::new());
+            return Ok(MessagePage {
+                messages: Vec::new(),
+                next_cursor: None,
+            });
         };
         let rows = sqlx::query(
             "SELECT m.seq, m.content, p.id FROM messages m LEFT JOIN messages p ON p.seq = m.parent_seq \
              WHERE m.session_key = ? AND m.seq > ? ORDER BY m.seq LIMIT ?",
         )
         .bind(key)
-        .bind(after_seq.unwrap_or(i64::MIN))
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(after)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
         .fetch_all(&mut *conn)
         .await
         .map_err(db)?;
-        rows.iter()
-            .map(|row| {
-                let json: &str = row.get(1);
-                Ok(StoredMessage {
-                    seq: row.get(0),
-                    message: decode(json)?,
-                    parent_id: row.get(2),
-                })
-            })
-            .collect()
+        let more = rows.len() > limit;
+        let mut messages = Vec::with_capacity(rows.len().min(limit));
+        let mut last = None;
+        for row in rows.iter().take(limit) {
+            let json: &str = row.get(1);
+            last = Some(row.get::<i64, _>(0));
+            messages.push(StoredMessage {
+                message: decode(json)?,
+                parent_id: row.get(2),
+            });
+        }
+        Ok(MessagePage {
+            messages,
+            next_cursor: if more {
+                last.map(|s| s.to_string())
+            } else {
+                None
+            },
+        })
     }
 
     async fn add_compaction(

@@ -10,7 +10,7 @@ use memory_core::{MemoryError, Result};
 use sqlx::Row;
 
 use crate::database::SqliteDatabase;
-use crate::error::{BACKEND, db};
+use crate::error::db;
 use crate::vector_matrix::VectorMatrix;
 
 /// Exact cosine search over vectors kept in SQLite.
@@ -31,7 +31,7 @@ struct Namespace {
 }
 
 fn poisoned() -> MemoryError {
-    MemoryError::backend(BACKEND, "vector cache lock poisoned")
+    crate::error::invariant("vector cache lock poisoned")
 }
 
 fn encode(vector: &[f32]) -> Vec<u8> {
@@ -203,7 +203,7 @@ impl VectorIndex for SqliteVectorIndex {
                 .collect())
         })
         .await
-        .map_err(|e| MemoryError::backend(BACKEND, e))?
+        .map_err(crate::error::task_failed)?
     }
 
     async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>> {

@@ -70,6 +70,18 @@ pub enum MemoryError {
         /// What could not be (de)serialized.
         message: String,
     },
+    /// A failure that may pass if the same call is retried later: a lost connection, a
+    /// timeout, a busy or locked database, a serialization failure between concurrent
+    /// transactions, a rate limit. Nothing was changed by the failed call, or the change is
+    /// safe to repeat (every write of the ports is idempotent or atomic).
+    #[error("{backend} is temporarily unavailable: {source}")]
+    Transient {
+        /// The adapter that failed.
+        backend: &'static str,
+        /// The underlying cause.
+        #[source]
+        source: Box<dyn StdError + Send + Sync>,
+    },
     /// Any other failure of the backend (I/O, driver, network).
     #[error("{backend} error: {source}")]
     Backend {
@@ -106,6 +118,28 @@ impl MemoryError {
             backend,
             source: source.into(),
         }
+    }
+
+    /// A [`MemoryError::Transient`], for failures a caller may retry.
+    pub fn transient(
+        backend: &'static str,
+        source: impl Into<Box<dyn StdError + Send + Sync>>,
+    ) -> Self {
+        Self::Transient {
+            backend,
+            source: source.into(),
+        }
+    }
+
+    /// True for [`MemoryError::Transient`]: retrying the same call later may succeed.
+    ///
+    /// ```
+    /// use memory_core::MemoryError;
+    /// assert!(MemoryError::transient("postgres", "connection reset").is_transient());
+    /// assert!(!MemoryError::invalid("bad id").is_transient());
+    /// ```
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Transient { .. })
     }
 
     /// A [`MemoryError::Serialization`].

@@ -80,15 +80,23 @@ pub struct PathEntry {
     pub bytes: u64,
 }
 
-/// A message as stored: with its parent and its position in insertion order.
+/// A message as stored, with its parent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredMessage {
     /// The message.
     pub message: UiMessage,
     /// The parent id (`None` for a root).
     pub parent_id: Option<String>,
-    /// Monotonic insertion sequence within the store (later appends have larger values).
-    pub seq: i64,
+}
+
+/// A page of a session's messages in insertion order, with the cursor of the next page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessagePage {
+    /// The messages.
+    pub messages: Vec<StoredMessage>,
+    /// Pass back unchanged for the next page; `None` at the end. Opaque: its form is the
+    /// adapter's.
+    pub next_cursor: Option<String>,
 }
 
 /// The recent part of a path that fits a byte budget.
@@ -126,6 +134,7 @@ pub struct CompactionRecord {
     pub to_message_id: String,
     /// When it was recorded.
     pub created_at: Timestamp,
-    /// Monotonic order of recording; breaks timestamp ties deterministically.
+    /// Recording order within the session: assigned atomically by the store, strictly
+    /// increasing within one session (not comparable across sessions); breaks timestamp ties.
     pub seq: i64,
 }

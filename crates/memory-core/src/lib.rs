@@ -25,8 +25,8 @@ pub mod tools;
 pub use context::{BlockKind, BlockScope, ContextBlock};
 pub use error::{MemoryError, Result};
 pub use history::{
-    AppendOutcome, CompactionRecord, NewCompaction, NewMessage, Parent, PathEntry, RecentHistory,
-    StoredMessage,
+    AppendOutcome, CompactionRecord, MessagePage, NewCompaction, NewMessage, Parent, PathEntry,
+    RecentHistory, StoredMessage,
 };
 pub use ids::{COMPACTION_PREFIX, SessionId, validate_message_id, validate_profile_name};
 pub use message::{Part, Role, ToolPart, ToolState, UiMessage};

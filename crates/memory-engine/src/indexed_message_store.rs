@@ -8,8 +8,8 @@ use memory_core::ports::{
     message_document_id, namespaces,
 };
 use memory_core::{
-    AppendOutcome, CompactionRecord, NewCompaction, NewMessage, PathEntry, Result, SessionId,
-    StoredMessage, UiMessage,
+    AppendOutcome, CompactionRecord, MessagePage, NewCompaction, NewMessage, PathEntry, Result,
+    SessionId, UiMessage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -143,12 +143,11 @@ impl IndexedMessageStore {
         self.index.clear(namespaces::MESSAGES).await?;
         let mut written = 0;
         for session in sessions {
-            let mut after = None;
+            let mut cursor = None;
             loop {
-                let page = self.inner.messages(session, after, PAGE).await?;
-                let Some(last) = page.last() else { break };
-                after = Some(last.seq);
+                let page = self.inner.messages(session, cursor, PAGE).await?;
                 let documents: Vec<TextDocument> = page
+                    .messages
                     .iter()
                     .filter_map(|m| message_document(session, &m.message))
                     .collect();
@@ -156,8 +155,9 @@ impl IndexedMessageStore {
                 if !documents.is_empty() {
                     self.index.upsert(namespaces::MESSAGES, documents).await?;
                 }
-                if page.len() < PAGE {
-                    break;
+                match page.next_cursor {
+                    Some(next) => cursor = Some(next),
+                    None => break,
                 }
             }
         }
@@ -169,17 +169,15 @@ impl IndexedMessageStore {
     /// Every message id of a session.
     async fn all_ids(&self, session: &SessionId) -> Result<Vec<String>> {
         let mut ids = Vec::new();
-        let mut after = None;
+        let mut cursor = None;
         loop {
-            let page = self.inner.messages(session, after, PAGE).await?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.seq);
-            ids.extend(page.iter().map(|m| m.message.id.clone()));
-            if page.len() < PAGE {
-                break;
+            let page = self.inner.messages(session, cursor, PAGE).await?;
+            ids.extend(page.messages.iter().map(|m| m.message.id.clone()));
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(ids),
             }
         }
-        Ok(ids)
     }
 }
 
@@ -254,10 +252,10 @@ impl MessageStore for IndexedMessageStore {
     async fn messages(
         &self,
         session: &SessionId,
-        after_seq: Option<i64>,
+        cursor: Option<String>,
         limit: usize,
-    ) -> Result<Vec<StoredMessage>> {
-        self.inner.messages(session, after_seq, limit).await
+    ) -> Result<MessagePage> {
+        self.inner.messages(session, cursor, limit).await
     }
 
     async fn add_compaction(

@@ -21,8 +21,8 @@ use memory_core::ports::{
     VectorIndex, VectorIndexes, VectorRecord, WritableContextProvider,
 };
 use memory_core::{
-    AppendOutcome, CompactionRecord, NewCompaction, NewMessage, NewSession, PathEntry, Result,
-    SessionId, SessionInfo, SessionPatch, SessionUsage, StoredMessage, Timestamp, UiMessage,
+    AppendOutcome, CompactionRecord, MessagePage, NewCompaction, NewMessage, NewSession, PathEntry,
+    Result, SessionId, SessionInfo, SessionPatch, SessionUsage, Timestamp, UiMessage,
 };
 use mockall::mock;
 
@@ -43,7 +43,7 @@ mock! {
         async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>>;
         async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>>;
         async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>>;
-        async fn messages(&self, session: &SessionId, after_seq: Option<i64>, limit: usize) -> Result<Vec<StoredMessage>>;
+        async fn messages(&self, session: &SessionId, cursor: Option<String>, limit: usize) -> Result<MessagePage>;
         async fn add_compaction(&self, session: &SessionId, compaction: NewCompaction) -> Result<CompactionRecord>;
         async fn compactions(&self, session: &SessionId) -> Result<Vec<CompactionRecord>>;
     }

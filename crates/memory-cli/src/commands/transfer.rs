@@ -55,13 +55,11 @@ pub async fn export(app: &App, session: &str, output: Option<PathBuf>) -> Result
     let write_err = |e| CliError::io("writing the export", e);
     serde_json::to_writer(&mut out, &Line::Session { session: info })?;
     out.write_all(b"\n").map_err(write_err)?;
-    let mut after = None;
+    let mut cursor = None;
     let mut count = 0usize;
     loop {
-        let page = app.store.messages(&id, after, PAGE).await?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.seq);
-        for stored in page {
+        let page = app.store.messages(&id, cursor, PAGE).await?;
+        for stored in page.messages {
             let line = Line::Message {
                 session_id: id.clone(),
                 parent_id: stored.parent_id,
@@ -70,6 +68,10 @@ pub async fn export(app: &App, session: &str, output: Option<PathBuf>) -> Result
             serde_json::to_writer(&mut out, &line)?;
             out.write_all(b"\n").map_err(write_err)?;
             count += 1;
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
         }
     }
     out.flush().map_err(write_err)?;

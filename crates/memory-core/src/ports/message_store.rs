@@ -1,8 +1,8 @@
 use async_trait::async_trait;
 
 use crate::{
-    AppendOutcome, CompactionRecord, MemoryError, NewCompaction, NewMessage, Parent, PathEntry,
-    RecentHistory, Result, SessionId, StoredMessage, UiMessage,
+    AppendOutcome, CompactionRecord, MemoryError, MessagePage, NewCompaction, NewMessage, Parent,
+    PathEntry, RecentHistory, Result, SessionId, UiMessage,
 };
 
 /// What a message store can and cannot hold.
@@ -30,7 +30,8 @@ pub struct StoreCapabilities {
 ///   see earlier ones (as latest leaf or explicit parent).
 /// - Ids starting with [`crate::COMPACTION_PREFIX`] are rejected on every write.
 /// - The latest leaf is the most recently appended message without children, by insertion
-///   order, never by wall-clock time.
+///   order, never by wall-clock time. Insertion order is per session: the store assigns it
+///   atomically (a global rowid or a per-session counter both serve).
 /// - Deleting a message removes it; its children re-link to its parent. `clear` removes one
 ///   session's messages and overlay records only.
 /// - Reads of a path never recurse on the call stack and load no more than the result.
@@ -81,13 +82,14 @@ pub trait MessageStore: Send + Sync {
     async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>>;
 
     /// Every message of the session in insertion order, with parents: a page of at most
-    /// `limit` messages with `seq > after_seq`.
+    /// `limit` messages after `cursor` (an opaque cursor from the previous page; `None` starts
+    /// at the beginning). An invalid cursor is [`MemoryError::InvalidInput`].
     async fn messages(
         &self,
         session: &SessionId,
-        after_seq: Option<i64>,
+        cursor: Option<String>,
         limit: usize,
-    ) -> Result<Vec<StoredMessage>>;
+    ) -> Result<MessagePage>;
 
     /// Records a compaction overlay. Both ends must be messages of the session.
     async fn add_compaction(

@@ -826,7 +826,8 @@ pub async fn messages_page_in_insertion_order(store: &dyn MessageStore) {
         .append_one(&s, user("b1", "branch"), Parent::message("m1"))
         .await
         .unwrap();
-    let first = store.messages(&s, None, 2).await.unwrap();
+    let page = store.messages(&s, None, 2).await.unwrap();
+    let first = page.messages;
     assert_eq!(
         first
             .iter()
@@ -836,15 +837,28 @@ pub async fn messages_page_in_insertion_order(store: &dyn MessageStore) {
     );
     assert_eq!(first[0].parent_id, None);
     assert_eq!(first[1].parent_id.as_deref(), Some("m1"));
-    let rest = store.messages(&s, Some(first[1].seq), 10).await.unwrap();
+    let cursor = page.next_cursor.expect("a cursor while messages remain");
+    let rest = store.messages(&s, Some(cursor), 10).await.unwrap();
     assert_eq!(
-        rest.iter()
+        rest.messages
+            .iter()
             .map(|m| m.message.id.as_str())
             .collect::<Vec<_>>(),
         vec!["m3", "b1"]
     );
-    assert_eq!(rest[1].parent_id.as_deref(), Some("m1"));
-    assert!(rest[0].seq < rest[1].seq);
+    assert_eq!(rest.messages[1].parent_id.as_deref(), Some("m1"));
+    assert_eq!(rest.next_cursor, None, "no cursor after the last page");
+    let exact = store.messages(&s, None, 4).await.unwrap();
+    assert_eq!((exact.messages.len(), exact.next_cursor), (4, None));
+    assert!(matches!(
+        store.messages(&s, Some("not a cursor".into()), 10).await,
+        Err(MemoryError::InvalidInput { .. })
+    ));
+    let empty = store
+        .messages(&fresh_session("none"), None, 10)
+        .await
+        .unwrap();
+    assert!(empty.messages.is_empty() && empty.next_cursor.is_none());
 }
 
 /// Overlay records are stored in order, need real endpoints, and leave messages alone.

@@ -4,8 +4,8 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
 use memory_core::{
-    AppendOutcome, CompactionRecord, MemoryError, NewCompaction, NewMessage, Parent, PathEntry,
-    Result, SessionId, StoredMessage, UiMessage, validate_message_id,
+    AppendOutcome, CompactionRecord, MemoryError, MessagePage, NewCompaction, NewMessage, Parent,
+    PathEntry, Result, SessionId, StoredMessage, UiMessage, validate_message_id,
 };
 
 use super::lock;
@@ -302,27 +302,41 @@ impl MessageStore for InMemoryMessageStore {
     async fn messages(
         &self,
         session: &SessionId,
-        after_seq: Option<i64>,
+        cursor: Option<String>,
         limit: usize,
-    ) -> Result<Vec<StoredMessage>> {
+    ) -> Result<MessagePage> {
+        let after: i64 = match cursor.as_deref() {
+            Some(c) => c
+                .parse()
+                .map_err(|_| MemoryError::invalid(format!("invalid message cursor {c:?}")))?,
+            None => i64::MIN,
+        };
         let guard = lock(&self.inner);
         let Some(data) = guard.sessions.get(session) else {
-            return Ok(Vec::new());
+            return Ok(MessagePage {
+                messages: Vec::new(),
+                next_cursor: None,
+            });
         };
-        let after = after_seq.unwrap_or(i64::MIN);
-        let mut rows: Vec<StoredMessage> = data
-            .nodes
-            .values()
-            .filter(|n| n.seq > after)
-            .map(|n| StoredMessage {
-                message: n.message.clone(),
-                parent_id: n.parent.clone(),
-                seq: n.seq,
-            })
-            .collect();
-        rows.sort_by_key(|r| r.seq);
-        rows.truncate(limit);
-        Ok(rows)
+        let mut nodes: Vec<&Node> = data.nodes.values().filter(|n| n.seq > after).collect();
+        nodes.sort_by_key(|n| n.seq);
+        let more = nodes.len() > limit;
+        nodes.truncate(limit);
+        let next_cursor = if more {
+            nodes.last().map(|n| n.seq.to_string())
+        } else {
+            None
+        };
+        Ok(MessagePage {
+            messages: nodes
+                .into_iter()
+                .map(|n| StoredMessage {
+                    message: n.message.clone(),
+                    parent_id: n.parent.clone(),
+                })
+                .collect(),
+            next_cursor,
+        })
     }
 
     async fn add_compaction(
