@@ -328,12 +328,7 @@ impl JobQueue for SqliteJobQueue {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<JobPage> {
-        let after: i64 = match cursor.as_deref() {
-            Some(c) => c
-                .parse()
-                .map_err(|_| MemoryError::invalid(format!("invalid job cursor {c:?}")))?,
-            None => 0,
-        };
+        let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM job_queue WHERE seq > ?1 AND (?2 IS NULL OR profile = ?2) \
              AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR state = ?4) ORDER BY seq LIMIT ?5"
@@ -356,7 +351,7 @@ impl JobQueue for SqliteJobQueue {
         Ok(JobPage {
             jobs,
             next_cursor: if more {
-                last.map(|s| s.to_string())
+                last.map(memory_core::cursor::position)
             } else {
                 None
             },

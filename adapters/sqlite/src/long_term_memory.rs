@@ -126,12 +126,7 @@ impl RawMessageStore for SqliteLongTermMemory {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<(Vec<RawMessage>, Option<String>)> {
-        let after: i64 = match cursor.as_deref() {
-            Some(c) => c
-                .parse()
-                .map_err(|_| MemoryError::invalid(format!("invalid cursor {c:?}")))?,
-            None => 0,
-        };
+        let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
         let rows = sqlx::query("SELECT doc, id, session_id, role, content, created_at FROM raw_messages WHERE doc > ? ORDER BY doc LIMIT ?")
             .bind(after)
             .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
@@ -157,7 +152,7 @@ impl RawMessageStore for SqliteLongTermMemory {
         Ok((
             page,
             if more {
-                last.map(|l| l.to_string())
+                last.map(memory_core::cursor::position)
             } else {
                 None
             },
@@ -312,12 +307,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<MemoryPage> {
-        let after: i64 = match cursor.as_deref() {
-            Some(c) => c
-                .parse()
-                .map_err(|_| MemoryError::invalid(format!("invalid cursor {c:?}")))?,
-            None => 0,
-        };
+        let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
         let rows = sqlx::query(select(
             "WHERE pos > ?1 AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR key = ?3) AND (?4 IS NULL OR session_id = ?4) \
              AND (?5 IS NULL OR recorded_at >= ?5) AND (?6 IS NULL OR recorded_at < ?6) \
@@ -345,7 +335,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         Ok(MemoryPage {
             memories,
             next_cursor: if more {
-                last.map(|p| p.to_string())
+                last.map(memory_core::cursor::position)
             } else {
                 None
             },

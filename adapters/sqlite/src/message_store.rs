@@ -412,12 +412,7 @@ impl MessageStore for SqliteMessageStore {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<MessagePage> {
-        let after: i64 = match cursor.as_deref() {
-            Some(c) => c
-                .parse()
-                .map_err(|_| MemoryError::invalid(format!("invalid message cursor {c:?}")))?,
-            None => i64::MIN,
-        };
+        let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(i64::MIN);
         let mut conn = self.db.reader.begin().await.map_err(db)?;
         let Some(key) = session_key(&mut conn, session).await? else {
             return Ok(MessagePage {
@@ -449,7 +444,7 @@ impl MessageStore for SqliteMessageStore {
         Ok(MessagePage {
             messages,
             next_cursor: if more {
-                last.map(|s| s.to_string())
+                last.map(memory_core::cursor::position)
             } else {
                 None
             },

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 pub mod context;
+pub mod cursor;
 pub mod error;
 pub mod history;
 pub mod ids;

@@ -274,12 +274,9 @@ impl JobQueue for InMemoryJobQueue {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<JobPage> {
-        let after: u64 = match cursor.as_deref() {
-            Some(c) => c
-                .parse()
-                .map_err(|_| MemoryError::invalid(format!("invalid job cursor {c:?}")))?,
-            None => 0,
-        };
+        let after = memory_core::cursor::parse_position(cursor.as_deref())?
+            .map_or(Ok(0), u64::try_from)
+            .map_err(|_| memory_core::MemoryError::invalid("invalid cursor"))?;
         let inner = lock(&self.inner);
         let mut jobs = Vec::new();
         let mut last = None;
@@ -301,7 +298,9 @@ impl JobQueue for InMemoryJobQueue {
         Ok(JobPage {
             jobs,
             next_cursor: if more {
-                last.map(|p| p.to_string())
+                last.map(|p: u64| {
+                    memory_core::cursor::position(i64::try_from(p).unwrap_or(i64::MAX))
+                })
             } else {
                 None
             },

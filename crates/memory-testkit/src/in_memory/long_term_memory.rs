@@ -39,12 +39,8 @@ impl InMemoryLongTermMemory {
 }
 
 fn parse_cursor(cursor: Option<&str>) -> Result<u64> {
-    match cursor {
-        Some(c) => c
-            .parse()
-            .map_err(|_| MemoryError::invalid(format!("invalid cursor {c:?}"))),
-        None => Ok(0),
-    }
+    let position = memory_core::cursor::parse_position(cursor)?.unwrap_or(0);
+    u64::try_from(position).map_err(|_| MemoryError::invalid("invalid cursor: negative position"))
 }
 
 fn matches(filter: &MemoryFilter, m: &MemoryRecord) -> bool {

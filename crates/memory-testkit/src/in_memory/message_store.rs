@@ -305,12 +305,7 @@ impl MessageStore for InMemoryMessageStore {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<MessagePage> {
-        let after: i64 = match cursor.as_deref() {
-            Some(c) => c
-                .parse()
-                .map_err(|_| MemoryError::invalid(format!("invalid message cursor {c:?}")))?,
-            None => i64::MIN,
-        };
+        let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(i64::MIN);
         let guard = lock(&self.inner);
         let Some(data) = guard.sessions.get(session) else {
             return Ok(MessagePage {
