@@ -15,9 +15,10 @@ use crate::vector_matrix::VectorMatrix;
 
 /// Exact cosine search over vectors kept in SQLite.
 ///
-/// Keep one instance per database file (as [`crate::SqliteProfiles`] does): the in-memory
-/// matrix of each namespace is loaded once and then kept in step with every write made
-/// through this instance.
+/// Each namespace's matrix is cached in memory and kept in step with the writes made through
+/// this instance. Every write also bumps the namespace's version in the file, and every read
+/// compares it (one primary-key lookup): a write by another instance or another process
+/// makes the cache reload, so no read is served from stale data.
 #[derive(Debug, Clone)]
 pub struct SqliteVectorIndex {
     db: SqliteDatabase,
@@ -26,8 +27,30 @@ pub struct SqliteVectorIndex {
 
 #[derive(Debug)]
 struct Namespace {
+    /// The version in the file when this was loaded or last written (`None`: no namespace).
+    version: Option<i64>,
     model: Option<(String, usize)>,
     matrix: VectorMatrix,
+}
+
+/// Bumps the write counter inside a write transaction; returns the new version.
+async fn next_version(conn: &mut sqlx::SqliteConnection) -> Result<i64> {
+    sqlx::query_scalar("UPDATE vector_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch")
+        .fetch_one(conn)
+        .await
+        .map_err(db)
+}
+
+/// The namespace's version in the file.
+async fn stored_version(
+    conn: impl sqlx::SqliteExecutor<'_>,
+    namespace: &str,
+) -> Result<Option<i64>> {
+    sqlx::query_scalar("SELECT version FROM vector_namespaces WHERE namespace = ?")
+        .bind(namespace)
+        .fetch_optional(conn)
+        .await
+        .map_err(db)
 }
 
 fn poisoned() -> MemoryError {
@@ -60,31 +83,76 @@ impl SqliteVectorIndex {
         }
     }
 
-    /// The namespace's cached matrix, loading it from SQLite on first use.
+    /// The namespace's matrix: the cached one while its version matches the file's, else
+    /// loaded afresh (on first use, and after a write by another instance or process).
     async fn namespace(&self, namespace: &str) -> Result<Arc<RwLock<Namespace>>> {
-        if let Some(ns) = self.cache.read().map_err(|_| poisoned())?.get(namespace) {
-            return Ok(Arc::clone(ns));
+        let current = stored_version(&self.db.reader, namespace).await?;
+        let cached = self
+            .cache
+            .read()
+            .map_err(|_| poisoned())?
+            .get(namespace)
+            .map(Arc::clone);
+        if let Some(ns) = cached
+            && ns.read().map_err(|_| poisoned())?.version == current
+        {
+            return Ok(ns);
         }
-        let model = sqlx::query("SELECT model, dims FROM vector_namespaces WHERE namespace = ?")
-            .bind(namespace)
-            .fetch_optional(&self.db.reader)
-            .await
-            .map_err(db)?
-            .map(|r| (r.get::<String, _>(0), r.get::<i64, _>(1) as usize));
+        // One read transaction: the version, the model and the rows agree.
+        let mut tx = self.db.reader.begin().await.map_err(db)?;
+        let head =
+            sqlx::query("SELECT model, dims, version FROM vector_namespaces WHERE namespace = ?")
+                .bind(namespace)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?;
+        let version = head.as_ref().map(|r| r.get::<i64, _>(2));
+        let model = head.map(|r| (r.get::<String, _>(0), r.get::<i64, _>(1) as usize));
         let mut matrix = VectorMatrix::new(model.as_ref().map_or(0, |m| m.1));
         let rows = sqlx::query("SELECT id, vector FROM vectors WHERE namespace = ? ORDER BY id")
             .bind(namespace)
-            .fetch_all(&self.db.reader)
+            .fetch_all(&mut *tx)
             .await
             .map_err(db)?;
         for row in rows {
             matrix.upsert(row.get::<&str, _>(0), &decode(row.get::<&[u8], _>(1))?);
         }
-        let loaded = Arc::new(RwLock::new(Namespace { model, matrix }));
-        let mut cache = self.cache.write().map_err(|_| poisoned())?;
-        Ok(Arc::clone(
-            cache.entry(namespace.to_owned()).or_insert(loaded),
-        ))
+        tx.commit().await.map_err(db)?;
+        let loaded = Arc::new(RwLock::new(Namespace {
+            version,
+            model,
+            matrix,
+        }));
+        self.cache
+            .write()
+            .map_err(|_| poisoned())?
+            .insert(namespace.to_owned(), Arc::clone(&loaded));
+        Ok(loaded)
+    }
+
+    /// After a write that moved the namespace from `before` to `after`: apply it to the
+    /// cached matrix when the cache was exactly at `before`, else drop the cache (the next
+    /// read reloads).
+    fn after_write(
+        &self,
+        namespace: &str,
+        ns: &Arc<RwLock<Namespace>>,
+        before: Option<i64>,
+        after: Option<i64>,
+        apply: impl FnOnce(&mut Namespace),
+    ) -> Result<()> {
+        let mut cached = ns.write().map_err(|_| poisoned())?;
+        if cached.version == before && cached.model.is_some() {
+            apply(&mut cached);
+            cached.version = after;
+            return Ok(());
+        }
+        drop(cached);
+        self.cache
+            .write()
+            .map_err(|_| poisoned())?
+            .remove(namespace);
+        Ok(())
     }
 }
 
@@ -98,12 +166,14 @@ impl VectorIndex for SqliteVectorIndex {
         // The namespace's model is read inside the write transaction (writes are serialised),
         // so two writers with different models can never both win.
         let mut tx = self.db.write().await?;
-        let stored = sqlx::query("SELECT model, dims FROM vector_namespaces WHERE namespace = ?")
-            .bind(namespace)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?
-            .map(|r| (r.get::<String, _>(0), r.get::<i64, _>(1) as usize));
+        let head =
+            sqlx::query("SELECT model, dims, version FROM vector_namespaces WHERE namespace = ?")
+                .bind(namespace)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?;
+        let before = head.as_ref().map(|r| r.get::<i64, _>(2));
+        let stored = head.map(|r| (r.get::<String, _>(0), r.get::<i64, _>(1) as usize));
         let (model, dims) = stored
             .clone()
             .unwrap_or_else(|| (records[0].model.clone(), records[0].vector.len()));
@@ -121,15 +191,18 @@ impl VectorIndex for SqliteVectorIndex {
                 bad.model
             )));
         }
-        if stored.is_none() {
-            sqlx::query("INSERT INTO vector_namespaces(namespace, model, dims) VALUES (?, ?, ?)")
-                .bind(namespace)
-                .bind(&model)
-                .bind(dims as i64)
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
-        }
+        let version = next_version(&mut tx).await?;
+        sqlx::query(
+            "INSERT INTO vector_namespaces(namespace, model, dims, version) VALUES (?, ?, ?, ?) \
+             ON CONFLICT(namespace) DO UPDATE SET version = excluded.version",
+        )
+        .bind(namespace)
+        .bind(&model)
+        .bind(dims as i64)
+        .bind(version)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
         for record in &records {
             sqlx::query(
                 "INSERT INTO vectors(namespace, id, vector) VALUES (?, ?, ?) \
@@ -143,25 +216,19 @@ impl VectorIndex for SqliteVectorIndex {
             .map_err(db)?;
         }
         tx.commit().await.map_err(db)?;
-        let mut cached = ns.write().map_err(|_| poisoned())?;
-        if cached.model.as_ref() != Some(&(model.clone(), dims)) {
-            // The cache was loaded before another writer created the namespace: reload it.
-            drop(cached);
-            self.cache
-                .write()
-                .map_err(|_| poisoned())?
-                .remove(namespace);
-            return Ok(());
-        }
-        for record in &records {
-            cached.matrix.upsert(&record.id, &record.vector);
-        }
-        Ok(())
+        self.after_write(namespace, &ns, before, Some(version), |cached| {
+            for record in &records {
+                cached.matrix.upsert(&record.id, &record.vector);
+            }
+        })
     }
 
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
         let ns = self.namespace(namespace).await?;
         let mut tx = self.db.write().await?;
+        let Some(before) = stored_version(&mut *tx, namespace).await? else {
+            return Ok(0);
+        };
         let mut removed = 0;
         for id in ids {
             removed += sqlx::query("DELETE FROM vectors WHERE namespace = ? AND id = ?")
@@ -172,11 +239,24 @@ impl VectorIndex for SqliteVectorIndex {
                 .map_err(db)?
                 .rows_affected();
         }
+        let after = if removed > 0 {
+            let version = next_version(&mut tx).await?;
+            sqlx::query("UPDATE vector_namespaces SET version = ? WHERE namespace = ?")
+                .bind(version)
+                .bind(namespace)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+            version
+        } else {
+            before
+        };
         tx.commit().await.map_err(db)?;
-        let mut ns = ns.write().map_err(|_| poisoned())?;
-        for id in ids {
-            ns.matrix.remove(id);
-        }
+        self.after_write(namespace, &ns, Some(before), Some(after), |cached| {
+            for id in ids {
+                cached.matrix.remove(id);
+            }
+        })?;
         Ok(removed)
     }
 
@@ -238,11 +318,14 @@ impl VectorIndex for SqliteVectorIndex {
     }
 
     async fn clear(&self, namespace: &str) -> Result<()> {
+        let mut tx = self.db.write().await?;
+        next_version(&mut tx).await?;
         sqlx::query("DELETE FROM vector_namespaces WHERE namespace = ?")
             .bind(namespace)
-            .execute(&self.db.writer)
+            .execute(&mut *tx)
             .await
             .map_err(db)?;
+        tx.commit().await.map_err(db)?;
         self.cache
             .write()
             .map_err(|_| poisoned())?
