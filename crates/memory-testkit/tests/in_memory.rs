@@ -60,8 +60,3 @@ async fn in_memory_vector_index_passes_the_contract() {
     contract::vector_index::run_all(&memory_testkit::in_memory::InMemoryVectorIndex::new()).await;
     contract::vector_index::profile_vectors_are_isolated(&InMemoryProfiles::new()).await;
 }
-
-#[tokio::test]
-async fn hashing_embedder_passes_the_contract() {
-    contract::embedder::run_all(&memory_testkit::in_memory::HashingEmbedder::new(64)).await;
-}

@@ -167,3 +167,31 @@ fn adapters_depend_on_core_and_never_on_each_other_or_the_engine() {
         }
     }
 }
+
+#[test]
+fn no_binary_links_the_test_kit() {
+    let meta = metadata();
+    let (names, edges) = normal_graph(&meta);
+    let binaries: Vec<String> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p["targets"].as_array().unwrap().iter().any(|t| {
+                t["kind"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|k| k == "bin")
+            })
+        })
+        .map(|p| p["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(binaries.contains(&"memory-cli".to_owned()), "{binaries:?}");
+    for binary in &binaries {
+        let all = transitive(binary, &names, &edges);
+        for banned in ["memory-testkit", "mockall", "proptest"] {
+            assert!(!all.contains(banned), "the {binary} binary links {banned}");
+        }
+    }
+}

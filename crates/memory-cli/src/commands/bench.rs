@@ -16,7 +16,7 @@ use memory_engine::long_term::{
     IngestMessage, MEMORY_NAMESPACE, MemoryService, RecallRequest, STOP_WORDS,
     memory_embedding_text,
 };
-use memory_testkit::in_memory::HashingEmbedder;
+use memory_hashing::HashingEmbedder;
 use serde::Serialize;
 
 use super::CliError;

@@ -3,7 +3,6 @@
 
 mod clock;
 mod context;
-mod embedder;
 mod job_queue;
 mod key_value_store;
 mod language_model;
@@ -18,16 +17,18 @@ mod vector_index;
 
 pub use clock::ManualClock;
 pub use context::{InMemoryBlock, StaticBlock};
-pub use embedder::HashingEmbedder;
 pub use job_queue::InMemoryJobQueue;
 pub use key_value_store::InMemoryKeyValueStore;
 pub use language_model::{RoutedLanguageModel, ScriptedLanguageModel};
 pub use long_term_memory::{InMemoryLongTermMemory, InMemoryProfileIndex, InMemoryProfiles};
+/// The model-free embedder lives in its own adapter crate; re-exported for tests.
+pub use memory_hashing::HashingEmbedder;
+pub use memory_hashing::tokenize;
 pub use message_store::InMemoryMessageStore;
 pub use session_registry::InMemorySessionRegistry;
 pub use skill_store::InMemorySkillStore;
 pub use text_index::{InMemoryTextIndex, InMemoryTextIndexes};
-pub use text_search::{Bm25Corpus, tokenize};
+pub use text_search::Bm25Corpus;
 pub use token_counter::CharRatioTokenCounter;
 pub use vector_index::InMemoryVectorIndex;
 

@@ -3,23 +3,8 @@
 
 use std::collections::HashMap;
 
-use rust_stemmers::{Algorithm, Stemmer};
-
 use memory_core::SearchMode;
-
-/// Splits text into lowercase alphanumeric tokens and stems them.
-///
-/// ```
-/// use memory_testkit::in_memory::tokenize;
-/// assert_eq!(tokenize("Deploying the Rollbacks!"), vec!["deploy", "the", "rollback"]);
-/// ```
-pub fn tokenize(text: &str) -> Vec<String> {
-    let stemmer = Stemmer::create(Algorithm::English);
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| stemmer.stem(&w.to_lowercase()).into_owned())
-        .collect()
-}
+use memory_hashing::tokenize;
 
 /// A set of tokenized documents ranked with BM25 (k1 = 1.2, b = 0.75).
 #[derive(Debug, Default)]
