@@ -18,9 +18,14 @@
 
 mod error;
 mod model;
+mod storage;
 
 pub use error::ConfigError;
 pub use model::{
     BlockDeclaration, BlockKindConfig, BlockSource, CONFIG_FILE, CompactionConfig, EmbedderChoice,
     LlmConfig, LongTermMemoryConfig, MemoryConfig, TokenizerConfig,
+};
+pub use storage::{
+    Backend, DirectorySettings, PostgresSettings, RedisSettings, Role, S3Settings, SqliteSettings,
+    StorageConfig,
 };

@@ -4,6 +4,8 @@ use std::path::{Path, PathBuf};
 
 use memory_core::BlockScope;
 use serde::Deserialize;
+
+use crate::storage::{RawStorage, StorageConfig};
 use toml::Spanned;
 
 use crate::ConfigError;
@@ -188,6 +190,8 @@ pub struct MemoryConfig {
     pub compaction: CompactionConfig,
     /// Long-term memory settings.
     pub memory: LongTermMemoryConfig,
+    /// `[storage]`, when present; see [`MemoryConfig::storage`].
+    pub storage: Option<StorageConfig>,
 }
 
 #[derive(Deserialize)]
@@ -199,6 +203,7 @@ struct RawConfig {
     llm: Option<Spanned<LlmConfig>>,
     compaction: Option<CompactionConfig>,
     memory: Option<LongTermMemoryConfig>,
+    storage: Option<Spanned<RawStorage>>,
 }
 
 #[derive(Deserialize)]
@@ -239,6 +244,14 @@ impl Checker<'_> {
 }
 
 impl MemoryConfig {
+    /// Where each storage role lives: the `[storage]` section, or everything embedded under
+    /// `data_dir` when there is none.
+    pub fn storage(&self, data_dir: &Path) -> StorageConfig {
+        self.storage
+            .clone()
+            .unwrap_or_else(|| StorageConfig::embedded(data_dir))
+    }
+
     /// Reads and validates a config file; relative paths resolve against its directory.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -451,12 +464,24 @@ impl MemoryConfig {
             }
             None => None,
         };
+        let storage = match raw.storage {
+            None => None,
+            Some(spanned) => {
+                let span = spanned.span();
+                let storage = spanned
+                    .into_inner()
+                    .validate(base)
+                    .map_err(|p| check.error(span, p.key, p.message))?;
+                Some(storage)
+            }
+        };
         Ok(Self {
             blocks,
             tokenizer,
             llm,
             compaction: raw.compaction.unwrap_or_default(),
             memory: raw.memory.unwrap_or_default(),
+            storage,
         })
     }
 }

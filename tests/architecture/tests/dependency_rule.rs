@@ -177,13 +177,11 @@ fn no_binary_links_the_test_kit() {
         .unwrap()
         .iter()
         .filter(|p| {
-            p["targets"].as_array().unwrap().iter().any(|t| {
-                t["kind"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|k| k == "bin")
-            })
+            p["targets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["kind"].as_array().unwrap().iter().any(|k| k == "bin"))
         })
         .map(|p| p["name"].as_str().unwrap().to_owned())
         .collect();

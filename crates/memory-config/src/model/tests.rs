@@ -131,3 +131,92 @@ fn the_memory_section_picks_the_embedder_and_stage_models() {
     let e = err("[memory]\nembeder = \"local\"\n");
     assert!(e.contains("embeder"), "{e}");
 }
+
+mod storage {
+    use std::path::Path;
+
+    use super::err;
+    use crate::{Backend, MemoryConfig, Role, StorageConfig};
+
+    #[test]
+    fn no_section_means_everything_embedded_in_the_data_dir() {
+        let config = MemoryConfig::parse("", Path::new("/data")).unwrap();
+        assert_eq!(config.storage, None);
+        let storage = config.storage(Path::new("/data"));
+        assert_eq!(storage, StorageConfig::embedded(Path::new("/data")));
+        assert_eq!(storage.backends(), [Backend::Sqlite, Backend::Fs]);
+        assert_eq!(storage.sqlite.path, Path::new("/data/memory.db"));
+    }
+
+    #[test]
+    fn each_role_picks_its_backend_with_settings_and_defaults() {
+        let config = MemoryConfig::parse(
+            r#"
+[storage]
+records = "postgres"
+text = "tantivy"
+vectors = "lancedb"
+jobs = "redis"
+kv = "redis"
+blobs = "s3"
+
+[storage.postgres]
+url_env = "PG_URL"
+
+[storage.s3]
+bucket = "agent-memory"
+endpoint = "http://127.0.0.1:8333"
+region = "auto"
+"#,
+            Path::new("/etc/memory"),
+        )
+        .unwrap();
+        let storage = config.storage(Path::new("/ignored"));
+        assert_eq!(storage.backend(Role::Records), Backend::Postgres);
+        assert_eq!(storage.backend(Role::Text), Backend::Tantivy);
+        assert_eq!(storage.backend(Role::Vectors), Backend::Lancedb);
+        assert_eq!(storage.backend(Role::Jobs), Backend::Redis);
+        assert_eq!(storage.backend(Role::Kv), Backend::Redis);
+        assert_eq!(storage.backend(Role::Blobs), Backend::S3);
+        let pg = storage.postgres.unwrap();
+        assert_eq!(
+            (pg.url_env.as_str(), pg.schema.as_str()),
+            ("PG_URL", "memory")
+        );
+        let redis = storage.redis.unwrap();
+        assert_eq!(redis.url_env, "MEMORY_REDIS_URL");
+        assert_eq!(redis.key_prefix, "memory:");
+        let s3 = storage.s3.unwrap();
+        assert_eq!(s3.bucket, "agent-memory");
+        assert_eq!(s3.access_key_env, "AWS_ACCESS_KEY_ID");
+        assert_eq!(
+            storage.tantivy.unwrap().path,
+            Path::new("/etc/memory/tantivy")
+        );
+        assert_eq!(
+            storage.lancedb.unwrap().path,
+            Path::new("/etc/memory/lancedb")
+        );
+    }
+
+    #[test]
+    fn a_backend_that_cannot_serve_a_role_is_refused_with_the_key() {
+        assert_eq!(
+            err("[storage]\nvectors = \"tantivy\"\n"),
+            "memory.toml:1: `storage.vectors`: tantivy cannot serve vectors; it serves text"
+        );
+        assert!(err("[storage]\nrecords = \"s3\"\n").contains("`storage.records`"));
+        assert!(err("[storage]\ntext = \"elastic\"\n").contains("unknown variant"));
+        assert!(err("[storage]\nrecord = \"sqlite\"\n").contains("unknown field"));
+    }
+
+    #[test]
+    fn secrets_are_named_by_environment_variable_never_written_inline() {
+        let e = err(
+            "[storage]\nrecords = \"postgres\"\n[storage.postgres]\nurl_env = \"postgres://u:p@h/db\"\n",
+        );
+        assert!(e.contains("`storage.postgres.url_env`"), "{e}");
+        assert!(e.contains("environment variable"), "{e}");
+        assert!(err("[storage]\nblobs = \"s3\"\n").contains("`storage.s3`"));
+    }
+}

@@ -1,0 +1,448 @@
+//! `[storage]`: which backend serves each storage role, and how to reach it.
+//!
+//! ```toml
+//! [storage]
+//! records = "postgres"     # sessions, messages, long-term records
+//! text = "tantivy"         # full-text indexes
+//! vectors = "lancedb"      # embeddings
+//! jobs = "redis"           # the ingest job queue
+//! kv = "redis"             # blocks, cached prompts, index outbox
+//! blobs = "s3"             # skills, exports, backups
+//!
+//! [storage.postgres]
+//! url_env = "MEMORY_POSTGRES_URL"   # the URL (credentials included) is read from this variable
+//! ```
+//!
+//! Every role defaults to the embedded SQLite files in the data directory (blobs to plain
+//! files), so an absent section is the zero-configuration default.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// A storage backend a deployment can pick for a role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// Embedded SQLite files in the data directory (the default for every role but blobs).
+    Sqlite,
+    /// PostgreSQL (with pgvector for vectors).
+    Postgres,
+    /// Redis.
+    Redis,
+    /// An S3-compatible object store (AWS S3, Cloudflare R2, MinIO, SeaweedFS).
+    S3,
+    /// Tantivy indexes on disk.
+    Tantivy,
+    /// LanceDB tables on disk or in object storage.
+    Lancedb,
+    /// Plain files in a directory (the default for blobs).
+    Fs,
+}
+
+impl Backend {
+    /// The name used in `memory.toml` (and for the Cargo feature that builds its adapter).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Postgres => "postgres",
+            Self::Redis => "redis",
+            Self::S3 => "s3",
+            Self::Tantivy => "tantivy",
+            Self::Lancedb => "lancedb",
+            Self::Fs => "fs",
+        }
+    }
+
+    /// The roles this backend can serve.
+    pub fn roles(self) -> &'static [Role] {
+        use Role::*;
+        match self {
+            Self::Sqlite | Self::Postgres => &[Records, Text, Vectors, Jobs, Kv],
+            Self::Redis => &[Records, Jobs, Kv],
+            Self::S3 | Self::Fs => &[Blobs],
+            Self::Tantivy => &[Text],
+            Self::Lancedb => &[Vectors],
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A storage role: one kind of data, served by one backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Sessions, messages and long-term records.
+    Records,
+    /// Full-text indexes.
+    Text,
+    /// Embeddings.
+    Vectors,
+    /// Skills, exports, backups, archived sessions.
+    Blobs,
+    /// The background job queue.
+    Jobs,
+    /// Small named values (blocks, cached prompts, the index outbox).
+    Kv,
+}
+
+impl Role {
+    /// Every role, in the order `[storage]` lists them.
+    pub const ALL: [Role; 6] = [
+        Role::Records,
+        Role::Text,
+        Role::Vectors,
+        Role::Blobs,
+        Role::Jobs,
+        Role::Kv,
+    ];
+
+    /// The key in `[storage]`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Records => "records",
+            Self::Text => "text",
+            Self::Vectors => "vectors",
+            Self::Blobs => "blobs",
+            Self::Jobs => "jobs",
+            Self::Kv => "kv",
+        }
+    }
+}
+
+/// Embedded SQLite (`[storage.sqlite]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqliteSettings {
+    /// The sessions database (default `<data dir>/memory.db`).
+    pub path: PathBuf,
+    /// The directory of profile databases and the job queue (default `<data dir>/profiles`).
+    pub profiles: PathBuf,
+}
+
+/// PostgreSQL (`[storage.postgres]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresSettings {
+    /// The environment variable holding the connection URL (default `MEMORY_POSTGRES_URL`).
+    pub url_env: String,
+    /// The schema the tables live in (default `memory`).
+    pub schema: String,
+    /// Most connections in the pool (default 10).
+    pub max_connections: u32,
+}
+
+/// Redis (`[storage.redis]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisSettings {
+    /// The environment variable holding the connection URL (default `MEMORY_REDIS_URL`).
+    pub url_env: String,
+    /// Prefix of every key (default `memory:`).
+    pub key_prefix: String,
+}
+
+/// An S3-compatible store (`[storage.s3]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Settings {
+    /// The bucket.
+    pub bucket: String,
+    /// Prefix of every object key (default empty).
+    pub prefix: String,
+    /// A custom endpoint (R2, MinIO, SeaweedFS); `None` for AWS.
+    pub endpoint: Option<String>,
+    /// The region (default `us-east-1`; R2 uses `auto`).
+    pub region: String,
+    /// The environment variable holding the access key id (default `AWS_ACCESS_KEY_ID`).
+    pub access_key_env: String,
+    /// The environment variable holding the secret key (default `AWS_SECRET_ACCESS_KEY`).
+    pub secret_key_env: String,
+}
+
+/// A directory backend (`[storage.tantivy]`, `[storage.lancedb]`, `[storage.fs]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectorySettings {
+    /// Where the data lives (relative paths resolve against the config file's directory).
+    pub path: PathBuf,
+}
+
+/// A validated `[storage]` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageConfig {
+    /// Sessions, messages and long-term records.
+    pub records: Backend,
+    /// Full-text indexes.
+    pub text: Backend,
+    /// Embeddings.
+    pub vectors: Backend,
+    /// Blobs.
+    pub blobs: Backend,
+    /// The job queue.
+    pub jobs: Backend,
+    /// Key-value.
+    pub kv: Backend,
+    /// `[storage.sqlite]`.
+    pub sqlite: SqliteSettings,
+    /// `[storage.postgres]`, when a role uses it.
+    pub postgres: Option<PostgresSettings>,
+    /// `[storage.redis]`, when a role uses it.
+    pub redis: Option<RedisSettings>,
+    /// `[storage.s3]`, when a role uses it.
+    pub s3: Option<S3Settings>,
+    /// `[storage.tantivy]`, when a role uses it.
+    pub tantivy: Option<DirectorySettings>,
+    /// `[storage.lancedb]`, when a role uses it.
+    pub lancedb: Option<DirectorySettings>,
+    /// `[storage.fs]` (blobs as files).
+    pub fs: DirectorySettings,
+}
+
+impl StorageConfig {
+    /// Everything embedded, under `data_dir`.
+    pub fn embedded(data_dir: &Path) -> Self {
+        Self {
+            records: Backend::Sqlite,
+            text: Backend::Sqlite,
+            vectors: Backend::Sqlite,
+            blobs: Backend::Fs,
+            jobs: Backend::Sqlite,
+            kv: Backend::Sqlite,
+            sqlite: SqliteSettings {
+                path: data_dir.join("memory.db"),
+                profiles: data_dir.join("profiles"),
+            },
+            postgres: None,
+            redis: None,
+            s3: None,
+            tantivy: None,
+            lancedb: None,
+            fs: DirectorySettings {
+                path: data_dir.join("blobs"),
+            },
+        }
+    }
+
+    /// The backend of a role.
+    pub fn backend(&self, role: Role) -> Backend {
+        match role {
+            Role::Records => self.records,
+            Role::Text => self.text,
+            Role::Vectors => self.vectors,
+            Role::Blobs => self.blobs,
+            Role::Jobs => self.jobs,
+            Role::Kv => self.kv,
+        }
+    }
+
+    /// Every backend some role uses, each once, in role order.
+    pub fn backends(&self) -> Vec<Backend> {
+        let mut out = Vec::new();
+        for role in Role::ALL {
+            let backend = self.backend(role);
+            if !out.contains(&backend) {
+                out.push(backend);
+            }
+        }
+        out
+    }
+}
+
+/// `[storage]` as written (validated into [`StorageConfig`] by the model).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawStorage {
+    pub records: Option<Backend>,
+    pub text: Option<Backend>,
+    pub vectors: Option<Backend>,
+    pub blobs: Option<Backend>,
+    pub jobs: Option<Backend>,
+    pub kv: Option<Backend>,
+    pub sqlite: Option<RawSqlite>,
+    pub postgres: Option<RawPostgres>,
+    pub redis: Option<RawRedis>,
+    pub s3: Option<RawS3>,
+    pub tantivy: Option<RawDirectory>,
+    pub lancedb: Option<RawDirectory>,
+    pub fs: Option<RawDirectory>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSqlite {
+    pub path: Option<String>,
+    pub profiles: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPostgres {
+    pub url_env: Option<String>,
+    pub schema: Option<String>,
+    pub max_connections: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRedis {
+    pub url_env: Option<String>,
+    pub key_prefix: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawS3 {
+    pub bucket: String,
+    pub prefix: Option<String>,
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub access_key_env: Option<String>,
+    pub secret_key_env: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawDirectory {
+    pub path: Option<String>,
+}
+
+/// A problem with `[storage]`: the key it concerns and what is wrong.
+pub(crate) struct StorageProblem {
+    pub key: String,
+    pub message: String,
+}
+
+fn problem(key: impl Into<String>, message: impl Into<String>) -> StorageProblem {
+    StorageProblem {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+fn env_name(key: &str, value: Option<String>, default: &str) -> Result<String, StorageProblem> {
+    let name = value.unwrap_or_else(|| default.to_owned());
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if ok {
+        Ok(name)
+    } else {
+        Err(problem(
+            key,
+            format!(
+                "{name:?} is not an environment variable name (A-Z, 0-9, '_'); \
+                 name the variable that holds the secret, never the secret itself"
+            ),
+        ))
+    }
+}
+
+impl RawStorage {
+    /// Validates against `base` (the config file's directory, where relative paths start).
+    pub(crate) fn validate(self, base: &Path) -> Result<StorageConfig, StorageProblem> {
+        let resolve = |p: Option<String>, default: &str| base.join(p.as_deref().unwrap_or(default));
+        let mut config = StorageConfig::embedded(base);
+        let picks = [
+            (Role::Records, self.records),
+            (Role::Text, self.text),
+            (Role::Vectors, self.vectors),
+            (Role::Blobs, self.blobs),
+            (Role::Jobs, self.jobs),
+            (Role::Kv, self.kv),
+        ];
+        for (role, pick) in picks {
+            let Some(backend) = pick else { continue };
+            if !backend.roles().contains(&role) {
+                let can: Vec<&str> = backend.roles().iter().map(|r| r.key()).collect();
+                return Err(problem(
+                    format!("storage.{}", role.key()),
+                    format!(
+                        "{backend} cannot serve {}; it serves {}",
+                        role.key(),
+                        can.join(", ")
+                    ),
+                ));
+            }
+            match role {
+                Role::Records => config.records = backend,
+                Role::Text => config.text = backend,
+                Role::Vectors => config.vectors = backend,
+                Role::Blobs => config.blobs = backend,
+                Role::Jobs => config.jobs = backend,
+                Role::Kv => config.kv = backend,
+            }
+        }
+        let sqlite = self.sqlite.unwrap_or_default();
+        config.sqlite = SqliteSettings {
+            path: resolve(sqlite.path, "memory.db"),
+            profiles: resolve(sqlite.profiles, "profiles"),
+        };
+        config.fs = DirectorySettings {
+            path: resolve(self.fs.unwrap_or_default().path, "blobs"),
+        };
+        let used = config.backends();
+        let uses = |b: Backend| used.contains(&b);
+        if uses(Backend::Postgres) || self.postgres.is_some() {
+            let raw = self.postgres.unwrap_or_default();
+            config.postgres = Some(PostgresSettings {
+                url_env: env_name(
+                    "storage.postgres.url_env",
+                    raw.url_env,
+                    "MEMORY_POSTGRES_URL",
+                )?,
+                schema: raw.schema.unwrap_or_else(|| "memory".into()),
+                max_connections: raw.max_connections.unwrap_or(10).max(1),
+            });
+        }
+        if uses(Backend::Redis) || self.redis.is_some() {
+            let raw = self.redis.unwrap_or_default();
+            config.redis = Some(RedisSettings {
+                url_env: env_name("storage.redis.url_env", raw.url_env, "MEMORY_REDIS_URL")?,
+                key_prefix: raw.key_prefix.unwrap_or_else(|| "memory:".into()),
+            });
+        }
+        match self.s3 {
+            Some(raw) => {
+                if raw.bucket.is_empty() {
+                    return Err(problem("storage.s3.bucket", "name the bucket"));
+                }
+                config.s3 = Some(S3Settings {
+                    bucket: raw.bucket,
+                    prefix: raw.prefix.unwrap_or_default(),
+                    endpoint: raw.endpoint,
+                    region: raw.region.unwrap_or_else(|| "us-east-1".into()),
+                    access_key_env: env_name(
+                        "storage.s3.access_key_env",
+                        raw.access_key_env,
+                        "AWS_ACCESS_KEY_ID",
+                    )?,
+                    secret_key_env: env_name(
+                        "storage.s3.secret_key_env",
+                        raw.secret_key_env,
+                        "AWS_SECRET_ACCESS_KEY",
+                    )?,
+                });
+            }
+            None if uses(Backend::S3) => {
+                return Err(problem(
+                    "storage.s3",
+                    "blobs = \"s3\" needs a [storage.s3] section with at least `bucket`",
+                ));
+            }
+            None => {}
+        }
+        if uses(Backend::Tantivy) || self.tantivy.is_some() {
+            config.tantivy = Some(DirectorySettings {
+                path: resolve(self.tantivy.unwrap_or_default().path, "tantivy"),
+            });
+        }
+        if uses(Backend::Lancedb) || self.lancedb.is_some() {
+            config.lancedb = Some(DirectorySettings {
+                path: resolve(self.lancedb.unwrap_or_default().path, "lancedb"),
+            });
+        }
+        Ok(config)
+    }
+}
