@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use memory_candle::LocalEmbedder;
 use memory_core::Timestamp;
 use memory_core::ports::{Embedder, MemoryKind, MemoryRecord, SystemClock, VectorRecord};
 use memory_engine::long_term::{
@@ -142,7 +141,7 @@ pub async fn long_term(
         .prefix("memory-bench-")
         .tempdir()
         .map_err(|e| CliError::io("creating a scratch directory", e))?;
-    let backends = crate::app::sqlite_long_term(scratch.path()).await?;
+    let backends = crate::app::scratch_long_term(scratch.path()).await?;
     let profiles = Arc::clone(&backends.records);
     let plain = MemoryService::new(backends.clone(), Arc::new(SystemClock));
     let hashing: Arc<dyn Embedder> = Arc::new(HashingEmbedder::new(384));
@@ -251,7 +250,8 @@ pub async fn long_term(
 
     // 4. The local model, when installed.
     let (mut local_query_embedding, mut local_embedding_texts_per_sec) = (None, None);
-    if let Some(local) = LocalEmbedder::discover()? {
+    let (local, _) = memory_compose::embedder(&memory_config::MemoryConfig::default())?;
+    if let Some(local) = local {
         let mut samples = Vec::new();
         for q in queries.iter().take(50) {
             let started = Instant::now();

@@ -1,0 +1,179 @@
+//! # memory-compose
+//!
+//! The composition root: every binary (the `memory` CLI, the examples, later the server)
+//! builds its services here, from `memory.toml`. `[storage]` names the backend of each role;
+//! this crate opens it (each adapter behind a Cargo feature, so a deployment compiles only
+//! what it uses) and hands the ports to the engine's services. Agent code sees only
+//! [`SessionManager`] and [`MemoryService`]: swapping a backend is a configuration change.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), memory_compose::ComposeError> {
+//! let deployment = memory_compose::Deployment::open(std::path::Path::new("./memory-data"))?;
+//! let sessions = deployment.session_manager().await?;
+//! let (long_term, _note) = deployment.memory_service().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! A role whose backend this build leaves out is [`ComposeError::NotBuilt`]; a backend no
+//! adapter serves yet is [`ComposeError::NotAvailable`]: never a silent fallback.
+
+mod blocks;
+mod error;
+mod models;
+mod storage;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use memory_config::{MemoryConfig, StorageConfig};
+use memory_core::ports::{Clock, SystemClock};
+use memory_engine::SessionManager;
+use memory_engine::compaction::{CompactorOptions, SummarizingCompactor};
+use memory_engine::long_term::{LongTermBackends, LongTermConfig, MemoryService, StageModels};
+
+pub use blocks::token_counter;
+pub use error::{ComposeError, Result};
+pub use models::{EmbedderChoiceResult, chat_model, embedder};
+
+use storage::Stores;
+
+/// One deployment: its configuration and the backends it opened.
+pub struct Deployment {
+    config: MemoryConfig,
+    data_dir: PathBuf,
+    stores: Stores,
+    clock: Arc<dyn Clock>,
+}
+
+impl Deployment {
+    /// The deployment of `<data_dir>/memory.toml` (the embedded default when it is absent).
+    pub fn open(data_dir: &Path) -> Result<Self> {
+        Ok(Self::with_config(
+            MemoryConfig::load_dir(data_dir)?,
+            data_dir,
+        ))
+    }
+
+    /// A deployment of an explicit configuration; `data_dir` holds whatever is embedded.
+    pub fn with_config(config: MemoryConfig, data_dir: &Path) -> Self {
+        let storage = config.storage(data_dir);
+        Self {
+            config,
+            data_dir: data_dir.to_owned(),
+            stores: Stores::new(storage),
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// Everything embedded under `data_dir`, long-term profiles under `profiles` (the eval
+    /// and the benchmarks use scratch directories this way).
+    pub fn with_profiles_dir(config: MemoryConfig, data_dir: &Path, profiles: &Path) -> Self {
+        let mut deployment = Self::with_config(config, data_dir);
+        let mut storage = deployment.stores.storage().clone();
+        storage.sqlite.profiles = profiles.to_owned();
+        deployment.stores = Stores::new(storage);
+        deployment
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MemoryConfig {
+        &self.config
+    }
+
+    /// Where each role lives.
+    pub fn storage(&self) -> &StorageConfig {
+        self.stores.storage()
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// True when `[llm]` is configured (compaction and extraction available).
+    pub fn has_llm(&self) -> bool {
+        self.config.llm.is_some()
+    }
+
+    /// The session tier: history, search, context blocks, and compaction when `[llm]` is
+    /// configured.
+    pub async fn session_manager(&self) -> Result<SessionManager> {
+        self.stores.check_blobs()?;
+        let store = self.stores.message_store().await?;
+        let registry = self.stores.session_registry().await?;
+        let kv = self.stores.key_value().await?;
+        let skills = self.stores.skill_store().await?;
+        let wiring = blocks::wiring(
+            &self.config,
+            Arc::clone(&kv),
+            self.stores.general_index().await?,
+            &|label| Ok(skills(label)),
+        )?;
+        let counter = Arc::clone(&wiring.counter);
+        let mut manager = SessionManager::new(store, registry, Arc::clone(&self.clock))
+            .with_context(wiring)
+            .with_search(self.stores.message_index().await?, kv);
+        if let Some(llm) = &self.config.llm {
+            let compaction = &self.config.compaction;
+            let options = CompactorOptions {
+                protect_head: compaction.protect_head,
+                tail_token_budget: compaction.tail_token_budget,
+                min_tail_messages: compaction.min_tail_messages,
+                model: None,
+            };
+            let compactor = SummarizingCompactor::new(chat_model(llm, None)?, options);
+            let mut settings =
+                memory_engine::CompactionSettings::new(Arc::new(compactor)).counter(counter);
+            settings.threshold = compaction.compact_after;
+            manager = manager.with_compaction(settings);
+        }
+        Ok(manager)
+    }
+
+    /// The long-term tier's backends.
+    pub async fn long_term_backends(&self) -> Result<LongTermBackends> {
+        Ok(LongTermBackends::from_parts(
+            self.stores.profile_records()?,
+            self.stores.profile_text()?,
+            self.stores.profile_vectors()?,
+            self.stores.jobs().await?,
+            self.stores.long_term_key_value().await?,
+        ))
+    }
+
+    /// Long-term memory with the embedder and per-stage models `memory.toml` names. The
+    /// note says what is off, if anything.
+    pub async fn memory_service(&self) -> Result<(MemoryService, Option<String>)> {
+        let mut service =
+            MemoryService::new(self.long_term_backends().await?, Arc::clone(&self.clock));
+        let (embedder, note) = embedder(&self.config)?;
+        if let Some(e) = embedder {
+            service = service.with_embedder(e);
+        }
+        if let Some(llm) = &self.config.llm {
+            let (small, large) = (
+                &self.config.memory.extraction_model,
+                &self.config.memory.synthesis_model,
+            );
+            let models = if small == large {
+                StageModels::all(chat_model(llm, small.as_deref())?)
+            } else {
+                StageModels::split(
+                    chat_model(llm, small.as_deref())?,
+                    chat_model(llm, large.as_deref())?,
+                )
+            };
+            service = service.with_models(models);
+        }
+        let mut long_term = LongTermConfig::default();
+        if let Some(header) = &self.config.memory.affinity_header {
+            long_term.affinity_header = (!header.is_empty()).then(|| header.clone());
+        }
+        Ok((service.with_config(long_term), note))
+    }
+
+    /// Closes every backend that was opened.
+    pub async fn close(&self) {
+        self.stores.close().await;
+    }
+}

@@ -1,0 +1,102 @@
+//! The language models and the embedder `memory.toml` names (`[llm]`, `[memory]`).
+
+use std::sync::Arc;
+
+use memory_config::{EmbedderChoice, LlmConfig, MemoryConfig};
+use memory_core::ports::{Embedder, LanguageModel};
+
+use crate::error::{ComposeError, Result};
+
+/// An embedder, or `None` and the reason vectors are off.
+pub type EmbedderChoiceResult = (Option<Arc<dyn Embedder>>, Option<String>);
+
+/// The chat model of `[llm]` (optionally another model on the same endpoint).
+#[cfg(feature = "openai")]
+pub fn chat_model(llm: &LlmConfig, model: Option<&str>) -> Result<Arc<dyn LanguageModel>> {
+    Ok(Arc::new(memory_openai::OpenAiChat::new(endpoint(
+        llm, model,
+    ))?))
+}
+
+/// The chat model of `[llm]`: this build has no OpenAI-compatible client.
+#[cfg(not(feature = "openai"))]
+pub fn chat_model(_llm: &LlmConfig, _model: Option<&str>) -> Result<Arc<dyn LanguageModel>> {
+    Err(ComposeError::Invalid(
+        "[llm] needs the OpenAI-compatible client, which this build leaves out (rebuild with `--features openai`)".into(),
+    ))
+}
+
+/// The OpenAI-compatible endpoint of `[llm]`, optionally with another model.
+#[cfg(feature = "openai")]
+fn endpoint(llm: &LlmConfig, model: Option<&str>) -> memory_openai::OpenAiConfig {
+    use std::time::Duration;
+    let mut config = memory_openai::OpenAiConfig::new(&llm.base_url, model.unwrap_or(&llm.model))
+        .api_key_from_env(&llm.api_key_env)
+        .timeout(Duration::from_secs(llm.timeout_secs))
+        .retries(llm.max_retries, Duration::from_millis(500));
+    config.query = llm.query.clone();
+    config.api_key_header = llm.api_key_header.clone();
+    config
+}
+
+/// The embedder `memory.toml` asks for, or `None` (with the reason) when vectors are off.
+pub fn embedder(config: &MemoryConfig) -> Result<EmbedderChoiceResult> {
+    match config.memory.embedder {
+        EmbedderChoice::None => Ok((
+            None,
+            Some("vectors are off ([memory] embedder = \"none\")".into()),
+        )),
+        EmbedderChoice::Local => local_embedder(),
+        EmbedderChoice::Openai => openai_embedder(config),
+    }
+}
+
+#[cfg(feature = "local-embedder")]
+fn local_embedder() -> Result<EmbedderChoiceResult> {
+    use memory_candle::LocalEmbedder;
+    match LocalEmbedder::discover()? {
+        Some(e) => Ok((Some(Arc::new(e)), None)),
+        None => Ok((
+            None,
+            Some(format!(
+                "the local embedding model is not installed in {} (run scripts/setup-model.sh); vectors are off",
+                LocalEmbedder::default_model_dir().display()
+            )),
+        )),
+    }
+}
+
+#[cfg(not(feature = "local-embedder"))]
+fn local_embedder() -> Result<EmbedderChoiceResult> {
+    Ok((
+        None,
+        Some("this build leaves out the local embedder (`--features local-embedder`); vectors are off".into()),
+    ))
+}
+
+#[cfg(feature = "openai")]
+fn openai_embedder(config: &MemoryConfig) -> Result<EmbedderChoiceResult> {
+    let llm = config.llm.as_ref().ok_or_else(|| {
+        ComposeError::Invalid("[memory] embedder = \"openai\" needs an [llm] endpoint".into())
+    })?;
+    let model = config.memory.embedding_model.as_deref().ok_or_else(|| {
+        ComposeError::Invalid("[memory] embedder = \"openai\" needs embedding_model".into())
+    })?;
+    let dims = config.memory.embedding_dimensions.ok_or_else(|| {
+        ComposeError::Invalid("[memory] embedder = \"openai\" needs embedding_dimensions".into())
+    })?;
+    Ok((
+        Some(Arc::new(memory_openai::OpenAiEmbedder::new(
+            endpoint(llm, Some(model)),
+            dims,
+        )?)),
+        None,
+    ))
+}
+
+#[cfg(not(feature = "openai"))]
+fn openai_embedder(_config: &MemoryConfig) -> Result<EmbedderChoiceResult> {
+    Err(ComposeError::Invalid(
+        "[memory] embedder = \"openai\" needs the OpenAI-compatible client, which this build leaves out (rebuild with `--features openai`)".into(),
+    ))
+}

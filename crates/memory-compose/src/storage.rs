@@ -1,0 +1,241 @@
+//! Opens the backend each storage role names, once, and hands out its ports.
+
+use std::sync::Arc;
+
+use memory_config::{Backend, Role, StorageConfig};
+use memory_core::ports::{
+    JobQueue, KeyValueStore, MemoryProfiles, MessageStore, SessionRegistry, SkillStore, TextIndex,
+    TextIndexes, VectorIndexes,
+};
+
+use crate::error::{ComposeError, Result};
+
+/// The error for a backend this build cannot open for a role.
+fn unavailable(role: Role, backend: Backend) -> ComposeError {
+    match backend {
+        Backend::Sqlite | Backend::Fs => ComposeError::NotBuilt { role, backend },
+        _ => ComposeError::NotAvailable {
+            role,
+            backend,
+            reason: "no adapter for this backend is part of this workspace yet",
+        },
+    }
+}
+
+/// Opened backends, shared by every port handed out.
+pub(crate) struct Stores {
+    storage: StorageConfig,
+    #[cfg(feature = "sqlite")]
+    sessions_db: tokio::sync::OnceCell<memory_sqlite::SqliteDatabase>,
+    #[cfg(feature = "sqlite")]
+    jobs_db: tokio::sync::OnceCell<memory_sqlite::SqliteDatabase>,
+    #[cfg(feature = "sqlite")]
+    profiles: std::sync::OnceLock<Arc<memory_sqlite::SqliteProfiles>>,
+}
+
+impl Stores {
+    pub(crate) fn new(storage: StorageConfig) -> Self {
+        Self {
+            storage,
+            #[cfg(feature = "sqlite")]
+            sessions_db: tokio::sync::OnceCell::new(),
+            #[cfg(feature = "sqlite")]
+            jobs_db: tokio::sync::OnceCell::new(),
+            #[cfg(feature = "sqlite")]
+            profiles: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn storage(&self) -> &StorageConfig {
+        &self.storage
+    }
+
+    fn backend(&self, role: Role) -> Backend {
+        self.storage.backend(role)
+    }
+
+    /// The history tree.
+    pub(crate) async fn message_store(&self) -> Result<Arc<dyn MessageStore>> {
+        match self.backend(Role::Records) {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteMessageStore::new(
+                self.sessions_db().await?,
+            ))),
+            other => Err(unavailable(Role::Records, other)),
+        }
+    }
+
+    /// Session metadata.
+    pub(crate) async fn session_registry(&self) -> Result<Arc<dyn SessionRegistry>> {
+        match self.backend(Role::Records) {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteSessionRegistry::new(
+                self.sessions_db().await?,
+            ))),
+            other => Err(unavailable(Role::Records, other)),
+        }
+    }
+
+    /// Stored skills of a block (records backend).
+    pub(crate) async fn skill_store(&self) -> Result<SkillStores> {
+        match self.backend(Role::Records) {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => {
+                let db = self.sessions_db().await?;
+                Ok(Box::new(move |label: &str| -> Arc<dyn SkillStore> {
+                    Arc::new(memory_sqlite::SqliteSkillStore::new(db.clone(), label))
+                }))
+            }
+            other => Err(unavailable(Role::Records, other)),
+        }
+    }
+
+    /// Small named values (and the index outbox of the session tier).
+    pub(crate) async fn key_value(&self) -> Result<Arc<dyn KeyValueStore>> {
+        match self.backend(Role::Kv) {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteKeyValueStore::new(
+                self.sessions_db().await?,
+            ))),
+            other => Err(unavailable(Role::Kv, other)),
+        }
+    }
+
+    /// The `messages` index: the one the SQLite store writes when both roles are SQLite,
+    /// else an index the engine keeps in step.
+    pub(crate) async fn message_index(&self) -> Result<Arc<dyn TextIndex>> {
+        match (self.backend(Role::Text), self.backend(Role::Records)) {
+            #[cfg(feature = "sqlite")]
+            (Backend::Sqlite, Backend::Sqlite) => Ok(Arc::new(
+                memory_sqlite::SqliteMessageIndex::new(self.sessions_db().await?),
+            )),
+            _ => self.general_index().await,
+        }
+    }
+
+    /// A general index the engine writes (searchable blocks).
+    pub(crate) async fn general_index(&self) -> Result<Arc<dyn TextIndex>> {
+        match self.backend(Role::Text) {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteTextIndex::new(
+                self.sessions_db().await?,
+            ))),
+            other => Err(unavailable(Role::Text, other)),
+        }
+    }
+
+    /// Long-term records of each profile.
+    pub(crate) fn profile_records(&self) -> Result<Arc<dyn MemoryProfiles>> {
+        match self.backend(Role::Records) {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => Ok(self.sqlite_profiles()),
+            other => Err(unavailable(Role::Records, other)),
+        }
+    }
+
+    /// Each profile's text index.
+    pub(crate) fn profile_text(&self) -> Result<Arc<dyn TextIndexes>> {
+        match (self.backend(Role::Text), self.backend(Role::Records)) {
+            #[cfg(feature = "sqlite")]
+            (Backend::Sqlite, Backend::Sqlite) => Ok(self.sqlite_profiles()),
+            (Backend::Sqlite, _) => Err(ComposeError::NotAvailable {
+                role: Role::Text,
+                backend: Backend::Sqlite,
+                reason: "SQLite indexes long-term memory only beside SQLite records; pick the records' backend or a search engine for text",
+            }),
+            (other, _) => Err(unavailable(Role::Text, other)),
+        }
+    }
+
+    /// Each profile's vectors.
+    pub(crate) fn profile_vectors(&self) -> Result<Arc<dyn VectorIndexes>> {
+        match self.backend(Role::Vectors) {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => Ok(self.sqlite_profiles()),
+            other => Err(unavailable(Role::Vectors, other)),
+        }
+    }
+
+    /// The job queue.
+    pub(crate) async fn jobs(&self) -> Result<Arc<dyn JobQueue>> {
+        match self.backend(Role::Jobs) {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteJobQueue::new(
+                self.jobs_db().await?,
+            ))),
+            other => Err(unavailable(Role::Jobs, other)),
+        }
+    }
+
+    /// The long-term tier's key-value store (its index outbox).
+    pub(crate) async fn long_term_key_value(&self) -> Result<Arc<dyn KeyValueStore>> {
+        match self.backend(Role::Kv) {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteKeyValueStore::new(
+                self.jobs_db().await?,
+            ))),
+            other => Err(unavailable(Role::Kv, other)),
+        }
+    }
+
+    /// Refuses blob backends no adapter serves yet (nothing stores blobs through a port
+    /// yet: skills come from `[[blocks]]` directories, exports from the CLI).
+    pub(crate) fn check_blobs(&self) -> Result<()> {
+        match self.backend(Role::Blobs) {
+            Backend::Fs => Ok(()),
+            other => Err(unavailable(Role::Blobs, other)),
+        }
+    }
+
+    /// Closes what was opened.
+    pub(crate) async fn close(&self) {
+        #[cfg(feature = "sqlite")]
+        for db in [self.sessions_db.get(), self.jobs_db.get()]
+            .into_iter()
+            .flatten()
+        {
+            db.close().await;
+        }
+    }
+}
+
+/// The skill store of a block, by label.
+pub(crate) type SkillStores = Box<dyn Fn(&str) -> Arc<dyn SkillStore> + Send + Sync>;
+
+#[cfg(feature = "sqlite")]
+impl Stores {
+    async fn sessions_db(&self) -> Result<memory_sqlite::SqliteDatabase> {
+        let path = self.storage.sqlite.path.clone();
+        let db = self
+            .sessions_db
+            .get_or_try_init(|| async move {
+                memory_sqlite::SqliteDatabase::open(memory_sqlite::SqliteConfig::new(path)).await
+            })
+            .await?;
+        Ok(db.clone())
+    }
+
+    /// The job queue and the long-term outbox: `<profiles>/jobs.sqlite` (secure delete: job
+    /// checkpoints hold conversation text that a purge must be able to erase).
+    async fn jobs_db(&self) -> Result<memory_sqlite::SqliteDatabase> {
+        let path = self.storage.sqlite.profiles.join("jobs.sqlite");
+        let db = self
+            .jobs_db
+            .get_or_try_init(|| async move {
+                memory_sqlite::SqliteDatabase::open(
+                    memory_sqlite::SqliteConfig::new(path).secure_delete(true),
+                )
+                .await
+            })
+            .await?;
+        Ok(db.clone())
+    }
+
+    fn sqlite_profiles(&self) -> Arc<memory_sqlite::SqliteProfiles> {
+        Arc::clone(self.profiles.get_or_init(|| {
+            Arc::new(memory_sqlite::SqliteProfiles::new(
+                &self.storage.sqlite.profiles,
+            ))
+        }))
+    }
+}

@@ -1,0 +1,124 @@
+//! Composing deployments from `memory.toml`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use memory_compose::{ComposeError, Deployment};
+use memory_config::{Backend, MemoryConfig, Role};
+use memory_core::{Role as Speaker, SearchQuery, UiMessage};
+use memory_engine::long_term::{IngestMessage, RecallRequest};
+
+#[tokio::test]
+async fn no_configuration_composes_the_embedded_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = Deployment::open(dir.path()).unwrap();
+    assert_eq!(deployment.storage().backend(Role::Records), Backend::Sqlite);
+    let sessions = deployment.session_manager().await.unwrap();
+    let info = sessions.create(Default::default()).await.unwrap();
+    sessions
+        .append(
+            &info.id,
+            UiMessage::text_message("m1", Speaker::User, "the heron nests by the river"),
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    let hits = sessions.search(&SearchQuery::new("heron")).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    let mut config = MemoryConfig::default();
+    config.memory.embedder = memory_config::EmbedderChoice::None;
+    let deployment = Deployment::with_config(config, dir.path());
+    let (memory, note) = deployment.memory_service().await.unwrap();
+    assert!(note.unwrap().contains("vectors are off"));
+    memory
+        .ingest_messages(
+            "ada",
+            "chat",
+            vec![IngestMessage::new("user", "I moved to Lisbon")],
+        )
+        .await
+        .unwrap();
+    let recalled = memory
+        .recall("ada", RecallRequest::new("lisbon", 5))
+        .await
+        .unwrap();
+    assert_eq!(recalled.hits.len(), 1);
+    assert!(dir.path().join("memory.db").exists());
+    assert!(dir.path().join("profiles/ada.db").exists());
+    assert!(dir.path().join("profiles/jobs.sqlite").exists());
+    deployment.close().await;
+}
+
+#[tokio::test]
+async fn storage_paths_come_from_the_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[storage.sqlite]\npath = \"db/sessions.sqlite\"\nprofiles = \"long-term\"\n",
+    )
+    .unwrap();
+    let deployment = Deployment::open(dir.path()).unwrap();
+    deployment.session_manager().await.unwrap();
+    deployment.long_term_backends().await.unwrap();
+    assert!(dir.path().join("db/sessions.sqlite").exists());
+    assert!(dir.path().join("long-term/jobs.sqlite").exists());
+}
+
+#[tokio::test]
+async fn a_backend_without_an_adapter_is_a_clear_error_naming_the_role() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[storage]\nvectors = \"lancedb\"\n",
+    )
+    .unwrap();
+    let deployment = Deployment::open(dir.path()).unwrap();
+    let error = deployment.long_term_backends().await.err().unwrap();
+    assert!(matches!(
+        error,
+        ComposeError::NotAvailable {
+            role: Role::Vectors,
+            backend: Backend::Lancedb,
+            ..
+        }
+    ));
+    assert!(
+        error
+            .to_string()
+            .starts_with("storage.vectors = \"lancedb\""),
+        "{error}"
+    );
+    // The session tier does not use vectors: it still composes.
+    deployment.session_manager().await.unwrap();
+
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[storage]\nrecords = \"postgres\"\n",
+    )
+    .unwrap();
+    let deployment = Deployment::open(dir.path()).unwrap();
+    let error = deployment.session_manager().await.err().unwrap();
+    assert!(
+        error.to_string().contains("storage.records = \"postgres\""),
+        "{error}"
+    );
+
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[storage]\ntext = \"sqlite\"\nrecords = \"redis\"\n",
+    )
+    .unwrap();
+    let deployment = Deployment::open(dir.path()).unwrap();
+    assert!(deployment.long_term_backends().await.is_err());
+}
+
+#[test]
+fn an_invalid_configuration_is_a_config_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[storage]\nblobs = \"sqlite\"\n",
+    )
+    .unwrap();
+    let error = Deployment::open(dir.path()).err().unwrap();
+    assert!(matches!(error, ComposeError::Config(_)));
+    assert!(error.to_string().contains("storage.blobs"), "{error}");
+}
