@@ -34,21 +34,14 @@ pub enum MemoryError {
         /// A sentence saying what is wrong and what would be right.
         message: String,
     },
-    /// A write to a read-only context block.
-    #[error("Block \"{label}\" is readonly")]
-    ReadOnlyBlock {
-        /// The block's label.
-        label: String,
-    },
-    /// A write that would take a context block over its token budget.
-    #[error("Block \"{label}\" exceeds maxTokens: {tokens} > {max_tokens}")]
-    OverBudget {
-        /// The block's label.
-        label: String,
-        /// Tokens the content would have.
-        tokens: usize,
-        /// The block's limit.
-        max_tokens: usize,
+    /// A service's own rule refused the request (a read-only context block, a token budget,
+    /// ...); nothing was written. The service's typed reason is the source, e.g.
+    /// `memory_engine::context::BlockError`, and the message is its message.
+    #[error("{source}")]
+    Refused {
+        /// The service's reason.
+        #[source]
+        source: Box<dyn StdError + Send + Sync>,
     },
     /// A concurrent change or a violated precondition.
     #[error("conflict: {message}")]
@@ -140,6 +133,13 @@ impl MemoryError {
     /// ```
     pub fn is_transient(&self) -> bool {
         matches!(self, Self::Transient { .. })
+    }
+
+    /// A [`MemoryError::Refused`] with the service's typed reason.
+    pub fn refused(reason: impl StdError + Send + Sync + 'static) -> Self {
+        Self::Refused {
+            source: Box::new(reason),
+        }
     }
 
     /// A [`MemoryError::Serialization`].

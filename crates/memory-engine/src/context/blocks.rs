@@ -6,6 +6,7 @@ use memory_core::{
     BlockKind, BlockScope, ContextBlock, HeuristicTokenCounter, MemoryError, Result,
 };
 
+use super::error::BlockError;
 use super::keys::entry_key;
 use super::render::render_prompt;
 
@@ -240,14 +241,12 @@ impl ContextBlocks {
         &BlockConfig,
         &Arc<dyn memory_core::ports::WritableContextProvider>,
     )> {
-        let config = self.config(label).map_err(|_| MemoryError::ReadOnlyBlock {
-            label: label.to_owned(),
-        })?;
+        let config = self
+            .config(label)
+            .map_err(|_| BlockError::read_only(label))?;
         match &config.provider {
             BlockProvider::Writable(p) => Ok((config, p)),
-            BlockProvider::ReadOnly(_) => Err(MemoryError::ReadOnlyBlock {
-                label: label.to_owned(),
-            }),
+            BlockProvider::ReadOnly(_) => Err(BlockError::read_only(label)),
             BlockProvider::Searchable(_) | BlockProvider::Skill(_) => Err(MemoryError::invalid(
                 format!("Block \"{label}\" is a keyed provider. Use set_entry() instead."),
             )),
@@ -256,11 +255,11 @@ impl ContextBlocks {
 
     fn check_budget(&self, config: &BlockConfig, tokens: usize) -> Result<()> {
         match config.max_tokens {
-            Some(max) if tokens > max => Err(MemoryError::OverBudget {
+            Some(max) if tokens > max => Err(MemoryError::refused(BlockError::OverBudget {
                 label: config.label.clone(),
                 tokens,
                 max_tokens: max,
-            }),
+            })),
             _ => Ok(()),
         }
     }
@@ -338,9 +337,7 @@ impl ContextBlocks {
                 p.set_skill(&key, content, description).await?
             }
             BlockProvider::ReadOnly(_) => {
-                return Err(MemoryError::ReadOnlyBlock {
-                    label: label.to_owned(),
-                });
+                return Err(BlockError::read_only(label));
             }
             BlockProvider::Writable(_) => {
                 return Err(MemoryError::invalid(format!(

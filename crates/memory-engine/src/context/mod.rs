@@ -8,6 +8,7 @@
 //! - [`BlockSpec`] declares blocks for the `SessionManager`, which wires them per session.
 
 mod blocks;
+mod error;
 mod keys;
 mod providers;
 mod render;
@@ -15,6 +16,7 @@ mod spec;
 mod tools;
 
 pub use blocks::{BlockConfig, ContextBlocks, Unloaded};
+pub use error::BlockError;
 pub use keys::{entry_key, fnv1a_base36, slugify};
 pub use providers::{FnBlock, IndexedEntries, KvBlock, StoredSkills, TextBlock};
 pub use render::{SEPARATOR, header, render_prompt};

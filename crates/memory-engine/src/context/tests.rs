@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use memory_core::ports::{BlockProvider, KeyValueStore, SkillStore, TextIndex};
-use memory_core::{MemoryError, SessionId};
+use memory_core::SessionId;
 use memory_testkit::in_memory::{
     InMemoryKeyValueStore, InMemorySkillStore, InMemoryTextIndex, StaticBlock,
 };
@@ -206,17 +206,19 @@ async fn writes_enforce_read_only_and_budgets_and_append_like_the_reference() {
     let f = Fixture::new();
     let blocks = f.blocks("s1");
     let err = blocks.replace("soul", "evil").await.unwrap_err();
-    assert!(matches!(&err, MemoryError::ReadOnlyBlock { label } if label == "soul"));
+    assert!(
+        matches!(BlockError::of(&err), Some(BlockError::ReadOnly { label }) if label == "soul")
+    );
     assert_eq!(err.to_string(), "Block \"soul\" is readonly");
     let long = "word ".repeat(1_000);
     let err = blocks.replace("memory", &long).await.unwrap_err();
     assert!(
         matches!(
-            err,
-            MemoryError::OverBudget {
+            BlockError::of(&err),
+            Some(BlockError::OverBudget {
                 max_tokens: 1100,
                 ..
-            }
+            })
         ),
         "{err}"
     );
@@ -239,10 +241,13 @@ async fn writes_enforce_read_only_and_budgets_and_append_like_the_reference() {
         "fact1\nfact2\nfact3"
     );
     let err = blocks.append("memory", &long).await.unwrap_err();
-    assert!(matches!(err, MemoryError::OverBudget { .. }));
     assert!(matches!(
-        blocks.replace("ghost", "x").await.unwrap_err(),
-        MemoryError::ReadOnlyBlock { .. }
+        BlockError::of(&err),
+        Some(BlockError::OverBudget { .. })
+    ));
+    assert!(matches!(
+        BlockError::of(&blocks.replace("ghost", "x").await.unwrap_err()),
+        Some(BlockError::ReadOnly { .. })
     ));
     assert!(blocks.get("ghost").await.unwrap_err().is_not_found());
     assert!(
