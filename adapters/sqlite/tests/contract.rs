@@ -171,6 +171,16 @@ async fn sqlite_vector_index_passes_the_contract() {
     contract::vector_index::profile_vectors_are_isolated(&profiles).await;
 }
 
+/// Two index instances over one file (as two processes would have) race to set a
+/// namespace's model: one wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_vector_model_check_is_atomic_across_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = memory_sqlite::SqliteVectorIndex::new(open(&dir).await);
+    let second = memory_sqlite::SqliteVectorIndex::new(open(&dir).await);
+    contract::vector_index::the_model_check_is_atomic(Arc::new(first), Arc::new(second)).await;
+}
+
 #[tokio::test]
 async fn sqlite_vectors_survive_a_reopen() {
     use memory_core::ports::{VectorIndex, VectorRecord};

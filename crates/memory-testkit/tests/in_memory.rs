@@ -60,3 +60,10 @@ async fn in_memory_vector_index_passes_the_contract() {
     contract::vector_index::run_all(&memory_testkit::in_memory::InMemoryVectorIndex::new()).await;
     contract::vector_index::profile_vectors_are_isolated(&InMemoryProfiles::new()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_memory_vector_model_check_is_atomic() {
+    let index: std::sync::Arc<dyn memory_core::ports::VectorIndex> =
+        std::sync::Arc::new(memory_testkit::in_memory::InMemoryVectorIndex::new());
+    contract::vector_index::the_model_check_is_atomic(index.clone(), index).await;
+}

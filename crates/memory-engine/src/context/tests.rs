@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use memory_core::ports::{BlockProvider, KeyValueStore, SkillStore, TextIndex};
 use memory_core::SessionId;
+use memory_core::ports::{BlockProvider, KeyValueStore, SkillStore, TextIndex};
 use memory_testkit::in_memory::{
     InMemoryKeyValueStore, InMemorySkillStore, InMemoryTextIndex, StaticBlock,
 };

@@ -182,3 +182,39 @@ pub async fn profile_vectors_are_isolated(indexes: &dyn VectorIndexes) {
     assert!(indexes.vector_index("../escape").await.is_err());
     indexes.delete_vector_index(&b).await.unwrap();
 }
+
+/// Concurrent first writes of two models into one fresh namespace: exactly one model wins
+/// and the other write is refused; the namespace never holds both. Pass two handles on the
+/// same data (two instances, or one shared) to test the check across instances.
+pub async fn the_model_check_is_atomic(
+    first: std::sync::Arc<dyn VectorIndex>,
+    second: std::sync::Arc<dyn VectorIndex>,
+) {
+    for round in 0..8 {
+        let ns = unique(&format!("race{round}"));
+        let write = |index: std::sync::Arc<dyn VectorIndex>, model: &'static str, ns: String| {
+            tokio::spawn(async move {
+                index
+                    .upsert(&ns, vec![record(model, &[1.0, 0.5], model)])
+                    .await
+            })
+        };
+        let (a, b) = (
+            write(first.clone(), "model-a", ns.clone()),
+            write(second.clone(), "model-b", ns.clone()),
+        );
+        let (a, b) = (a.await.unwrap(), b.await.unwrap());
+        assert!(
+            a.is_ok() != b.is_ok(),
+            "exactly one model may win: {a:?} / {b:?}"
+        );
+        let refused = if a.is_ok() { &b } else { &a };
+        assert!(matches!(refused, Err(MemoryError::InvalidInput { .. })));
+        let winner = if a.is_ok() { "model-a" } else { "model-b" };
+        assert_eq!(first.model(&ns).await.unwrap().as_deref(), Some(winner));
+        assert_eq!(second.model(&ns).await.unwrap().as_deref(), Some(winner));
+        let hits = first.query(&ns, &[1.0, 0.5], 5).await.unwrap();
+        assert_eq!(hits.len(), 1, "only the winner's vector is stored");
+        assert_eq!(hits[0].id, winner);
+    }
+}
