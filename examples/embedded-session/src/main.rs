@@ -1,34 +1,22 @@
-//! Compose the engine with the SQLite adapter in a few lines: the pattern an agent uses to
-//! keep a branching conversation in one embedded file.
+//! Compose through `memory-compose` in two lines and keep a branching conversation: the
+//! pattern an agent uses. With no `memory.toml`, everything lives in one embedded SQLite file;
+//! `[storage]` moves it elsewhere without touching this code.
 //!
 //! Run: `cargo run -p embedded-session -- ./example-data`
 
-use std::sync::Arc;
+use std::path::Path;
 
-use memory_core::ports::SystemClock;
 use memory_core::{NewSession, Parent, Role, SearchQuery, UiMessage};
-use memory_engine::SessionManager;
-use memory_sqlite::{
-    SqliteConfig, SqliteDatabase, SqliteKeyValueStore, SqliteMessageIndex, SqliteMessageStore,
-    SqliteSessionRegistry,
-};
 
 #[tokio::main]
-async fn main() -> memory_core::Result<()> {
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "./example-data".into());
-    let db = SqliteDatabase::open(SqliteConfig::new(format!("{dir}/memory.db"))).await?;
-    let manager = SessionManager::new(
-        Arc::new(SqliteMessageStore::new(db.clone())),
-        Arc::new(SqliteSessionRegistry::new(db.clone())),
-        Arc::new(SystemClock),
-    )
-    // Search through the FTS5 index the SQLite store writes in the same transaction.
-    .with_search(
-        Arc::new(SqliteMessageIndex::new(db.clone())),
-        Arc::new(SqliteKeyValueStore::new(db.clone())),
-    );
+    // `<dir>/memory.toml` picks the backends; without one, everything is embedded SQLite in
+    // `<dir>` (the message search runs on the FTS5 index the store writes).
+    let deployment = memory_compose::Deployment::open(Path::new(&dir))?;
+    let manager = deployment.session_manager().await?;
     let info = manager
         .create(NewSession {
             name: Some("support chat".into()),
@@ -72,6 +60,6 @@ async fn main() -> memory_core::Result<()> {
         hits.len(),
         info.id
     );
-    db.close().await;
+    deployment.close().await;
     Ok(())
 }
