@@ -42,6 +42,7 @@ pub struct IndexedMessageStore {
     inner: Arc<dyn MessageStore>,
     index: Arc<dyn TextIndex>,
     outbox: Outbox<Pending>,
+    syncing: futures::lock::Mutex<()>,
 }
 
 /// The index document of a stored message; `None` when it has no text to index.
@@ -69,6 +70,7 @@ impl IndexedMessageStore {
             inner,
             index,
             outbox: Outbox::new(outbox, OUTBOX_PREFIX),
+            syncing: futures::lock::Mutex::new(()),
         }
     }
 
@@ -95,11 +97,16 @@ impl IndexedMessageStore {
     /// After the store write: make the documents match; a failure is left for
     /// [`catch_up`](Self::catch_up), and the store write stands.
     async fn settle(&self, key: &str, pending: &Pending) {
-        self.outbox.settle(key, self.sync(pending).await).await;
+        self.outbox
+            .settle(key, pending, self.sync(pending).await)
+            .await;
     }
 
     /// Upserts the documents of the named messages that exist with text, deletes the others.
+    /// Syncs of this process run one at a time, so an older read can never overwrite a newer
+    /// write's documents.
     async fn sync(&self, pending: &Pending) -> Result<()> {
+        let _one_at_a_time = self.syncing.lock().await;
         let session = SessionId::new(pending.session.clone())?;
         let stored = self.inner.get_many(&session, &pending.ids).await?;
         let documents: Vec<TextDocument> = stored
@@ -129,17 +136,16 @@ impl IndexedMessageStore {
             .await
     }
 
-    /// Replays the outbox if an entry may be waiting.
+    /// Replays whatever the outbox holds (one key listing when it is empty): before a search,
+    /// so a write another process could not index is found too.
     pub async fn catch_up_if_pending(&self) -> Result<()> {
-        if self.is_pending() {
-            self.catch_up().await?;
-        }
-        Ok(())
+        self.catch_up().await.map(|_| ())
     }
 
     /// Rebuilds the `messages` namespace from the store: clears it, then indexes every
     /// message of `sessions`. Returns how many documents were written.
     pub async fn reindex(&self, sessions: &[SessionId]) -> Result<u64> {
+        let cut_off = self.outbox.cut_off();
         self.index.clear(namespaces::MESSAGES).await?;
         let mut written = 0;
         for session in sessions {
@@ -161,8 +167,9 @@ impl IndexedMessageStore {
                 }
             }
         }
-        // Entries written before the rebuild are covered by it.
-        self.outbox.clear().await?;
+        // Entries written before the rebuild are covered by it; later ones are replayed.
+        self.outbox.clear_before(&cut_off).await?;
+        self.catch_up().await?;
         Ok(written)
     }
 

@@ -13,11 +13,13 @@ use serde::de::DeserializeOwned;
 use tracing::warn;
 
 /// Entries of one kind under one key prefix.
+///
+/// Every search replays whatever entries exist (one key listing when there are none), since
+/// another process's failed write leaves an entry this process cannot know about.
 pub(crate) struct Outbox<P> {
     kv: Arc<dyn KeyValueStore>,
     prefix: String,
-    /// An entry may be waiting: true at start (another process may have crashed) and after
-    /// every failed apply; false after a complete replay.
+    /// Set after a failed apply in this process (for logs and tests).
     pending: AtomicBool,
     entry: PhantomData<fn() -> P>,
 }
@@ -28,7 +30,7 @@ impl<P: Serialize + DeserializeOwned> Outbox<P> {
         Self {
             kv,
             prefix: prefix.into(),
-            pending: AtomicBool::new(true),
+            pending: AtomicBool::new(false),
             entry: PhantomData,
         }
     }
@@ -40,9 +42,10 @@ impl<P: Serialize + DeserializeOwned> Outbox<P> {
         Ok(key)
     }
 
-    /// After the store write: the apply's outcome. Success drops the entry; a failure is
-    /// logged and left for [`replay`](Self::replay), and the store write stands.
-    pub(crate) async fn settle(&self, key: &str, applied: Result<()>) {
+    /// After the store write: the apply's outcome. Success drops the entry. A failure is
+    /// logged and the entry is written again (a concurrent replay may have taken it before the
+    /// store write), so [`replay`](Self::replay) finds it; the store write stands.
+    pub(crate) async fn settle(&self, key: &str, entry: &P, applied: Result<()>) {
         let result = match applied {
             Ok(()) => self.kv.delete(key).await.map(|_| ()),
             Err(e) => Err(e),
@@ -50,12 +53,20 @@ impl<P: Serialize + DeserializeOwned> Outbox<P> {
         if let Err(e) = result {
             self.pending.store(true, Ordering::Release);
             warn!(error = %e, outbox = key, "index update failed; it will be replayed");
+            match serde_json::to_string(entry) {
+                Ok(value) => {
+                    if let Err(e) = self.kv.set(key, &value).await {
+                        warn!(error = %e, outbox = key, "could not keep the outbox entry");
+                    }
+                }
+                Err(e) => warn!(error = %e, outbox = key, "could not encode the outbox entry"),
+            }
         }
     }
 
-    /// True when an entry may be waiting.
-    pub(crate) fn is_pending(&self) -> bool {
-        self.pending.load(Ordering::Acquire)
+    /// A key that sorts after every entry recorded so far (keys are UUIDv7, time-ordered).
+    pub(crate) fn cut_off(&self) -> String {
+        format!("{}{}", self.prefix, uuid::Uuid::now_v7())
     }
 
     /// Every waiting entry, oldest first.
@@ -67,6 +78,11 @@ impl<P: Serialize + DeserializeOwned> Outbox<P> {
             }
         }
         Ok(out)
+    }
+
+    /// True when an apply failed in this process since the last complete replay.
+    pub(crate) fn is_pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
     }
 
     /// Applies `apply` to every waiting entry and drops each one that succeeded; stops at the
@@ -93,10 +109,14 @@ impl<P: Serialize + DeserializeOwned> Outbox<P> {
         result
     }
 
-    /// Drops every entry (after a rebuild that covers them).
-    pub(crate) async fn clear(&self) -> Result<()> {
-        self.kv.delete_prefix(&self.prefix).await?;
-        self.pending.store(false, Ordering::Release);
+    /// Drops the entries recorded before `cut_off` (a rebuild that started then covers them);
+    /// later ones stay for the next replay.
+    pub(crate) async fn clear_before(&self, cut_off: &str) -> Result<()> {
+        for key in self.kv.keys(&self.prefix).await? {
+            if key.as_str() < cut_off {
+                self.kv.delete(&key).await?;
+            }
+        }
         Ok(())
     }
 }

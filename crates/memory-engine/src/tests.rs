@@ -866,6 +866,22 @@ mod index_sync {
         assert_eq!(found(&search, "beaver").await, ["m1"]);
     }
 
+    /// A write another process could not index is found by this process's next search.
+    #[tokio::test]
+    async fn another_processes_failed_index_write_is_replayed_here() {
+        let rig = Rig::new();
+        let (_, searcher) = rig.open();
+        assert!(found(&searcher, "otter").await.is_empty());
+        let (writer, _) = rig.open();
+        rig.set_down(true);
+        writer
+            .append_one(&sid("s"), user("m1", "otter seen"), Parent::LatestLeaf)
+            .await
+            .unwrap();
+        rig.set_down(false);
+        assert_eq!(found(&searcher, "otter").await, ["m1"]);
+    }
+
     #[tokio::test]
     async fn reindex_rebuilds_the_namespace_from_the_store() {
         let rig = Rig::new();

@@ -63,6 +63,7 @@ pub struct IndexedProfileStore {
     inner: Arc<dyn LongTermMemoryStore>,
     index: Arc<dyn TextIndex>,
     outbox: Outbox<Pending>,
+    syncing: futures::lock::Mutex<()>,
 }
 
 impl IndexedProfileStore {
@@ -77,6 +78,7 @@ impl IndexedProfileStore {
             inner,
             index,
             outbox: Outbox::new(outbox, outbox_prefix),
+            syncing: futures::lock::Mutex::new(()),
         }
     }
 
@@ -87,12 +89,15 @@ impl IndexedProfileStore {
     ) -> Result<T> {
         let key = self.outbox.record(&pending).await?;
         let result = write.await;
-        self.outbox.settle(&key, self.sync(&pending).await).await;
+        let synced = self.sync(&pending).await;
+        self.outbox.settle(&key, &pending, synced).await;
         result
     }
 
-    /// Makes the named documents match the records.
+    /// Makes the named documents match the records, one sync of this process at a time (an
+    /// older read never overwrites a newer write's documents).
     async fn sync(&self, pending: &Pending) -> Result<()> {
+        let _one_at_a_time = self.syncing.lock().await;
         if !pending.raw.is_empty() {
             let present = self.inner.raw_by_ids(&pending.raw).await?;
             let gone: Vec<String> = pending
@@ -131,18 +136,18 @@ impl IndexedProfileStore {
         Ok(())
     }
 
-    /// Replays the outbox if an entry may be waiting (before a search).
+    /// Replays whatever the outbox holds (one key listing when it is empty), before a
+    /// search: a write another process could not index is found too.
     pub(crate) async fn catch_up_if_pending(&self) -> Result<()> {
-        if self.outbox.is_pending() {
-            self.outbox
-                .replay(|pending| async move { self.sync(&pending).await })
-                .await?;
-        }
+        self.outbox
+            .replay(|pending| async move { self.sync(&pending).await })
+            .await?;
         Ok(())
     }
 
     /// Rebuilds both namespaces from the records; returns the documents written.
     pub(crate) async fn reindex(&self) -> Result<u64> {
+        let cut_off = self.outbox.cut_off();
         self.index.clear(namespaces::RAW).await?;
         self.index.clear(namespaces::MEMORIES).await?;
         let mut written = 0;
@@ -176,7 +181,9 @@ impl IndexedProfileStore {
                 None => break,
             }
         }
-        self.outbox.clear().await?;
+        // Entries written before the rebuild are covered by it; later ones are replayed.
+        self.outbox.clear_before(&cut_off).await?;
+        self.catch_up_if_pending().await?;
         Ok(written)
     }
 }

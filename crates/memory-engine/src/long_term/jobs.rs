@@ -403,11 +403,20 @@ impl MemoryService {
                 .map_err(|_| MemoryError::Conflict {
                     message: "job lease lock poisoned".into(),
                 })?;
-            let renewed = self
+            let renewed = match self
                 .backends
                 .jobs
                 .heartbeat(&held, self.config.job_lease_millis, self.clock.now())
-                .await?;
+                .await
+            {
+                Ok(renewed) => renewed,
+                // The queue was briefly unreachable: the lease still runs; try again next beat.
+                Err(e) if e.is_transient() => {
+                    tracing::warn!(error = %e, job = %held.job_id, "heartbeat failed; retrying");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if let Ok(mut slot) = lease.lock() {
                 *slot = renewed;
             }
