@@ -279,3 +279,52 @@ fn the_memory_section_chooses_the_embedder() {
         .failure()
         .stderr(predicate::str::contains("needs an [llm] endpoint"));
 }
+
+/// `ingest --wait` exits non-zero when a job it waited for failed, and `--json` still
+/// carries each job's status and error.
+#[test]
+fn ingest_wait_fails_when_a_job_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // An [llm] nobody listens on: extraction fails at once (no retries).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    std::fs::write(
+        d.join("memory.toml"),
+        format!(
+            "[llm]\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"m\"\nmax_retries = 0\ntimeout_secs = 5\n\n[memory]\nembedder = \"none\"\n"
+        ),
+    )
+    .unwrap();
+    let file = one_message_file(d, "Deploys happen on Fridays.");
+    let out = memory(d)
+        .args([
+            "profile",
+            "ingest",
+            "p",
+            "--session",
+            "s",
+            "--wait",
+            "--json",
+        ])
+        .arg(&file)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("1 of 1 ingest job(s) failed"))
+        .get_output()
+        .stdout
+        .clone();
+    let out: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(out["jobs"][0]["status"], "failed");
+    assert_eq!(out["jobs"][0]["failed_stage"], "extracting");
+    assert!(
+        out["jobs"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.0.1")
+    );
+    // The raw message is stored and searchable all the same.
+    let recalled = json_out(memory(d).args(["profile", "recall", "p", "fridays", "--json"]));
+    assert_eq!(recalled["response"]["hits"].as_array().unwrap().len(), 1);
+}

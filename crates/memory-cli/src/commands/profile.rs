@@ -3,7 +3,7 @@
 use memory_core::ports::{MemoryFilter, MemoryKind};
 use memory_core::{MemoryError, SessionId, UiMessage};
 use memory_engine::long_term::{
-    IngestJob, IngestMessage, RecallItem, RecallRequest, RememberRequest, normalize_key,
+    IngestJob, IngestMessage, JobStatus, RecallItem, RecallRequest, RememberRequest, normalize_key,
 };
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
@@ -178,20 +178,36 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
                 (n + j.new_messages, k + j.known_messages)
             });
             if format.json {
-                return output::json(
+                output::json(
                     &json!({"profile": profile, "new": new, "known": known, "jobs": jobs}),
-                );
+                )?;
+            } else {
+                println!("ingested into {profile}: {new} new message(s), {known} already known");
+                for job in &jobs {
+                    print_job(job);
+                }
+                if !wait && !jobs.is_empty() {
+                    println!(
+                        "extraction and vectorization continue in the background: `memory profile jobs {profile}`"
+                    );
+                }
             }
-            println!("ingested into {profile}: {new} new message(s), {known} already known");
-            for job in &jobs {
-                print_job(job);
+            // A script waiting for the jobs must be able to tell that one failed.
+            let failed: Vec<&IngestJob> = jobs
+                .iter()
+                .filter(|j| wait && j.status == JobStatus::Failed)
+                .collect();
+            match failed.first() {
+                None => Ok(()),
+                Some(first) => Err(CliError::Input(format!(
+                    "{} of {} ingest job(s) failed; first: job {} at {}: {}",
+                    failed.len(),
+                    jobs.len(),
+                    first.id,
+                    first.failed_stage.map_or("?", JobStatus::as_str),
+                    first.error.as_deref().unwrap_or("unknown error")
+                ))),
             }
-            if !wait && !jobs.is_empty() {
-                println!(
-                    "extraction and vectorization continue in the background: `memory profile jobs {profile}`"
-                );
-            }
-            Ok(())
         }
         ProfileCommand::Jobs {
             profile,
