@@ -132,6 +132,12 @@ impl Compactor for SummarizingCompactor {
                 ),
                 ChatMessage::new(ChatRole::User, prompt),
             ],
+            // Twice the summary's budget: room to finish, a bound on a runaway generation.
+            max_tokens: Some(
+                u32::try_from(budget.saturating_mul(2))
+                    .unwrap_or(u32::MAX)
+                    .clamp(256, 16_384),
+            ),
             ..ChatRequest::default()
         };
         let response = self.llm.complete(request).await?;

@@ -100,6 +100,8 @@ async fn overlays_replace_ranges_at_read_time_and_keep_originals() {
         8,
         "and stay searchable"
     );
+    // The summary call is bounded (twice the summary budget, at least 256 tokens).
+    assert!(llm.requests()[0].max_tokens.is_some_and(|m| m >= 256));
     // The prompt was built from the history being compacted, with JSON-free plain text here.
     let prompt = &llm.requests()[0].messages[1].content;
     assert!(prompt.contains("CONVERSATION TO SUMMARIZE") && prompt.contains("message number 3"));

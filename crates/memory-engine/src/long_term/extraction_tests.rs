@@ -787,3 +787,25 @@ async fn heartbeats_keep_a_long_stage_leased() {
         JobState::Done
     );
 }
+
+/// Every LLM call of ingest and recall carries its stage's output limit.
+#[tokio::test]
+async fn every_stage_bounds_its_output() {
+    let model = good_model();
+    let s = service(Arc::new(InMemoryProfiles::new()), model.clone());
+    s.ingest_and_extract("ada", "chat-1", conversation(10))
+        .await
+        .unwrap();
+    s.recall("ada", RecallRequest::new("where does ada live?", 5))
+        .await
+        .unwrap();
+    let requests = model.requests();
+    assert!(
+        requests.len() >= 4,
+        "extraction, verification, classification, query analysis"
+    );
+    for request in &requests {
+        let limit = request.max_tokens.expect("every call is bounded");
+        assert!((256..=8_192).contains(&limit), "{limit}");
+    }
+}

@@ -33,7 +33,30 @@ fn parse<T: DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
     serde_json::from_str(json_slice(text)).map_err(|e| e.to_string())
 }
 
-/// One structured call: `system` + `user` prompts, a JSON schema, one repair attempt.
+/// The most output tokens each stage may generate: sized to its reply, so that a model that
+/// never closes its JSON stops in seconds instead of running into the timeout (and its
+/// retries). A stage not listed gets the last value.
+pub(crate) const STAGE_OUTPUT_TOKENS: &[(&str, u32)] = &[
+    ("extraction", 4_096),
+    ("extraction_detail", 4_096),
+    ("verification", 2_048),
+    ("classification", 3_072),
+    ("query_analysis", 512),
+    ("synthesis", 1_024),
+    ("", 2_048),
+];
+
+/// The output limit of a stage (see [`STAGE_OUTPUT_TOKENS`]).
+pub(crate) fn stage_output_tokens(stage: &str) -> u32 {
+    STAGE_OUTPUT_TOKENS
+        .iter()
+        .find(|(name, _)| *name == stage)
+        .or(STAGE_OUTPUT_TOKENS.last())
+        .map_or(2_048, |(_, limit)| *limit)
+}
+
+/// One structured call: `system` + `user` prompts, a JSON schema, one repair attempt, the
+/// stage's output limit.
 pub(crate) async fn ask_json<T: DeserializeOwned>(
     meter: &Meter,
     stage: &str,
@@ -48,6 +71,7 @@ pub(crate) async fn ask_json<T: DeserializeOwned>(
             ChatMessage::new(ChatRole::User, user),
         ],
         temperature: Some(0.0),
+        max_tokens: Some(stage_output_tokens(stage)),
         response_format: ResponseFormat::JsonSchema {
             name: stage.to_owned(),
             schema,
