@@ -50,8 +50,11 @@ pub(crate) enum OpenAiError {
 impl From<OpenAiError> for MemoryError {
     fn from(error: OpenAiError) -> Self {
         let transient = match &error {
-            OpenAiError::Status { status, .. } => {
-                *status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
+            OpenAiError::Status {
+                status, excerpt, ..
+            } => {
+                (*status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error())
+                    && !crate::http::refuses_the_request_format(excerpt)
             }
             OpenAiError::Request { source, .. } => source.is_timeout() || source.is_connect(),
             _ => false,

@@ -77,8 +77,9 @@ impl Endpoint {
                     }
                     let text = response.text().await.unwrap_or_default();
                     let excerpt: String = text.chars().take(300).collect();
-                    let retryable =
-                        status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error();
+                    let retryable = (status == StatusCode::TOO_MANY_REQUESTS
+                        || status.is_server_error())
+                        && !refuses_the_request_format(&text);
                     let error = OpenAiError::Status {
                         status,
                         url: url.clone(),
@@ -105,5 +106,28 @@ impl Endpoint {
             tokio::time::sleep(wait).await;
             attempt += 1;
         }
+    }
+}
+
+/// True when an error body says the request's format itself was refused (a server that does
+/// not accept `response_format: json_schema` answers so, some with a 500): sending the same
+/// request again would fail the same way, so it is not retried.
+pub(crate) fn refuses_the_request_format(body: &str) -> bool {
+    let body = body.to_ascii_lowercase();
+    ["response_format", "json_schema", "input should be"]
+        .iter()
+        .any(|marker| body.contains(marker))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refuses_the_request_format;
+
+    #[test]
+    fn format_refusals_are_recognised() {
+        assert!(refuses_the_request_format(
+            r#"{"detail":[{"msg":"Input should be 'text' or 'json_object'","loc":["body","response_format","type"]}]}"#
+        ));
+        assert!(!refuses_the_request_format("upstream overloaded"));
     }
 }

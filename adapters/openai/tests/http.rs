@@ -88,6 +88,26 @@ async fn a_429_is_retried_after_retry_after() {
     assert_eq!(server.received_requests().await.unwrap().len(), 2);
 }
 
+/// A server that refuses `json_schema` with a 500 (llama-cpp-python does) refuses it again on
+/// every retry: the refusal is reported after one request.
+#[tokio::test]
+async fn a_500_refusing_the_response_format_is_not_retried() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(500).set_body_string(
+            r#"{"detail":[{"type":"literal_error","loc":["body","response_format","type"],"msg":"Input should be 'text' or 'json_object'"}]}"#,
+        ))
+        .mount(&server)
+        .await;
+    let err = chat(&server).complete(ask("x")).await.unwrap_err();
+    assert!(err.to_string().contains("after 1 attempt(s)"), "{err}");
+    assert!(
+        !err.is_transient(),
+        "the same request would fail the same way"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
+
 #[tokio::test]
 async fn server_errors_are_retried_then_reported() {
     let server = MockServer::start().await;
