@@ -52,10 +52,7 @@ impl From<OpenAiError> for MemoryError {
         let transient = match &error {
             OpenAiError::Status {
                 status, excerpt, ..
-            } => {
-                (*status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error())
-                    && !crate::http::refuses_the_request_format(excerpt)
-            }
+            } => retryable_status(*status, excerpt),
             OpenAiError::Request { source, .. } => source.is_timeout() || source.is_connect(),
             _ => false,
         };
@@ -65,6 +62,20 @@ impl From<OpenAiError> for MemoryError {
             MemoryError::backend(BACKEND, error)
         }
     }
+}
+
+/// True when an error status may pass on a later attempt: a rate limit or a server error,
+/// unless the body says the request's format itself was refused (a server that does not
+/// accept `response_format: json_schema` answers so, some with a 500).
+pub(crate) fn retryable_status(status: reqwest::StatusCode, body: &str) -> bool {
+    let refused_format = {
+        let body = body.to_ascii_lowercase();
+        ["response_format", "json_schema", "input should be"]
+            .iter()
+            .any(|marker| body.contains(marker))
+    };
+    (status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error())
+        && !refused_format
 }
 
 /// A reply of the wrong shape.

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use memory_core::Result;
-use reqwest::StatusCode;
 use serde_json::Value;
 use tracing::warn;
 
@@ -77,9 +76,7 @@ impl Endpoint {
                     }
                     let text = response.text().await.unwrap_or_default();
                     let excerpt: String = text.chars().take(300).collect();
-                    let retryable = (status == StatusCode::TOO_MANY_REQUESTS
-                        || status.is_server_error())
-                        && !refuses_the_request_format(&text);
+                    let retryable = crate::error::retryable_status(status, &text);
                     let error = OpenAiError::Status {
                         status,
                         url: url.clone(),
@@ -109,25 +106,21 @@ impl Endpoint {
     }
 }
 
-/// True when an error body says the request's format itself was refused (a server that does
-/// not accept `response_format: json_schema` answers so, some with a 500): sending the same
-/// request again would fail the same way, so it is not retried.
-pub(crate) fn refuses_the_request_format(body: &str) -> bool {
-    let body = body.to_ascii_lowercase();
-    ["response_format", "json_schema", "input should be"]
-        .iter()
-        .any(|marker| body.contains(marker))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::refuses_the_request_format;
+    use crate::error::retryable_status;
+    use reqwest::StatusCode;
 
     #[test]
     fn format_refusals_are_recognised() {
-        assert!(refuses_the_request_format(
-            r#"{"detail":[{"msg":"Input should be 'text' or 'json_object'","loc":["body","response_format","type"]}]}"#
+        let refusal = r#"{"detail":[{"msg":"Input should be 'text' or 'json_object'","loc":["body","response_format","type"]}]}"#;
+        assert!(!retryable_status(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            refusal
         ));
-        assert!(!refuses_the_request_format("upstream overloaded"));
+        assert!(retryable_status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "upstream overloaded"
+        ));
     }
 }

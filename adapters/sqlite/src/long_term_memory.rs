@@ -31,15 +31,6 @@ impl SqliteLongTermMemory {
     }
 }
 
-fn kind_name(kind: MemoryKind) -> &'static str {
-    match kind {
-        MemoryKind::Fact => "fact",
-        MemoryKind::Event => "event",
-        MemoryKind::Instruction => "instruction",
-        MemoryKind::Task => "task",
-    }
-}
-
 fn parse_kind(s: &str) -> Result<MemoryKind> {
     match s {
         "fact" => Ok(MemoryKind::Fact),
@@ -226,7 +217,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
              superseded_by, forgotten_reason, forgotten_at, search_text, source_lines) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&m.id)
-        .bind(kind_name(m.kind))
+        .bind(m.kind.as_str())
         .bind(&m.content)
         .bind(&m.key)
         .bind(serde_json::to_string(&m.questions)?)
@@ -266,7 +257,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         let row = sqlx::query(select(
             "WHERE kind = ? AND key = ? AND superseded_by IS NULL AND forgotten_reason IS NULL ORDER BY pos DESC LIMIT 1",
         ))
-        .bind(kind_name(kind))
+        .bind(kind.as_str())
         .bind(key)
         .fetch_optional(&self.db.reader)
         .await
@@ -293,7 +284,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
 
     async fn versions(&self, kind: MemoryKind, key: &str) -> Result<Vec<MemoryRecord>> {
         let rows = sqlx::query(select("WHERE kind = ? AND key = ? ORDER BY pos"))
-            .bind(kind_name(kind))
+            .bind(kind.as_str())
             .bind(key)
             .fetch_all(&self.db.reader)
             .await
@@ -314,7 +305,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
              AND (?7 OR superseded_by IS NULL) AND (?8 OR forgotten_reason IS NULL) ORDER BY pos LIMIT ?9",
         ))
         .bind(after)
-        .bind(filter.kind.map(kind_name))
+        .bind(filter.kind.map(MemoryKind::as_str))
         .bind(&filter.key)
         .bind(&filter.session_id)
         .bind(filter.from.map(Timestamp::millis))

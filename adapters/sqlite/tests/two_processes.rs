@@ -31,7 +31,10 @@ fn run_child(path: &std::path::Path, action: &str) {
     assert!(status.success(), "the child process failed: {status}");
 }
 
-/// The second process (run only by `a_cached_index_sees_another_processes_writes`).
+/// The second process (run only by `a_cached_index_sees_another_processes_writes`, which
+/// starts this test binary again with `--ignored --exact` and the database path in the
+/// environment). Ignored because on its own it has no database of the first process to write
+/// to; it runs in every test run through the parent test, which fails if it fails.
 #[tokio::test]
 #[ignore = "run as a child process by a_cached_index_sees_another_processes_writes"]
 async fn child_process_writes_vectors() {

@@ -79,11 +79,6 @@ impl IndexedMessageStore {
         &self.index
     }
 
-    /// True when an outbox entry may be waiting to be replayed.
-    pub fn is_pending(&self) -> bool {
-        self.outbox.is_pending()
-    }
-
     /// Records the intent to change these messages' documents; the store write follows.
     async fn intend(&self, session: &SessionId, ids: Vec<String>) -> Result<(String, Pending)> {
         let pending = Pending {
@@ -129,17 +124,12 @@ impl IndexedMessageStore {
     }
 
     /// Replays every outbox entry (a write whose index update did not finish: a crash, an
-    /// index outage). Returns how many entries were replayed.
+    /// index outage, in this process or another); one key listing when there is none. Runs
+    /// before every search. Returns how many entries were replayed.
     pub async fn catch_up(&self) -> Result<u64> {
         self.outbox
             .replay(|pending| async move { self.sync(&pending).await })
             .await
-    }
-
-    /// Replays whatever the outbox holds (one key listing when it is empty): before a search,
-    /// so a write another process could not index is found too.
-    pub async fn catch_up_if_pending(&self) -> Result<()> {
-        self.catch_up().await.map(|_| ())
     }
 
     /// Rebuilds the `messages` namespace from the store: clears it, then indexes every

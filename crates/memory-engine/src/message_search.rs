@@ -64,7 +64,7 @@ impl MessageSearch {
     /// Ranked hits (see [`SearchQuery`]).
     pub async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
         if let Some(synced) = &self.synced {
-            synced.catch_up_if_pending().await?;
+            synced.catch_up().await?;
         }
         search_messages(self.index.as_ref(), query).await
     }

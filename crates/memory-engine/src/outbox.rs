@@ -4,7 +4,6 @@
 
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use memory_core::Result;
 use memory_core::ports::KeyValueStore;
@@ -19,8 +18,6 @@ use tracing::warn;
 pub(crate) struct Outbox<P> {
     kv: Arc<dyn KeyValueStore>,
     prefix: String,
-    /// Set after a failed apply in this process (for logs and tests).
-    pending: AtomicBool,
     entry: PhantomData<fn() -> P>,
 }
 
@@ -30,7 +27,6 @@ impl<P: Serialize + DeserializeOwned> Outbox<P> {
         Self {
             kv,
             prefix: prefix.into(),
-            pending: AtomicBool::new(false),
             entry: PhantomData,
         }
     }
@@ -51,7 +47,6 @@ impl<P: Serialize + DeserializeOwned> Outbox<P> {
             Err(e) => Err(e),
         };
         if let Err(e) = result {
-            self.pending.store(true, Ordering::Release);
             warn!(error = %e, outbox = key, "index update failed; it will be replayed");
             match serde_json::to_string(entry) {
                 Ok(value) => {
@@ -80,11 +75,6 @@ impl<P: Serialize + DeserializeOwned> Outbox<P> {
         Ok(out)
     }
 
-    /// True when an apply failed in this process since the last complete replay.
-    pub(crate) fn is_pending(&self) -> bool {
-        self.pending.load(Ordering::Acquire)
-    }
-
     /// Applies `apply` to every waiting entry and drops each one that succeeded; stops at the
     /// first failure (left for next time). Returns how many were replayed.
     pub(crate) async fn replay<F, Fut>(&self, apply: F) -> Result<u64>
@@ -92,21 +82,13 @@ impl<P: Serialize + DeserializeOwned> Outbox<P> {
         F: Fn(P) -> Fut,
         Fut: std::future::Future<Output = Result<()>>,
     {
-        self.pending.store(false, Ordering::Release);
-        let result = async {
-            let mut replayed = 0;
-            for (key, entry) in self.entries().await? {
-                apply(entry).await?;
-                self.kv.delete(&key).await?;
-                replayed += 1;
-            }
-            Ok(replayed)
+        let mut replayed = 0;
+        for (key, entry) in self.entries().await? {
+            apply(entry).await?;
+            self.kv.delete(&key).await?;
+            replayed += 1;
         }
-        .await;
-        if result.is_err() {
-            self.pending.store(true, Ordering::Release);
-        }
-        result
+        Ok(replayed)
     }
 
     /// Drops the entries recorded before `cut_off` (a rebuild that started then covers them);

@@ -17,6 +17,18 @@ pub enum MemoryKind {
     Task,
 }
 
+impl MemoryKind {
+    /// The stored and serialised name (`fact`, `event`, `instruction`, `task`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fact => "fact",
+            Self::Event => "event",
+            Self::Instruction => "instruction",
+            Self::Task => "task",
+        }
+    }
+}
+
 /// A typed memory with provenance, two clocks and a supersession pointer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryRecord {

@@ -97,7 +97,7 @@ impl LongTermBackends {
         if !index.capabilities().written_by_store {
             let records = self.records.open(profile).await?;
             self.synced(profile, records, Arc::clone(&index))
-                .catch_up_if_pending()
+                .catch_up()
                 .await?;
         }
         Ok(index)

@@ -41,14 +41,11 @@ pub(crate) fn memory_document(m: &MemoryRecord) -> Option<TextDocument> {
     if m.superseded_by.is_some() || m.forgotten.is_some() {
         return None;
     }
-    let kind = serde_json::to_value(m.kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned));
     Some(
         TextDocument::new(&m.id, format!("{}\n{}", m.content, m.questions.join("\n"))).with_fields(
             TextFields {
                 session: m.session_id.clone(),
-                kind,
+                kind: Some(m.kind.as_str().to_owned()),
                 key: m.key.clone(),
                 time: Some(m.recorded_at),
                 ..TextFields::default()
@@ -138,7 +135,7 @@ impl IndexedProfileStore {
 
     /// Replays whatever the outbox holds (one key listing when it is empty), before a
     /// search: a write another process could not index is found too.
-    pub(crate) async fn catch_up_if_pending(&self) -> Result<()> {
+    pub(crate) async fn catch_up(&self) -> Result<()> {
         self.outbox
             .replay(|pending| async move { self.sync(&pending).await })
             .await?;
@@ -183,7 +180,7 @@ impl IndexedProfileStore {
         }
         // Entries written before the rebuild are covered by it; later ones are replayed.
         self.outbox.clear_before(&cut_off).await?;
-        self.catch_up_if_pending().await?;
+        self.catch_up().await?;
         Ok(written)
     }
 }

@@ -52,10 +52,7 @@ pub fn render_recall(hits: &[RecallHit]) -> String {
         let (id, kind, content) = match &hit.item {
             RecallItem::Memory(m) => (
                 m.id.as_str(),
-                serde_json::to_value(m.kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                m.kind.as_str().to_owned(),
                 m.content.as_str(),
             ),
             RecallItem::Raw { id, content, .. } => {

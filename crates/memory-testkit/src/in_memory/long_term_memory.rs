@@ -271,13 +271,6 @@ impl MemoryRecordStore for InMemoryLongTermMemory {
     }
 }
 
-fn kind_name(kind: MemoryKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
 /// The `raw` and `memories` namespaces of one in-memory profile, read from its store (so it
 /// is written by the store: writes through this port are `NotSupported`).
 pub struct InMemoryProfileIndex {
@@ -314,7 +307,7 @@ impl InMemoryProfileIndex {
                     TextDocument::new(&m.id, format!("{}\n{}", m.content, m.questions.join("\n")))
                         .with_fields(TextFields {
                             session: m.session_id.clone(),
-                            kind: Some(kind_name(m.kind)),
+                            kind: Some(m.kind.as_str().to_owned()),
                             key: m.key.clone(),
                             time: Some(m.recorded_at),
                             ..TextFields::default()
