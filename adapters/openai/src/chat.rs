@@ -1,27 +1,55 @@
-use async_trait::async_trait;
-use memory_core::ports::{
-    ChatMessage, ChatRequest, ChatResponse, ChatRole, LanguageModel, ResponseFormat, TokenUsage,
-};
-use memory_core::{MemoryError, Result};
-use serde_json::Value;
-use tracing::debug;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
-use crate::config::OpenAiConfig;
+use async_trait::async_trait;
+use memory_core::Result;
+use memory_core::ports::{
+    ChatRequest, ChatResponse, FinishReason, LanguageModel, ResponseFormat, TokenUsage,
+};
+use memory_core::structured::json_in_reply;
+use tracing::warn;
+
+use crate::config::{OpenAiConfig, StructuredOutput};
+use crate::error::OpenAiError;
 use crate::http::Endpoint;
-use crate::wire::{self, Parsed, unfence};
+use crate::wire::{self, Format};
 
 /// The [`LanguageModel`] over an OpenAI-compatible `/chat/completions` endpoint.
+///
+/// Structured requests go out in the strongest format the server accepts (see
+/// [`StructuredOutput`]); with `Auto`, a refusal moves this client, its clones and the
+/// clients made from it with [`OpenAiChat::with_model`] to the next weaker format for good,
+/// so only the first call pays for the discovery.
 #[derive(Debug, Clone)]
 pub struct OpenAiChat {
     endpoint: Endpoint,
+    /// The [`Format`] structured requests use now (learned under `Auto`).
+    format: Arc<AtomicU8>,
 }
 
 impl OpenAiChat {
     /// A client for `config`.
     pub fn new(config: OpenAiConfig) -> Result<Self> {
+        let start = match config.structured_output {
+            StructuredOutput::Auto | StructuredOutput::JsonSchema => Format::JsonSchema,
+            StructuredOutput::JsonObject => Format::JsonObject,
+            StructuredOutput::Text => Format::Text,
+        };
         Ok(Self {
             endpoint: Endpoint::new(config)?,
+            format: Arc::new(AtomicU8::new(start as u8)),
         })
+    }
+
+    /// A client of the same endpoint (and connection pool) for another model, sharing what
+    /// this one learned about the server's structured output.
+    pub fn with_model(&self, model: impl Into<String>) -> Self {
+        let mut endpoint = self.endpoint.clone();
+        endpoint.config.model = model.into();
+        Self {
+            endpoint,
+            format: Arc::clone(&self.format),
+        }
     }
 
     /// The configuration.
@@ -29,78 +57,104 @@ impl OpenAiChat {
         &self.endpoint.config
     }
 
-    /// One HTTP exchange with retries; returns the parsed body.
-    async fn call(&self, request: &ChatRequest) -> Result<Parsed> {
-        let body = wire::body(request, &self.endpoint.config.model);
-        let value = self
-            .endpoint
-            .post("chat/completions", &body, &request.headers)
-            .await?;
-        wire::parse(&value)
+    /// The structured-output format this client sends now: `json_schema`, `json_object` or
+    /// `text` (learned from refusals under [`StructuredOutput::Auto`]).
+    pub fn structured_format(&self) -> &'static str {
+        Format::from_level(self.format.load(Ordering::Relaxed)).name()
     }
-}
 
-fn add(usage: &mut TokenUsage, parsed: &Parsed) {
-    usage.input_tokens += parsed.input_tokens;
-    usage.output_tokens += parsed.output_tokens;
+    /// Moves to the format after `refused` unless another call already did, or the mode is
+    /// fixed. Returns the format to try next.
+    fn fall_back(&self, refused: Format, error: &OpenAiError) -> Option<Format> {
+        if self.endpoint.config.structured_output != StructuredOutput::Auto {
+            return None;
+        }
+        let weaker = refused.weaker()?;
+        match self.format.compare_exchange(
+            refused as u8,
+            weaker as u8,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                warn!(
+                    refused = refused.name(),
+                    next = weaker.name(),
+                    %error,
+                    url = %self.endpoint.config.base_url,
+                    "the server refused this structured-output format; falling back for every later call"
+                );
+                Some(weaker)
+            }
+            // Another call moved first: use what it settled on.
+            Err(now) => Some(Format::from_level(now).max(weaker)),
+        }
+    }
 }
 
 #[async_trait]
 impl LanguageModel for OpenAiChat {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse> {
-        let mut usage = TokenUsage::default();
-        let first = self.call(&request).await?;
-        add(&mut usage, &first);
-        let model = first.model.clone().unwrap_or_else(|| {
+        let structured = matches!(request.response_format, ResponseFormat::JsonSchema { .. });
+        let deadline = self.endpoint.deadline();
+        let mut format = Format::from_level(self.format.load(Ordering::Relaxed));
+        let mut requests = 0;
+        let parsed = loop {
+            let body = wire::body(&request, &self.endpoint.config.model, format);
+            match self
+                .endpoint
+                .post("chat/completions", &body, &request.headers, deadline)
+                .await
+            {
+                Ok(reply) => {
+                    requests += reply.attempts;
+                    break wire::parse(&reply.body)?;
+                }
+                Err(error) => {
+                    requests += error.attempts();
+                    let refused = matches!(
+                        error,
+                        OpenAiError::Status {
+                            refused_format: true,
+                            ..
+                        }
+                    );
+                    match (structured && refused)
+                        .then(|| self.fall_back(format, &error))
+                        .flatten()
+                    {
+                        Some(next) => format = next,
+                        None => return Err(error.into()),
+                    }
+                }
+            }
+        };
+        let model = parsed.model.clone().unwrap_or_else(|| {
             request
                 .model
                 .clone()
                 .unwrap_or_else(|| self.endpoint.config.model.clone())
         });
-        if !matches!(request.response_format, ResponseFormat::JsonSchema { .. })
-            || !first.tool_calls.is_empty()
+        // Structured replies lose a fence or prose around the object; the caller validates
+        // and repairs (one repair layer, in the caller, where the expected type is known).
+        let content = if structured
+            && parsed.tool_calls.is_empty()
+            && parsed.finish_reason != FinishReason::Length
         {
-            return Ok(ChatResponse {
-                content: first.content,
-                model,
-                usage,
-                tool_calls: first.tool_calls,
-            });
-        }
-        // Structured output: validate, and repair once.
-        let error = match serde_json::from_str::<Value>(unfence(&first.content)) {
-            Ok(value) => {
-                return Ok(ChatResponse {
-                    content: value.to_string(),
-                    model,
-                    usage,
-                    tool_calls: Vec::new(),
-                });
-            }
-            Err(e) => e.to_string(),
+            json_in_reply(&parsed.content).to_owned()
+        } else {
+            parsed.content
         };
-        debug!(%error, "invalid JSON from the model; asking for a repair");
-        let mut repair = request.clone();
-        repair
-            .messages
-            .push(ChatMessage::new(ChatRole::Assistant, first.content.clone()));
-        repair.messages.push(ChatMessage::new(
-            ChatRole::User,
-            format!("Your previous reply was not valid JSON ({error}). Reply again with only the JSON value that matches the schema, no prose and no code fence."),
-        ));
-        let second = self.call(&repair).await?;
-        add(&mut usage, &second);
-        match serde_json::from_str::<Value>(unfence(&second.content)) {
-            Ok(value) => Ok(ChatResponse {
-                content: value.to_string(),
-                model,
-                usage,
-                tool_calls: Vec::new(),
-            }),
-            Err(e) => Err(MemoryError::serialization(format!(
-                "the model returned invalid JSON twice (last error: {e}); tokens used: {} in, {} out",
-                usage.input_tokens, usage.output_tokens
-            ))),
-        }
+        Ok(ChatResponse {
+            content,
+            model,
+            usage: TokenUsage {
+                input_tokens: parsed.input_tokens,
+                output_tokens: parsed.output_tokens,
+            },
+            tool_calls: parsed.tool_calls,
+            finish_reason: parsed.finish_reason,
+            requests,
+        })
     }
 }

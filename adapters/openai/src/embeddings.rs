@@ -57,7 +57,11 @@ impl OpenAiEmbedder {
 
     async fn embed_batch(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let body = json!({"model": self.model_id, "input": texts, "encoding_format": "float"});
-        let reply = self.endpoint.post("embeddings", &body, &[]).await?;
+        let reply = self
+            .endpoint
+            .post("embeddings", &body, &[], self.endpoint.deadline())
+            .await?
+            .body;
         let malformed = |what: &str| crate::error::malformed("/embeddings reply", what);
         let data = reply
             .get("data")

@@ -22,6 +22,20 @@ pub(crate) enum OpenAiError {
         excerpt: String,
         /// Attempts made.
         attempts: u32,
+        /// The body says the request's `response_format` was refused.
+        refused_format: bool,
+    },
+    /// The call's deadline passed before an attempt succeeded.
+    #[error("no answer from {url} within the call's deadline of {deadline:?} ({attempts} attempt(s){})", last.as_ref().map(|l| format!("; last error: {l}")).unwrap_or_default())]
+    Deadline {
+        /// The URL.
+        url: String,
+        /// The deadline.
+        deadline: std::time::Duration,
+        /// Attempts made.
+        attempts: u32,
+        /// The last attempt's error, if one failed before the deadline.
+        last: Option<String>,
     },
     /// The request failed on every attempt (timeout, connection).
     #[error("request to {url} failed: {source} (after {attempts} attempt(s))")]
@@ -54,6 +68,7 @@ impl From<OpenAiError> for MemoryError {
                 status, excerpt, ..
             } => retryable_status(*status, excerpt),
             OpenAiError::Request { source, .. } => source.is_timeout() || source.is_connect(),
+            OpenAiError::Deadline { .. } => true,
             _ => false,
         };
         if transient {
@@ -64,18 +79,53 @@ impl From<OpenAiError> for MemoryError {
     }
 }
 
+impl OpenAiError {
+    /// Requests sent before this error.
+    pub(crate) fn attempts(&self) -> u32 {
+        match self {
+            Self::Status { attempts, .. }
+            | Self::Request { attempts, .. }
+            | Self::Deadline { attempts, .. } => *attempts,
+            Self::Client(_) | Self::NotJson(_) | Self::Malformed { .. } => 1,
+        }
+    }
+}
+
+/// True when an error reply refuses the request's `response_format`: a client error or a
+/// deterministic server error whose body names the format (llama-cpp-python answers a
+/// `json_schema` request with a 500 "Input should be 'text' or 'json_object'"; others send a
+/// 400 naming `response_format`). Authentication, not-found and rate-limit replies never are.
+pub(crate) fn refuses_format(status: reqwest::StatusCode, body: &str) -> bool {
+    use reqwest::StatusCode;
+    let excluded = [
+        StatusCode::UNAUTHORIZED,
+        StatusCode::FORBIDDEN,
+        StatusCode::NOT_FOUND,
+        StatusCode::REQUEST_TIMEOUT,
+        StatusCode::TOO_MANY_REQUESTS,
+        StatusCode::BAD_GATEWAY,
+        StatusCode::SERVICE_UNAVAILABLE,
+        StatusCode::GATEWAY_TIMEOUT,
+    ];
+    if !(status.is_client_error() || status.is_server_error()) || excluded.contains(&status) {
+        return false;
+    }
+    let body = body.to_ascii_lowercase();
+    [
+        "response_format",
+        "json_schema",
+        "json_object",
+        "input should be 'text'",
+    ]
+    .iter()
+    .any(|marker| body.contains(marker))
+}
+
 /// True when an error status may pass on a later attempt: a rate limit or a server error,
-/// unless the body says the request's format itself was refused (a server that does not
-/// accept `response_format: json_schema` answers so, some with a 500).
+/// unless the body says the request's format itself was refused.
 pub(crate) fn retryable_status(status: reqwest::StatusCode, body: &str) -> bool {
-    let refused_format = {
-        let body = body.to_ascii_lowercase();
-        ["response_format", "json_schema", "input should be"]
-            .iter()
-            .any(|marker| body.contains(marker))
-    };
     (status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error())
-        && !refused_format
+        && !refuses_format(status, body)
 }
 
 /// A reply of the wrong shape.

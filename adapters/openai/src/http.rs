@@ -1,9 +1,9 @@
 //! One JSON POST to an OpenAI-compatible endpoint, with authentication, extra headers and
-//! retries (429, 5xx, timeouts, connection errors; `Retry-After` honoured).
+//! retries (429, 5xx, timeouts, connection errors; `Retry-After` honoured), all within the
+//! call's deadline.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use memory_core::Result;
 use serde_json::Value;
 use tracing::warn;
 
@@ -17,13 +17,24 @@ pub(crate) struct Endpoint {
     pub(crate) config: OpenAiConfig,
 }
 
+/// A successful reply and the requests it took.
+pub(crate) struct Reply {
+    pub body: Value,
+    pub attempts: u32,
+}
+
 impl Endpoint {
-    pub(crate) fn new(config: OpenAiConfig) -> Result<Self> {
+    pub(crate) fn new(config: OpenAiConfig) -> memory_core::Result<Self> {
         let client = reqwest::Client::builder()
             .timeout(config.timeout)
             .build()
             .map_err(OpenAiError::Client)?;
         Ok(Self { client, config })
+    }
+
+    /// When a call starting now must end.
+    pub(crate) fn deadline(&self) -> Instant {
+        Instant::now() + self.config.deadline
     }
 
     fn backoff(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
@@ -37,20 +48,35 @@ impl Endpoint {
     }
 
     /// POSTs `body` to `{base_url}/{route}` and returns the JSON reply of the first successful
-    /// attempt.
+    /// attempt. No attempt runs, and no backoff sleeps, past `deadline`.
     pub(crate) async fn post(
         &self,
         route: &str,
         body: &Value,
         headers: &[(String, String)],
-    ) -> Result<Value> {
+        deadline: Instant,
+    ) -> Result<Reply, OpenAiError> {
         let url = match &self.config.query {
             Some(query) => format!("{}/{route}?{query}", self.config.base_url),
             None => format!("{}/{route}", self.config.base_url),
         };
         let mut attempt = 0;
+        let mut last: Option<String> = None;
         loop {
-            let mut http = self.client.post(&url).json(body);
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(OpenAiError::Deadline {
+                    url,
+                    deadline: self.config.deadline,
+                    attempts: attempt,
+                    last,
+                });
+            }
+            let mut http = self
+                .client
+                .post(&url)
+                .timeout(remaining.min(self.config.timeout))
+                .json(body);
             match (&self.config.api_key, &self.config.api_key_header) {
                 (Some(key), Some(header)) => http = http.header(header.as_str(), key.as_str()),
                 (Some(key), None) => http = http.bearer_auth(key),
@@ -69,10 +95,13 @@ impl Endpoint {
                         .and_then(|v| v.trim().parse::<u64>().ok())
                         .map(Duration::from_secs);
                     if status.is_success() {
-                        return response
-                            .json()
-                            .await
-                            .map_err(|e| OpenAiError::NotJson(e).into());
+                        return match response.json().await {
+                            Ok(body) => Ok(Reply {
+                                body,
+                                attempts: attempt + 1,
+                            }),
+                            Err(e) => Err(OpenAiError::NotJson(e)),
+                        };
                     }
                     let text = response.text().await.unwrap_or_default();
                     let excerpt: String = text.chars().take(300).collect();
@@ -82,6 +111,7 @@ impl Endpoint {
                         url: url.clone(),
                         excerpt,
                         attempts: attempt + 1,
+                        refused_format: crate::error::refuses_format(status, &text),
                     };
                     (retryable, retry_after, error)
                 }
@@ -96,10 +126,20 @@ impl Endpoint {
                 ),
             };
             if !retryable || attempt >= self.config.max_retries {
-                return Err(error.into());
+                return Err(error);
             }
             let wait = self.backoff(attempt, retry_after);
+            if Instant::now() + wait >= deadline {
+                // Sleeping would end past the deadline: stop now, with the last error.
+                return Err(OpenAiError::Deadline {
+                    url,
+                    deadline: self.config.deadline,
+                    attempts: attempt + 1,
+                    last: Some(error.to_string()),
+                });
+            }
             warn!(attempt, ?wait, %error, route, "retrying");
+            last = Some(error.to_string());
             tokio::time::sleep(wait).await;
             attempt += 1;
         }
@@ -113,6 +153,22 @@ mod tests {
 
     #[test]
     fn format_refusals_are_recognised() {
+        use crate::error::refuses_format;
+        let llama = r#"{"detail":[{"msg":"Input should be 'text' or 'json_object'"}]}"#;
+        assert!(refuses_format(StatusCode::INTERNAL_SERVER_ERROR, llama));
+        assert!(refuses_format(
+            StatusCode::BAD_REQUEST,
+            "response_format json_schema is not supported"
+        ));
+        assert!(!refuses_format(
+            StatusCode::UNAUTHORIZED,
+            "bad key for response_format"
+        ));
+        assert!(!refuses_format(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "json_schema backend overloaded"
+        ));
+        assert!(!refuses_format(StatusCode::BAD_REQUEST, "context too long"));
         let refusal = r#"{"detail":[{"msg":"Input should be 'text' or 'json_object'","loc":["body","response_format","type"]}]}"#;
         assert!(!retryable_status(
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -8,8 +8,13 @@
 //! - configurable base URL, model, API key (read from an environment variable), timeout;
 //! - retries with exponential backoff on 429, 5xx, timeouts and connection errors, honouring
 //!   `Retry-After`;
-//! - JSON-schema structured output, with one repair-and-retry when the model returns invalid
-//!   JSON (fences are stripped first); usage of every call (repairs included) is returned;
+//! - structured output in the strongest format the server accepts (`json_schema`, strict when
+//!   the schema follows strict mode's rules; else `json_object`; else plain text, with the
+//!   schema in the prompt), configured or learned from the first refusal
+//!   ([`StructuredOutput`]); the JSON is cut out of fences and prose, and validating and
+//!   repairing it is the caller's (one repair layer);
+//! - a deadline on every call, retries and fallbacks included; `finish_reason` reported, so a
+//!   reply cut off at `max_tokens` is never taken for a complete one; requests counted;
 //! - tool definitions and tool calls in the OpenAI format; extra request headers (for
 //!   example a session-affinity key) are forwarded.
 //!
@@ -32,5 +37,5 @@ mod http;
 mod wire;
 
 pub use chat::OpenAiChat;
-pub use config::OpenAiConfig;
+pub use config::{OpenAiConfig, StructuredOutput};
 pub use embeddings::{DEFAULT_EMBEDDING_BATCH, OpenAiEmbedder};

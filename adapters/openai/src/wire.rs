@@ -1,8 +1,48 @@
 //! The OpenAI chat-completions wire format.
 
-use memory_core::ports::{ChatMessage, ChatRequest, ChatRole, ResponseFormat};
+use memory_core::ports::{ChatMessage, ChatRequest, ChatRole, FinishReason, ResponseFormat};
+use memory_core::structured::{schema_instruction, strict_schema_violations};
 use memory_core::{MemoryError, Result, ToolCall};
 use serde_json::{Value, json};
+
+/// How a structured request is sent, strongest first (the order of fallback).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Format {
+    /// `response_format: json_schema`, strict when the schema follows strict mode's rules.
+    JsonSchema = 0,
+    /// `response_format: json_object` with the schema beside it (llama.cpp servers enforce
+    /// it there), and in the prompt.
+    JsonObject = 1,
+    /// No `response_format`, the schema in the prompt.
+    Text = 2,
+}
+
+impl Format {
+    pub(crate) fn from_level(level: u8) -> Self {
+        match level {
+            0 => Self::JsonSchema,
+            1 => Self::JsonObject,
+            _ => Self::Text,
+        }
+    }
+
+    /// The next weaker format, if any.
+    pub(crate) fn weaker(self) -> Option<Self> {
+        match self {
+            Self::JsonSchema => Some(Self::JsonObject),
+            Self::JsonObject => Some(Self::Text),
+            Self::Text => None,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::JsonSchema => "json_schema",
+            Self::JsonObject => "json_object",
+            Self::Text => "text",
+        }
+    }
+}
 
 fn role(role: ChatRole) -> &'static str {
     match role {
@@ -29,11 +69,35 @@ fn message(m: &ChatMessage) -> Value {
     out
 }
 
-/// The request body.
-pub(crate) fn body(request: &ChatRequest, default_model: &str) -> Value {
+/// The messages, with the schema instruction added to the system prompt (or as one) when
+/// the format cannot enforce the schema.
+fn messages(request: &ChatRequest, format: Format) -> Vec<Value> {
+    let mut out: Vec<Value> = request.messages.iter().map(message).collect();
+    if let (ResponseFormat::JsonSchema { schema, .. }, Format::JsonObject | Format::Text) =
+        (&request.response_format, format)
+    {
+        let instruction = schema_instruction(schema);
+        match request
+            .messages
+            .iter()
+            .position(|m| m.role == ChatRole::System)
+        {
+            // One system prompt: templates of some local models refuse a second one.
+            Some(i) => {
+                out[i]["content"] =
+                    Value::String(format!("{}\n\n{instruction}", request.messages[i].content));
+            }
+            None => out.insert(0, json!({"role": "system", "content": instruction})),
+        }
+    }
+    out
+}
+
+/// The request body, structured output sent as `format`.
+pub(crate) fn body(request: &ChatRequest, default_model: &str, format: Format) -> Value {
     let mut body = json!({
         "model": request.model.as_deref().unwrap_or(default_model),
-        "messages": request.messages.iter().map(message).collect::<Vec<_>>(),
+        "messages": messages(request, format),
     });
     if let Some(t) = request.temperature {
         body["temperature"] = json!(t);
@@ -45,7 +109,18 @@ pub(crate) fn body(request: &ChatRequest, default_model: &str) -> Value {
         body["tools"] = Value::Array(request.tools.iter().map(|t| t.to_openai()).collect());
     }
     if let ResponseFormat::JsonSchema { name, schema } = &request.response_format {
-        body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": true}});
+        match format {
+            Format::JsonSchema => {
+                let strict = strict_schema_violations(schema).is_empty();
+                body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}});
+            }
+            // llama.cpp servers constrain the output to a `schema` beside `json_object`;
+            // others ignore it and follow the schema in the prompt.
+            Format::JsonObject => {
+                body["response_format"] = json!({"type": "json_object", "schema": schema});
+            }
+            Format::Text => {}
+        }
     }
     body
 }
@@ -57,6 +132,7 @@ pub(crate) struct Parsed {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub model: Option<String>,
+    pub finish_reason: FinishReason,
 }
 
 fn malformed(what: &str) -> MemoryError {
@@ -65,10 +141,12 @@ fn malformed(what: &str) -> MemoryError {
 
 /// Parses a chat-completion response body.
 pub(crate) fn parse(body: &Value) -> Result<Parsed> {
-    let message = body
+    let choice = body
         .get("choices")
         .and_then(|c| c.get(0))
-        .and_then(|c| c.get("message"))
+        .ok_or_else(|| malformed("no choices[0]"))?;
+    let message = choice
+        .get("message")
         .ok_or_else(|| malformed("no choices[0].message"))?;
     let content = match message.get("content") {
         Some(Value::String(s)) => s.clone(),
@@ -118,15 +196,6 @@ pub(crate) fn parse(body: &Value) -> Result<Parsed> {
         input_tokens: count("prompt_tokens"),
         output_tokens: count("completion_tokens"),
         model: body.get("model").and_then(Value::as_str).map(str::to_owned),
+        finish_reason: FinishReason::from_wire(choice.get("finish_reason").and_then(Value::as_str)),
     })
-}
-
-/// Strips a Markdown code fence around JSON, as local models often add one.
-pub(crate) fn unfence(text: &str) -> &str {
-    let t = text.trim();
-    let Some(rest) = t.strip_prefix("```") else {
-        return t;
-    };
-    let rest = rest.strip_prefix("json").unwrap_or(rest);
-    rest.strip_suffix("```").unwrap_or(rest).trim()
 }

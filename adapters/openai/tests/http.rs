@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
-use memory_core::ports::{ChatMessage, ChatRequest, ChatRole, LanguageModel, ResponseFormat};
-use memory_core::{MemoryError, ToolDefinition};
+use memory_core::ToolDefinition;
+use memory_core::ports::{
+    ChatMessage, ChatRequest, ChatRole, FinishReason, LanguageModel, ResponseFormat,
+};
 use memory_openai::{OpenAiChat, OpenAiConfig};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, header, method, path, query_param};
@@ -168,15 +170,14 @@ fn structured() -> ChatRequest {
     r
 }
 
+/// The adapter cuts the JSON out of a fence and prose, and leaves validating and repairing to
+/// the caller: one request, whatever the reply.
 #[tokio::test]
-async fn invalid_json_is_repaired_once_and_usage_adds_up() {
+async fn structured_replies_lose_fences_and_prose_and_are_never_repaired_here() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .and(body_partial_json(
-            json!({"response_format": {"type": "json_schema"}}),
-        ))
         .respond_with(ResponseTemplate::new(200).set_body_json(completion(
-            json!("Sure! {facts: [}"),
+            json!("Sure! ```json\n{\"facts\": [\"a\"]}\n``` Hope that helps."),
             10,
             5,
         )))
@@ -184,42 +185,86 @@ async fn invalid_json_is_repaired_once_and_usage_adds_up() {
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(completion(
-            json!("```json\n{\"facts\": [\"a\"]}\n```"),
-            20,
-            6,
-        )))
-        .mount(&server)
-        .await;
-    let response = chat(&server).complete(structured()).await.unwrap();
-    assert_eq!(
-        serde_json::from_str::<Value>(&response.content).unwrap(),
-        json!({"facts": ["a"]})
-    );
-    assert_eq!(
-        (response.usage.input_tokens, response.usage.output_tokens),
-        (30, 11)
-    );
-    let requests = server.received_requests().await.unwrap();
-    let repair: Value = serde_json::from_slice(&requests[1].body).unwrap();
-    assert!(
-        repair["messages"][2]["content"]
-            .as_str()
-            .unwrap()
-            .contains("not valid JSON")
-    );
-}
-
-#[tokio::test]
-async fn invalid_json_twice_is_a_clear_error() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
         .respond_with(ResponseTemplate::new(200).set_body_json(completion(json!("not json"), 4, 2)))
         .mount(&server)
         .await;
-    let err = chat(&server).complete(structured()).await.unwrap_err();
-    assert!(matches!(err, MemoryError::Serialization { .. }));
-    assert!(err.to_string().contains("invalid JSON twice"), "{err}");
+    let client = chat(&server);
+    let response = client.complete(structured()).await.unwrap();
+    assert_eq!(response.content, "{\"facts\": [\"a\"]}");
+    assert_eq!(
+        (response.requests, response.finish_reason),
+        (1, FinishReason::Stop)
+    );
+    let response = client.complete(structured()).await.unwrap();
+    assert_eq!(
+        response.content, "not json",
+        "the caller validates and repairs"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+/// A reply stopped by `max_tokens` says so; its unclosed JSON is not passed on as complete.
+#[tokio::test]
+async fn a_reply_cut_off_at_max_tokens_says_so() {
+    let server = MockServer::start().await;
+    let mut body = completion(json!("{\"facts\": [\"a very long"), 3, 64);
+    body["choices"][0]["finish_reason"] = json!("length");
+    Mock::given(method("POST"))
+        .and(body_partial_json(json!({"max_tokens": 64})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(body))
+        .mount(&server)
+        .await;
+    let mut request = structured();
+    request.max_tokens = Some(64);
+    let response = chat(&server).complete(request).await.unwrap();
+    assert_eq!(response.finish_reason, FinishReason::Length);
+    assert_eq!(response.content, "{\"facts\": [\"a very long");
+}
+
+/// Retries count as requests: a 503 then a success is one answer from two requests.
+#[tokio::test]
+async fn requests_count_every_retry() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503).set_body_string("busy"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(json!("ok"), 1, 1)))
+        .mount(&server)
+        .await;
+    let response = chat(&server).complete(ask("x")).await.unwrap();
+    assert_eq!((response.content.as_str(), response.requests), ("ok", 2));
+}
+
+/// The deadline bounds the whole call: a server slower than the deadline costs the deadline,
+/// not the retries times the timeout, and the error says so (transient: a later call may pass).
+#[tokio::test]
+async fn the_deadline_bounds_the_whole_call_retries_included() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(completion(json!("late"), 1, 1))
+                .set_delay(Duration::from_secs(5)),
+        )
+        .mount(&server)
+        .await;
+    let config = OpenAiConfig::new(format!("{}/v1", server.uri()), "test-model")
+        .retries(10, Duration::from_millis(5))
+        .timeout(Duration::from_millis(300))
+        .deadline(Duration::from_millis(800));
+    let started = std::time::Instant::now();
+    let err = OpenAiChat::new(config)
+        .unwrap()
+        .complete(ask("x"))
+        .await
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(elapsed < Duration::from_secs(3), "took {elapsed:?}");
+    assert!(err.is_transient(), "{err}");
+    assert!(err.to_string().contains("deadline"), "{err}");
 }
 
 #[tokio::test]

@@ -33,7 +33,7 @@ use memory_engine::long_term::{LongTermBackends, LongTermConfig, MemoryService, 
 
 pub use blocks::token_counter;
 pub use error::{ComposeError, Result};
-pub use models::{EmbedderChoiceResult, chat_model, embedder};
+pub use models::{EmbedderChoiceResult, chat_model, chat_models, embedder};
 
 use storage::Stores;
 
@@ -120,6 +120,10 @@ impl Deployment {
                 tail_token_budget: compaction.tail_token_budget,
                 min_tail_messages: compaction.min_tail_messages,
                 model: None,
+                affinity_header: match &self.config.memory.affinity_header {
+                    Some(header) => (!header.is_empty()).then(|| header.clone()),
+                    None => CompactorOptions::default().affinity_header,
+                },
             };
             let compactor = SummarizingCompactor::new(chat_model(llm, None)?, options);
             let mut settings =
@@ -158,10 +162,11 @@ impl Deployment {
             let models = if small == large {
                 StageModels::all(chat_model(llm, small.as_deref())?)
             } else {
-                StageModels::split(
-                    chat_model(llm, small.as_deref())?,
-                    chat_model(llm, large.as_deref())?,
-                )
+                let mut pair = chat_models(llm, &[small.as_deref(), large.as_deref()])?;
+                match (pair.pop(), pair.pop()) {
+                    (Some(large), Some(small)) => StageModels::split(small, large),
+                    _ => return Err(ComposeError::Invalid("two chat models expected".into())),
+                }
             };
             service = service.with_models(models);
         }

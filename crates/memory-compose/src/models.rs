@@ -10,30 +10,57 @@ use crate::error::{ComposeError, Result};
 /// An embedder, or `None` and the reason vectors are off.
 pub type EmbedderChoiceResult = (Option<Arc<dyn Embedder>>, Option<String>);
 
-/// The chat model of `[llm]` (optionally another model on the same endpoint).
+/// Chat models of `[llm]`'s endpoint, one per entry of `models` (`None`: `[llm] model`). They
+/// share one connection pool and what was learned about the server's structured output.
 #[cfg(feature = "openai")]
-pub fn chat_model(llm: &LlmConfig, model: Option<&str>) -> Result<Arc<dyn LanguageModel>> {
-    Ok(Arc::new(memory_openai::OpenAiChat::new(endpoint(
-        llm, model,
-    ))?))
+pub fn chat_models(
+    llm: &LlmConfig,
+    models: &[Option<&str>],
+) -> Result<Vec<Arc<dyn LanguageModel>>> {
+    let base = memory_openai::OpenAiChat::new(endpoint(llm, None))?;
+    Ok(models
+        .iter()
+        .map(|model| -> Arc<dyn LanguageModel> {
+            Arc::new(base.with_model(model.unwrap_or(&llm.model)))
+        })
+        .collect())
 }
 
-/// The chat model of `[llm]`: this build has no OpenAI-compatible client.
+/// Chat models of `[llm]`: this build has no OpenAI-compatible client.
 #[cfg(not(feature = "openai"))]
-pub fn chat_model(_llm: &LlmConfig, _model: Option<&str>) -> Result<Arc<dyn LanguageModel>> {
+pub fn chat_models(
+    _llm: &LlmConfig,
+    _models: &[Option<&str>],
+) -> Result<Vec<Arc<dyn LanguageModel>>> {
     Err(ComposeError::Invalid(
         "[llm] needs the OpenAI-compatible client, which this build leaves out (rebuild with `--features openai`)".into(),
     ))
 }
 
+/// The chat model of `[llm]` (optionally another model on the same endpoint).
+pub fn chat_model(llm: &LlmConfig, model: Option<&str>) -> Result<Arc<dyn LanguageModel>> {
+    chat_models(llm, &[model])?
+        .pop()
+        .ok_or_else(|| ComposeError::Invalid("no chat model was asked for".into()))
+}
+
 /// The OpenAI-compatible endpoint of `[llm]`, optionally with another model.
 #[cfg(feature = "openai")]
 fn endpoint(llm: &LlmConfig, model: Option<&str>) -> memory_openai::OpenAiConfig {
+    use memory_config::StructuredOutputMode;
+    use memory_openai::StructuredOutput;
     use std::time::Duration;
     let mut config = memory_openai::OpenAiConfig::new(&llm.base_url, model.unwrap_or(&llm.model))
         .api_key_from_env(&llm.api_key_env)
         .timeout(Duration::from_secs(llm.timeout_secs))
-        .retries(llm.max_retries, Duration::from_millis(500));
+        .deadline(Duration::from_secs(llm.deadline_secs))
+        .retries(llm.max_retries, Duration::from_millis(500))
+        .structured_output(match llm.structured_output {
+            StructuredOutputMode::Auto => StructuredOutput::Auto,
+            StructuredOutputMode::JsonSchema => StructuredOutput::JsonSchema,
+            StructuredOutputMode::JsonObject => StructuredOutput::JsonObject,
+            StructuredOutputMode::Text => StructuredOutput::Text,
+        });
     config.query = llm.query.clone();
     config.api_key_header = llm.api_key_header.clone();
     config

@@ -23,7 +23,7 @@ mod storage;
 pub use error::ConfigError;
 pub use model::{
     BlockDeclaration, BlockKindConfig, BlockSource, CONFIG_FILE, CompactionConfig, EmbedderChoice,
-    LlmConfig, LongTermMemoryConfig, MemoryConfig, TokenizerConfig,
+    LlmConfig, LongTermMemoryConfig, MemoryConfig, StructuredOutputMode, TokenizerConfig,
 };
 pub use storage::{
     Backend, DirectorySettings, PostgresSettings, RedisSettings, Role, S3Settings, SqliteSettings,

@@ -93,6 +93,32 @@ pub struct LlmConfig {
     pub query: Option<String>,
     /// Header carrying the key instead of `Authorization: Bearer` (Azure: `"api-key"`).
     pub api_key_header: Option<String>,
+    /// Limit on one whole call in seconds, every retry and fallback included.
+    #[serde(default = "default_deadline")]
+    pub deadline_secs: u64,
+    /// Which structured-output request the server takes (default `auto`: learned from the
+    /// first refusal).
+    #[serde(default)]
+    pub structured_output: StructuredOutputMode,
+}
+
+/// `[llm] structured_output`: how structured stages ask for JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StructuredOutputMode {
+    /// `json_schema` first; on a refusal `json_object`, then plain text, remembered.
+    #[default]
+    Auto,
+    /// Always `response_format: json_schema` (OpenAI, recent vLLM and Ollama).
+    JsonSchema,
+    /// Always `response_format: json_object`, the schema in the prompt (llama.cpp servers).
+    JsonObject,
+    /// No `response_format`; the schema in the prompt.
+    Text,
+}
+
+fn default_deadline() -> u64 {
+    180
 }
 
 fn default_key_env() -> String {

@@ -19,6 +19,7 @@ pub mod message;
 pub mod ports;
 pub mod search;
 pub mod session;
+pub mod structured;
 pub mod time;
 pub mod tokens;
 pub mod tools;

@@ -23,14 +23,13 @@ struct Digest;
 impl LanguageModel for Digest {
     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse> {
         let chars: usize = request.messages.iter().map(|m| m.content.len()).sum();
-        Ok(ChatResponse {
-            content: format!(
+        Ok(ChatResponse::new(
+            format!(
                 "## Goal\nShip the release.\n## Progress\nSummarized {chars} characters of earlier turns.\n## Identifiers\nrelease-4.2, src/parser.rs"
             ),
-            model: "digest".into(),
-            usage: TokenUsage::default(),
-            tool_calls: Vec::new(),
-        })
+            "digest",
+            TokenUsage::default(),
+        ))
     }
 }
 

@@ -350,7 +350,7 @@ impl Session {
         let history = apply_overlays(raw.clone(), &compactions);
         let Some(mut result) = settings
             .compactor
-            .compact(&history, settings.counter.as_ref())
+            .compact(self.id.as_str(), &history, settings.counter.as_ref())
             .await?
         else {
             return Ok(None);

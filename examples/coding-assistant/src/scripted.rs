@@ -79,10 +79,8 @@ impl LanguageModel for ScriptedModel {
             }
         };
         Ok(ChatResponse {
-            content,
-            model: "scripted".into(),
-            usage: TokenUsage::default(),
             tool_calls,
+            ..ChatResponse::new(content, "scripted", TokenUsage::default())
         })
     }
 }

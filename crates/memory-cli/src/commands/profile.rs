@@ -3,7 +3,8 @@
 use memory_core::ports::{MemoryFilter, MemoryKind};
 use memory_core::{MemoryError, SessionId, UiMessage};
 use memory_engine::long_term::{
-    IngestJob, IngestMessage, JobStatus, RecallItem, RecallRequest, RememberRequest, normalize_key,
+    IngestJob, IngestMessage, JobStatus, RecallItem, RecallRequest, RememberRequest, StageUsage,
+    normalize_key,
 };
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
@@ -70,8 +71,19 @@ fn read_messages(
 /// One line (and the problems) of a job.
 fn print_job(job: &IngestJob) {
     let r = &job.extraction;
+    let llm = job
+        .usage
+        .stages
+        .iter()
+        .filter(|(stage, _)| stage.as_str() != "embedding")
+        .fold(StageUsage::default(), |mut sum, (_, u)| {
+            sum.calls += u.calls;
+            sum.requests += u.requests;
+            sum.repairs += u.repairs;
+            sum
+        });
     println!(
-        "job {} [{}] session {}: {} new / {} known message(s); {} candidate(s): {} passed, {} corrected, {} dropped; {} memories stored, {} superseded; {} vector(s); {} LLM call(s)",
+        "job {} [{}] session {}: {} new / {} known message(s); {} candidate(s): {} passed, {} corrected, {} dropped; {} memories stored, {} superseded; {} vector(s); {} LLM call(s) in {} request(s), {} repair(s)",
         job.id,
         job.status.as_str(),
         job.session_id,
@@ -84,15 +96,17 @@ fn print_job(job: &IngestJob) {
         r.stored,
         r.superseded,
         job.vectorized,
-        job.usage
-            .stages
-            .iter()
-            .filter(|(stage, _)| stage.as_str() != "embedding")
-            .map(|(_, u)| u.calls)
-            .sum::<u64>(),
+        llm.calls,
+        llm.requests,
+        llm.repairs,
     );
     if let Some(error) = &job.error {
-        println!("  failed: {error}");
+        let what = if job.status == JobStatus::Failed {
+            "failed"
+        } else {
+            "errors"
+        };
+        println!("  {what}: {error}");
     }
     for problem in &r.problems {
         println!("  problem: {problem}");
@@ -192,19 +206,23 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
                     );
                 }
             }
-            // A script waiting for the jobs must be able to tell that one failed.
+            // A script waiting for the jobs must be able to tell that one failed, or finished
+            // with errors (memories missing).
             let failed: Vec<&IngestJob> = jobs
                 .iter()
-                .filter(|j| wait && j.status == JobStatus::Failed)
+                .filter(|j| wait && j.status.has_errors())
                 .collect();
             match failed.first() {
                 None => Ok(()),
                 Some(first) => Err(CliError::Input(format!(
-                    "{} of {} ingest job(s) failed; first: job {} at {}: {}",
+                    "{} of {} ingest job(s) failed or finished with errors; first: job {} {}: {}",
                     failed.len(),
                     jobs.len(),
                     first.id,
-                    first.failed_stage.map_or("?", JobStatus::as_str),
+                    match first.failed_stage {
+                        Some(stage) => format!("failed at {}", stage.as_str()),
+                        None => first.status.as_str().to_owned(),
+                    },
                     first.error.as_deref().unwrap_or("unknown error")
                 ))),
             }

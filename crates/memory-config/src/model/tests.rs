@@ -111,6 +111,27 @@ fn llm_and_compaction_sections() {
         "{e}"
     );
     assert!(err("[llm]\nmodel = \"m\"\n").contains("base_url"));
+    assert_eq!(
+        (llm.structured_output, llm.deadline_secs),
+        (crate::StructuredOutputMode::Auto, 180)
+    );
+}
+
+#[test]
+fn structured_output_and_deadline_are_settings() {
+    let config = MemoryConfig::parse(
+        "[llm]\nbase_url = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\nstructured_output = \"json_object\"\ndeadline_secs = 30\n",
+        Path::new("."),
+    )
+    .unwrap();
+    let llm = config.llm.unwrap();
+    assert_eq!(
+        llm.structured_output,
+        crate::StructuredOutputMode::JsonObject
+    );
+    assert_eq!(llm.deadline_secs, 30);
+    let e = err("[llm]\nbase_url = \"http://x/v1\"\nmodel = \"m\"\nstructured_output = \"xml\"\n");
+    assert!(e.contains("structured_output"), "{e}");
 }
 
 #[test]

@@ -62,7 +62,10 @@ pub enum ResponseFormat {
     /// Free text.
     #[default]
     Text,
-    /// JSON matching `schema`.
+    /// JSON matching `schema`. Write schemas to strict mode's rules
+    /// ([`strict_schema_violations`](crate::structured::strict_schema_violations) is empty):
+    /// the adapter can then have the server enforce them; a server that cannot gets the schema
+    /// in the prompt instead.
     JsonSchema {
         /// Schema name.
         name: String,
@@ -100,6 +103,41 @@ pub struct TokenUsage {
     pub output_tokens: u64,
 }
 
+/// Why the model stopped generating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// It finished its answer.
+    #[default]
+    Stop,
+    /// It ran into `max_tokens`: the content is cut off (for JSON, unclosed).
+    Length,
+    /// It asked for tools.
+    ToolCalls,
+    /// The provider's filter stopped it.
+    ContentFilter,
+    /// Anything else the provider reported.
+    Other,
+}
+
+impl FinishReason {
+    /// The reason from an OpenAI-style `finish_reason` string (`None` or unknown: `Stop` when
+    /// absent, `Other` when unrecognised).
+    pub fn from_wire(reason: Option<&str>) -> Self {
+        match reason {
+            None | Some("stop") | Some("eos") | Some("end_turn") => Self::Stop,
+            Some("length") | Some("max_tokens") => Self::Length,
+            Some("tool_calls") | Some("function_call") | Some("tool_use") => Self::ToolCalls,
+            Some("content_filter") => Self::ContentFilter,
+            Some(_) => Self::Other,
+        }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
 /// A chat completion.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatResponse {
@@ -112,12 +150,37 @@ pub struct ChatResponse {
     /// Tools the model asked to run (empty when it answered in text).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
+    /// Why generation stopped.
+    #[serde(default)]
+    pub finish_reason: FinishReason,
+    /// Requests this answer took over the wire: retries and format fallbacks included
+    /// (1 for an in-process model).
+    #[serde(default = "one")]
+    pub requests: u32,
+}
+
+impl ChatResponse {
+    /// A finished text answer from one request.
+    pub fn new(content: impl Into<String>, model: impl Into<String>, usage: TokenUsage) -> Self {
+        Self {
+            content: content.into(),
+            model: model.into(),
+            usage,
+            tool_calls: Vec::new(),
+            finish_reason: FinishReason::Stop,
+            requests: 1,
+        }
+    }
 }
 
 /// A chat-completion model.
 ///
 /// # Contract
-/// - With [`ResponseFormat::JsonSchema`], `content` is JSON text (callers still validate it).
+/// - With [`ResponseFormat::JsonSchema`], `content` is the reply with any code fence or prose
+///   around the JSON object removed ([`json_in_reply`](crate::structured::json_in_reply));
+///   callers still validate it, and repair (the adapter does not ask twice).
+/// - `finish_reason` says when `content` was cut off by `max_tokens`; it is never silently
+///   passed on as a complete answer.
 /// - Every response reports usage (zeros only when the provider reports none).
 #[async_trait]
 pub trait LanguageModel: Send + Sync {

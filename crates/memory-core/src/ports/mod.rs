@@ -44,7 +44,8 @@ pub use embedder::Embedder;
 pub use job_queue::{JobFilter, JobLease, JobPage, JobQueue, JobRecord, JobState, NewJob};
 pub use key_value_store::KeyValueStore;
 pub use language_model::{
-    ChatMessage, ChatRequest, ChatResponse, ChatRole, LanguageModel, ResponseFormat, TokenUsage,
+    ChatMessage, ChatRequest, ChatResponse, ChatRole, FinishReason, LanguageModel, ResponseFormat,
+    TokenUsage,
 };
 pub use long_term_memory_store::{LongTermMemoryStore, MemoryProfiles};
 pub use memory_record_store::{

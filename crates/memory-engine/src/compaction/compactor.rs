@@ -4,10 +4,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::ports::{
-    ChatMessage, ChatRequest, ChatRole, LanguageModel, TokenCounter, TokenUsage,
+    ChatMessage, ChatRequest, ChatRole, FinishReason, LanguageModel, TokenCounter, TokenUsage,
 };
 use memory_core::{
-    COMPACTION_PREFIX, Result, UiMessage, estimate_message_tokens, estimate_messages_tokens,
+    COMPACTION_PREFIX, MemoryError, Result, UiMessage, estimate_message_tokens,
+    estimate_messages_tokens,
 };
 
 use super::boundaries::{align_end, align_start, tail_cut};
@@ -29,10 +30,11 @@ pub struct CompactResult {
 /// Decides what to compact, given the history with overlays applied.
 #[async_trait]
 pub trait Compactor: Send + Sync {
-    /// A range and its summary, or `None` when there is nothing worth compacting. Errors
-    /// (a failing summarizer) are returned, never swallowed.
+    /// A range of `session_id`'s history and its summary, or `None` when there is nothing
+    /// worth compacting. Errors (a failing summarizer) are returned, never swallowed.
     async fn compact(
         &self,
+        session_id: &str,
         history: &[UiMessage],
         counter: &dyn TokenCounter,
     ) -> Result<Option<CompactResult>>;
@@ -49,6 +51,9 @@ pub struct CompactorOptions {
     pub min_tail_messages: usize,
     /// Model override for the summarizer.
     pub model: Option<String>,
+    /// Header carrying the session id on every summarizer call, so a provider that routes
+    /// by it reuses its prompt cache (`x-session-affinity`); `None` sends none.
+    pub affinity_header: Option<String>,
 }
 
 impl Default for CompactorOptions {
@@ -58,6 +63,7 @@ impl Default for CompactorOptions {
             tail_token_budget: 20_000,
             min_tail_messages: 2,
             model: None,
+            affinity_header: Some("x-session-affinity".to_owned()),
         }
     }
 }
@@ -103,6 +109,7 @@ impl SummarizingCompactor {
 impl Compactor for SummarizingCompactor {
     async fn compact(
         &self,
+        session_id: &str,
         history: &[UiMessage],
         counter: &dyn TokenCounter,
     ) -> Result<Option<CompactResult>> {
@@ -123,6 +130,10 @@ impl Compactor for SummarizingCompactor {
             .map(UiMessage::text);
         let budget = (estimate_messages_tokens(counter, &middle) / 5).max(100);
         let prompt = summary_prompt(&middle, previous.as_deref(), budget);
+        // Twice the summary's budget: room to finish, a bound on a runaway generation.
+        let max_tokens = u32::try_from(budget.saturating_mul(2))
+            .unwrap_or(u32::MAX)
+            .clamp(256, 16_384);
         let request = ChatRequest {
             model: self.options.model.clone(),
             messages: vec![
@@ -132,15 +143,25 @@ impl Compactor for SummarizingCompactor {
                 ),
                 ChatMessage::new(ChatRole::User, prompt),
             ],
-            // Twice the summary's budget: room to finish, a bound on a runaway generation.
-            max_tokens: Some(
-                u32::try_from(budget.saturating_mul(2))
-                    .unwrap_or(u32::MAX)
-                    .clamp(256, 16_384),
-            ),
+            max_tokens: Some(max_tokens),
+            headers: self
+                .options
+                .affinity_header
+                .iter()
+                .map(|name| (name.clone(), session_id.to_owned()))
+                .collect(),
             ..ChatRequest::default()
         };
         let response = self.llm.complete(request).await?;
+        if response.finish_reason == FinishReason::Length {
+            // A summary cut short would silently drop the end of the range from the context.
+            return Err(MemoryError::backend(
+                "compaction",
+                format!(
+                    "the summary reached the output limit of {max_tokens} tokens before it ended; nothing was compacted"
+                ),
+            ));
+        }
         let summary = response.content.trim().to_owned();
         if summary.is_empty() {
             return Ok(None);
@@ -161,6 +182,7 @@ pub struct NoCompaction;
 impl Compactor for NoCompaction {
     async fn compact(
         &self,
+        _: &str,
         _: &[UiMessage],
         _: &dyn TokenCounter,
     ) -> Result<Option<CompactResult>> {

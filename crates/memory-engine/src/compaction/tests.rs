@@ -63,6 +63,7 @@ fn small_tail() -> CompactorOptions {
         tail_token_budget: 10,
         min_tail_messages: 2,
         model: None,
+        affinity_header: Some("x-session-affinity".into()),
     }
 }
 
@@ -614,4 +615,37 @@ async fn the_estimate_never_exceeds_the_threshold_by_more_than_one_turn() {
         max_estimate <= 4_000 + largest_turn,
         "{max_estimate} > 4000 + {largest_turn}"
     );
+}
+
+/// Every summarizer call carries the session-affinity header with the session id, like the
+/// long-term tier's calls carry the profile.
+#[tokio::test]
+async fn compaction_calls_carry_the_affinity_header() {
+    let llm = Arc::new(ScriptedLanguageModel::new(["a summary"]));
+    let (session, _) = session_with(llm.clone(), small_tail(), None).await;
+    chain(&session, 8).await;
+    session.compact(None).await.unwrap().unwrap();
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(
+        requests[0]
+            .headers
+            .contains(&("x-session-affinity".to_owned(), "s".to_owned())),
+        "{:?}",
+        requests[0].headers
+    );
+}
+
+/// A summary cut off at the output limit is a clear failure: nothing is compacted, the
+/// history stays whole.
+#[tokio::test]
+async fn a_summary_cut_off_at_the_output_limit_is_refused() {
+    let llm = Arc::new(ScriptedLanguageModel::default());
+    llm.push_cut_off("## Goal\nShip the parser. ## Progress\nThe first");
+    let (session, _) = session_with(llm.clone(), small_tail(), None).await;
+    chain(&session, 8).await;
+    let err = session.compact(None).await.unwrap_err();
+    assert!(err.to_string().contains("output limit"), "{err}");
+    assert_eq!(session.history(None).await.unwrap().len(), 8);
+    assert!(session.compactions().await.unwrap().is_empty());
 }

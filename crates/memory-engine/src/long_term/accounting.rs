@@ -11,8 +11,16 @@ use serde::Serialize;
 /// What one stage spent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 pub struct StageUsage {
-    /// LLM or embedder calls (failed ones included).
+    /// LLM or embedder calls (failed ones included, a repair round counted as a call).
     pub calls: u64,
+    /// Requests an LLM adapter sent over the wire for those calls: retries and
+    /// structured-output format fallbacks included (a failed call counts one; its retries are
+    /// in its error). Not counted for embedder calls.
+    #[serde(default)]
+    pub requests: u64,
+    /// Structured replies that had to be asked for again (invalid or cut off).
+    #[serde(default)]
+    pub repairs: u64,
     /// Prompt tokens (LLM) or texts embedded (embedder).
     pub input_tokens: u64,
     /// Completion tokens.
@@ -38,6 +46,8 @@ impl UsageReport {
             .values()
             .fold(StageUsage::default(), |a, b| StageUsage {
                 calls: a.calls + b.calls,
+                requests: a.requests + b.requests,
+                repairs: a.repairs + b.repairs,
                 input_tokens: a.input_tokens + b.input_tokens,
                 output_tokens: a.output_tokens + b.output_tokens,
                 texts: a.texts + b.texts,
@@ -50,6 +60,8 @@ impl UsageReport {
         for (stage, u) in &other.stages {
             let e = self.stages.entry(stage.clone()).or_default();
             e.calls += u.calls;
+            e.requests += u.requests;
+            e.repairs += u.repairs;
             e.input_tokens += u.input_tokens;
             e.output_tokens += u.output_tokens;
             e.texts += u.texts;
@@ -96,12 +108,21 @@ impl Meter {
         self.record(stage, |u| {
             u.calls += 1;
             u.millis += millis;
-            if let Ok(response) = &result {
-                u.input_tokens += response.usage.input_tokens;
-                u.output_tokens += response.usage.output_tokens;
+            match &result {
+                Ok(response) => {
+                    u.requests += u64::from(response.requests.max(1));
+                    u.input_tokens += response.usage.input_tokens;
+                    u.output_tokens += response.usage.output_tokens;
+                }
+                Err(_) => u.requests += 1,
             }
         });
         result
+    }
+
+    /// Counts a repair round of `stage` (its call is counted by [`Meter::chat`]).
+    pub(crate) fn repair(&self, stage: &str) {
+        self.record(stage, |u| u.repairs += 1);
     }
 
     /// One embedding call, accounted under `stage`.

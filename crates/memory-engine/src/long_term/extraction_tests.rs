@@ -332,12 +332,11 @@ async fn chunks_overlap_by_two_messages_and_run_at_most_four_at_once() {
                     .unwrap()
                     .push(request.messages[1].content.clone());
             }
-            Ok(ChatResponse {
-                content: json!({"memories": []}).to_string(),
-                model: "counting".into(),
-                usage: TokenUsage::default(),
-                tool_calls: vec![],
-            })
+            Ok(ChatResponse::new(
+                json!({"memories": []}).to_string(),
+                "counting",
+                TokenUsage::default(),
+            ))
         }
     }
     let model = Arc::new(Counting {
@@ -808,4 +807,103 @@ async fn every_stage_bounds_its_output() {
         let limit = request.max_tokens.expect("every call is bounded");
         assert!((256..=8_192).contains(&limit), "{limit}");
     }
+}
+
+/// A failed LLM stage takes away only its own output: the raw messages are still vectorized
+/// (a recall channel of their own), the job fails with the reason, and recall lists what is
+/// missing until a retry succeeds.
+#[tokio::test]
+async fn a_failed_llm_stage_still_vectorizes_raw_messages_and_recall_says_what_is_missing() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let down = Arc::new(RoutedLanguageModel::new(
+        |_| Err("model server down".into()),
+    ));
+    let job = service(profiles.clone(), down)
+        .ingest_and_extract("ada", "chat-1", conversation(4))
+        .await
+        .unwrap();
+    assert_eq!(job.status, JobStatus::Failed);
+    assert_eq!(job.failed_stage, Some(JobStatus::Extracting));
+    assert!(job.raw_vectorized);
+    assert_eq!(job.vectorized, 4, "every raw message has its vector");
+    assert!(
+        job.degraded
+            .iter()
+            .any(|d| d.feature == "extraction" && d.reason.contains("model server down")),
+        "{:?}",
+        job.degraded
+    );
+
+    // Recall (no LLM needed) finds the raw message through its vector, and says why no
+    // memories came from it.
+    let reader = MemoryService::new(
+        super::in_memory(profiles.clone()),
+        Arc::new(ManualClock::new(day(20).0)),
+    )
+    .with_embedder(Arc::new(HashingEmbedder::new(64)));
+    let recalled = reader
+        .recall("ada", RecallRequest::new("Lisbon", 5))
+        .await
+        .unwrap();
+    assert!(
+        recalled
+            .hits
+            .iter()
+            .any(|h| h.ranks.iter().any(|r| r.channel == "raw_vector")),
+        "the raw vector channel ran"
+    );
+    let missing = recalled
+        .degraded
+        .iter()
+        .find(|d| d.feature == "extraction")
+        .expect("recall names the failed stage");
+    assert!(
+        missing
+            .reason
+            .contains("1 ingest job(s) failed at extraction")
+            && missing.reason.contains("model server down"),
+        "{}",
+        missing.reason
+    );
+
+    // Retried with a working model: memories, and no more degradation.
+    let resumed = service(profiles.clone(), good_model())
+        .resume_jobs("ada", true)
+        .await
+        .unwrap();
+    assert_eq!(resumed[0].status, JobStatus::Done, "{:?}", resumed[0].error);
+    assert!(resumed[0].degraded.is_empty(), "{:?}", resumed[0].degraded);
+    assert!(resumed[0].extraction.stored > 0);
+    let recalled = reader
+        .recall("ada", RecallRequest::new("Lisbon", 5))
+        .await
+        .unwrap();
+    assert!(
+        recalled.degraded.iter().all(|d| d.feature != "extraction"),
+        "{:?}",
+        recalled.degraded
+    );
+}
+
+/// Some calls failing is not success: the job ends `done_with_errors`, with the reason.
+#[tokio::test]
+async fn a_run_where_some_calls_failed_ends_done_with_errors() {
+    let model = Arc::new(RoutedLanguageModel::new(|r| {
+        if system(r).contains("classify memories") {
+            return Err("classifier timed out".into());
+        }
+        good_model().complete_blocking(r)
+    }));
+    let job = service(Arc::new(InMemoryProfiles::new()), model)
+        .ingest_and_extract("ada", "chat-1", conversation(4))
+        .await
+        .unwrap();
+    assert_eq!(job.status, JobStatus::DoneWithErrors);
+    assert!(job.status.has_errors() && job.status.is_finished());
+    let error = job.error.unwrap();
+    assert!(
+        error.contains("LLM call(s) failed") && error.contains("classifier timed out"),
+        "{error}"
+    );
+    assert!(job.extraction.stored > 0, "what succeeded was stored");
 }

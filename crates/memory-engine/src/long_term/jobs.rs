@@ -37,7 +37,11 @@ pub enum JobStatus {
     Vectorizing,
     /// Finished.
     Done,
-    /// Stopped by an error; `resume` retries from `failed_stage`.
+    /// Finished, but some LLM calls failed: the memories they would have given are missing
+    /// (`error` says which, `extraction.problems` has each one).
+    DoneWithErrors,
+    /// Stopped by an error; `resume` retries from `failed_stage`. The raw messages are stored,
+    /// searchable and (when an LLM stage failed) vectorized all the same.
     Failed,
 }
 
@@ -51,13 +55,30 @@ impl JobStatus {
             Self::Storing => "storing",
             Self::Vectorizing => "vectorizing",
             Self::Done => "done",
+            Self::DoneWithErrors => "done_with_errors",
             Self::Failed => "failed",
         }
     }
 
     /// True once nothing more will happen without a retry.
     pub fn is_finished(self) -> bool {
-        matches!(self, Self::Done | Self::Failed)
+        matches!(self, Self::Done | Self::DoneWithErrors | Self::Failed)
+    }
+
+    /// True when the job failed or finished with errors.
+    pub fn has_errors(self) -> bool {
+        matches!(self, Self::DoneWithErrors | Self::Failed)
+    }
+
+    /// The feature a failure of this stage takes away (`degraded` on jobs and recall).
+    fn feature(self) -> &'static str {
+        match self {
+            Self::Queued | Self::Extracting => "extraction",
+            Self::Verifying => "verification",
+            Self::Storing => "memories",
+            Self::Vectorizing => "vectors",
+            Self::Done | Self::DoneWithErrors | Self::Failed => "ingest",
+        }
     }
 }
 
@@ -92,6 +113,9 @@ pub struct IngestJob {
     pub extraction: ExtractionReport,
     /// Vectors written.
     pub vectorized: u64,
+    /// The raw messages' vectors are written (they are, even when an LLM stage failed).
+    #[serde(default)]
+    pub raw_vectorized: bool,
     /// Stages that did not run, and why.
     pub degraded: Vec<Degradation>,
     /// LLM and embedder usage over every run of the job.
@@ -106,6 +130,12 @@ pub(super) const INGEST_KIND: &str = "ingest";
 
 /// Jobs read per page when listing a profile's jobs.
 const JOB_PAGE: usize = 500;
+
+/// How a stage failure starts its `degraded` reason (and how a retry finds it to clear it).
+const FAILED: &str = "failed:";
+
+/// Failed jobs a recall looks at to say what is missing.
+const FAILED_SAMPLE: usize = 100;
 
 fn from_record(record: &JobRecord) -> Result<IngestJob> {
     serde_json::from_value(record.body.clone())
@@ -146,6 +176,7 @@ impl MemoryService {
             memory_ids: Vec::new(),
             extraction: ExtractionReport::default(),
             vectorized: 0,
+            raw_vectorized: false,
             degraded: Vec::new(),
             usage: UsageReport::default(),
             cancelled: false,
@@ -292,7 +323,10 @@ impl MemoryService {
         let store = self.backends.store(profile).await?;
         let mut job = from_record(&record)?;
         if job.status == JobStatus::Failed {
-            job.status = job.failed_stage.unwrap_or(JobStatus::Queued);
+            let stage = job.failed_stage.unwrap_or(JobStatus::Queued);
+            job.degraded
+                .retain(|d| !(d.feature == stage.feature() && d.reason.starts_with(FAILED)));
+            job.status = stage;
             job.failed_stage = None;
             job.error = None;
         }
@@ -328,11 +362,11 @@ impl MemoryService {
                         .vectorize_stage(profile, store.as_ref(), &meter, &mut job)
                         .await
                         .map(|()| JobStatus::Done),
-                    JobStatus::Done | JobStatus::Failed => Ok(stage),
+                    JobStatus::Done | JobStatus::DoneWithErrors | JobStatus::Failed => Ok(stage),
                 }
             };
             let outcome = self.with_heartbeat(&lease, work).await?;
-            if matches!(stage, JobStatus::Done | JobStatus::Failed) {
+            if stage.is_finished() {
                 break;
             }
             job.usage.merge(&meter.report_and_reset());
@@ -341,13 +375,17 @@ impl MemoryService {
                 Ok(next) => {
                     job.status = next;
                     if next == JobStatus::Done {
+                        if let Some(errors) = job.extraction.errors() {
+                            job.status = JobStatus::DoneWithErrors;
+                            job.error = Some(errors);
+                        }
                         // The checkpoints held conversation text; a finished job keeps counts only.
                         job.messages.clear();
                         job.candidates.clear();
                         job.drafts.clear();
                         let body = serde_json::to_value(&job)?;
                         queue
-                            .complete(&current()?, next.as_str(), body, now)
+                            .complete(&current()?, job.status.as_str(), body, now)
                             .await?;
                         break;
                     }
@@ -358,6 +396,25 @@ impl MemoryService {
                 }
                 Err(e) => {
                     tracing::warn!(job = %job.id, stage = stage.as_str(), error = %e, "ingest job failed");
+                    if matches!(stage, JobStatus::Extracting | JobStatus::Verifying) {
+                        // The raw messages are a retrieval channel of their own: they get their
+                        // vectors even though no memories came from this run.
+                        let raw =
+                            self.vectorize_raw_stage(profile, store.as_ref(), &meter, &mut job);
+                        if let Err(v) = self.with_heartbeat(&lease, raw).await? {
+                            job.degraded.push(Degradation {
+                                feature: "vectors".into(),
+                                reason: format!(
+                                    "{FAILED} the raw messages were not vectorized: {v}"
+                                ),
+                            });
+                        }
+                        job.usage.merge(&meter.report_and_reset());
+                    }
+                    job.degraded.push(Degradation {
+                        feature: stage.feature().into(),
+                        reason: format!("{FAILED} {e}"),
+                    });
                     job.failed_stage = Some(stage);
                     job.error = Some(e.to_string());
                     job.status = JobStatus::Failed;
@@ -421,6 +478,46 @@ impl MemoryService {
                 *slot = renewed;
             }
         }
+    }
+
+    /// What failed ingest jobs took away, one entry per failed stage, for recall's `degraded`
+    /// (their raw messages are still recalled: stored, searchable and vectorized).
+    pub(super) async fn failed_job_degradations(&self, profile: &str) -> Result<Vec<Degradation>> {
+        let mut filter = LongTermBackends::ingest_jobs(profile);
+        filter.state = Some(JobState::Failed);
+        let page = self
+            .backends
+            .jobs
+            .list(&filter, None, FAILED_SAMPLE)
+            .await?;
+        let more = if page.next_cursor.is_some() {
+            "or more "
+        } else {
+            ""
+        };
+        let mut by_stage: std::collections::BTreeMap<&'static str, (usize, String)> =
+            std::collections::BTreeMap::new();
+        for record in &page.jobs {
+            let job = from_record(record)?;
+            if job.cancelled {
+                continue;
+            }
+            let stage = job.failed_stage.unwrap_or(JobStatus::Queued);
+            let entry = by_stage.entry(stage.feature()).or_default();
+            entry.0 += 1;
+            entry.1 = job.error.unwrap_or_default();
+        }
+        Ok(by_stage
+            .into_iter()
+            .map(|(feature, (count, latest))| Degradation {
+                feature: feature.into(),
+                reason: format!(
+                    "{count} {more}ingest job(s) failed at {feature} (latest: {latest}); their \
+                     raw messages are recalled, the memories they would give are missing; \
+                     `memory profile resume --retry-failed` retries them"
+                ),
+            })
+            .collect())
     }
 
     /// Cancels unfinished jobs whose checkpoints hold erased data (a resume would otherwise
@@ -534,10 +631,9 @@ impl MemoryService {
         let transcript = build_transcript(&job.messages);
         let concurrency = self.config.max_concurrent_chunks;
         let mut report = std::mem::take(&mut job.extraction);
+        let before = report.clone();
         let verified = match self.models.verification.as_deref() {
             Some(model) => {
-                // A retried stage keeps earlier counts; judge this run by its own.
-                let unverified_before = report.unverified;
                 let kept = verify(
                     meter,
                     model,
@@ -548,15 +644,17 @@ impl MemoryService {
                 )
                 .await;
                 if kept.is_empty()
-                    && report.unverified - unverified_before == job.candidates.len() as u64
+                    && report.unverified - before.unverified == job.candidates.len() as u64
                 {
-                    job.extraction = report;
+                    // The retry verifies every candidate again: this run's counts are not kept
+                    // (its problems are in the error).
+                    let problems = report.problems
+                        [before.problems.len().min(report.problems.len())..]
+                        .join("; ");
+                    job.extraction = before;
                     return Err(MemoryError::backend(
                         "verification",
-                        format!(
-                            "no candidate could be verified: {}",
-                            job.extraction.problems.join("; ")
-                        ),
+                        format!("no candidate could be verified: {problems}"),
                     ));
                 }
                 kept
@@ -651,6 +749,30 @@ impl MemoryService {
         Ok(())
     }
 
+    /// Embeds the job's raw messages once (a retried job skips it).
+    async fn vectorize_raw_stage(
+        &self,
+        profile: &str,
+        store: &dyn LongTermMemoryStore,
+        meter: &super::accounting::Meter,
+        job: &mut IngestJob,
+    ) -> Result<()> {
+        if job.raw_vectorized || self.embedder.is_none() {
+            return Ok(());
+        }
+        let known: std::collections::HashSet<String> = job
+            .messages
+            .iter()
+            .map(|m| m.id.clone())
+            .filter(|id| !job.new_message_ids.contains(id))
+            .collect();
+        job.vectorized += self
+            .vectorize_raw(profile, store, meter, job.messages.clone(), &known)
+            .await?;
+        job.raw_vectorized = true;
+        Ok(())
+    }
+
     async fn vectorize_stage(
         &self,
         profile: &str,
@@ -665,15 +787,7 @@ impl MemoryService {
             });
             return Ok(());
         }
-        let known: std::collections::HashSet<String> = job
-            .messages
-            .iter()
-            .map(|m| m.id.clone())
-            .filter(|id| !job.new_message_ids.contains(id))
-            .collect();
-        job.vectorized += self
-            .vectorize_raw(profile, store, meter, job.messages.clone(), &known)
-            .await?;
+        self.vectorize_raw_stage(profile, store, meter, job).await?;
         // Memories stored by an earlier run of this job were embedded with them; this covers
         // a crash between storing and embedding.
         let mut memories = Vec::new();

@@ -16,6 +16,7 @@ mod jobs;
 mod query;
 mod recall;
 mod render;
+mod schemas;
 mod service;
 mod structured;
 mod synthesis;

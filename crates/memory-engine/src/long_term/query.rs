@@ -4,7 +4,6 @@
 use memory_core::Result;
 use memory_core::ports::LanguageModel;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::accounting::Meter;
 use super::service::normalize_key;
@@ -82,22 +81,13 @@ pub(crate) async fn analyze(
     model: &dyn LanguageModel,
     query: &str,
 ) -> Result<QueryAnalysis> {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "keys": {"type": "array", "items": {"type": "string"}},
-            "terms": {"type": "array", "items": {"type": "string"}},
-            "hyde": {"type": "string"}
-        },
-        "required": ["keys", "terms", "hyde"]
-    });
     let mut analysis: QueryAnalysis = ask_json(
         meter,
         "query_analysis",
         model,
         ANALYSIS_PROMPT,
         format!("Query: {query}"),
-        schema,
+        super::schemas::query_analysis(),
     )
     .await?
     .value;

@@ -172,7 +172,7 @@ impl MemoryService {
         let store = self.backends.store(profile).await?;
         let text = self.backends.text_index(profile).await?;
         let meter = self.meter(profile);
-        let mut degraded = Vec::new();
+        let mut degraded = self.failed_job_degradations(profile).await?;
         let depth = self.config.channel_depth.max(request.limit);
         let vectors: Option<(Arc<dyn Embedder>, Arc<dyn VectorIndex>)> = match &self.embedder {
             Some(e) => Some((Arc::clone(e), self.backends.vector_index(profile).await?)),

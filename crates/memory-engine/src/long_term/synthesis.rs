@@ -4,7 +4,6 @@
 use memory_core::Result;
 use memory_core::ports::LanguageModel;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::accounting::Meter;
 use super::recall::{RecallHit, RecallItem};
@@ -49,17 +48,16 @@ pub(crate) async fn synthesize(
             .collect::<Vec<_>>()
             .join("\n")
     );
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "answer": {"type": "string"},
-            "citations": {"type": "array", "items": {"type": "integer"}}
-        },
-        "required": ["answer", "citations"]
-    });
-    let reply: Reply = ask_json(meter, "synthesis", model, SYNTHESIS_PROMPT, user, schema)
-        .await?
-        .value;
+    let reply: Reply = ask_json(
+        meter,
+        "synthesis",
+        model,
+        SYNTHESIS_PROMPT,
+        user,
+        super::schemas::synthesis(),
+    )
+    .await?
+    .value;
     let mut citations = Vec::new();
     for n in reply.citations {
         if let Some(hit) = n.checked_sub(1).and_then(|i| hits.get(i)) {

@@ -2,13 +2,13 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use memory_core::ports::{ChatRequest, ChatResponse, LanguageModel, TokenUsage};
+use memory_core::ports::{ChatRequest, ChatResponse, FinishReason, LanguageModel, TokenUsage};
 use memory_core::{MemoryError, Result, ToolCall};
 
 use super::lock;
 
-/// One scripted answer: text and tool calls, or a failure message.
-type Scripted = Result<(String, Vec<ToolCall>), String>;
+/// One scripted answer: text, tool calls and why it stopped, or a failure message.
+type Scripted = Result<(String, Vec<ToolCall>, FinishReason), String>;
 
 /// A [`LanguageModel`] that answers from a script and records every request.
 ///
@@ -37,7 +37,7 @@ impl ScriptedLanguageModel {
             answers: Mutex::new(
                 answers
                     .into_iter()
-                    .map(|a| Ok((a.into(), Vec::new())))
+                    .map(|a| Ok((a.into(), Vec::new(), FinishReason::Stop)))
                     .collect(),
             ),
             requests: Mutex::new(Vec::new()),
@@ -46,12 +46,17 @@ impl ScriptedLanguageModel {
 
     /// Queues an answer.
     pub fn push_answer(&self, answer: impl Into<String>) {
-        lock(&self.answers).push_back(Ok((answer.into(), Vec::new())));
+        lock(&self.answers).push_back(Ok((answer.into(), Vec::new(), FinishReason::Stop)));
+    }
+
+    /// Queues an answer cut off by the output limit (`finish_reason: length`).
+    pub fn push_cut_off(&self, partial: impl Into<String>) {
+        lock(&self.answers).push_back(Ok((partial.into(), Vec::new(), FinishReason::Length)));
     }
 
     /// Queues an answer that asks to run tools.
     pub fn push_tool_calls(&self, calls: Vec<ToolCall>) {
-        lock(&self.answers).push_back(Ok((String::new(), calls)));
+        lock(&self.answers).push_back(Ok((String::new(), calls, FinishReason::ToolCalls)));
     }
 
     /// Queues a failure.
@@ -72,14 +77,10 @@ impl LanguageModel for ScriptedLanguageModel {
         let model = request.model.clone().unwrap_or_else(|| "scripted".into());
         lock(&self.requests).push(request);
         match lock(&self.answers).pop_front() {
-            Some(Ok((content, tool_calls))) => Ok(ChatResponse {
+            Some(Ok((content, tool_calls, finish_reason))) => Ok(ChatResponse {
                 tool_calls,
-                usage: TokenUsage {
-                    input_tokens: input_chars.div_ceil(4) as u64,
-                    output_tokens: content.len().div_ceil(4) as u64,
-                },
-                content,
-                model,
+                finish_reason,
+                ..ChatResponse::new(content.clone(), model, usage(input_chars, &content))
             }),
             Some(Err(message)) => Err(MemoryError::backend("scripted-llm", message)),
             None => Err(MemoryError::backend(
@@ -87,6 +88,14 @@ impl LanguageModel for ScriptedLanguageModel {
                 "the script has no more answers",
             )),
         }
+    }
+}
+
+/// A token estimate of four characters per token.
+fn usage(input_chars: usize, content: &str) -> TokenUsage {
+    TokenUsage {
+        input_tokens: input_chars.div_ceil(4) as u64,
+        output_tokens: content.len().div_ceil(4) as u64,
     }
 }
 
@@ -135,15 +144,10 @@ impl LanguageModel for RoutedLanguageModel {
         let answer = (self.route)(&request);
         lock(&self.requests).push(request);
         match answer {
-            Ok(content) => Ok(ChatResponse {
-                usage: TokenUsage {
-                    input_tokens: input_chars.div_ceil(4) as u64,
-                    output_tokens: content.len().div_ceil(4) as u64,
-                },
-                content,
-                model: "routed".into(),
-                tool_calls: Vec::new(),
-            }),
+            Ok(content) => {
+                let usage = usage(input_chars, &content);
+                Ok(ChatResponse::new(content, "routed", usage))
+            }
             Err(message) => Err(MemoryError::backend("routed-llm", message)),
         }
     }

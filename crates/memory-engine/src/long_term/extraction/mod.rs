@@ -55,3 +55,26 @@ pub struct ExtractionReport {
     /// What went wrong, in words.
     pub problems: Vec<String>,
 }
+
+impl ExtractionReport {
+    /// What went wrong in a run that still finished, in one line: calls that failed and
+    /// candidates left unverified (their memories are missing); `None` when nothing did.
+    pub fn errors(&self) -> Option<String> {
+        if self.failed_calls == 0 && self.unverified == 0 {
+            return None;
+        }
+        let shown: Vec<&str> = self.problems.iter().take(3).map(String::as_str).collect();
+        let more = self.problems.len().saturating_sub(shown.len());
+        Some(format!(
+            "{} LLM call(s) failed and {} candidate(s) were left unverified: {}{}",
+            self.failed_calls,
+            self.unverified,
+            shown.join("; "),
+            if more > 0 {
+                format!(" (and {more} more)")
+            } else {
+                String::new()
+            }
+        ))
+    }
+}
