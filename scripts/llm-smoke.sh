@@ -16,6 +16,9 @@ port="${LLM_SMOKE_PORT:-18080}"
 dir="${MEMORY_LLM_DIR:-$HOME/.cache/memory-llm}"
 
 model="$(./scripts/setup-llm-server.sh)"
+# The local embedder too, so the vector channels run (raw vectors survive a failed stage).
+MEMORY_MODEL_DIR="$(./scripts/setup-model.sh)"
+export MEMORY_MODEL_DIR
 cargo build -q -p memory-cli
 memory="$CARGO_TARGET_DIR/debug/memory"
 

@@ -514,7 +514,7 @@ impl MemoryService {
                 reason: format!(
                     "{count} {more}ingest job(s) failed at {feature} (latest: {latest}); their \
                      raw messages are recalled, the memories they would give are missing; \
-                     `memory profile resume --retry-failed` retries them"
+                     `memory profile jobs PROFILE --run --retry-failed` retries them"
                 ),
             })
             .collect())

@@ -204,6 +204,14 @@ pub fn merge_candidates(candidates: Vec<Candidate>) -> (Vec<Candidate>, usize) {
     (out, duplicates)
 }
 
+/// What to subtract from the indices of a batch reply: 1 when the model numbered the batch
+/// from 1 although it was shown from 0 (small models do: no index 0, and the highest is the
+/// batch's length, which is out of range from 0), else 0.
+fn index_base(indices: impl Iterator<Item = usize>, len: usize) -> usize {
+    let (min, max) = indices.fold((usize::MAX, 0), |(lo, hi), i| (lo.min(i), hi.max(i)));
+    usize::from(min >= 1 && max == len)
+}
+
 /// Candidates per verification or classification call.
 const BATCH: usize = 12;
 
@@ -326,7 +334,9 @@ pub(crate) async fn verify(
             report.repaired_outputs += 1;
         }
         let mut seen = vec![false; batch.len()];
-        for v in reply.value.results {
+        let base = index_base(reply.value.results.iter().map(|v| v.index), batch.len());
+        for mut v in reply.value.results {
+            v.index = v.index.wrapping_sub(base);
             let Some(candidate) = batch.get(v.index) else {
                 report
                     .problems
@@ -441,7 +451,9 @@ pub(crate) async fn classify(
                 if r.repaired {
                     report.repaired_outputs += 1;
                 }
-                for c in r.value.results {
+                let base = index_base(r.value.results.iter().map(|c| c.index), batch.len());
+                for mut c in r.value.results {
+                    c.index = c.index.wrapping_sub(base);
                     if let Some(slot) = slots.get_mut(c.index) {
                         *slot = Some(c);
                     }
@@ -492,4 +504,22 @@ pub(crate) async fn classify(
         }
     }
     drafts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::index_base;
+
+    #[test]
+    fn replies_numbered_from_one_are_recognised() {
+        assert_eq!(index_base([1].into_iter(), 1), 1);
+        assert_eq!(index_base([1, 2, 3].into_iter(), 3), 1);
+        assert_eq!(index_base([0, 1, 2].into_iter(), 3), 0);
+        assert_eq!(
+            index_base([1, 2].into_iter(), 3),
+            0,
+            "a partial 0-based reply"
+        );
+        assert_eq!(index_base(std::iter::empty(), 3), 0);
+    }
 }
