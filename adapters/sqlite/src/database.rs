@@ -4,11 +4,43 @@ use memory_core::Result;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Sqlite, Transaction};
+use sqlx::{ConnectOptions, Sqlite, Transaction};
 use tracing::debug;
 
 use crate::config::{SqliteConfig, Synchronous};
 use crate::error::{db, migrate};
+
+/// An exclusive advisory lock (`flock`) on the database file, held while a process creates
+/// and migrates it. SQLite's own locks are `fcntl` locks, which `flock` does not touch, and
+/// sqlx's migrator takes no lock on SQLite: without this, two processes migrating a new file
+/// at once both ran migration 1 and the loser failed with "table already exists".
+struct MigrationLock(std::fs::File);
+
+impl MigrationLock {
+    async fn acquire(path: &std::path::Path) -> Result<Self> {
+        let owned = path.to_owned();
+        let opened = tokio::task::spawn_blocking(move || {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&owned)?;
+            file.lock()?;
+            Ok::<_, std::io::Error>(file)
+        })
+        .await
+        .map_err(|e| crate::error::io(path, std::io::Error::other(e)))?;
+        opened.map(Self).map_err(|e| crate::error::io(path, e))
+    }
+}
+
+impl Drop for MigrationLock {
+    fn drop(&mut self) {
+        // Closing the file releases the lock as well; unlocking first makes it immediate.
+        let _ = self.0.unlock();
+    }
+}
 
 /// An open database: one writer connection and a pool of readers. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -18,11 +50,14 @@ pub struct SqliteDatabase {
 }
 
 impl SqliteDatabase {
-    /// Opens (creating if needed) the database and applies pending migrations.
+    /// Opens (creating if needed) the database and applies pending migrations. Processes that
+    /// open one new database at once take turns: the first migrates, the others wait for it
+    /// and find the schema done.
     pub async fn open(config: SqliteConfig) -> Result<Self> {
         if let Some(dir) = config.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| crate::error::io(dir, e))?;
         }
+        let migrating = MigrationLock::acquire(&config.path).await?;
         let base = SqliteConnectOptions::from_str("sqlite:")
             .map_err(db)?
             .filename(&config.path)
@@ -38,7 +73,10 @@ impl SqliteDatabase {
             .pragma(
                 "secure_delete",
                 if config.secure_delete { "ON" } else { "OFF" },
-            );
+            )
+            // sqlx warns about every statement over a second by default; a long delete or a
+            // cold-cache scan is normal here, so that goes to debug.
+            .log_slow_statements(log::LevelFilter::Debug, std::time::Duration::from_secs(1));
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
@@ -49,6 +87,7 @@ impl SqliteDatabase {
             .run(&writer)
             .await
             .map_err(migrate)?;
+        drop(migrating);
         let reader = SqlitePoolOptions::new()
             .max_connections(config.readers.max(1))
             .connect_with(base.read_only(true))

@@ -1,7 +1,7 @@
 //! FTS5 query building shared by every full-text table: user words are always quoted, so
 //! query syntax in input is inert and can never raise an error.
 
-use memory_core::{SearchMode, search_terms};
+use memory_core::{SearchMode, phrase_terms, search_terms};
 
 /// The MATCH expression for `text` over `column`, optionally restricted to a scope token
 /// (an indexed one-token column that partitions the table).
@@ -15,7 +15,7 @@ pub(crate) fn match_expression(
     let terms = search_terms(text);
     let body = match mode {
         SearchMode::AllWords => terms.iter().map(|t| quote(t)).collect::<Vec<_>>().join(" "),
-        SearchMode::Phrase => quote(&terms.join(" ")),
+        SearchMode::Phrase => quote(&phrase_terms(text).join(" ")),
         SearchMode::AnyWords => terms
             .iter()
             .map(|t| quote(t))
@@ -25,5 +25,32 @@ pub(crate) fn match_expression(
     match scope {
         Some(token) => format!("scope : \"{token}\" AND {column} : ({body})"),
         None => format!("{column} : ({body})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A word repeated hundreds of times is searched once (it made search super-linear).
+    #[test]
+    fn repeated_words_become_one_term() {
+        let expression = match_expression(&"alpha ".repeat(200), SearchMode::AllWords, "c", None);
+        assert_eq!(expression, "c : (\"alpha\")");
+        let long: String = (0..5_000).map(|i| format!("w{i} ")).collect();
+        let expression = match_expression(&long, SearchMode::AnyWords, "c", None);
+        assert_eq!(
+            expression.matches(" OR ").count(),
+            memory_core::MAX_SEARCH_TERMS - 1
+        );
+    }
+
+    /// A NUL or another control character separates words; it never reaches FTS5 inside a
+    /// quoted string (where it ended the string: "unterminated string").
+    #[test]
+    fn control_characters_never_reach_the_query() {
+        let expression = match_expression("a\u{0}b\u{7}c", SearchMode::Phrase, "c", None);
+        assert_eq!(expression, "c : (\"a b c\")");
+        assert!(!expression.chars().any(char::is_control));
     }
 }

@@ -6,20 +6,30 @@ mod commands;
 mod eval;
 mod output;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
 
 use crate::cli::Cli;
 
+/// The default log filter (`MEMORY_LOG` overrides it): warnings, except sqlx's statement
+/// logs (a slow statement is a benchmark's business, not a warning to every user).
+const DEFAULT_LOG: &str = "warn,sqlx=error";
+
 #[tokio::main]
 async fn main() -> ExitCode {
+    // A reader that closes the pipe (`memory history s | head -2`) ends the command quietly,
+    // as it ends every Unix tool, instead of a panic in the middle of printing.
+    sigpipe::reset();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // Colour codes only on a terminal, never in a log file or a pipe.
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MEMORY_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG)),
         )
         .init();
     match commands::run(cli).await {

@@ -30,6 +30,17 @@ fn memory(dir: &Path) -> Command {
     cmd
 }
 
+fn failed_stdout(cmd: &mut Command) -> String {
+    let out = cmd
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("failed"))
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
 fn stdout(cmd: &mut Command) -> String {
     String::from_utf8(cmd.assert().success().get_output().stdout.clone()).unwrap()
 }
@@ -104,7 +115,8 @@ fn blocks_prompt_and_tools_end_to_end() {
         .stderr(predicate::str::starts_with(
             "error: Block \"todos\" exceeds maxTokens: ",
         ));
-    let out = stdout(memory(d).args([
+    // The model's error result on stdout, and a failing exit for scripts.
+    let out = failed_stdout(memory(d).args([
         "tools",
         "call",
         "s",
@@ -112,6 +124,8 @@ fn blocks_prompt_and_tools_end_to_end() {
         r#"{"label":"soul","content":"x"}"#,
     ]));
     assert_eq!(out.trim(), "Error: Block \"soul\" is readonly");
+    let out = failed_stdout(memory(d).args(["tools", "call", "s", "no_such_tool", "{}"]));
+    assert_eq!(out.trim(), "Error: unknown tool \"no_such_tool\"");
 
     // Keyed entries, search, skills.
     let out = stdout(memory(d).args([
@@ -177,8 +191,13 @@ fn blocks_prompt_and_tools_end_to_end() {
         .assert()
         .failure()
         .stderr(predicate::str::contains("unknown tool format"));
-    let bad =
-        stdout(memory(d).args(["tools", "call", "s", "set_context", r#"{"label":"memory"}"#]));
+    let bad = failed_stdout(memory(d).args([
+        "tools",
+        "call",
+        "s",
+        "set_context",
+        r#"{"label":"memory"}"#,
+    ]));
     assert!(
         bad.starts_with("Error: invalid input: invalid arguments for set_context"),
         "{bad}"

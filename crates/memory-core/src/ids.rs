@@ -27,20 +27,7 @@ impl SessionId {
     /// Validates and wraps a session id.
     pub fn new(id: impl Into<String>) -> Result<Self> {
         let id = id.into();
-        if id.is_empty() {
-            return Err(MemoryError::invalid("session id must not be empty"));
-        }
-        if id.len() > 256 {
-            return Err(MemoryError::invalid(format!(
-                "session id is {} bytes; the limit is 256",
-                id.len()
-            )));
-        }
-        if id.chars().any(char::is_control) {
-            return Err(MemoryError::invalid(
-                "session id must not contain control characters",
-            ));
-        }
+        check_id("session id", &id)?;
         Ok(Self(id))
     }
 
@@ -82,24 +69,41 @@ impl AsRef<str> for SessionId {
     }
 }
 
-/// Checks a message id for a write: non-empty, at most 256 bytes, and not in the reserved
-/// [`COMPACTION_PREFIX`] namespace.
+/// The longest id, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// The one rule every id follows (sessions, messages): non-empty, at most [`MAX_ID_BYTES`],
+/// no control characters (a NUL or a newline in an id could not be typed back on a command
+/// line, nor logged unambiguously).
+fn check_id(what: &str, id: &str) -> Result<()> {
+    if id.is_empty() {
+        return Err(MemoryError::invalid(format!("{what} must not be empty")));
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(MemoryError::invalid(format!(
+            "{what} is {} bytes; the limit is {MAX_ID_BYTES}",
+            id.len()
+        )));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(MemoryError::invalid(format!(
+            "{what} {id:?} must not contain control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a message id for a write: the rule of every id (non-empty, at most 256 bytes, no
+/// control characters), and not in the reserved [`COMPACTION_PREFIX`] namespace.
 ///
 /// ```
 /// use memory_core::validate_message_id;
 /// assert!(validate_message_id("msg-1").is_ok());
 /// assert!(validate_message_id("compaction_abc").is_err());
+/// assert!(validate_message_id("a\u{0}b").is_err());
 /// ```
 pub fn validate_message_id(id: &str) -> Result<()> {
-    if id.is_empty() {
-        return Err(MemoryError::invalid("message id must not be empty"));
-    }
-    if id.len() > 256 {
-        return Err(MemoryError::invalid(format!(
-            "message id is {} bytes; the limit is 256",
-            id.len()
-        )));
-    }
+    check_id("message id", id)?;
     if id.starts_with(COMPACTION_PREFIX) {
         return Err(MemoryError::invalid(format!(
             "message id {id:?} uses the reserved prefix {COMPACTION_PREFIX:?} (compaction overlays); choose another id"

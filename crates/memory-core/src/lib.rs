@@ -32,7 +32,10 @@ pub use history::{
 };
 pub use ids::{COMPACTION_PREFIX, SessionId, validate_message_id, validate_profile_name};
 pub use message::{Part, Role, ToolPart, ToolState, UiMessage};
-pub use search::{SearchHit, SearchMode, SearchQuery, search_messages, search_terms};
+pub use search::{
+    MAX_SEARCH_TERMS, SearchHit, SearchMode, SearchQuery, phrase_terms, search_messages,
+    search_terms,
+};
 pub use session::{NewSession, SessionInfo, SessionPatch, SessionUsage};
 pub use time::{CivilDate, DAY_MILLIS, Timestamp};
 pub use tokens::{HeuristicTokenCounter, estimate_message_tokens, estimate_messages_tokens};

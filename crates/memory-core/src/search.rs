@@ -96,12 +96,53 @@ impl SearchQuery {
     }
 }
 
-/// The words of `text` that can match: whitespace-separated, keeping only words with at
-/// least one letter or digit.
-pub fn search_terms(text: &str) -> Vec<&str> {
-    text.split_whitespace()
+/// The most words a query searches for: the rest are dropped, so a pasted page or a word
+/// repeated thousands of times costs what a normal query costs.
+pub const MAX_SEARCH_TERMS: usize = 32;
+
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    // Control characters (NUL included) separate words: they are never part of a term, so
+    // they cannot reach a query language as syntax.
+    text.split(|c: char| c.is_whitespace() || c.is_control())
         .filter(|w| w.chars().any(char::is_alphanumeric))
-        .collect()
+}
+
+/// The words of `text` that can match: separated by whitespace or control characters,
+/// keeping only words with at least one letter or digit, each word once (case ignored), at
+/// most [`MAX_SEARCH_TERMS`].
+///
+/// ```
+/// use memory_core::search_terms;
+/// assert_eq!(search_terms("Alpha alpha, beta\u{0}gamma !!"), ["Alpha", "beta", "gamma"]);
+/// assert_eq!(search_terms(&"deploy ".repeat(1_000)), ["deploy"]);
+/// ```
+pub fn search_terms(text: &str) -> Vec<&str> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for word in words(text) {
+        // The key an index sees: letters and digits, lowercase ("Alpha," and "alpha" match
+        // the same documents).
+        let key: String = word
+            .to_lowercase()
+            .chars()
+            .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+            .collect();
+        let key = key.trim().to_owned();
+        if !seen.contains(&key) {
+            seen.push(key);
+            out.push(word);
+            if out.len() == MAX_SEARCH_TERMS {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The words of a phrase, in order and repeats kept (a phrase is a sequence), at most
+/// [`MAX_SEARCH_TERMS`].
+pub fn phrase_terms(text: &str) -> Vec<&str> {
+    words(text).take(MAX_SEARCH_TERMS).collect()
 }
 
 /// One search result.

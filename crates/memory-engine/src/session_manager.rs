@@ -384,11 +384,12 @@ impl SessionManager {
         };
         Some(match result {
             Ok(hits) if hits.is_empty() => "No results found.".to_owned(),
-            Ok(hits) => hits
-                .iter()
-                .map(|h| format!("[{}] {}", h.role, h.content))
-                .collect::<Vec<_>>()
-                .join("\n---\n"),
+            Ok(hits) => crate::context::bounded_tool_result(
+                hits.iter()
+                    .map(|h| format!("[{}] {}", h.role, h.content))
+                    .collect::<Vec<_>>()
+                    .join("\n---\n"),
+            ),
             Err(e) => format!("Error: {e}"),
         })
     }

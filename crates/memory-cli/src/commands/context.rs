@@ -137,6 +137,10 @@ pub async fn tools(
             None => session.execute_tool(&name, &arguments).await?,
         };
         println!("{result}");
+        // The model reads an error result; a script needs the exit status to say it.
+        if memory_engine::context::is_tool_error(&result) {
+            return Err(CliError::Input(format!("tool {name} failed")));
+        }
         return Ok(());
     }
     let session = session.ok_or_else(|| {

@@ -21,7 +21,10 @@ pub use keys::{entry_key, fnv1a_base36, slugify};
 pub use providers::{FnBlock, IndexedEntries, KvBlock, StoredSkills, TextBlock};
 pub use render::{SEPARATOR, header, render_prompt};
 pub use spec::{BlockSource, BlockSpec, ContextWiring, keys as storage_keys};
-pub use tools::{ContextTools, ToolExecution, ToolFormat};
+pub use tools::{
+    ContextTools, MAX_TOOL_RESULT_CHARS, TOOL_ERROR_PREFIX, ToolExecution, ToolFormat,
+    bounded_tool_result, is_tool_error,
+};
 
 #[cfg(test)]
 mod tests;

@@ -47,6 +47,36 @@ impl ToolFormat {
     }
 }
 
+/// The start of every tool result that reports a failure (the reference's convention): the
+/// model reads the reason; a caller tells failures apart with [`is_tool_error`].
+pub const TOOL_ERROR_PREFIX: &str = "Error: ";
+
+/// True when a tool result reports a failure (see [`TOOL_ERROR_PREFIX`]).
+///
+/// ```
+/// use memory_engine::context::is_tool_error;
+/// assert!(is_tool_error("Error: unknown tool \"x\""));
+/// assert!(!is_tool_error("No results found."));
+/// ```
+pub fn is_tool_error(output: &str) -> bool {
+    output.starts_with(TOOL_ERROR_PREFIX)
+}
+
+/// The most characters a search tool's result carries: a match in a huge message must not
+/// flood the model's context (one 50 MB message came back whole).
+pub const MAX_TOOL_RESULT_CHARS: usize = 16_000;
+
+/// `output` cut to [`MAX_TOOL_RESULT_CHARS`], with a marker saying how much was left out.
+pub fn bounded_tool_result(output: String) -> String {
+    match output.char_indices().nth(MAX_TOOL_RESULT_CHARS) {
+        None => output,
+        Some((cut, _)) => {
+            let left = output[cut..].chars().count();
+            format!("{}\n[... {left} more characters not shown]", &output[..cut])
+        }
+    }
+}
+
 /// What running a context tool produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolExecution {
@@ -366,7 +396,7 @@ async fn search(blocks: &ContextBlocks, args: &Value) -> Result<ToolExecution> {
         )));
     }
     Ok(match blocks.search(&args.label, &args.query).await? {
-        Some(hits) => ToolExecution::text(hits),
+        Some(hits) => ToolExecution::text(bounded_tool_result(hits)),
         None => ToolExecution::text("No results found."),
     })
 }

@@ -36,11 +36,13 @@ pub use fusion::{Channel, ChannelRank, Fused, rrf};
 pub use indexed_profile_store::IndexedProfileStore;
 pub use jobs::{IngestJob, JobStatus};
 pub use query::{QueryAnalysis, STOP_WORDS, query_terms};
-pub use recall::{Degradation, RecallHit, RecallItem, RecallRequest, RecallResponse};
+pub use recall::{
+    Degradation, MAX_RECALL_LIMIT, RecallHit, RecallItem, RecallRequest, RecallResponse,
+};
 pub use render::render_recall;
 pub use service::{
-    IngestMessage, IngestReport, MemoryService, PurgeReport, ReembedReport, RememberRequest,
-    Remembered, normalize_key,
+    IngestMessage, IngestReport, MAX_LIST_PAGE, MemoryService, PurgeReport, ReembedReport,
+    RememberRequest, Remembered, normalize_key,
 };
 pub use synthesis::SynthesizedAnswer;
 pub use temporal::{describe_days, temporal_facts};

@@ -51,6 +51,7 @@ pub fn query_terms(query: &str) -> Vec<String> {
             }
         }
     }
+    out.truncate(memory_core::MAX_SEARCH_TERMS);
     out
 }
 

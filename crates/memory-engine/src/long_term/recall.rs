@@ -9,7 +9,7 @@ use futures::future::{OptionFuture, join, join_all};
 use memory_core::ports::{
     Embedder, LongTermMemoryStore, MemoryKind, MemoryRecord, TextQuery, VectorIndex, namespaces,
 };
-use memory_core::{Result, SearchMode, Timestamp};
+use memory_core::{MemoryError, Result, SearchMode, Timestamp};
 use serde::Serialize;
 
 use super::accounting::UsageReport;
@@ -162,6 +162,10 @@ async fn vector_channel(
         .collect())
 }
 
+/// The most items one recall returns; a larger `limit` is refused (every channel is
+/// searched that deep, so an unbounded limit was an unbounded allocation).
+pub const MAX_RECALL_LIMIT: usize = 1_000;
+
 impl MemoryService {
     /// Recalls what the profile knows about `request.query`.
     ///
@@ -169,6 +173,12 @@ impl MemoryService {
     /// key lookup, and the HyDE channel and synthesis are reported as degraded. Without an
     /// embedder, the vector channels are reported as degraded.
     pub async fn recall(&self, profile: &str, request: RecallRequest) -> Result<RecallResponse> {
+        if request.limit > MAX_RECALL_LIMIT {
+            return Err(MemoryError::invalid(format!(
+                "recall limit {} is over the maximum of {MAX_RECALL_LIMIT}",
+                request.limit
+            )));
+        }
         let store = self.backends.store(profile).await?;
         let text = self.backends.text_index(profile).await?;
         let meter = self.meter(profile);

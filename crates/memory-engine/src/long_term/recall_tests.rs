@@ -591,3 +591,38 @@ async fn messages_stored_without_vectors_are_embedded_when_seen_again() {
     let third = with.ingest_messages("p", "chat", messages()).await.unwrap();
     assert_eq!(third.vectorized, 0, "nothing is embedded twice");
 }
+
+/// A huge limit is refused at once (it aborted the process with a 27 GB allocation); a huge
+/// list page is capped.
+#[tokio::test]
+async fn huge_limits_are_refused_or_capped() {
+    let s = MemoryService::new(
+        super::in_memory(Arc::new(InMemoryProfiles::new())),
+        Arc::new(ManualClock::new(0)),
+    );
+    s.remember(
+        "p",
+        fact("Deploys happen on Fridays.", None, MemoryKind::Fact),
+    )
+    .await
+    .unwrap();
+    let err = s
+        .recall("p", RecallRequest::new("deploy", 100_000_000))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, memory_core::MemoryError::InvalidInput { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("1000"), "{err}");
+    let page = s
+        .list(
+            "p",
+            &memory_core::ports::MemoryFilter::default(),
+            None,
+            usize::MAX,
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.memories.len(), 1);
+}

@@ -17,6 +17,9 @@ use super::config::{LongTermConfig, StageModels};
 use super::content_id::content_id;
 use super::vectorize::{MEMORY_NAMESPACE, RAW_NAMESPACE, Vectorizer, is_vectorized};
 
+/// The most memories one [`MemoryService::list`] page holds.
+pub const MAX_LIST_PAGE: usize = 1_000;
+
 /// One message to ingest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IngestMessage {
@@ -561,7 +564,8 @@ impl MemoryService {
         Ok((stored, superseded, vectorized))
     }
 
-    /// A filtered page of memories.
+    /// A filtered page of memories: at most `limit`, and never more than [`MAX_LIST_PAGE`]
+    /// (follow the cursor for more).
     pub async fn list(
         &self,
         profile: &str,
@@ -572,7 +576,7 @@ impl MemoryService {
         self.backends
             .store(profile)
             .await?
-            .list(filter, cursor, limit)
+            .list(filter, cursor, limit.min(MAX_LIST_PAGE))
             .await
     }
 

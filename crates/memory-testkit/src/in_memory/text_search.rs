@@ -25,8 +25,12 @@ impl<K: Clone> Bm25Corpus<K> {
 
     /// Keys of matching documents with scores, best first (ties keep insertion order).
     pub fn search(&self, query: &str, mode: SearchMode, limit: usize) -> Vec<(K, f64)> {
-        let terms: Vec<Vec<String>> = query
-            .split_whitespace()
+        let words = match mode {
+            SearchMode::Phrase => memory_core::phrase_terms(query),
+            SearchMode::AllWords | SearchMode::AnyWords => memory_core::search_terms(query),
+        };
+        let terms: Vec<Vec<String>> = words
+            .into_iter()
             .map(tokenize)
             .filter(|t| !t.is_empty())
             .collect();

@@ -1,0 +1,118 @@
+//! Many `memory` processes on one data dir at once: first use, imports, deletes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+fn memory(dir: &Path, args: &[&str]) -> Child {
+    Command::new(assert_cmd::cargo::cargo_bin("memory"))
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .env_remove("MEMORY_DATA_DIR")
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn all_succeed(children: Vec<Child>) -> Vec<Output> {
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    for (i, out) in outputs.iter().enumerate() {
+        assert!(
+            out.status.success(),
+            "process {i} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    outputs
+}
+
+/// Eight processes using a fresh data dir at once all succeed: the first migrates each new
+/// database, the others wait for it (they failed with "table already exists").
+#[test]
+fn eight_processes_on_a_fresh_data_dir_all_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let children: Vec<Child> = (0..8)
+        .map(|i| memory(dir.path(), &["session", "create", "--id", &format!("s{i}")]))
+        .collect();
+    all_succeed(children);
+    let listed = memory(dir.path(), &["session", "list", "--json"])
+        .wait_with_output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed["sessions"].as_array().unwrap().len(), 8);
+}
+
+/// Eight processes remembering into one new profile at once all succeed.
+#[test]
+fn eight_processes_on_a_new_profile_all_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    let children: Vec<Child> = (0..8)
+        .map(|i| {
+            memory(
+                dir.path(),
+                &["profile", "remember", "team", &format!("fact number {i}")],
+            )
+        })
+        .collect();
+    all_succeed(children);
+}
+
+/// A reader that closes the pipe early ends the command quietly: no panic, and the exit is
+/// success or SIGPIPE's, never 101.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.jsonl");
+    let mut lines = vec![
+        r#"{"kind":"session","session":{"id":"big","name":null,"parent_session_id":null,"model":null,"source":null,"usage":{"input_tokens":0,"output_tokens":0,"cost":0.0},"end_reason":null,"created_at":1,"updated_at":1}}"#.to_owned(),
+    ];
+    for i in 0..3_000 {
+        let parent = if i == 0 {
+            "null".to_owned()
+        } else {
+            format!("\"m{}\"", i - 1)
+        };
+        lines.push(format!(
+            r#"{{"kind":"message","session_id":"big","parent_id":{parent},"message":{{"id":"m{i}","role":"user","parts":[{{"type":"text","text":"message {i} with some words to make the output long enough"}}]}}}}"#
+        ));
+    }
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let import = memory(dir.path(), &["import", file.to_str().unwrap()])
+        .wait_with_output()
+        .unwrap();
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    let binary = assert_cmd::cargo::cargo_bin("memory");
+    for command in [
+        "history big | head -2",
+        "search message --json | head -c 300",
+    ] {
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "set -o pipefail; '{}' --data-dir '{}' {command} >/dev/null",
+                binary.display(),
+                dir.path().display()
+            ))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{command}: {stderr}");
+        let code = out.status.code().unwrap_or(0);
+        assert!(code == 0 || code == 141, "{command}: exit {code}, {stderr}");
+    }
+}
