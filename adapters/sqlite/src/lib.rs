@@ -52,6 +52,8 @@ pub use skill_store::SqliteSkillStore;
 pub use text_index::SqliteTextIndex;
 pub use vector_index::SqliteVectorIndex;
 
-/// The largest message (stored JSON bytes) this adapter accepts: SQLite's default
-/// `SQLITE_MAX_LENGTH` is 1,000,000,000 bytes; we keep well under it.
-pub const MAX_MESSAGE_BYTES: u64 = 256 * 1024 * 1024;
+/// The largest message (stored JSON bytes) this adapter accepts, on every write path (append,
+/// update, import), declared through `StoreCapabilities::max_message_bytes` so the engine
+/// fits oversized tool outputs under it first. A bound on memory use per message: a 50 MB
+/// message cost 939 MB of RSS to store and came back whole from a search.
+pub const MAX_MESSAGE_BYTES: u64 = 8 * 1024 * 1024;

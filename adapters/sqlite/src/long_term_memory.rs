@@ -464,6 +464,11 @@ impl MemoryProfiles for SqliteProfiles {
         Ok(names)
     }
 
+    async fn exists(&self, name: &str) -> Result<bool> {
+        validate_profile_name(name)?;
+        Ok(self.open.lock().await.contains_key(name) || self.path(name).exists())
+    }
+
     async fn delete(&self, name: &str) -> Result<bool> {
         validate_profile_name(name)?;
         if let Some(profile) = self.open.lock().await.remove(name) {

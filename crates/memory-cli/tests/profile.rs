@@ -328,3 +328,121 @@ fn ingest_wait_fails_when_a_job_failed() {
     let recalled = json_out(memory(d).args(["profile", "recall", "p", "fridays", "--json"]));
     assert_eq!(recalled["response"]["hits"].as_array().unwrap().len(), 1);
 }
+
+/// Reading a profile that does not exist fails and creates nothing; deleting a profile
+/// removes its background worker's log.
+#[test]
+fn missing_profiles_are_not_created_and_delete_removes_the_worker_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for args in [
+        vec!["profile", "recall", "nosuch", "anything"],
+        vec!["profile", "list", "nosuch"],
+        vec!["profile", "forget", "nosuch", "some-id"],
+    ] {
+        memory(d)
+            .args(&args)
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains("not found"));
+    }
+    let listed = json_out(memory(d).args(["profile", "profiles", "--json"]));
+    assert!(
+        !listed.to_string().contains("nosuch"),
+        "a read created the profile: {listed}"
+    );
+
+    let file = one_message_file(d, "Deploys happen on Fridays.");
+    memory(d)
+        .args(["profile", "ingest", "team", "--session", "s"])
+        .arg(&file)
+        .assert()
+        .success();
+    let log = d.join("profiles").join("team.jobs.log");
+    assert!(log.exists(), "the background worker logs here");
+    memory(d)
+        .args(["profile", "delete", "team"])
+        .assert()
+        .success();
+    assert!(!log.exists());
+}
+
+/// Ingest keeps each message's own time (`createdAt`, or `metadata.createdAt`), and refuses
+/// an unreadable one with its line number, before storing anything.
+#[test]
+fn ingest_keeps_message_times_and_names_the_line_of_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("memory.toml"), "[memory]\nembedder = \"none\"\n").unwrap();
+    let file = d.join("dated.jsonl");
+    std::fs::write(
+        &file,
+        [
+            json!({"id": "m1", "role": "user", "createdAt": "2024-03-10T09:30:00Z", "parts": [{"type": "text", "text": "I moved to Lisbon yesterday."}]}),
+            json!({"id": "m2", "role": "user", "metadata": {"createdAt": 1_710_150_000_000_i64}, "parts": [{"type": "text", "text": "It rains."}]}),
+        ]
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n"),
+    )
+    .unwrap();
+    memory(d)
+        .args(["profile", "ingest", "p", "--session", "s", "--wait"])
+        .arg(&file)
+        .assert()
+        .success();
+    let export = String::from_utf8(
+        memory(d)
+            .args(["profile", "export", "p"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap();
+    let times: Vec<i64> = export
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["kind"] == "raw")
+        .map(|v| v["raw"]["created_at"].as_i64().unwrap())
+        .collect();
+    assert_eq!(times, [1_710_063_000_000, 1_710_150_000_000]);
+
+    let bad = d.join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        [
+            json!({"id": "m3", "role": "user", "parts": [{"type": "text", "text": "fine"}]}),
+            json!({"id": "m4", "role": "user", "createdAt": "yesterday", "parts": [{"type": "text", "text": "x"}]}),
+        ]
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n"),
+    )
+    .unwrap();
+    memory(d)
+        .args(["profile", "ingest", "p", "--session", "s2"])
+        .arg(&bad)
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("bad.jsonl:2:").and(predicate::str::contains("createdAt")),
+        );
+    let after = String::from_utf8(
+        memory(d)
+            .args(["profile", "export", "p"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone(),
+    )
+    .unwrap();
+    assert!(
+        !after.contains("fine"),
+        "nothing of the bad file was stored"
+    );
+}

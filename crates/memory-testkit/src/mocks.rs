@@ -201,6 +201,7 @@ mock! {
         async fn open(&self, name: &str) -> Result<Arc<dyn LongTermMemoryStore>>;
         async fn list(&self) -> Result<Vec<String>>;
         async fn delete(&self, name: &str) -> Result<bool>;
+        async fn exists(&self, name: &str) -> Result<bool>;
     }
 }
 

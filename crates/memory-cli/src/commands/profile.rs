@@ -30,7 +30,7 @@ fn kind(s: &str) -> Result<MemoryKind, CliError> {
 fn read_messages(
     file: &Path,
     session: Option<&str>,
-) -> Result<Vec<(SessionId, UiMessage)>, CliError> {
+) -> Result<Vec<(SessionId, IngestMessage)>, CliError> {
     let reader = BufReader::new(
         std::fs::File::open(file)
             .map_err(|e| CliError::io(format!("opening {}", file.display()), e))?,
@@ -60,6 +60,7 @@ fn read_messages(
             .map(str::to_owned)
             .or(record_session)
             .ok_or_else(|| at("no session: pass --session".into()))?;
+        let message = IngestMessage::from_ui_message(&message).map_err(|e| at(e.to_string()))?;
         out.push((
             SessionId::new(session).map_err(|e| at(e.to_string()))?,
             message,
@@ -116,12 +117,17 @@ fn print_job(job: &IngestJob) {
     }
 }
 
+/// Where the background worker of `profile` logs.
+fn worker_log(data_dir: &Path, profile: &str) -> std::path::PathBuf {
+    data_dir
+        .join("profiles")
+        .join(format!("{profile}.jobs.log"))
+}
+
 /// Starts `memory profile jobs PROFILE --run` detached, logging to `<profiles>/PROFILE.jobs.log`.
 fn spawn_worker(data_dir: &Path, profile: &str) -> Result<(), CliError> {
     let exe = std::env::current_exe().map_err(|e| CliError::io("locating the memory binary", e))?;
-    let log_path = data_dir
-        .join("profiles")
-        .join(format!("{profile}.jobs.log"));
+    let log_path = worker_log(data_dir, profile);
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -157,8 +163,7 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
         } => {
             let messages = read_messages(&file, session.as_deref())?;
             let mut runs: Vec<(SessionId, Vec<IngestMessage>)> = Vec::new();
-            for (session, message) in messages {
-                let m = IngestMessage::new(message.role.as_str(), message.text());
+            for (session, m) in messages {
                 match runs.last_mut() {
                     Some((s, list)) if *s == session => list.push(m),
                     _ => runs.push((session, vec![m])),
@@ -459,6 +464,14 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
         ProfileCommand::Delete { profile } => {
             if !service.delete_profile(&profile).await? {
                 return Err(MemoryError::not_found("profile", profile).into());
+            }
+            // The background worker's log names the profile and quotes its errors: it goes too.
+            // (A worker still running loses its lease with the jobs and stops.)
+            let log = worker_log(data_dir, &profile);
+            match std::fs::remove_file(&log) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(CliError::io(format!("removing {}", log.display()), e)),
             }
             println!("deleted profile {profile}");
             Ok(())

@@ -26,4 +26,10 @@ pub trait MemoryProfiles: Send + Sync {
     async fn list(&self) -> Result<Vec<String>>;
     /// Deletes a profile; true if it existed.
     async fn delete(&self, name: &str) -> Result<bool>;
+    /// True when the profile exists; never creates it (reads of a missing profile are
+    /// `NotFound`, not a new empty profile). The default reads [`MemoryProfiles::list`];
+    /// adapters answer it more cheaply.
+    async fn exists(&self, name: &str) -> Result<bool> {
+        Ok(self.list().await?.iter().any(|n| n == name))
+    }
 }

@@ -64,6 +64,19 @@ impl LongTermBackends {
 
     /// The profile's records to read and write: as they are when the store writes the text
     /// index, else wrapped so that every write reaches the index.
+    /// The store of a profile that must exist already: `NotFound` otherwise, and nothing is
+    /// created (a read of a misspelt profile must not leave an empty one behind).
+    pub(super) async fn existing_store(
+        &self,
+        profile: &str,
+    ) -> Result<Arc<dyn LongTermMemoryStore>> {
+        memory_core::validate_profile_name(profile)?;
+        if !self.records.exists(profile).await? {
+            return Err(memory_core::MemoryError::not_found("profile", profile));
+        }
+        self.store(profile).await
+    }
+
     pub(super) async fn store(&self, profile: &str) -> Result<Arc<dyn LongTermMemoryStore>> {
         let records = self.records.open(profile).await?;
         let index = self.text.text_index(profile).await?;

@@ -179,7 +179,7 @@ impl MemoryService {
                 request.limit
             )));
         }
-        let store = self.backends.store(profile).await?;
+        let store = self.backends.existing_store(profile).await?;
         let text = self.backends.text_index(profile).await?;
         let meter = self.meter(profile);
         let mut degraded = self.failed_job_degradations(profile).await?;

@@ -546,6 +546,7 @@ async fn fusion_orders_key_over_memory_text_over_raw_text() {
     let store: Arc<dyn memory_core::ports::LongTermMemoryStore> = Arc::new(store);
     let mut profiles = MockMemoryProfiles::new();
     profiles.expect_open().returning(move |_| Ok(store.clone()));
+    profiles.expect_exists().returning(|_| Ok(true));
     let backends = LongTermBackends::from_parts(
         Arc::new(profiles),
         Arc::new(texts),
@@ -625,4 +626,40 @@ async fn huge_limits_are_refused_or_capped() {
         .await
         .unwrap();
     assert_eq!(page.memories.len(), 1);
+}
+
+/// Reading a profile that does not exist is `NotFound`, and leaves no profile behind.
+#[tokio::test]
+async fn reads_of_a_missing_profile_are_not_found_and_create_nothing() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = MemoryService::new(
+        super::in_memory(profiles.clone()),
+        Arc::new(ManualClock::new(0)),
+    );
+    let not_found = |r: memory_core::Result<()>| {
+        assert!(
+            matches!(r, Err(memory_core::MemoryError::NotFound { .. })),
+            "{r:?}"
+        );
+    };
+    not_found(
+        s.recall("nosuch", RecallRequest::new("x", 5))
+            .await
+            .map(|_| ()),
+    );
+    not_found(
+        s.list(
+            "nosuch",
+            &memory_core::ports::MemoryFilter::default(),
+            None,
+            5,
+        )
+        .await
+        .map(|_| ()),
+    );
+    not_found(s.forget("nosuch", "id", "why").await);
+    not_found(s.purge("nosuch", "id", false).await.map(|_| ()));
+    not_found(s.export("nosuch", false, &mut |_| Ok(())).await);
+    assert!(s.list_profiles().await.unwrap().is_empty());
+    assert!(profiles.list().await.unwrap().is_empty());
 }

@@ -47,6 +47,53 @@ impl IngestMessage {
         self.created_at = Some(at);
         self
     }
+
+    /// A UIMessage as it was said: its role, its text, and its own time (`createdAt`, else
+    /// `metadata.createdAt`; RFC 3339 or epoch milliseconds). A conversation backfilled from
+    /// history keeps its dates, so relative dates resolve against the right day. A time that
+    /// is there but unreadable is an error, never "now".
+    ///
+    /// ```
+    /// use memory_core::UiMessage;
+    /// use memory_engine::long_term::IngestMessage;
+    /// let m: UiMessage = serde_json::from_value(serde_json::json!({
+    ///     "id": "m1", "role": "user", "createdAt": "2024-03-10T09:30:00Z",
+    ///     "parts": [{"type": "text", "text": "I moved to Lisbon yesterday."}]
+    /// })).unwrap();
+    /// let ingest = IngestMessage::from_ui_message(&m).unwrap();
+    /// assert_eq!(ingest.created_at.unwrap().millis(), 1_710_063_000_000);
+    /// ```
+    pub fn from_ui_message(message: &UiMessage) -> Result<Self> {
+        let time = message
+            .created_at
+            .as_ref()
+            .or_else(|| message.metadata.as_ref().and_then(|m| m.get("createdAt")));
+        let created_at = match time {
+            None | Some(serde_json::Value::Null) => None,
+            Some(value) => Some(parse_message_time(value).ok_or_else(|| {
+                MemoryError::invalid(format!(
+                    "message {:?}: createdAt {value} is neither an RFC 3339 time nor epoch milliseconds",
+                    message.id
+                ))
+            })?),
+        };
+        Ok(Self {
+            role: message.role.as_str().to_owned(),
+            content: message.text(),
+            created_at,
+        })
+    }
+}
+
+/// An RFC 3339 string or a number of epoch milliseconds.
+fn parse_message_time(value: &serde_json::Value) -> Option<Timestamp> {
+    match value {
+        serde_json::Value::String(s) => chrono::DateTime::parse_from_rfc3339(s)
+            .ok()
+            .map(|t| Timestamp(t.timestamp_millis())),
+        serde_json::Value::Number(n) => n.as_i64().map(Timestamp),
+        _ => None,
+    }
 }
 
 /// What an ingest stored.
@@ -574,7 +621,7 @@ impl MemoryService {
         limit: usize,
     ) -> Result<MemoryPage> {
         self.backends
-            .store(profile)
+            .existing_store(profile)
             .await?
             .list(filter, cursor, limit.min(MAX_LIST_PAGE))
             .await
@@ -587,7 +634,7 @@ impl MemoryService {
             at: self.clock.now(),
         };
         self.backends
-            .store(profile)
+            .existing_store(profile)
             .await?
             .forget(id, request)
             .await?;
@@ -602,7 +649,7 @@ impl MemoryService {
     /// Erases a memory and its vector and, when `with_sources`, the raw messages it was
     /// extracted from (and their vectors): the right to erasure.
     pub async fn purge(&self, profile: &str, id: &str, with_sources: bool) -> Result<PurgeReport> {
-        let store = self.backends.store(profile).await?;
+        let store = self.backends.existing_store(profile).await?;
         let vectors = self.backends.vector_index(profile).await?;
         let memory = store.get_memory(id).await?;
         if let Some(m) = &memory {
@@ -633,7 +680,7 @@ impl MemoryService {
                 "reembed needs an embedder; none is configured",
             ));
         };
-        let store = self.backends.store(profile).await?;
+        let store = self.backends.existing_store(profile).await?;
         let meter = self.meter(profile);
         index.clear(RAW_NAMESPACE).await?;
         index.clear(MEMORY_NAMESPACE).await?;

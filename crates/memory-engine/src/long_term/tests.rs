@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use memory_core::ports::{MemoryFilter, MemoryKind};
-use memory_core::{Role, SessionId, UiMessage};
+use memory_core::{MemoryError, Role, SessionId, UiMessage};
 use memory_testkit::in_memory::{InMemoryProfiles, ManualClock};
 
 use super::*;
@@ -134,7 +134,19 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
         .await
         .is_err()
     );
-    // Profiles are isolated.
+    // Profiles are isolated: another profile knows nothing (and one never written to does
+    // not exist).
+    s.remember(
+        "bob",
+        RememberRequest {
+            content: "Bob likes tea.".into(),
+            session_id: None,
+            kind: None,
+            key: None,
+        },
+    )
+    .await
+    .unwrap();
     assert!(
         s.recall("bob", RecallRequest::new("lisbon", 5))
             .await
@@ -142,6 +154,10 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
             .hits
             .is_empty()
     );
+    assert!(matches!(
+        s.recall("carol", RecallRequest::new("lisbon", 5)).await,
+        Err(MemoryError::NotFound { .. })
+    ));
 }
 
 #[tokio::test]

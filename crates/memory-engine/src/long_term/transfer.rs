@@ -68,7 +68,7 @@ impl MemoryService {
         vectors: bool,
         sink: &mut (dyn FnMut(&str) -> Result<()> + Send),
     ) -> Result<()> {
-        let store = self.backends.store(profile).await?;
+        let store = self.backends.existing_store(profile).await?;
         let index = if vectors {
             Some(self.backends.vector_index(profile).await?)
         } else {

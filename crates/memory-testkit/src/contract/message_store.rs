@@ -31,6 +31,7 @@ pub async fn run_all(store: &dyn MessageStore, index: Option<&dyn TextIndex>, de
     sessions_are_isolated(store, index).await;
     clear_removes_one_session(store, index).await;
     reserved_prefix_is_rejected(store).await;
+    the_row_limit_holds_on_every_write(store).await;
     recent_history_window(store).await;
     search_semantics(store, index).await;
     search_ranks_by_relevance(store, index).await;
@@ -595,14 +596,41 @@ pub async fn reserved_prefix_is_rejected(store: &dyn MessageStore) {
         matches!(err, Err(MemoryError::InvalidInput { .. })),
         "{err:?}"
     );
-    let err = store
-        .append_one(&s, user("", "x"), Parent::LatestLeaf)
-        .await;
+    for bad in ["", "a\u{0}b", "line\nbreak", &"x".repeat(257)] {
+        let err = store
+            .append_one(&s, user(bad, "x"), Parent::LatestLeaf)
+            .await;
+        assert!(
+            matches!(err, Err(MemoryError::InvalidInput { .. })),
+            "{bad:?}: {err:?}"
+        );
+    }
+    assert!(store.history(&s, None).await.unwrap().is_empty());
+}
+
+/// A store that declares `max_message_bytes` refuses a larger message on append, batch
+/// append and update, with a clear error and nothing written.
+pub async fn the_row_limit_holds_on_every_write(store: &dyn MessageStore) {
+    let Some(limit) = store.capabilities().max_message_bytes else {
+        return;
+    };
+    let s = fresh_session("row-limit");
+    append_chain(store, &s, &["m1"]).await;
+    let big = user(
+        "big",
+        &"x".repeat(usize::try_from(limit).unwrap_or(usize::MAX) + 1),
+    );
+    let err = store.append_one(&s, big.clone(), Parent::LatestLeaf).await;
     assert!(
         matches!(err, Err(MemoryError::InvalidInput { .. })),
-        "{err:?}"
+        "{:?}",
+        err.map(|_| ())
     );
-    assert!(store.history(&s, None).await.unwrap().is_empty());
+    let err = store.update(&s, user("m1", &big.text())).await;
+    assert!(matches!(err, Err(MemoryError::InvalidInput { .. })));
+    let history = store.history(&s, None).await.unwrap();
+    assert_eq!(ids(&history), ["m1"]);
+    assert_eq!(history[0].text(), "message m1");
 }
 
 /// `recent_history` returns the suffix within the budget, always with the leaf.
