@@ -87,6 +87,29 @@ impl SessionRegistry for SqliteSessionRegistry {
         }
     }
 
+    async fn restore(&self, info: &SessionInfo) -> Result<bool> {
+        let done = sqlx::query(
+            "INSERT INTO sessions (id, name, parent_session_id, model, source, input_tokens, \
+             output_tokens, cost, end_reason, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(info.id.as_str())
+        .bind(&info.name)
+        .bind(info.parent_session_id.as_ref().map(SessionId::as_str))
+        .bind(&info.model)
+        .bind(&info.source)
+        .bind(i64::try_from(info.usage.input_tokens).unwrap_or(i64::MAX))
+        .bind(i64::try_from(info.usage.output_tokens).unwrap_or(i64::MAX))
+        .bind(info.usage.cost)
+        .bind(&info.end_reason)
+        .bind(info.created_at.millis())
+        .bind(info.updated_at.millis())
+        .execute(&self.db.writer)
+        .await
+        .map_err(db)?;
+        Ok(done.rows_affected() == 1)
+    }
+
     async fn get(&self, id: &SessionId) -> Result<Option<SessionInfo>> {
         let sql = sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM sessions WHERE id = ?"));
         let row = sqlx::query(sql)

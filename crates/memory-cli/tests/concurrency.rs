@@ -116,3 +116,90 @@ fn a_closed_pipe_ends_the_command_quietly() {
         assert!(code == 0 || code == 141, "{command}: exit {code}, {stderr}");
     }
 }
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    let out = memory(dir, args).wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn chain_export(dir: &Path, n: usize) -> std::path::PathBuf {
+    run(
+        dir,
+        &["session", "create", "--id", "chat", "--name", "Chat"],
+    );
+    for i in 0..n {
+        let m = format!(
+            r#"{{"id":"m{i}","role":"user","parts":[{{"type":"text","text":"turn {i}"}}]}}"#
+        );
+        run(dir, &["message", "append", "chat", &m]);
+    }
+    let file = dir.join("chat.jsonl");
+    run(dir, &["export", "chat", "--output", file.to_str().unwrap()]);
+    file
+}
+
+/// Export, import into a fresh data dir, export again: byte for byte the same (the session
+/// record's times, usage and source are kept).
+#[test]
+fn export_import_export_is_byte_identical() {
+    let source = tempfile::tempdir().unwrap();
+    let file = chain_export(source.path(), 5);
+    let target = tempfile::tempdir().unwrap();
+    run(target.path(), &["import", file.to_str().unwrap()]);
+    let again = target.path().join("again.jsonl");
+    run(
+        target.path(),
+        &["export", "chat", "--output", again.to_str().unwrap()],
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        std::fs::read_to_string(&again).unwrap()
+    );
+}
+
+/// Four imports of one file at once all succeed, and store every message once.
+#[test]
+fn concurrent_imports_of_one_file_all_succeed() {
+    let source = tempfile::tempdir().unwrap();
+    let file = chain_export(source.path(), 20);
+    let target = tempfile::tempdir().unwrap();
+    let children: Vec<Child> = (0..4)
+        .map(|_| memory(target.path(), &["import", file.to_str().unwrap()]))
+        .collect();
+    all_succeed(children);
+    let history = run(target.path(), &["history", "chat", "--json"]);
+    let history: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
+    assert_eq!(history["messages"].as_array().unwrap().len(), 20);
+}
+
+/// A missing parent is reported with its line before anything is written.
+#[test]
+fn an_import_with_a_missing_parent_names_the_line_and_writes_nothing() {
+    let source = tempfile::tempdir().unwrap();
+    let file = chain_export(source.path(), 3);
+    let mut lines: Vec<String> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines[3] = lines[3].replace(r#""parent_id":"m1""#, r#""parent_id":"ghost""#);
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let target = tempfile::tempdir().unwrap();
+    let out = memory(target.path(), &["import", file.to_str().unwrap()])
+        .wait_with_output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("chat.jsonl:4:") && stderr.contains("ghost"),
+        "{stderr}"
+    );
+    let listed = run(target.path(), &["session", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert!(listed["sessions"].as_array().unwrap().is_empty());
+}

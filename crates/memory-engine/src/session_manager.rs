@@ -135,6 +135,19 @@ impl SessionManager {
         Ok(info)
     }
 
+    /// Inserts a session record exactly as exported (times, usage, source, end reason kept);
+    /// false, and nothing changed, when the session exists. A parent session this
+    /// deployment does not have is dropped from the record.
+    pub async fn restore(&self, info: &SessionInfo) -> Result<bool> {
+        let mut info = info.clone();
+        if let Some(parent) = &info.parent_session_id
+            && self.registry.get(parent).await?.is_none()
+        {
+            info.parent_session_id = None;
+        }
+        self.registry.restore(&info).await
+    }
+
     /// One session's record.
     pub async fn get(&self, id: &SessionId) -> Result<Option<SessionInfo>> {
         self.registry.get(id).await

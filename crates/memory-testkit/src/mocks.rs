@@ -61,6 +61,7 @@ mock! {
         async fn add_usage(&self, id: &SessionId, usage: SessionUsage, now: Timestamp) -> Result<SessionInfo>;
         async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()>;
         async fn delete(&self, id: &SessionId) -> Result<bool>;
+        async fn restore(&self, info: &SessionInfo) -> Result<bool>;
     }
 }
 

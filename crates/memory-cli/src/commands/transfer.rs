@@ -4,15 +4,13 @@
 //! `{"kind":"message","session_id":...,"parent_id":...|null,"message":{UIMessage}}` in insertion
 //! order, so every parent precedes its children.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use memory_core::{
-    MemoryError, NewMessage, NewSession, Parent, SessionId, SessionInfo, SessionUsage, UiMessage,
-};
+use memory_core::{MemoryError, NewMessage, NewSession, Parent, SessionId, SessionInfo, UiMessage};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -101,20 +99,13 @@ fn parse_line(path: &Path, number: usize, text: &str) -> Result<Line, CliError> 
     })
 }
 
-/// Validates the whole file first (nothing is written if any line is bad), then imports.
+/// Validates the whole file first (every line parses, every id follows the id rule, every
+/// message fits the store's row limit, every parent is earlier in the file or already
+/// stored), naming the line of the first problem; nothing is written when one is found. Then
+/// imports: session records exactly as exported, messages in batches (insert-if-absent, so a
+/// second import, or two at once, changes nothing).
 pub async fn import(app: &App, path: &Path, format: Format) -> Result<(), CliError> {
-    let mut total = 0u64;
-    for (number, line) in open_lines(path)? {
-        let text = line.map_err(|e| CliError::io(format!("reading {}", path.display()), e))?;
-        if text.trim().is_empty() {
-            continue;
-        }
-        if let Line::Message { message, .. } = parse_line(path, number, &text)? {
-            memory_core::validate_message_id(&message.id)
-                .map_err(|e| CliError::Input(format!("{}:{number}: {e}", path.display())))?;
-            total += 1;
-        }
-    }
+    let total = validate(app, path).await?;
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} messages ({per_sec}, eta {eta})")
@@ -131,7 +122,7 @@ pub async fn import(app: &App, path: &Path, format: Format) -> Result<(), CliErr
         }
         match parse_line(path, number, &text)? {
             Line::Session { session } => {
-                if ensure_session(app, &mut known, &session.id, Some(&session)).await? {
+                if known.insert(session.id.clone()) && app.manager.restore(&session).await? {
                     sessions_created += 1;
                 }
             }
@@ -146,7 +137,7 @@ pub async fn import(app: &App, path: &Path, format: Format) -> Result<(), CliErr
                         inserted += i;
                         existing += e;
                     }
-                    if ensure_session(app, &mut known, &session_id, None).await? {
+                    if ensure_session(app, &mut known, &session_id).await? {
                         sessions_created += 1;
                     }
                     pending_session = Some(session_id);
@@ -173,6 +164,53 @@ pub async fn import(app: &App, path: &Path, format: Format) -> Result<(), CliErr
     Ok(())
 }
 
+/// Reads the whole file once and checks what a write would refuse; returns the number of
+/// messages. The ids of a session's messages are kept to check parents (about 100 bytes a
+/// message).
+async fn validate(app: &App, path: &Path) -> Result<u64, CliError> {
+    let limit = app.store.capabilities().max_message_bytes;
+    let mut seen: HashMap<SessionId, HashSet<String>> = HashMap::new();
+    let mut total = 0u64;
+    for (number, line) in open_lines(path)? {
+        let text = line.map_err(|e| CliError::io(format!("reading {}", path.display()), e))?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let at = |e: String| CliError::Input(format!("{}:{number}: {e}", path.display()));
+        let Line::Message {
+            session_id,
+            parent_id,
+            message,
+        } = parse_line(path, number, &text)?
+        else {
+            continue;
+        };
+        memory_core::validate_message_id(&message.id).map_err(|e| at(e.to_string()))?;
+        if let Some(limit) = limit {
+            let bytes = serde_json::to_vec(&message)?.len() as u64;
+            if bytes > limit {
+                return Err(at(format!(
+                    "message {:?} is {bytes} bytes; the store takes at most {limit}",
+                    message.id
+                )));
+            }
+        }
+        let ids = seen.entry(session_id.clone()).or_default();
+        if let Some(parent) = &parent_id
+            && !ids.contains(parent)
+            && app.store.get(&session_id, parent).await?.is_none()
+        {
+            return Err(at(format!(
+                "the parent {parent:?} of message {:?} is neither earlier in the file nor stored in session {session_id}",
+                message.id
+            )));
+        }
+        ids.insert(message.id);
+        total += 1;
+    }
+    Ok(total)
+}
+
 async fn flush(
     app: &App,
     session: &SessionId,
@@ -187,40 +225,24 @@ async fn flush(
     Ok((inserted, n - inserted))
 }
 
-/// Registers the session if it is not yet; true when it was created.
+/// Registers a session that has no record in the file, if it is not yet; true when this
+/// import created it (another importer creating it at the same moment is no error).
 async fn ensure_session(
     app: &App,
     known: &mut HashSet<SessionId>,
     id: &SessionId,
-    record: Option<&SessionInfo>,
 ) -> Result<bool, CliError> {
-    if known.contains(id) {
+    if !known.insert(id.clone()) || app.manager.get(id).await?.is_some() {
         return Ok(false);
     }
-    known.insert(id.clone());
-    if app.manager.get(id).await?.is_some() {
-        return Ok(false);
-    }
-    let mut spec = NewSession {
+    let spec = NewSession {
         id: Some(id.clone()),
         source: Some("import".into()),
         ..Default::default()
     };
-    if let Some(info) = record {
-        spec.name = info.name.clone();
-        spec.model = info.model.clone();
-        spec.source = info.source.clone().or(spec.source);
-        if let Some(parent) = &info.parent_session_id
-            && app.manager.get(parent).await?.is_some()
-        {
-            spec.parent_session_id = Some(parent.clone());
-        }
+    match app.manager.create(spec).await {
+        Ok(_) => Ok(true),
+        Err(MemoryError::AlreadyExists { .. }) => Ok(false),
+        Err(e) => Err(e.into()),
     }
-    app.manager.create(spec).await?;
-    if let Some(info) = record
-        && info.usage != SessionUsage::default()
-    {
-        app.manager.add_usage(id, info.usage).await?;
-    }
-    Ok(true)
 }

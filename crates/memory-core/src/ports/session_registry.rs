@@ -5,7 +5,8 @@ use crate::{NewSession, Result, SessionId, SessionInfo, SessionPatch, SessionUsa
 /// Metadata and usage of every session.
 ///
 /// # Contract
-/// - `create` with an existing id is [`crate::MemoryError::AlreadyExists`].
+/// - `create` with an existing id is [`crate::MemoryError::AlreadyExists`]; `restore` with
+///   one is `Ok(false)` (two importers of one file both succeed).
 /// - `list` orders by `updated_at` descending, ties by most recently created first.
 /// - `update`, `add_usage` and `touch` set `updated_at` to `now`; on an unknown id they are
 ///   [`crate::MemoryError::NotFound`].
@@ -48,4 +49,8 @@ pub trait SessionRegistry: Send + Sync {
 
     /// Deletes the record; true if it existed.
     async fn delete(&self, id: &SessionId) -> Result<bool>;
+
+    /// Inserts a record exactly as given (an import: times, usage, source and end reason
+    /// kept); false, and nothing changed, when a session with its id exists already.
+    async fn restore(&self, info: &SessionInfo) -> Result<bool>;
 }

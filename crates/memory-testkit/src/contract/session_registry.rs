@@ -10,6 +10,34 @@ pub async fn run_all(registry: &dyn SessionRegistry) {
     create_get_delete(registry).await;
     list_orders_by_update(registry).await;
     update_usage_and_touch(registry).await;
+    restore_keeps_every_field(registry).await;
+}
+
+/// `restore` inserts a record exactly as given; a second restore (or one over a live
+/// session) changes nothing and says so.
+pub async fn restore_keeps_every_field(registry: &dyn SessionRegistry) {
+    let info = memory_core::SessionInfo {
+        id: fresh_session("restored"),
+        name: Some("Imported".into()),
+        parent_session_id: None,
+        model: Some("m".into()),
+        source: None,
+        usage: SessionUsage {
+            input_tokens: 12,
+            output_tokens: 34,
+            cost: 0.5,
+        },
+        end_reason: Some("done".into()),
+        created_at: Timestamp(111),
+        updated_at: Timestamp(222),
+    };
+    assert!(registry.restore(&info).await.unwrap());
+    assert_eq!(registry.get(&info.id).await.unwrap(), Some(info.clone()));
+    let mut changed = info.clone();
+    changed.name = Some("Other".into());
+    assert!(!registry.restore(&changed).await.unwrap());
+    assert_eq!(registry.get(&info.id).await.unwrap(), Some(info.clone()));
+    assert!(registry.delete(&info.id).await.unwrap());
 }
 
 /// Create stores every field; a second create fails; delete removes.

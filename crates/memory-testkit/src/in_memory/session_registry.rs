@@ -57,6 +57,17 @@ impl SessionRegistry for InMemorySessionRegistry {
         Ok(info)
     }
 
+    async fn restore(&self, info: &SessionInfo) -> Result<bool> {
+        let mut guard = lock(&self.inner);
+        if guard.1.contains_key(&info.id) {
+            return Ok(false);
+        }
+        guard.0 += 1;
+        let order = guard.0;
+        guard.1.insert(info.id.clone(), (order, info.clone()));
+        Ok(true)
+    }
+
     async fn get(&self, id: &SessionId) -> Result<Option<SessionInfo>> {
         Ok(lock(&self.inner).1.get(id).map(|(_, info)| info.clone()))
     }
