@@ -350,12 +350,23 @@ impl MemoryRecordStore for SqliteLongTermMemory {
     }
 
     async fn purge(&self, id: &str) -> Result<bool> {
+        let mut tx = self.db.write().await?;
+        // The predecessor takes the erased version's place in the chain.
+        sqlx::query(
+            "UPDATE memories SET superseded_by = (SELECT superseded_by FROM memories WHERE id = ?1) \
+             WHERE superseded_by = ?1",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
         let deleted = sqlx::query("DELETE FROM memories WHERE id = ?")
             .bind(id)
-            .execute(&self.db.writer)
+            .execute(&mut *tx)
             .await
             .map_err(db)?
             .rows_affected();
+        tx.commit().await.map_err(db)?;
         if deleted > 0 {
             self.erase_traces("memories_fts").await?;
         }

@@ -104,6 +104,9 @@ pub struct MemoryPage {
 /// - `supersede(old, new)` sets the forward pointer; nothing is deleted; `versions(key)`
 ///   returns the chain oldest first.
 /// - `forget` hides from `list` (unless asked) and from `current_by_key`; `purge` erases.
+/// - `purge` keeps the chain whole, in the same write: a memory the erased one superseded
+///   now points where the erased one pointed, so erasing the current version makes its
+///   predecessor current again (no pointer to an erased id remains).
 /// - List cursors are opaque strings a caller passes back unchanged.
 #[async_trait]
 pub trait MemoryRecordStore: Send + Sync {
@@ -126,6 +129,6 @@ pub trait MemoryRecordStore: Send + Sync {
     ) -> Result<MemoryPage>;
     /// Marks a memory forgotten.
     async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()>;
-    /// Erases a memory.
+    /// Erases a memory, relinking its chain (see the contract).
     async fn purge(&self, id: &str) -> Result<bool>;
 }

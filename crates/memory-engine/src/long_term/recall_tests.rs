@@ -663,3 +663,42 @@ async fn reads_of_a_missing_profile_are_not_found_and_create_nothing() {
     assert!(s.list_profiles().await.unwrap().is_empty());
     assert!(profiles.list().await.unwrap().is_empty());
 }
+
+/// Purging the current version of a key makes its predecessor current again, with its
+/// vector, and leaves no pointer to the erased id.
+#[tokio::test]
+async fn purging_the_current_version_restores_its_predecessor() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = service_with(profiles.clone(), 64);
+    let old = s
+        .remember("p", fact("Lives in Porto", Some("home"), MemoryKind::Fact))
+        .await
+        .unwrap();
+    let new = s
+        .remember("p", fact("Lives in Lisbon", Some("home"), MemoryKind::Fact))
+        .await
+        .unwrap();
+    assert!(!memory_vector(&profiles, &old.id).await);
+    s.purge("p", &new.id, false).await.unwrap();
+    let store = profiles.open("p").await.unwrap();
+    let current = store
+        .current_by_key(MemoryKind::Fact, "home")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(current.id, old.id);
+    assert_eq!(current.superseded_by, None);
+    assert!(
+        memory_vector(&profiles, &old.id).await,
+        "its vector is back"
+    );
+    let hits = s
+        .recall("p", RecallRequest::new("where does the user live", 5))
+        .await
+        .unwrap()
+        .hits;
+    assert!(hits.iter().all(|h| match &h.item {
+        RecallItem::Memory(m) => m.id != new.id,
+        RecallItem::Raw { .. } => true,
+    }));
+}

@@ -670,6 +670,16 @@ impl MemoryService {
             report.raw_messages = store.purge_raw(&m.source_message_ids).await?;
         }
         report.memory = store.purge(id).await?;
+        // Erasing the current version made its predecessor current again (the store relinks
+        // the chain): it gets its vector back, as a current memory has one.
+        if let Some(m) = &memory
+            && m.superseded_by.is_none()
+            && let Some(key) = &m.key
+            && let Some(restored) = store.current_by_key(m.kind, key).await?
+        {
+            self.vectorize_memories(profile, &self.meter(profile), &[restored], &[])
+                .await?;
+        }
         Ok(report)
     }
 

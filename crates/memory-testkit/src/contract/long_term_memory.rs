@@ -31,6 +31,7 @@ pub async fn run_all(profiles: &dyn MemoryProfiles, store_written: Option<&dyn T
     supersession_keeps_every_version(store.as_ref(), index).await;
     list_filters_and_pages(store.as_ref()).await;
     forget_hides_and_purge_erases(store.as_ref(), index).await;
+    purge_keeps_the_chain_whole(store.as_ref()).await;
     let fresh_name = unique("profile");
     let fresh = profiles.open(&fresh_name).await.unwrap();
     let fresh_index = match store_written {
@@ -199,6 +200,65 @@ pub async fn raw_messages_are_insert_or_ignore_and_searchable(
         .unwrap_or_default();
     assert_eq!(ids[0], "r3");
     assert_eq!(index.count(namespaces::RAW).await.unwrap(), 3);
+}
+
+/// Erasing a version relinks its chain: the middle one leaves its predecessor pointing at
+/// its successor; the current one makes its predecessor current again. No pointer to an
+/// erased id remains.
+pub async fn purge_keeps_the_chain_whole(store: &dyn LongTermMemoryStore) {
+    for (id, content, at) in [
+        ("c1", "in Porto", 10),
+        ("c2", "in Braga", 20),
+        ("c3", "in Faro", 30),
+    ] {
+        store
+            .insert_memory(memory(
+                id,
+                MemoryKind::Fact,
+                Some("chain.city"),
+                content,
+                at,
+            ))
+            .await
+            .unwrap();
+    }
+    store.supersede("c1", "c2").await.unwrap();
+    store.supersede("c2", "c3").await.unwrap();
+    let chain = |versions: Vec<MemoryRecord>| {
+        versions
+            .into_iter()
+            .map(|m| (m.id, m.superseded_by))
+            .collect::<Vec<_>>()
+    };
+    assert!(store.purge("c2").await.unwrap());
+    assert_eq!(
+        chain(
+            store
+                .versions(MemoryKind::Fact, "chain.city")
+                .await
+                .unwrap()
+        ),
+        [
+            ("c1".to_owned(), Some("c3".to_owned())),
+            ("c3".to_owned(), None)
+        ]
+    );
+    assert!(store.purge("c3").await.unwrap());
+    assert_eq!(
+        chain(
+            store
+                .versions(MemoryKind::Fact, "chain.city")
+                .await
+                .unwrap()
+        ),
+        [("c1".to_owned(), None)]
+    );
+    let current = store
+        .current_by_key(MemoryKind::Fact, "chain.city")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(current.id, "c1", "the predecessor is current again");
 }
 
 /// A new version supersedes by forward pointer; nothing is deleted; reads return the latest.

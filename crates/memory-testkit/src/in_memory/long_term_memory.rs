@@ -264,10 +264,17 @@ impl MemoryRecordStore for InMemoryLongTermMemory {
 
     async fn purge(&self, id: &str) -> Result<bool> {
         let mut inner = lock(&self.inner);
-        match inner.positions.remove(id) {
-            Some(position) => Ok(inner.memories.remove(&position).is_some()),
-            None => Ok(false),
+        let Some(position) = inner.positions.remove(id) else {
+            return Ok(false);
+        };
+        let erased = inner.memories.remove(&position);
+        let next = erased.as_ref().and_then(|m| m.superseded_by.clone());
+        for memory in inner.memories.values_mut() {
+            if memory.superseded_by.as_deref() == Some(id) {
+                memory.superseded_by = next.clone();
+            }
         }
+        Ok(erased.is_some())
     }
 }
 
