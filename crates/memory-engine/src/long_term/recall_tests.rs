@@ -702,3 +702,142 @@ async fn purging_the_current_version_restores_its_predecessor() {
         RecallItem::Raw { .. } => true,
     }));
 }
+
+use memory_core::ports::Embedder;
+
+/// An embedder that takes its time, so concurrent writers interleave between a memory's
+/// vector write and another writer's supersession of it.
+struct SlowEmbedder(HashingEmbedder);
+
+#[async_trait::async_trait]
+impl Embedder for SlowEmbedder {
+    fn model_id(&self) -> &str {
+        self.0.model_id()
+    }
+    fn dimensions(&self) -> usize {
+        self.0.dimensions()
+    }
+    async fn embed(&self, texts: &[String]) -> memory_core::Result<Vec<Vec<f32>>> {
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+        self.0.embed(texts).await
+    }
+}
+
+/// Concurrent writers of one key (six "processes", three rounds each) end with exactly one
+/// current version, which has a vector, and no superseded version keeps one (13 of 18 did).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_remembers_of_one_key_leave_vectors_only_on_the_current_version() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let mut writers = Vec::new();
+    for w in 0..6 {
+        let profiles = profiles.clone();
+        writers.push(tokio::spawn(async move {
+            let s = MemoryService::new(
+                super::in_memory(profiles),
+                Arc::new(memory_core::ports::SystemClock),
+            )
+            .with_embedder(Arc::new(SlowEmbedder(HashingEmbedder::new(32))));
+            for round in 0..3 {
+                s.remember(
+                    "p",
+                    fact(
+                        &format!("The office is in room {w}-{round}"),
+                        Some("office"),
+                        MemoryKind::Fact,
+                    ),
+                )
+                .await
+                .unwrap();
+            }
+        }));
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+    let store = profiles.open("p").await.unwrap();
+    let versions = store.versions(MemoryKind::Fact, "office").await.unwrap();
+    assert_eq!(versions.len(), 18);
+    let current: Vec<&memory_core::ports::MemoryRecord> = versions
+        .iter()
+        .filter(|m| m.superseded_by.is_none())
+        .collect();
+    assert_eq!(current.len(), 1, "{versions:#?}");
+    for m in &versions {
+        assert_eq!(
+            memory_vector(&profiles, &m.id).await,
+            m.superseded_by.is_none(),
+            "{} (superseded by {:?})",
+            m.id,
+            m.superseded_by
+        );
+    }
+}
+
+/// Importing an export whose key is current into a profile where it is current too leaves
+/// one current version (the newest) without a vector on the other; an export whose vectors
+/// come from another model is refused before anything is written.
+#[tokio::test]
+async fn import_applies_supersession_and_refuses_foreign_vectors_before_writing() {
+    let source = Arc::new(InMemoryProfiles::new());
+    let exporter = MemoryService::new(
+        super::in_memory(source.clone()),
+        Arc::new(ManualClock::new(500 * DAY)),
+    )
+    .with_embedder(Arc::new(HashingEmbedder::new(64)));
+    let newer = exporter
+        .remember(
+            "p",
+            fact("The office is in Lisbon", Some("office"), MemoryKind::Fact),
+        )
+        .await
+        .unwrap();
+    let lines = export(&exporter, "p").await;
+    let vector_lines = lines
+        .iter()
+        .filter(|l| l.contains("\"kind\":\"vector\""))
+        .count();
+    assert!(vector_lines > 0);
+
+    let target = Arc::new(InMemoryProfiles::new());
+    let s = service_with(target.clone(), 64);
+    let older = s
+        .remember(
+            "p",
+            fact("The office is in Porto", Some("office"), MemoryKind::Fact),
+        )
+        .await
+        .unwrap();
+    let report = s.import("p", &lines).await.unwrap();
+    assert_eq!(report.superseded, 1);
+    let store = target.open("p").await.unwrap();
+    let current = store
+        .current_by_key(MemoryKind::Fact, "office")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(current.id, newer.id, "the newest version stays current");
+    assert!(memory_vector(&target, &newer.id).await);
+    assert!(!memory_vector(&target, &older.id).await);
+
+    // Another model's vectors: refused, and nothing of the file is written.
+    let other = Arc::new(InMemoryProfiles::new());
+    let s = service_with(other.clone(), 64);
+    s.remember("q", fact("Lunch is at noon", None, MemoryKind::Fact))
+        .await
+        .unwrap();
+    let foreign: Vec<String> = lines
+        .iter()
+        .map(|l| l.replace("\"model\":\"hashing-64\"", "\"model\":\"another-model\""))
+        .collect();
+    assert!(
+        foreign.iter().any(|l| l.contains("another-model")),
+        "{foreign:?}"
+    );
+    let err = s.import("q", &foreign).await.unwrap_err();
+    assert!(err.to_string().contains("nothing was imported"), "{err}");
+    let page = s
+        .list("q", &memory_core::ports::MemoryFilter::default(), None, 10)
+        .await
+        .unwrap();
+    assert_eq!(page.memories.len(), 1, "only the profile's own memory");
+}

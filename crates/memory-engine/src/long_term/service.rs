@@ -608,6 +608,23 @@ impl MemoryService {
         let vectorized = self
             .vectorize_memories(profile, meter, &fresh, &retired)
             .await?;
+        // Another writer of the same key may have superseded a fresh memory (and deleted its
+        // vector) before this writer's vector write landed. Read each one again after the
+        // write: whichever of the two writers acts last removes the vector, so no superseded
+        // memory keeps one.
+        let mut stale = Vec::new();
+        for m in &fresh {
+            if let Some(now) = store.get_memory(&m.id).await?
+                && !is_vectorized(&now)
+            {
+                stale.push(now.id);
+            }
+        }
+        if !stale.is_empty()
+            && let Some((_, index)) = self.vectorizer_parts(profile).await?
+        {
+            index.delete(MEMORY_NAMESPACE, &stale).await?;
+        }
         Ok((stored, superseded, vectorized))
     }
 

@@ -53,6 +53,9 @@ pub struct ImportReport {
     pub memories_new: u64,
     /// Memories already present (same id).
     pub memories_known: u64,
+    /// Current versions superseded by a newer one of the same key (the profile's or the
+    /// export's), as a live write would.
+    pub superseded: u64,
     /// Vectors stored.
     pub vectors: u64,
 }
@@ -129,8 +132,13 @@ impl MemoryService {
         Ok(())
     }
 
-    /// Reads an export into a profile. Every line is parsed before anything is written; known
-    /// raw messages and memory ids are skipped, so importing twice is a no-op.
+    /// Reads an export into a profile, by the rules of live writes: of the current versions of
+    /// a key (the profile's and the export's) the newest stays current, and superseded ones
+    /// keep no vector. Everything a write could refuse is checked before the first write
+    /// (every line parses, one header, known vector namespaces, one model and dimension per
+    /// namespace agreeing with the profile's), so bad input changes nothing. Known raw
+    /// messages and memory ids are skipped: importing twice is a no-op, and an import cut
+    /// short by a storage failure is completed by running it again.
     pub async fn import(&self, profile: &str, lines: &[String]) -> Result<ImportReport> {
         let mut parsed = Vec::with_capacity(lines.len());
         for (i, line) in lines
@@ -152,44 +160,107 @@ impl MemoryService {
                 )));
             }
         }
+        // Everything a write could refuse is checked before the first write: the vector
+        // namespaces, and one model and one dimension per namespace, agreeing with what the
+        // profile holds already.
+        let index = self.backends.vector_index(profile).await?;
+        let mut shapes: std::collections::BTreeMap<String, (String, usize)> =
+            std::collections::BTreeMap::new();
+        for record in &parsed[1..] {
+            let ExportLine::Vector { namespace, vector } = record else {
+                continue;
+            };
+            if namespace != super::RAW_NAMESPACE && namespace != super::MEMORY_NAMESPACE {
+                return Err(MemoryError::invalid(format!(
+                    "unknown vector namespace {namespace:?}"
+                )));
+            }
+            let shape = (vector.model.clone(), vector.vector.len());
+            match shapes.get(namespace) {
+                Some(seen) if *seen != shape => {
+                    return Err(MemoryError::invalid(format!(
+                        "vectors of {namespace:?} mix models or dimensions ({} × {} and {} × {}); nothing was imported",
+                        seen.0, seen.1, shape.0, shape.1
+                    )));
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(model) = index.model(namespace).await?
+                        && model != shape.0
+                    {
+                        return Err(MemoryError::invalid(format!(
+                            "the export's {namespace:?} vectors come from {:?}, the profile's from {model:?}; nothing was imported (import without vectors, then `reembed`)",
+                            shape.0
+                        )));
+                    }
+                    shapes.insert(namespace.clone(), shape);
+                }
+            }
+        }
+        if parsed[1..]
+            .iter()
+            .any(|r| matches!(r, ExportLine::Header { .. }))
+        {
+            return Err(MemoryError::invalid("a second header"));
+        }
+
         let store = self.backends.store(profile).await?;
         let mut report = ImportReport::default();
         let mut raw = Vec::new();
         let mut vectors: std::collections::BTreeMap<String, Vec<VectorRecord>> =
             std::collections::BTreeMap::new();
-        for record in &parsed[1..] {
-            if let ExportLine::Vector { namespace, .. } = record
-                && namespace != super::RAW_NAMESPACE
-                && namespace != super::MEMORY_NAMESPACE
-            {
-                return Err(MemoryError::invalid(format!(
-                    "unknown vector namespace {namespace:?}"
-                )));
-            }
-        }
+        let mut keys: Vec<(memory_core::ports::MemoryKind, String)> = Vec::new();
         for record in parsed.into_iter().skip(1) {
             match record {
-                ExportLine::Header { .. } => return Err(MemoryError::invalid("a second header")),
+                ExportLine::Header { .. } => {}
                 ExportLine::Raw { raw: r } => raw.push(r),
                 ExportLine::Vector { namespace, vector } => {
                     vectors.entry(namespace).or_default().push(vector);
                 }
-                ExportLine::Memory { memory } => match store.insert_memory(memory).await {
-                    Ok(()) => report.memories_new += 1,
-                    Err(MemoryError::AlreadyExists { .. }) => report.memories_known += 1,
-                    Err(e) => return Err(e),
-                },
+                ExportLine::Memory { memory } => {
+                    if let Some(key) = &memory.key
+                        && !keys.contains(&(memory.kind, key.clone()))
+                    {
+                        keys.push((memory.kind, key.clone()));
+                    }
+                    match store.insert_memory(memory).await {
+                        Ok(()) => report.memories_new += 1,
+                        Err(MemoryError::AlreadyExists { .. }) => report.memories_known += 1,
+                        Err(e) => return Err(e),
+                    }
+                }
             }
         }
         let counts = store.insert_raw(raw).await?;
         report.raw_new = counts.inserted;
         report.raw_known = counts.existing;
-        if !vectors.is_empty() {
-            let index = self.backends.vector_index(profile).await?;
-            for (namespace, records) in vectors {
-                report.vectors += records.len() as u64;
-                index.upsert(&namespace, records).await?;
+        // The same rule as live writes: of the current versions of a key (the profile's and
+        // the export's), the newest stays current.
+        let mut retired = Vec::new();
+        for (kind, key) in keys {
+            let live: Vec<memory_core::ports::MemoryRecord> = store
+                .versions(kind, &key)
+                .await?
+                .into_iter()
+                .filter(|m| m.superseded_by.is_none() && m.forgotten.is_none())
+                .collect();
+            if let Some((newest, older)) = live.split_last() {
+                for old in older {
+                    store.supersede(&old.id, &newest.id).await?;
+                    retired.push(old.id.clone());
+                }
             }
+        }
+        report.superseded = retired.len() as u64;
+        if let Some(memories) = vectors.get_mut(super::MEMORY_NAMESPACE) {
+            memories.retain(|v| !retired.contains(&v.id));
+        }
+        if !retired.is_empty() {
+            index.delete(super::MEMORY_NAMESPACE, &retired).await?;
+        }
+        for (namespace, records) in vectors {
+            report.vectors += records.len() as u64;
+            index.upsert(&namespace, records).await?;
         }
         Ok(report)
     }
