@@ -58,6 +58,13 @@ impl SqliteConfig {
         self
     }
 
+    /// Sets how long a write waits for another connection's lock before it fails with a
+    /// transient "database is locked" (`MemoryError::Transient`: the caller may retry).
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
     /// Sets the reader pool size (at least 1).
     pub fn readers(mut self, readers: u32) -> Self {
         self.readers = readers.max(1);

@@ -47,6 +47,8 @@ impl Drop for MigrationLock {
 pub struct SqliteDatabase {
     pub(crate) writer: SqlitePool,
     pub(crate) reader: SqlitePool,
+    /// Freed pages are zeroed, and erasures clear their traces (see `erase_traces`).
+    pub(crate) secure_delete: bool,
 }
 
 impl SqliteDatabase {
@@ -94,7 +96,37 @@ impl SqliteDatabase {
             .await
             .map_err(db)?;
         debug!(path = %config.path.display(), "opened sqlite database");
-        Ok(Self { writer, reader })
+        Ok(Self {
+            writer,
+            reader,
+            secure_delete: config.secure_delete,
+        })
+    }
+
+    /// After an erasure: FTS5 keeps deleted tokens in old segments until they are merged, and
+    /// the WAL keeps old page images until a checkpoint. `optimize` merges the index (freed
+    /// pages are zeroed under `secure_delete`), and a truncating checkpoint empties the WAL,
+    /// so no copy of the erased text is left in any file of the database.
+    pub(crate) async fn erase_traces(&self, fts_table: &'static str) -> Result<()> {
+        use sqlx::Row;
+        let optimize = format!("INSERT INTO {fts_table}({fts_table}) VALUES ('optimize')");
+        sqlx::query(sqlx::AssertSqlSafe(optimize))
+            .execute(&self.writer)
+            .await
+            .map_err(db)?;
+        for attempt in 0..50 {
+            let busy: i64 = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .fetch_one(&self.writer)
+                .await
+                .map_err(db)?
+                .get(0);
+            if busy == 0 {
+                return Ok(());
+            }
+            tracing::debug!(attempt, "WAL checkpoint blocked by a reader; retrying");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        Err(crate::error::wal_busy())
     }
 
     /// Starts a write transaction that takes the write lock at once.

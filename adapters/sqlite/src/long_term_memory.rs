@@ -375,29 +375,10 @@ impl MemoryRecordStore for SqliteLongTermMemory {
 }
 
 impl SqliteLongTermMemory {
-    /// After an erasure: FTS5 keeps deleted tokens in old segments until they are merged, and
-    /// the WAL keeps old page images until a checkpoint. `optimize` merges the index (freed
-    /// pages are zeroed: profiles run with `secure_delete`), and a truncating checkpoint
-    /// empties the WAL, so no copy of the erased text is left in any file of the profile.
+    /// After an erasure: no copy of the erased text is left in any file of the profile (see
+    /// [`SqliteDatabase::erase_traces`]).
     async fn erase_traces(&self, fts_table: &'static str) -> Result<()> {
-        let optimize = format!("INSERT INTO {fts_table}({fts_table}) VALUES ('optimize')");
-        sqlx::query(sqlx::AssertSqlSafe(optimize))
-            .execute(&self.db.writer)
-            .await
-            .map_err(db)?;
-        for attempt in 0..50 {
-            let busy: i64 = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-                .fetch_one(&self.db.writer)
-                .await
-                .map_err(db)?
-                .get(0);
-            if busy == 0 {
-                return Ok(());
-            }
-            tracing::debug!(attempt, "WAL checkpoint blocked by a reader; retrying");
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        Err(crate::error::wal_busy())
+        self.db.erase_traces(fts_table).await
     }
 }
 
@@ -407,6 +388,7 @@ impl SqliteLongTermMemory {
 /// written by the store) and their vectors ([`VectorIndexes`]).
 pub struct SqliteProfiles {
     root: PathBuf,
+    busy_timeout: std::time::Duration,
     open: tokio::sync::Mutex<std::collections::HashMap<String, OpenProfile>>,
 }
 
@@ -422,8 +404,16 @@ impl SqliteProfiles {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
+            busy_timeout: SqliteConfig::new("").busy_timeout,
             open: tokio::sync::Mutex::new(std::collections::HashMap::new()),
         }
+    }
+
+    /// Sets how long a profile write waits for another process's lock (see
+    /// [`SqliteConfig::busy_timeout`]).
+    pub fn busy_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -436,8 +426,12 @@ impl SqliteProfiles {
         if let Some(profile) = open.get(name) {
             return Ok(profile.clone());
         }
-        let db =
-            SqliteDatabase::open(SqliteConfig::new(self.path(name)).secure_delete(true)).await?;
+        let db = SqliteDatabase::open(
+            SqliteConfig::new(self.path(name))
+                .secure_delete(true)
+                .busy_timeout(self.busy_timeout),
+        )
+        .await?;
         let profile = OpenProfile {
             vectors: Arc::new(SqliteVectorIndex::new(db.clone())),
             db,

@@ -64,6 +64,9 @@ pub(crate) struct Encoded {
     pub(crate) text: String,
 }
 
+/// Messages deleted per write transaction when a session is cleared.
+const DELETE_BATCH: i64 = 2_000;
+
 fn encode(message: &UiMessage) -> Result<Encoded> {
     validate_message_id(&message.id)?;
     let json = serde_json::to_string(message)?;
@@ -308,6 +311,30 @@ impl MessageStore for SqliteMessageStore {
     }
 
     async fn clear(&self, session: &SessionId) -> Result<()> {
+        // Bounded batches, newest first (children before parents), each its own short write
+        // transaction: other writers wait for one batch, never for the whole session (a
+        // 200,000-message session was one 6.7 s statement that locked them out).
+        loop {
+            let mut tx = self.db.write().await?;
+            let Some(key) = session_key(&mut tx, session).await? else {
+                return Ok(());
+            };
+            let deleted = sqlx::query(
+                "DELETE FROM messages WHERE rowid IN \
+                 (SELECT rowid FROM messages WHERE session_key = ? ORDER BY rowid DESC LIMIT ?)",
+            )
+            .bind(key)
+            .bind(DELETE_BATCH)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?
+            .rows_affected();
+            tx.commit().await.map_err(db)?;
+            if deleted < DELETE_BATCH as u64 {
+                break;
+            }
+        }
+        // The last write removes what an append racing the batches added, and the session.
         let mut tx = self.db.write().await?;
         let Some(key) = session_key(&mut tx, session).await? else {
             return Ok(());
@@ -323,7 +350,11 @@ impl MessageStore for SqliteMessageStore {
                 .await
                 .map_err(db)?;
         }
-        tx.commit().await.map_err(db)
+        tx.commit().await.map_err(db)?;
+        if self.db.secure_delete {
+            self.db.erase_traces("messages_fts").await?;
+        }
+        Ok(())
     }
 
     async fn get(&self, session: &SessionId, id: &str) -> Result<Option<UiMessage>> {

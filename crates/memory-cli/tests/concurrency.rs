@@ -203,3 +203,35 @@ fn an_import_with_a_missing_parent_names_the_line_and_writes_nothing() {
     let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert!(listed["sessions"].as_array().unwrap().is_empty());
 }
+
+/// With `[storage.sqlite] secure_delete = true`, a deleted session leaves none of its text in
+/// any file of the data dir.
+#[test]
+fn a_deleted_session_leaves_no_text_with_secure_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[storage.sqlite]\nsecure_delete = true\n",
+    )
+    .unwrap();
+    run(dir.path(), &["session", "create", "--id", "secret"]);
+    let marker = "zanzibarquokkamarker";
+    for i in 0..50 {
+        let m = format!(
+            r#"{{"id":"m{i}","role":"user","parts":[{{"type":"text","text":"{marker} number {i}"}}]}}"#
+        );
+        run(dir.path(), &["message", "append", "secret", &m]);
+    }
+    run(dir.path(), &["session", "delete", "secret"]);
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !bytes.windows(marker.len()).any(|w| w == marker.as_bytes()),
+                "{} still holds the deleted text",
+                path.display()
+            );
+        }
+    }
+}

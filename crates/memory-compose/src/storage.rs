@@ -205,12 +205,13 @@ pub(crate) type SkillStores = Box<dyn Fn(&str) -> Arc<dyn SkillStore> + Send + S
 #[cfg(feature = "sqlite")]
 impl Stores {
     async fn sessions_db(&self) -> Result<memory_sqlite::SqliteDatabase> {
-        let path = self.storage.sqlite.path.clone();
+        let settings = &self.storage.sqlite;
+        let config = memory_sqlite::SqliteConfig::new(&settings.path)
+            .busy_timeout(std::time::Duration::from_millis(settings.busy_timeout_ms))
+            .secure_delete(settings.secure_delete);
         let db = self
             .sessions_db
-            .get_or_try_init(|| async move {
-                memory_sqlite::SqliteDatabase::open(memory_sqlite::SqliteConfig::new(path)).await
-            })
+            .get_or_try_init(|| async move { memory_sqlite::SqliteDatabase::open(config).await })
             .await?;
         Ok(db.clone())
     }
@@ -219,11 +220,14 @@ impl Stores {
     /// checkpoints hold conversation text that a purge must be able to erase).
     async fn jobs_db(&self) -> Result<memory_sqlite::SqliteDatabase> {
         let path = self.storage.sqlite.profiles.join("jobs.sqlite");
+        let busy_timeout = std::time::Duration::from_millis(self.storage.sqlite.busy_timeout_ms);
         let db = self
             .jobs_db
             .get_or_try_init(|| async move {
                 memory_sqlite::SqliteDatabase::open(
-                    memory_sqlite::SqliteConfig::new(path).secure_delete(true),
+                    memory_sqlite::SqliteConfig::new(path)
+                        .secure_delete(true)
+                        .busy_timeout(busy_timeout),
                 )
                 .await
             })
@@ -233,9 +237,11 @@ impl Stores {
 
     fn sqlite_profiles(&self) -> Arc<memory_sqlite::SqliteProfiles> {
         Arc::clone(self.profiles.get_or_init(|| {
-            Arc::new(memory_sqlite::SqliteProfiles::new(
-                &self.storage.sqlite.profiles,
-            ))
+            Arc::new(
+                memory_sqlite::SqliteProfiles::new(&self.storage.sqlite.profiles).busy_timeout(
+                    std::time::Duration::from_millis(self.storage.sqlite.busy_timeout_ms),
+                ),
+            )
         }))
     }
 }

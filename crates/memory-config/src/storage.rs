@@ -115,6 +115,9 @@ impl Role {
     }
 }
 
+/// The default of `[storage.sqlite] busy_timeout_ms`.
+pub const DEFAULT_BUSY_TIMEOUT_MS: u64 = 5_000;
+
 /// Embedded SQLite (`[storage.sqlite]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SqliteSettings {
@@ -122,6 +125,13 @@ pub struct SqliteSettings {
     pub path: PathBuf,
     /// The directory of profile databases and the job queue (default `<data dir>/profiles`).
     pub profiles: PathBuf,
+    /// How long a write waits for another process's write lock before it fails as a
+    /// transient "database is locked" (default 5000 ms). Long deletes run in bounded batches,
+    /// so a wait stays short.
+    pub busy_timeout_ms: u64,
+    /// Zero freed pages in the sessions database, so a deleted session's text leaves no
+    /// trace in the file (profiles always do). Costs some write I/O (default false).
+    pub secure_delete: bool,
 }
 
 /// PostgreSQL (`[storage.postgres]`).
@@ -210,6 +220,8 @@ impl StorageConfig {
             jobs: Backend::Sqlite,
             kv: Backend::Sqlite,
             sqlite: SqliteSettings {
+                busy_timeout_ms: DEFAULT_BUSY_TIMEOUT_MS,
+                secure_delete: false,
                 path: data_dir.join("memory.db"),
                 profiles: data_dir.join("profiles"),
             },
@@ -273,6 +285,8 @@ pub(crate) struct RawStorage {
 pub(crate) struct RawSqlite {
     pub path: Option<String>,
     pub profiles: Option<String>,
+    pub busy_timeout_ms: Option<u64>,
+    pub secure_delete: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -378,6 +392,8 @@ impl RawStorage {
         config.sqlite = SqliteSettings {
             path: resolve(sqlite.path, "memory.db"),
             profiles: resolve(sqlite.profiles, "profiles"),
+            busy_timeout_ms: sqlite.busy_timeout_ms.unwrap_or(DEFAULT_BUSY_TIMEOUT_MS),
+            secure_delete: sqlite.secure_delete.unwrap_or(false),
         };
         config.fs = DirectorySettings {
             path: resolve(self.fs.unwrap_or_default().path, "blobs"),

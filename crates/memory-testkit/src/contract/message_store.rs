@@ -559,9 +559,25 @@ pub async fn clear_removes_one_session(store: &dyn MessageStore, index: Option<&
             .await
             .unwrap();
     }
+    // A long branch with side branches: more than an adapter's delete batch.
+    let names: Vec<String> = (3..4_600).map(|i| format!("m{i}")).collect();
+    let batch: Vec<NewMessage> = names
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let parent = if i % 97 == 5 {
+                Parent::Message("m1".into())
+            } else {
+                Parent::LatestLeaf
+            };
+            NewMessage::with_parent(UiMessage::text_message(id, Role::User, "long"), parent)
+        })
+        .collect();
+    store.append(&a, batch).await.unwrap();
     store.clear(&a).await.unwrap();
     assert!(store.history(&a, None).await.unwrap().is_empty());
     assert!(store.compactions(&a).await.unwrap().is_empty());
+    assert!(store.get(&a, "m4000").await.unwrap().is_none());
     assert_eq!(store.latest_leaf(&a).await.unwrap(), None);
     if let Some(global) = search(index, &SearchQuery::new(&marker)).await {
         assert_eq!(
