@@ -20,3 +20,27 @@ pub fn content_id(session_id: &str, role: &str, content: &str) -> String {
     let digest = hasher.finalize();
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// The address of the `occurrence`-th identical utterance (same session, role and content)
+/// of a conversation: the first is [`content_id`] itself, so addresses made before
+/// occurrences were counted stay valid; later ones add the number. A user who says "yes"
+/// twice keeps both, and ingesting the same conversation again still finds each one.
+///
+/// ```
+/// use memory_engine::long_term::{content_id, occurrence_id};
+/// assert_eq!(occurrence_id("s1", "user", "yes", 0), content_id("s1", "user", "yes"));
+/// assert_ne!(occurrence_id("s1", "user", "yes", 1), occurrence_id("s1", "user", "yes", 0));
+/// ```
+pub fn occurrence_id(session_id: &str, role: &str, content: &str, occurrence: u64) -> String {
+    if occurrence == 0 {
+        return content_id(session_id, role, content);
+    }
+    let mut hasher = Sha256::new();
+    for field in [session_id, role, content] {
+        hasher.update((field.len() as u64).to_be_bytes());
+        hasher.update(field.as_bytes());
+    }
+    hasher.update(occurrence.to_be_bytes());
+    let digest = hasher.finalize();
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -907,3 +907,77 @@ async fn a_run_where_some_calls_failed_ends_done_with_errors() {
     );
     assert!(job.extraction.stored > 0, "what succeeded was stored");
 }
+
+/// Counts the texts it embeds, and fails every call after the first `fail_after` ones.
+struct CountingEmbedder {
+    inner: HashingEmbedder,
+    calls: AtomicUsize,
+    texts: AtomicUsize,
+    fail_after: usize,
+}
+
+#[async_trait]
+impl memory_core::ports::Embedder for CountingEmbedder {
+    fn model_id(&self) -> &str {
+        memory_core::ports::Embedder::model_id(&self.inner)
+    }
+    fn dimensions(&self) -> usize {
+        memory_core::ports::Embedder::dimensions(&self.inner)
+    }
+    async fn embed(&self, texts: &[String]) -> memory_core::Result<Vec<Vec<f32>>> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) >= self.fail_after {
+            return Err(MemoryError::transient("embedder", "killed"));
+        }
+        self.texts.fetch_add(texts.len(), Ordering::SeqCst);
+        memory_core::ports::Embedder::embed(&self.inner, texts).await
+    }
+}
+
+/// A job stopped halfway through vectorizing resumes where it stopped: the vectors written
+/// are its checkpoint, and only the rest is embedded (a resume re-embedded all 1,000).
+#[tokio::test]
+async fn a_resumed_job_embeds_only_what_has_no_vector() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let config = LongTermConfig {
+        embed_batch: 10,
+        ..LongTermConfig::default()
+    };
+    let service = |embedder: Arc<CountingEmbedder>| {
+        MemoryService::new(
+            super::in_memory(profiles.clone()),
+            Arc::new(ManualClock::new(day(20).0)),
+        )
+        .with_embedder(embedder)
+        .with_config(config.clone())
+    };
+    let dying = Arc::new(CountingEmbedder {
+        inner: HashingEmbedder::new(32),
+        calls: AtomicUsize::new(0),
+        texts: AtomicUsize::new(0),
+        fail_after: 2,
+    });
+    let messages: Vec<IngestMessage> = (0..50)
+        .map(|i| IngestMessage::new("user", format!("distinct message number {i}")).at(day(10)))
+        .collect();
+    let job = service(dying.clone())
+        .ingest_and_extract("p", "c", messages)
+        .await
+        .unwrap();
+    assert_eq!(job.status, JobStatus::Failed);
+    assert_eq!(job.failed_stage, Some(JobStatus::Vectorizing));
+    assert_eq!(dying.texts.load(Ordering::SeqCst), 20);
+
+    let fresh = Arc::new(CountingEmbedder {
+        inner: HashingEmbedder::new(32),
+        calls: AtomicUsize::new(0),
+        texts: AtomicUsize::new(0),
+        fail_after: usize::MAX,
+    });
+    let resumed = service(fresh.clone()).resume_jobs("p", true).await.unwrap();
+    assert_eq!(resumed[0].status, JobStatus::Done, "{:?}", resumed[0].error);
+    assert_eq!(
+        fresh.texts.load(Ordering::SeqCst),
+        30,
+        "only the 30 messages without a vector were embedded"
+    );
+}

@@ -767,7 +767,7 @@ impl MemoryService {
             .filter(|id| !job.new_message_ids.contains(id))
             .collect();
         job.vectorized += self
-            .vectorize_raw(profile, store, meter, job.messages.clone(), &known)
+            .vectorize_raw(profile, store, meter, job.messages.clone(), &known, true)
             .await?;
         job.raw_vectorized = true;
         Ok(())

@@ -27,7 +27,7 @@ mod vectorize;
 pub use accounting::{StageUsage, UsageReport};
 pub use backends::LongTermBackends;
 pub use config::{ChannelWeights, LongTermConfig, StageModels};
-pub use content_id::content_id;
+pub use content_id::{content_id, occurrence_id};
 pub use extraction::{
     Candidate, Draft, ExtractionReport, Pass, TranscriptLine, build_transcript, chunk_lines,
     detail_windows, merge_candidates, parse_iso_date, render_lines, resolve_relative_dates,

@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::accounting::{Meter, UsageReport};
 use super::backends::LongTermBackends;
 use super::config::{LongTermConfig, StageModels};
-use super::content_id::content_id;
+use super::content_id::occurrence_id;
 use super::vectorize::{MEMORY_NAMESPACE, RAW_NAMESPACE, Vectorizer, is_vectorized};
 
 /// The most memories one [`MemoryService::list`] page holds.
@@ -298,19 +298,42 @@ impl MemoryService {
         session: &str,
         messages: Vec<IngestMessage>,
     ) -> Result<Vec<RawMessage>> {
+        Ok(self
+            .addressed(session, messages)?
+            .into_iter()
+            .map(|(m, _)| m)
+            .collect())
+    }
+
+    /// The raw messages of a batch, addressed by occurrence: the n-th identical utterance
+    /// (same role and text) of the batch gets the n-th address. Each comes with its
+    /// occurrence number and whether its time was given (not "now").
+    fn addressed(
+        &self,
+        session: &str,
+        messages: Vec<IngestMessage>,
+    ) -> Result<Vec<(RawMessage, (u64, bool))>> {
         let now = self.clock.now();
+        let mut seen: std::collections::HashMap<(String, String), u64> =
+            std::collections::HashMap::new();
         messages
             .into_iter()
             .filter(|m| !m.content.trim().is_empty())
             .map(|m| {
                 memory_core::Role::parse(&m.role)?;
-                Ok(RawMessage {
-                    id: content_id(session, &m.role, &m.content),
-                    session_id: session.to_owned(),
-                    role: m.role,
-                    content: m.content,
-                    created_at: m.created_at.unwrap_or(now),
-                })
+                let count = seen.entry((m.role.clone(), m.content.clone())).or_default();
+                let occurrence = *count;
+                *count += 1;
+                Ok((
+                    RawMessage {
+                        id: occurrence_id(session, &m.role, &m.content, occurrence),
+                        session_id: session.to_owned(),
+                        role: m.role,
+                        content: m.content,
+                        created_at: m.created_at.unwrap_or(now),
+                    },
+                    (occurrence, m.created_at.is_some()),
+                ))
             })
             .collect()
     }
@@ -324,7 +347,42 @@ impl MemoryService {
         messages: Vec<IngestMessage>,
     ) -> Result<(Vec<RawMessage>, HashSet<String>, RawMessageInsert)> {
         SessionId::new(session)?;
-        let raw = self.raw_messages(session, messages)?;
+        let addressed = self.addressed(session, messages)?;
+        // One read for the first-choice addresses; a clash (rare) reads the next one alone.
+        let first_ids: Vec<String> = addressed
+            .iter()
+            .filter(|(_, (_, dated))| *dated)
+            .map(|(m, _)| m.id.clone())
+            .collect();
+        let mut stored_at: std::collections::HashMap<String, memory_core::Timestamp> = store
+            .raw_by_ids(&first_ids)
+            .await?
+            .into_iter()
+            .map(|m| (m.id, m.created_at))
+            .collect();
+        let mut raw = Vec::new();
+        let mut taken: HashSet<String> = HashSet::new();
+        for (mut m, (mut occurrence, dated)) in addressed {
+            // A dated utterance whose address holds the same words said at another time (an
+            // earlier batch of the conversation) is a later occurrence: take the next
+            // address. Re-ingesting it finds its own time there, so nothing is duplicated.
+            loop {
+                let clash = taken.contains(&m.id)
+                    || (dated && stored_at.get(&m.id).is_some_and(|at| *at != m.created_at));
+                if !clash {
+                    break;
+                }
+                occurrence += 1;
+                m.id = occurrence_id(session, &m.role, &m.content, occurrence);
+                if dated && !stored_at.contains_key(&m.id) {
+                    for existing in store.raw_by_ids(std::slice::from_ref(&m.id)).await? {
+                        stored_at.insert(existing.id, existing.created_at);
+                    }
+                }
+            }
+            taken.insert(m.id.clone());
+            raw.push(m);
+        }
         let ids: Vec<String> = raw.iter().map(|m| m.id.clone()).collect();
         let known: HashSet<String> = store
             .raw_by_ids(&ids)
@@ -345,10 +403,11 @@ impl MemoryService {
         session: &SessionId,
         messages: &[UiMessage],
     ) -> Result<IngestReport> {
+        // Each message keeps its own time (`createdAt`), as every ingest path does.
         let messages = messages
             .iter()
-            .map(|m| IngestMessage::new(m.role.as_str(), m.text()))
-            .collect();
+            .map(IngestMessage::from_ui_message)
+            .collect::<Result<Vec<_>>>()?;
         self.ingest_messages(profile, session.as_str(), messages)
             .await
     }
@@ -371,7 +430,7 @@ impl MemoryService {
             ..IngestReport::default()
         };
         match self
-            .vectorize_raw(profile, store.as_ref(), &meter, raw, &known)
+            .vectorize_raw(profile, store.as_ref(), &meter, raw, &known, false)
             .await
         {
             Ok(n) => report.vectorized = n,
@@ -398,6 +457,7 @@ impl MemoryService {
         meter: &Meter,
         raw: Vec<RawMessage>,
         known: &HashSet<String>,
+        resumable: bool,
     ) -> Result<u64> {
         let Some((embedder, index)) = self.vectorizer_parts(profile).await? else {
             return Ok(0);
@@ -412,9 +472,11 @@ impl MemoryService {
             .into_iter()
             .find(|n| !raw.iter().any(|m| m.id == n.id) && n.created_at <= raw[0].created_at);
         // Embed whatever has no vector yet (not only what was new): a crash or a failed
-        // embedding call earlier leaves no message unembedded for good.
+        // embedding call earlier leaves no message unembedded for good. A job's run may be
+        // the resume of one killed halfway (`resumable`): the vectors already written are
+        // the checkpoint, and only the rest is embedded.
         let ids: Vec<String> = raw.iter().map(|m| m.id.clone()).collect();
-        let embedded: HashSet<String> = if known.is_empty() {
+        let embedded: HashSet<String> = if known.is_empty() && !resumable {
             HashSet::new()
         } else {
             index

@@ -501,3 +501,48 @@ mod engine_written_index {
         assert!(!plain.reindex_text("ada").await.unwrap().rebuilt);
     }
 }
+
+/// The same words said twice are two raw messages; ingesting the conversation again, or a
+/// later batch of it, stores nothing twice and loses no occurrence.
+#[tokio::test]
+async fn repeated_utterances_are_kept_apart_and_re_ingest_stays_idempotent() {
+    use memory_core::Timestamp;
+    let s = service();
+    let session = SessionId::new("chat").unwrap();
+    let at = |minute: i64| Timestamp(1_700_000_000_000 + minute * 60_000);
+    let first = vec![
+        IngestMessage::new("assistant", "Shall I book it?").at(at(1)),
+        IngestMessage::new("user", "yes").at(at(2)),
+        IngestMessage::new("assistant", "And the hotel?").at(at(3)),
+        IngestMessage::new("user", "yes").at(at(4)),
+    ];
+    let report = s
+        .ingest_messages("ada", session.as_str(), first.clone())
+        .await
+        .unwrap();
+    assert_eq!((report.new, report.known), (4, 0));
+    let again = s
+        .ingest_messages("ada", session.as_str(), first)
+        .await
+        .unwrap();
+    assert_eq!((again.new, again.known), (0, 4));
+    // A later batch says "yes" again, at another time: a third occurrence, kept.
+    let later = vec![IngestMessage::new("user", "yes").at(at(9))];
+    let report = s
+        .ingest_messages("ada", session.as_str(), later.clone())
+        .await
+        .unwrap();
+    assert_eq!((report.new, report.known), (1, 0));
+    let again = s
+        .ingest_messages("ada", session.as_str(), later)
+        .await
+        .unwrap();
+    assert_eq!((again.new, again.known), (0, 1));
+    // Undated messages in one batch are told apart by position.
+    let undated = vec![
+        IngestMessage::new("user", "ok"),
+        IngestMessage::new("user", "ok"),
+    ];
+    let raw = s.raw_messages("chat", undated).unwrap();
+    assert_ne!(raw[0].id, raw[1].id);
+}
