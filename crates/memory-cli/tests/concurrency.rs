@@ -368,3 +368,50 @@ fn a_profile_ingest_killed_midway_loses_nothing() {
         "{jobs:#}"
     );
 }
+
+/// Ingests while a worker runs start no second worker; the running one takes their jobs.
+#[test]
+fn ingests_share_one_background_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    // A running worker: hold its lock the way `profile jobs --run` does.
+    std::fs::create_dir_all(dir.path().join("profiles")).unwrap();
+    let lock = std::fs::File::create(dir.path().join("profiles/p.worker.lock")).unwrap();
+    lock.lock().unwrap();
+    for i in 0..3 {
+        let file = dir.path().join(format!("c{i}.jsonl"));
+        std::fs::write(
+            &file,
+            format!(
+                r#"{{"id":"m{i}","role":"user","parts":[{{"type":"text","text":"note {i}"}}]}}"#
+            ),
+        )
+        .unwrap();
+        run(
+            dir.path(),
+            &[
+                "profile",
+                "ingest",
+                "p",
+                file.to_str().unwrap(),
+                "--session",
+                "s",
+            ],
+        );
+    }
+    assert!(
+        !dir.path().join("profiles/p.jobs.log").exists(),
+        "no worker was started while one held the lock"
+    );
+    lock.unlock().unwrap();
+    run(dir.path(), &["profile", "jobs", "p", "--run"]);
+    let jobs = run(dir.path(), &["profile", "jobs", "p", "--json"]);
+    let jobs: serde_json::Value = serde_json::from_slice(&jobs.stdout).unwrap();
+    let jobs = jobs["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 3);
+    assert!(jobs.iter().all(|j| j["status"] == "done"), "{jobs:#?}");
+}

@@ -124,8 +124,68 @@ fn worker_log(data_dir: &Path, profile: &str) -> std::path::PathBuf {
         .join(format!("{profile}.jobs.log"))
 }
 
+/// An advisory lock a running worker holds on `<profiles>/PROFILE.worker.lock`, so an ingest
+/// starts no second worker for the same profile (leases would keep two from running one job,
+/// but each would be a process).
+struct WorkerLock(Option<std::fs::File>);
+
+impl WorkerLock {
+    fn path(data_dir: &Path, profile: &str) -> std::path::PathBuf {
+        data_dir
+            .join("profiles")
+            .join(format!("{profile}.worker.lock"))
+    }
+
+    fn open(data_dir: &Path, profile: &str) -> Result<std::fs::File, CliError> {
+        let path = Self::path(data_dir, profile);
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| CliError::io(format!("opening {}", path.display()), e))
+    }
+
+    /// Takes the lock if it is free; a worker already holding it is no error (this run is
+    /// safe beside it: jobs are claimed under leases).
+    fn hold(data_dir: &Path, profile: &str) -> Result<Self, CliError> {
+        if !data_dir.join("profiles").is_dir() {
+            return Ok(Self(None)); // no profile yet, so no job and no worker
+        }
+        let file = Self::open(data_dir, profile)?;
+        Ok(Self(file.try_lock().ok().map(|()| file)))
+    }
+
+    /// True when a worker holds the lock now.
+    fn held(data_dir: &Path, profile: &str) -> Result<bool, CliError> {
+        if !data_dir.join("profiles").is_dir() {
+            return Ok(false);
+        }
+        let file = Self::open(data_dir, profile)?;
+        match file.try_lock() {
+            Ok(()) => Ok(false),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(true),
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(CliError::io("locking the worker lock file", e))
+            }
+        }
+    }
+}
+
+impl Drop for WorkerLock {
+    fn drop(&mut self) {
+        if let Some(file) = &self.0 {
+            let _ = file.unlock();
+        }
+    }
+}
+
 /// Starts `memory profile jobs PROFILE --run` detached, logging to `<profiles>/PROFILE.jobs.log`.
 fn spawn_worker(data_dir: &Path, profile: &str) -> Result<(), CliError> {
+    if WorkerLock::held(data_dir, profile)? {
+        tracing::debug!(profile, "a worker is running; it will take the new jobs");
+        return Ok(());
+    }
     let exe = std::env::current_exe().map_err(|e| CliError::io("locating the memory binary", e))?;
     let log_path = worker_log(data_dir, profile);
     let log = std::fs::OpenOptions::new()
@@ -239,7 +299,13 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             format,
         } => {
             if run {
+                // While this runs, ingests do not start another worker (they see the lock).
+                let lock = WorkerLock::hold(data_dir, &profile)?;
                 service.resume_jobs(&profile, retry_failed).await?;
+                drop(lock);
+                // A job queued between the last claim and the unlock saw the lock and
+                // started no worker: take it now.
+                service.resume_jobs(&profile, false).await?;
             }
             let jobs = service.jobs(&profile).await?;
             if format.json {
@@ -467,11 +533,17 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             }
             // The background worker's log names the profile and quotes its errors: it goes too.
             // (A worker still running loses its lease with the jobs and stops.)
-            let log = worker_log(data_dir, &profile);
-            match std::fs::remove_file(&log) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(CliError::io(format!("removing {}", log.display()), e)),
+            for file in [
+                worker_log(data_dir, &profile),
+                WorkerLock::path(data_dir, &profile),
+            ] {
+                match std::fs::remove_file(&file) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(CliError::io(format!("removing {}", file.display()), e));
+                    }
+                }
             }
             println!("deleted profile {profile}");
             Ok(())
