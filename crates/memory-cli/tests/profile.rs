@@ -312,6 +312,9 @@ fn ingest_wait_fails_when_a_job_failed() {
         .assert()
         .failure()
         .stderr(predicate::str::contains("1 of 1 ingest job(s) failed"))
+        // The job's warning is logged, without colour codes off a terminal.
+        .stderr(predicate::str::contains("WARN"))
+        .stderr(predicate::str::contains("\u{1b}[").not())
         .get_output()
         .stdout
         .clone();
