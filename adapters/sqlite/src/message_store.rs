@@ -67,6 +67,9 @@ pub(crate) struct Encoded {
 /// Messages deleted per write transaction when a session is cleared.
 const DELETE_BATCH: i64 = 2_000;
 
+/// The pause between two delete batches, for other writers to take the lock.
+const BATCH_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
+
 fn encode(message: &UiMessage) -> Result<Encoded> {
     validate_message_id(&message.id)?;
     let json = serde_json::to_string(message)?;
@@ -333,6 +336,10 @@ impl MessageStore for SqliteMessageStore {
             if deleted < DELETE_BATCH as u64 {
                 break;
             }
+            // SQLite's lock is not fair: a writer waiting in its busy handler polls at
+            // growing intervals and would miss a gap of a few microseconds. A pause between
+            // batches lets it in (100 pauses for 200,000 messages: about a second).
+            tokio::time::sleep(BATCH_PAUSE).await;
         }
         // The last write removes what an append racing the batches added, and the session.
         let mut tx = self.db.write().await?;
