@@ -400,3 +400,24 @@ async fn search(blocks: &ContextBlocks, args: &Value) -> Result<ToolExecution> {
         None => ToolExecution::text("No results found."),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A search result over a huge message is cut to the bound, with a marker saying how
+    /// much was left out (one 52 MB result came back whole).
+    #[test]
+    fn tool_results_are_bounded() {
+        let short = "a short result".to_owned();
+        assert_eq!(bounded_tool_result(short.clone()), short);
+        let huge = "é".repeat(MAX_TOOL_RESULT_CHARS + 500);
+        let cut = bounded_tool_result(huge);
+        assert!(
+            cut.ends_with("[... 500 more characters not shown]"),
+            "{}",
+            &cut[cut.len() - 60..]
+        );
+        assert!(cut.chars().count() < MAX_TOOL_RESULT_CHARS + 50);
+    }
+}
