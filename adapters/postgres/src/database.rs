@@ -1,0 +1,100 @@
+use std::str::FromStr;
+
+use memory_core::Result;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use tracing::debug;
+
+use crate::config::PostgresConfig;
+use crate::error::{PostgresError, db};
+
+/// A connection pool whose every connection works in the configured schema. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PostgresDatabase {
+    pub(crate) pool: PgPool,
+    schema: String,
+}
+
+/// A schema name safe to put in SQL unquoted: lowercase letters, digits and `_`, starting
+/// with a letter, at most 63 bytes (PostgreSQL's identifier limit).
+fn valid_schema(name: &str) -> bool {
+    name.len() <= 63
+        && name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+impl PostgresDatabase {
+    /// Connects, creates the schema when missing and applies pending migrations. Processes
+    /// starting at once do not race: the schema is created under a transaction-scoped
+    /// advisory lock, and sqlx's migrator holds a session advisory lock while it migrates.
+    pub async fn connect(config: PostgresConfig) -> Result<Self> {
+        if !valid_schema(&config.schema) {
+            return Err(PostgresError::SchemaName(config.schema).into());
+        }
+        let options = PgConnectOptions::from_str(&config.url)
+            .map_err(db)?
+            .options([("search_path", config.schema.as_str())]);
+        let pool = PgPoolOptions::new()
+            .max_connections(config.max_connections)
+            .acquire_timeout(config.acquire_timeout)
+            .connect_with(options)
+            .await
+            .map_err(db)?;
+        let mut tx = pool.begin().await.map_err(db)?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext('memory-postgres schema ' || $1))")
+            .bind(&config.schema)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        let create = format!("CREATE SCHEMA IF NOT EXISTS {}", config.schema);
+        sqlx::query(sqlx::AssertSqlSafe(create))
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        sqlx::migrate!("./migrations")
+            .run(&pool)
+            .await
+            .map_err(PostgresError::Migrate)?;
+        debug!(schema = %config.schema, "connected to postgres");
+        Ok(Self {
+            pool,
+            schema: config.schema,
+        })
+    }
+
+    /// The schema this database works in.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// Drops the schema and everything in it (a deployment's whole data). Irreversible.
+    pub async fn drop_schema(&self) -> Result<()> {
+        let drop = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema);
+        sqlx::query(sqlx::AssertSqlSafe(drop))
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    /// Closes every connection.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_schema;
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        assert!(valid_schema("memory"));
+        assert!(valid_schema("team_2"));
+        for bad in ["", "2x", "Memory", "a-b", "x; drop", &"a".repeat(64)] {
+            assert!(!valid_schema(bad), "{bad}");
+        }
+    }
+}

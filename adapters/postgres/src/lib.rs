@@ -1,0 +1,32 @@
+//! # memory-postgres
+//!
+//! The PostgreSQL adapter (sqlx), built port by port. Every table lives in one schema of
+//! the deployment's choice ([`PostgresConfig::schema`]), created and migrated on connect
+//! (two processes starting at once do not race: advisory locks). The same file names as
+//! `memory-sqlite`: a newcomer who knows one finds their way in the other.
+//!
+//! Implemented so far, each passing the shared contract suite against a real server:
+//! - [`PostgresSessionRegistry`]: the session registry;
+//! - [`PostgresKeyValueStore`]: the key-value store (keys in byte order).
+//!
+//! ```no_run
+//! # async fn demo() -> memory_core::Result<()> {
+//! use memory_core::ports::KeyValueStore;
+//! use memory_postgres::{PostgresConfig, PostgresDatabase, PostgresKeyValueStore};
+//! let url = std::env::var("MEMORY_POSTGRES_URL").unwrap_or_default();
+//! let db = PostgresDatabase::connect(PostgresConfig::new(url).schema("memory")).await?;
+//! let kv = PostgresKeyValueStore::new(db);
+//! kv.set("greeting", "hello").await?;
+//! # Ok(()) }
+//! ```
+
+mod config;
+mod database;
+mod error;
+mod key_value_store;
+mod session_registry;
+
+pub use config::PostgresConfig;
+pub use database::PostgresDatabase;
+pub use key_value_store::PostgresKeyValueStore;
+pub use session_registry::PostgresSessionRegistry;

@@ -1,0 +1,104 @@
+//! The PostgreSQL adapter passes the port contract suites against a real server: the one
+//! `MEMORY_POSTGRES_URL` names (`scripts/setup-postgres.sh` starts one with pgvector on
+//! loopback and prints its URL; the test command sets it). Each test works in a schema of
+//! its own and drops it afterwards; no other data on the server is touched.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use memory_postgres::{
+    PostgresConfig, PostgresDatabase, PostgresKeyValueStore, PostgresSessionRegistry,
+};
+use memory_testkit::contract;
+
+/// The test server's URL, or `None` (the test is skipped, saying so) when none is configured
+/// and none is required (the test command requires one).
+fn server_url() -> Option<String> {
+    let Ok(url) = std::env::var("MEMORY_POSTGRES_URL") else {
+        assert!(
+            std::env::var("MEMORY_REQUIRE_POSTGRES").is_err(),
+            "MEMORY_REQUIRE_POSTGRES is set but MEMORY_POSTGRES_URL is not (run scripts/setup-postgres.sh)"
+        );
+        eprintln!(
+            "skipped: MEMORY_POSTGRES_URL is not set (scripts/setup-postgres.sh starts a server)"
+        );
+        return None;
+    };
+    Some(url)
+}
+
+/// A fresh schema on the test server, or `None` (the test is skipped, saying so) when no
+/// server is configured and none is required.
+async fn fresh_database(name: &str) -> Option<PostgresDatabase> {
+    let url = server_url()?;
+    let schema = format!(
+        "test_{name}_{}",
+        uuid::Uuid::new_v4()
+            .simple()
+            .to_string()
+            .get(..12)
+            .unwrap_or("x")
+    );
+    Some(
+        PostgresDatabase::connect(PostgresConfig::new(url).schema(schema).max_connections(4))
+            .await
+            .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn postgres_session_registry_passes_the_contract() {
+    let Some(db) = fresh_database("registry").await else {
+        return;
+    };
+    contract::session_registry::run_all(&PostgresSessionRegistry::new(db.clone())).await;
+    db.drop_schema().await.unwrap();
+}
+
+#[tokio::test]
+async fn postgres_key_value_store_passes_the_contract() {
+    let Some(db) = fresh_database("kv").await else {
+        return;
+    };
+    contract::key_value_store::run_all(&PostgresKeyValueStore::new(db.clone())).await;
+    db.drop_schema().await.unwrap();
+}
+
+/// Eight connections opening one new schema at once all succeed, and migrate it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_connects_migrate_once() {
+    let Some(url) = server_url() else {
+        return;
+    };
+    let schema = format!(
+        "test_race_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    );
+    let opens: Vec<_> = (0..8)
+        .map(|_| {
+            let config = PostgresConfig::new(url.clone())
+                .schema(schema.clone())
+                .max_connections(2);
+            tokio::spawn(PostgresDatabase::connect(config))
+        })
+        .collect();
+    let mut databases = Vec::new();
+    for open in opens {
+        databases.push(open.await.unwrap().unwrap());
+    }
+    let kv = PostgresKeyValueStore::new(databases[0].clone());
+    memory_core::ports::KeyValueStore::set(&kv, "k", "v")
+        .await
+        .unwrap();
+    databases[0].drop_schema().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_schema_name_that_is_not_an_identifier_is_refused() {
+    let err =
+        PostgresDatabase::connect(PostgresConfig::new("postgres://nowhere").schema("x; drop"))
+            .await
+            .unwrap_err();
+    assert!(
+        matches!(err, memory_core::MemoryError::InvalidInput { .. }),
+        "{err}"
+    );
+}
