@@ -3,7 +3,7 @@
 
 use memory_core::MemoryError;
 
-const BACKEND: &str = "postgres";
+pub(crate) const BACKEND: &str = "postgres";
 
 /// What can go wrong talking to PostgreSQL.
 #[derive(Debug, thiserror::Error)]

@@ -7,7 +7,8 @@
 //!
 //! Implemented so far, each passing the shared contract suite against a real server:
 //! - [`PostgresSessionRegistry`]: the session registry;
-//! - [`PostgresKeyValueStore`]: the key-value store (keys in byte order).
+//! - [`PostgresKeyValueStore`]: the key-value store (keys in byte order);
+//! - [`PostgresJobQueue`]: the job queue (claims `FOR UPDATE SKIP LOCKED` under leases).
 //!
 //! ```no_run
 //! # async fn demo() -> memory_core::Result<()> {
@@ -23,10 +24,12 @@
 mod config;
 mod database;
 mod error;
+mod job_queue;
 mod key_value_store;
 mod session_registry;
 
 pub use config::PostgresConfig;
 pub use database::PostgresDatabase;
+pub use job_queue::PostgresJobQueue;
 pub use key_value_store::PostgresKeyValueStore;
 pub use session_registry::PostgresSessionRegistry;

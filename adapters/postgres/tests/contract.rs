@@ -5,7 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use memory_postgres::{
-    PostgresConfig, PostgresDatabase, PostgresKeyValueStore, PostgresSessionRegistry,
+    PostgresConfig, PostgresDatabase, PostgresJobQueue, PostgresKeyValueStore,
+    PostgresSessionRegistry,
 };
 use memory_testkit::contract;
 
@@ -59,6 +60,15 @@ async fn postgres_key_value_store_passes_the_contract() {
         return;
     };
     contract::key_value_store::run_all(&PostgresKeyValueStore::new(db.clone())).await;
+    db.drop_schema().await.unwrap();
+}
+
+#[tokio::test]
+async fn postgres_job_queue_passes_the_contract() {
+    let Some(db) = fresh_database("jobs").await else {
+        return;
+    };
+    contract::job_queue::run_all(std::sync::Arc::new(PostgresJobQueue::new(db.clone()))).await;
     db.drop_schema().await.unwrap();
 }
 

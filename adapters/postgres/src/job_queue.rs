@@ -1,0 +1,368 @@
+use async_trait::async_trait;
+use memory_core::ports::{JobFilter, JobLease, JobPage, JobQueue, JobRecord, JobState, NewJob};
+use memory_core::{MemoryError, Result, Timestamp};
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use crate::database::PostgresDatabase;
+use crate::error::{BACKEND, db, is_unique_violation};
+
+/// The [`JobQueue`] on PostgreSQL: one table; a claim is one `UPDATE ... RETURNING` whose
+/// candidate row is picked `FOR UPDATE SKIP LOCKED`, so concurrent workers (in any number of
+/// processes and servers) each take a different job and never wait on each other's rows.
+#[derive(Debug, Clone)]
+pub struct PostgresJobQueue {
+    db: PostgresDatabase,
+}
+
+impl PostgresJobQueue {
+    /// The queue in an open database.
+    pub fn new(db: PostgresDatabase) -> Self {
+        Self { db }
+    }
+}
+
+const COLUMNS: &str = "id, kind, profile, state, stage, body, attempts, worker, lease_expires_at, created_at, updated_at, seq";
+
+fn from_row(r: &PgRow) -> Result<JobRecord> {
+    Ok(JobRecord {
+        id: r.get(0),
+        kind: r.get(1),
+        profile: r.get(2),
+        state: JobState::parse(r.get(3))?,
+        stage: r.get(4),
+        body: serde_json::from_str(r.get(5))?,
+        attempts: u32::try_from(r.get::<i64, _>(6)).unwrap_or(u32::MAX),
+        worker: r.get(7),
+        lease_expires_at: r.get::<Option<i64>, _>(8).map(Timestamp),
+        created_at: Timestamp(r.get(9)),
+        updated_at: Timestamp(r.get(10)),
+    })
+}
+
+fn expiry(now: Timestamp, lease_millis: u64) -> Timestamp {
+    Timestamp(
+        now.millis()
+            .saturating_add(i64::try_from(lease_millis).unwrap_or(i64::MAX)),
+    )
+}
+
+fn lost(lease: &JobLease) -> MemoryError {
+    MemoryError::Conflict {
+        message: format!(
+            "job {} is no longer leased to worker {:?} (the lease expired and another worker took it, or the job was cancelled)",
+            lease.job_id, lease.worker
+        ),
+    }
+}
+
+/// `WHERE` clause of a claimable job at `?now`.
+const CLAIMABLE: &str = "(state = 'queued' OR (state = 'running' AND lease_expires_at < $4))";
+
+impl PostgresJobQueue {
+    async fn claim_where(
+        &self,
+        condition: &str,
+        bind: Vec<Option<String>>,
+        worker: &str,
+        lease_millis: u64,
+        now: Timestamp,
+    ) -> Result<Option<(JobRecord, JobLease)>> {
+        let token = uuid::Uuid::new_v4().to_string();
+        let expires = expiry(now, lease_millis);
+        let sql = format!(
+            "UPDATE job_queue SET state = 'running', worker = $1, lease_token = $2, lease_expires_at = $3, updated_at = $4 \
+             WHERE seq = (SELECT seq FROM job_queue WHERE {CLAIMABLE} AND {condition} ORDER BY seq LIMIT 1 \
+             FOR UPDATE SKIP LOCKED) \
+             RETURNING {COLUMNS}"
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(worker)
+            .bind(&token)
+            .bind(expires.millis())
+            .bind(now.millis());
+        for value in bind {
+            query = query.bind(value);
+        }
+        let row = query.fetch_optional(&self.db.pool).await.map_err(db)?;
+        let Some(row) = row else { return Ok(None) };
+        let record = from_row(&row)?;
+        let lease = JobLease {
+            job_id: record.id.clone(),
+            worker: worker.to_owned(),
+            token,
+            expires_at: expires,
+        };
+        Ok(Some((record, lease)))
+    }
+
+    /// Runs a write of a leased job; `Conflict` when the lease is no longer held.
+    async fn leased_write(&self, lease: &JobLease, set: &str, binds: Vec<LeaseBind>) -> Result<()> {
+        let sql = format!(
+            "UPDATE job_queue SET {set} WHERE id = $1 AND lease_token = $2 AND state = 'running'"
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&lease.job_id)
+            .bind(&lease.token);
+        for value in binds {
+            query = match value {
+                LeaseBind::Text(s) => query.bind(s),
+                LeaseBind::Int(i) => query.bind(i),
+            };
+        }
+        let changed = query
+            .execute(&self.db.pool)
+            .await
+            .map_err(db)?
+            .rows_affected();
+        if changed == 0 {
+            return Err(lost(lease));
+        }
+        Ok(())
+    }
+}
+
+enum LeaseBind {
+    Text(String),
+    Int(i64),
+}
+
+#[async_trait]
+impl JobQueue for PostgresJobQueue {
+    fn backend_name(&self) -> &'static str {
+        BACKEND
+    }
+
+    async fn enqueue(&self, job: NewJob, now: Timestamp) -> Result<JobRecord> {
+        let result = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO job_queue (id, kind, profile, state, stage, body, created_at, updated_at) \
+             VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7) RETURNING {COLUMNS}"
+        )))
+        .bind(&job.id)
+        .bind(&job.kind)
+        .bind(&job.profile)
+        .bind(&job.stage)
+        .bind(job.body.to_string())
+        .bind(now.millis())
+        .bind(now.millis())
+        .fetch_one(&self.db.pool)
+        .await;
+        match result {
+            Ok(row) => from_row(&row),
+            Err(e) if is_unique_violation(&e) => Err(MemoryError::AlreadyExists {
+                kind: "job",
+                id: job.id,
+            }),
+            Err(e) => Err(db(e)),
+        }
+    }
+
+    async fn claim(
+        &self,
+        filter: &JobFilter,
+        worker: &str,
+        lease_millis: u64,
+        now: Timestamp,
+    ) -> Result<Option<(JobRecord, JobLease)>> {
+        self.claim_where(
+            "($5::text IS NULL OR profile = $5) AND ($6::text IS NULL OR kind = $6)",
+            vec![filter.profile.clone(), filter.kind.clone()],
+            worker,
+            lease_millis,
+            now,
+        )
+        .await
+    }
+
+    async fn claim_id(
+        &self,
+        id: &str,
+        worker: &str,
+        lease_millis: u64,
+        now: Timestamp,
+    ) -> Result<Option<(JobRecord, JobLease)>> {
+        self.claim_where(
+            "id = $5",
+            vec![Some(id.to_owned())],
+            worker,
+            lease_millis,
+            now,
+        )
+        .await
+    }
+
+    async fn heartbeat(
+        &self,
+        lease: &JobLease,
+        lease_millis: u64,
+        now: Timestamp,
+    ) -> Result<JobLease> {
+        let expires = expiry(now, lease_millis);
+        self.leased_write(
+            lease,
+            "lease_expires_at = $3, updated_at = $4",
+            vec![
+                LeaseBind::Int(expires.millis()),
+                LeaseBind::Int(now.millis()),
+            ],
+        )
+        .await?;
+        Ok(JobLease {
+            expires_at: expires,
+            ..lease.clone()
+        })
+    }
+
+    async fn checkpoint(
+        &self,
+        lease: &JobLease,
+        stage: &str,
+        body: serde_json::Value,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.leased_write(
+            lease,
+            "stage = $3, body = $4, updated_at = $5",
+            vec![
+                LeaseBind::Text(stage.to_owned()),
+                LeaseBind::Text(body.to_string()),
+                LeaseBind::Int(now.millis()),
+            ],
+        )
+        .await
+    }
+
+    async fn complete(
+        &self,
+        lease: &JobLease,
+        stage: &str,
+        body: serde_json::Value,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.leased_write(
+            lease,
+            "state = 'done', stage = $3, body = $4, updated_at = $5, worker = NULL, lease_token = NULL, lease_expires_at = NULL",
+            vec![
+                LeaseBind::Text(stage.to_owned()),
+                LeaseBind::Text(body.to_string()),
+                LeaseBind::Int(now.millis()),
+            ],
+        )
+        .await
+    }
+
+    async fn fail(
+        &self,
+        lease: &JobLease,
+        stage: &str,
+        body: serde_json::Value,
+        retry: bool,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.leased_write(
+            lease,
+            "state = $6, stage = $3, body = $4, updated_at = $5, attempts = attempts + 1, \
+             worker = NULL, lease_token = NULL, lease_expires_at = NULL",
+            vec![
+                LeaseBind::Text(stage.to_owned()),
+                LeaseBind::Text(body.to_string()),
+                LeaseBind::Int(now.millis()),
+                LeaseBind::Text(if retry { "queued" } else { "failed" }.to_owned()),
+            ],
+        )
+        .await
+    }
+
+    async fn release(&self, lease: &JobLease, now: Timestamp) -> Result<()> {
+        self.leased_write(
+            lease,
+            "state = 'queued', updated_at = $3, worker = NULL, lease_token = NULL, lease_expires_at = NULL",
+            vec![LeaseBind::Int(now.millis())],
+        )
+        .await
+    }
+
+    async fn retry(&self, id: &str, now: Timestamp) -> Result<bool> {
+        let changed = sqlx::query(
+            "UPDATE job_queue SET state = 'queued', updated_at = $1 WHERE id = $2 AND state = 'failed'",
+        )
+        .bind(now.millis())
+        .bind(id)
+        .execute(&self.db.pool)
+        .await
+        .map_err(db)?
+        .rows_affected();
+        Ok(changed > 0)
+    }
+
+    async fn cancel(&self, id: &str, body: serde_json::Value, now: Timestamp) -> Result<bool> {
+        let changed = sqlx::query(
+            "UPDATE job_queue SET state = 'cancelled', body = $1, updated_at = $2, worker = NULL, \
+             lease_token = NULL, lease_expires_at = NULL WHERE id = $3 AND state <> 'done'",
+        )
+        .bind(body.to_string())
+        .bind(now.millis())
+        .bind(id)
+        .execute(&self.db.pool)
+        .await
+        .map_err(db)?
+        .rows_affected();
+        Ok(changed > 0)
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<JobRecord>> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM job_queue WHERE id = $1"
+        )))
+        .bind(id)
+        .fetch_optional(&self.db.pool)
+        .await
+        .map_err(db)?;
+        row.as_ref().map(from_row).transpose()
+    }
+
+    async fn list(
+        &self,
+        filter: &JobFilter,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<JobPage> {
+        let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM job_queue WHERE seq > $1 AND ($2::text IS NULL OR profile = $2) \
+             AND ($3::text IS NULL OR kind = $3) AND ($4::text IS NULL OR state = $4) ORDER BY seq LIMIT $5"
+        )))
+        .bind(after)
+        .bind(&filter.profile)
+        .bind(&filter.kind)
+        .bind(filter.state.map(JobState::as_str))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db)?;
+        let more = rows.len() > limit;
+        let mut jobs = Vec::with_capacity(limit.min(rows.len()));
+        let mut last = None;
+        for row in rows.iter().take(limit) {
+            last = Some(row.get::<i64, _>(11));
+            jobs.push(from_row(row)?);
+        }
+        Ok(JobPage {
+            jobs,
+            next_cursor: if more {
+                last.map(memory_core::cursor::position)
+            } else {
+                None
+            },
+        })
+    }
+
+    async fn delete_profile_jobs(&self, profile: &str) -> Result<u64> {
+        Ok(sqlx::query("DELETE FROM job_queue WHERE profile = $1")
+            .bind(profile)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db)?
+            .rows_affected())
+    }
+}
