@@ -8,7 +8,9 @@
 //! Implemented so far, each passing the shared contract suite against a real server:
 //! - [`PostgresSessionRegistry`]: the session registry;
 //! - [`PostgresKeyValueStore`]: the key-value store (keys in byte order);
-//! - [`PostgresJobQueue`]: the job queue (claims `FOR UPDATE SKIP LOCKED` under leases).
+//! - [`PostgresJobQueue`]: the job queue (claims `FOR UPDATE SKIP LOCKED` under leases);
+//! - [`PostgresTextIndex`]: the general text index (`tsvector`, GIN, English stemming and
+//!   stop words; words bound as parameters, never parsed as query syntax).
 //!
 //! ```no_run
 //! # async fn demo() -> memory_core::Result<()> {
@@ -27,9 +29,11 @@ mod error;
 mod job_queue;
 mod key_value_store;
 mod session_registry;
+mod text_index;
 
 pub use config::PostgresConfig;
 pub use database::PostgresDatabase;
 pub use job_queue::PostgresJobQueue;
 pub use key_value_store::PostgresKeyValueStore;
 pub use session_registry::PostgresSessionRegistry;
+pub use text_index::PostgresTextIndex;

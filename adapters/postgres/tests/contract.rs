@@ -6,7 +6,7 @@
 
 use memory_postgres::{
     PostgresConfig, PostgresDatabase, PostgresJobQueue, PostgresKeyValueStore,
-    PostgresSessionRegistry,
+    PostgresSessionRegistry, PostgresTextIndex,
 };
 use memory_testkit::contract;
 
@@ -69,6 +69,36 @@ async fn postgres_job_queue_passes_the_contract() {
         return;
     };
     contract::job_queue::run_all(std::sync::Arc::new(PostgresJobQueue::new(db.clone()))).await;
+    db.drop_schema().await.unwrap();
+}
+
+#[tokio::test]
+async fn postgres_text_index_passes_the_contract() {
+    let Some(db) = fresh_database("text").await else {
+        return;
+    };
+    contract::text_index::run_all(&PostgresTextIndex::new(db.clone())).await;
+    db.drop_schema().await.unwrap();
+}
+
+/// A NUL in a document (PostgreSQL text cannot hold one) is indexed as a word separator,
+/// not refused.
+#[tokio::test]
+async fn a_nul_in_a_document_is_indexed_not_refused() {
+    use memory_core::ports::{TextDocument, TextIndex, TextQuery};
+    let Some(db) = fresh_database("nul").await else {
+        return;
+    };
+    let index = PostgresTextIndex::new(db.clone());
+    index
+        .upsert("n", vec![TextDocument::new("d1", "lighthouse\u{0}keeper")])
+        .await
+        .unwrap();
+    let hits = index
+        .search("n", &TextQuery::new("keeper", 5))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
     db.drop_schema().await.unwrap();
 }
 

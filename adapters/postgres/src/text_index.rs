@@ -1,0 +1,169 @@
+use async_trait::async_trait;
+use memory_core::ports::{
+    TextDocument, TextFields, TextHit, TextIndex, TextIndexCapabilities, TextQuery,
+};
+use memory_core::{Result, SearchMode, Timestamp, phrase_terms, search_terms};
+use sqlx::Row;
+
+use crate::database::PostgresDatabase;
+use crate::error::{BACKEND, db};
+
+/// PostgreSQL's `english` configuration: Snowball stemming and stop words; `ts_rank_cd`
+/// ranks by cover density, without the rarity (IDF) weighting of BM25.
+const CAPABILITIES: TextIndexCapabilities = TextIndexCapabilities {
+    stemming: true,
+    stop_words: true,
+    phrase: true,
+    rarity_ranking: false,
+    written_by_store: false,
+};
+
+/// The [`TextIndex`] on PostgreSQL for any namespace: a stored `tsvector` with a GIN index.
+/// User words are bound as parameters of `phraseto_tsquery`, one per word, and joined with
+/// tsquery operators: input is never parsed as query syntax.
+#[derive(Debug, Clone)]
+pub struct PostgresTextIndex {
+    db: PostgresDatabase,
+}
+
+impl PostgresTextIndex {
+    /// An index over a connected database.
+    pub fn new(db: PostgresDatabase) -> Self {
+        Self { db }
+    }
+}
+
+/// The words to bind and the tsquery expression over them (parameters from `$first`).
+fn tsquery(query: &TextQuery, first: usize) -> (Vec<String>, String) {
+    let words: Vec<String> = match query.mode {
+        SearchMode::Phrase => vec![phrase_terms(&query.text).join(" ")],
+        SearchMode::AllWords | SearchMode::AnyWords => search_terms(&query.text)
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+    };
+    let join = if query.mode == SearchMode::AnyWords {
+        " || "
+    } else {
+        " && "
+    };
+    let expression = (0..words.len())
+        .map(|i| format!("phraseto_tsquery('english', ${})", first + i))
+        .collect::<Vec<_>>()
+        .join(join);
+    (words, expression)
+}
+
+#[async_trait]
+impl TextIndex for PostgresTextIndex {
+    fn backend_name(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn capabilities(&self) -> TextIndexCapabilities {
+        CAPABILITIES
+    }
+
+    async fn upsert(&self, namespace: &str, documents: Vec<TextDocument>) -> Result<()> {
+        let mut tx = self.db.pool.begin().await.map_err(db)?;
+        for doc in documents {
+            sqlx::query(
+                "INSERT INTO text_documents (namespace, id, text, session, role, kind, key, time) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                 ON CONFLICT (namespace, id) DO UPDATE SET text = excluded.text, \
+                 session = excluded.session, role = excluded.role, kind = excluded.kind, \
+                 key = excluded.key, time = excluded.time",
+            )
+            .bind(namespace)
+            .bind(&doc.id)
+            // PostgreSQL text cannot hold NUL; as a word separator it indexes the same.
+            .bind(doc.text.replace('\0', " "))
+            .bind(&doc.fields.session)
+            .bind(&doc.fields.role)
+            .bind(&doc.fields.kind)
+            .bind(&doc.fields.key)
+            .bind(doc.fields.time.map(Timestamp::millis))
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        }
+        tx.commit().await.map_err(db)
+    }
+
+    async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
+        Ok(
+            sqlx::query("DELETE FROM text_documents WHERE namespace = $1 AND id = ANY($2)")
+                .bind(namespace)
+                .bind(ids)
+                .execute(&self.db.pool)
+                .await
+                .map_err(db)?
+                .rows_affected(),
+        )
+    }
+
+    async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>> {
+        if query.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (words, expression) = tsquery(query, 9);
+        let sql = format!(
+            "SELECT d.id, d.text, d.session, d.role, d.kind, d.key, d.time, \
+             ts_rank_cd(d.tsv, q.query)::float8 AS score \
+             FROM text_documents d, (SELECT {expression} AS query) q \
+             WHERE d.namespace = $1 AND d.tsv @@ q.query \
+               AND ($2::text IS NULL OR d.session = $2) AND ($3::text IS NULL OR d.role = $3) \
+               AND ($4::text IS NULL OR d.kind = $4) AND ($5::text IS NULL OR d.key = $5) \
+               AND ($6::bigint IS NULL OR d.time >= $6) AND ($7::bigint IS NULL OR d.time < $7) \
+             ORDER BY score DESC, d.id LIMIT $8"
+        );
+        let f = &query.filter;
+        let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(namespace)
+            .bind(&f.session)
+            .bind(&f.role)
+            .bind(&f.kind)
+            .bind(&f.key)
+            .bind(f.from.map(Timestamp::millis))
+            .bind(f.to.map(Timestamp::millis))
+            .bind(i64::try_from(query.limit).unwrap_or(i64::MAX));
+        for word in words {
+            statement = statement.bind(word);
+        }
+        let rows = statement.fetch_all(&self.db.pool).await.map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|r| TextHit {
+                id: r.get(0),
+                text: r.get(1),
+                fields: TextFields {
+                    session: r.get(2),
+                    role: r.get(3),
+                    kind: r.get(4),
+                    key: r.get(5),
+                    time: r.get::<Option<i64>, _>(6).map(Timestamp),
+                },
+                score: r.get(7),
+            })
+            .collect())
+    }
+
+    async fn count(&self, namespace: &str) -> Result<u64> {
+        let count: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM text_documents WHERE namespace = $1")
+                .bind(namespace)
+                .fetch_one(&self.db.pool)
+                .await
+                .map_err(db)?;
+        Ok(count.max(0) as u64)
+    }
+
+    async fn clear(&self, namespace: &str) -> Result<()> {
+        sqlx::query("DELETE FROM text_documents WHERE namespace = $1")
+            .bind(namespace)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+}
