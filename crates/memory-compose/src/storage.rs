@@ -14,6 +14,14 @@ use crate::error::{ComposeError, Result};
 fn unavailable(role: Role, backend: Backend) -> ComposeError {
     match backend {
         Backend::Sqlite | Backend::Fs => ComposeError::NotBuilt { role, backend },
+        #[cfg(not(feature = "postgres"))]
+        Backend::Postgres => ComposeError::NotBuilt { role, backend },
+        #[cfg(feature = "postgres")]
+        Backend::Postgres => ComposeError::NotAvailable {
+            role,
+            backend,
+            reason: "memory-postgres serves kv, jobs and text (the general index) so far; records and vectors are not built yet",
+        },
         _ => ComposeError::NotAvailable {
             role,
             backend,
@@ -31,6 +39,8 @@ pub(crate) struct Stores {
     jobs_db: tokio::sync::OnceCell<memory_sqlite::SqliteDatabase>,
     #[cfg(feature = "sqlite")]
     profiles: std::sync::OnceLock<Arc<memory_sqlite::SqliteProfiles>>,
+    #[cfg(feature = "postgres")]
+    postgres_db: tokio::sync::OnceCell<memory_postgres::PostgresDatabase>,
 }
 
 impl Stores {
@@ -43,6 +53,8 @@ impl Stores {
             jobs_db: tokio::sync::OnceCell::new(),
             #[cfg(feature = "sqlite")]
             profiles: std::sync::OnceLock::new(),
+            #[cfg(feature = "postgres")]
+            postgres_db: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -97,6 +109,10 @@ impl Stores {
             Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteKeyValueStore::new(
                 self.sessions_db().await?,
             ))),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresKeyValueStore::new(
+                self.postgres_db().await?,
+            ))),
             other => Err(unavailable(Role::Kv, other)),
         }
     }
@@ -119,6 +135,10 @@ impl Stores {
             #[cfg(feature = "sqlite")]
             Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteTextIndex::new(
                 self.sessions_db().await?,
+            ))),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresTextIndex::new(
+                self.postgres_db().await?,
             ))),
             other => Err(unavailable(Role::Text, other)),
         }
@@ -163,6 +183,10 @@ impl Stores {
             Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteJobQueue::new(
                 self.jobs_db().await?,
             ))),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresJobQueue::new(
+                self.postgres_db().await?,
+            ))),
             other => Err(unavailable(Role::Jobs, other)),
         }
     }
@@ -173,6 +197,10 @@ impl Stores {
             #[cfg(feature = "sqlite")]
             Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteKeyValueStore::new(
                 self.jobs_db().await?,
+            ))),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresKeyValueStore::new(
+                self.postgres_db().await?,
             ))),
             other => Err(unavailable(Role::Kv, other)),
         }
@@ -187,8 +215,37 @@ impl Stores {
         }
     }
 
+    /// The PostgreSQL database of `[storage.postgres]`, connected once; the URL comes from
+    /// the environment variable the settings name.
+    #[cfg(feature = "postgres")]
+    async fn postgres_db(&self) -> Result<memory_postgres::PostgresDatabase> {
+        let settings = self.storage.postgres.clone().ok_or(ComposeError::Invalid(
+            "a role uses postgres but [storage.postgres] is missing".into(),
+        ))?;
+        let db = self
+            .postgres_db
+            .get_or_try_init(|| async move {
+                let url = std::env::var(&settings.url_env).map_err(|_| {
+                    ComposeError::Invalid(format!(
+                        "[storage] uses postgres: set {} to the server's URL",
+                        settings.url_env
+                    ))
+                })?;
+                let config = memory_postgres::PostgresConfig::new(url)
+                    .schema(settings.schema)
+                    .max_connections(settings.max_connections);
+                Ok::<_, ComposeError>(memory_postgres::PostgresDatabase::connect(config).await?)
+            })
+            .await?;
+        Ok(db.clone())
+    }
+
     /// Closes what was opened.
     pub(crate) async fn close(&self) {
+        #[cfg(feature = "postgres")]
+        if let Some(db) = self.postgres_db.get() {
+            db.close().await;
+        }
         #[cfg(feature = "sqlite")]
         for db in [self.sessions_db.get(), self.jobs_db.get()]
             .into_iter()

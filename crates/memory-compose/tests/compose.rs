@@ -122,3 +122,66 @@ fn an_invalid_configuration_is_a_config_error() {
     assert!(matches!(error, ComposeError::Config(_)));
     assert!(error.to_string().contains("storage.blobs"), "{error}");
 }
+
+/// `[storage]` puts key-value, jobs and the general text index on PostgreSQL beside SQLite
+/// records: sessions search through the Postgres index the engine keeps in step, and ingest
+/// jobs run from the Postgres queue. (Against the test command's server; the schema is the
+/// test's own and is dropped.)
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn key_value_jobs_and_text_on_postgres_beside_sqlite_records() {
+    let Ok(url) = std::env::var("MEMORY_POSTGRES_URL") else {
+        assert!(
+            std::env::var("MEMORY_REQUIRE_POSTGRES").is_err(),
+            "MEMORY_REQUIRE_POSTGRES is set but MEMORY_POSTGRES_URL is not"
+        );
+        eprintln!("skipped: MEMORY_POSTGRES_URL is not set");
+        return;
+    };
+    let schema = format!(
+        "test_compose_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        format!(
+            "[memory]\nembedder = \"none\"\n\n[storage]\nkv = \"postgres\"\njobs = \"postgres\"\ntext = \"postgres\"\n\n[storage.postgres]\nschema = \"{schema}\"\n"
+        ),
+    )
+    .unwrap();
+    let deployment = Deployment::open(dir.path()).unwrap();
+    let sessions = deployment.session_manager().await.unwrap();
+    let info = sessions.create(Default::default()).await.unwrap();
+    sessions
+        .append(
+            &info.id,
+            UiMessage::text_message("m1", Speaker::User, "the herons are nesting by the river"),
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    let hits = sessions
+        .search(&SearchQuery::new("heron nest"))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1, "found through the Postgres index (stemmed)");
+
+    // The long-term tier's text stays with its records (SQLite), so the profile index
+    // pairing is refused clearly rather than half-working.
+    let refused = deployment.memory_service().await;
+    assert!(refused.is_err());
+    deployment.close().await;
+
+    let db = memory_postgres::PostgresDatabase::connect(
+        memory_postgres::PostgresConfig::new(url).schema(schema),
+    )
+    .await
+    .unwrap();
+    let jobs = memory_postgres::PostgresJobQueue::new(db.clone());
+    let page = memory_core::ports::JobQueue::list(&jobs, &Default::default(), None, 10)
+        .await
+        .unwrap();
+    assert!(page.jobs.is_empty());
+    db.drop_schema().await.unwrap();
+}
