@@ -10,7 +10,8 @@
 //! - [`PostgresKeyValueStore`]: the key-value store (keys in byte order);
 //! - [`PostgresJobQueue`]: the job queue (claims `FOR UPDATE SKIP LOCKED` under leases);
 //! - [`PostgresTextIndex`]: the general text index (`tsvector`, GIN, English stemming and
-//!   stop words; words bound as parameters, never parsed as query syntax).
+//!   stop words; words bound as parameters, never parsed as query syntax), and
+//!   [`PostgresTextIndexes`], one scope of it per long-term profile.
 //!
 //! ```no_run
 //! # async fn demo() -> memory_core::Result<()> {
@@ -36,4 +37,4 @@ pub use database::PostgresDatabase;
 pub use job_queue::PostgresJobQueue;
 pub use key_value_store::PostgresKeyValueStore;
 pub use session_registry::PostgresSessionRegistry;
-pub use text_index::PostgresTextIndex;
+pub use text_index::{PostgresTextIndex, PostgresTextIndexes};

@@ -1,6 +1,8 @@
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use memory_core::ports::{
-    TextDocument, TextFields, TextHit, TextIndex, TextIndexCapabilities, TextQuery,
+    TextDocument, TextFields, TextHit, TextIndex, TextIndexCapabilities, TextIndexes, TextQuery,
 };
 use memory_core::{Result, SearchMode, Timestamp, phrase_terms, search_terms};
 use sqlx::Row;
@@ -24,12 +26,53 @@ const CAPABILITIES: TextIndexCapabilities = TextIndexCapabilities {
 #[derive(Debug, Clone)]
 pub struct PostgresTextIndex {
     db: PostgresDatabase,
+    /// `""` for the deployment-wide index, else a profile's name.
+    scope: String,
 }
 
 impl PostgresTextIndex {
-    /// An index over a connected database.
+    /// The deployment-wide index over a connected database.
+    pub fn new(db: PostgresDatabase) -> Self {
+        Self {
+            db,
+            scope: String::new(),
+        }
+    }
+}
+
+/// [`TextIndexes`] on PostgreSQL: each profile's index is a scope of one table, so a
+/// profile's documents are never seen by another's queries, and deleting its index is one
+/// statement.
+#[derive(Debug, Clone)]
+pub struct PostgresTextIndexes {
+    db: PostgresDatabase,
+}
+
+impl PostgresTextIndexes {
+    /// Per-profile indexes over a connected database.
     pub fn new(db: PostgresDatabase) -> Self {
         Self { db }
+    }
+}
+
+#[async_trait]
+impl TextIndexes for PostgresTextIndexes {
+    async fn text_index(&self, profile: &str) -> Result<Arc<dyn TextIndex>> {
+        memory_core::validate_profile_name(profile)?;
+        Ok(Arc::new(PostgresTextIndex {
+            db: self.db.clone(),
+            scope: profile.to_owned(),
+        }))
+    }
+
+    async fn delete_text_index(&self, profile: &str) -> Result<()> {
+        memory_core::validate_profile_name(profile)?;
+        sqlx::query("DELETE FROM text_documents WHERE scope = $1")
+            .bind(profile)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db)?;
+        Ok(())
     }
 }
 
@@ -68,9 +111,9 @@ impl TextIndex for PostgresTextIndex {
         let mut tx = self.db.pool.begin().await.map_err(db)?;
         for doc in documents {
             sqlx::query(
-                "INSERT INTO text_documents (namespace, id, text, session, role, kind, key, time) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                 ON CONFLICT (namespace, id) DO UPDATE SET text = excluded.text, \
+                "INSERT INTO text_documents (namespace, id, text, session, role, kind, key, time, scope) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                 ON CONFLICT (scope, namespace, id) DO UPDATE SET text = excluded.text, \
                  session = excluded.session, role = excluded.role, kind = excluded.kind, \
                  key = excluded.key, time = excluded.time",
             )
@@ -83,6 +126,7 @@ impl TextIndex for PostgresTextIndex {
             .bind(&doc.fields.kind)
             .bind(&doc.fields.key)
             .bind(doc.fields.time.map(Timestamp::millis))
+            .bind(&self.scope)
             .execute(&mut *tx)
             .await
             .map_err(db)?;
@@ -91,27 +135,28 @@ impl TextIndex for PostgresTextIndex {
     }
 
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
-        Ok(
-            sqlx::query("DELETE FROM text_documents WHERE namespace = $1 AND id = ANY($2)")
-                .bind(namespace)
-                .bind(ids)
-                .execute(&self.db.pool)
-                .await
-                .map_err(db)?
-                .rows_affected(),
+        Ok(sqlx::query(
+            "DELETE FROM text_documents WHERE scope = $3 AND namespace = $1 AND id = ANY($2)",
         )
+        .bind(namespace)
+        .bind(ids)
+        .bind(&self.scope)
+        .execute(&self.db.pool)
+        .await
+        .map_err(db)?
+        .rows_affected())
     }
 
     async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>> {
         if query.is_empty() {
             return Ok(Vec::new());
         }
-        let (words, expression) = tsquery(query, 9);
+        let (words, expression) = tsquery(query, 10);
         let sql = format!(
             "SELECT d.id, d.text, d.session, d.role, d.kind, d.key, d.time, \
              ts_rank_cd(d.tsv, q.query)::float8 AS score \
              FROM text_documents d, (SELECT {expression} AS query) q \
-             WHERE d.namespace = $1 AND d.tsv @@ q.query \
+             WHERE d.scope = $9 AND d.namespace = $1 AND d.tsv @@ q.query \
                AND ($2::text IS NULL OR d.session = $2) AND ($3::text IS NULL OR d.role = $3) \
                AND ($4::text IS NULL OR d.kind = $4) AND ($5::text IS NULL OR d.key = $5) \
                AND ($6::bigint IS NULL OR d.time >= $6) AND ($7::bigint IS NULL OR d.time < $7) \
@@ -126,7 +171,8 @@ impl TextIndex for PostgresTextIndex {
             .bind(&f.key)
             .bind(f.from.map(Timestamp::millis))
             .bind(f.to.map(Timestamp::millis))
-            .bind(i64::try_from(query.limit).unwrap_or(i64::MAX));
+            .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
+            .bind(&self.scope);
         for word in words {
             statement = statement.bind(word);
         }
@@ -149,18 +195,21 @@ impl TextIndex for PostgresTextIndex {
     }
 
     async fn count(&self, namespace: &str) -> Result<u64> {
-        let count: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM text_documents WHERE namespace = $1")
-                .bind(namespace)
-                .fetch_one(&self.db.pool)
-                .await
-                .map_err(db)?;
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM text_documents WHERE scope = $2 AND namespace = $1",
+        )
+        .bind(namespace)
+        .bind(&self.scope)
+        .fetch_one(&self.db.pool)
+        .await
+        .map_err(db)?;
         Ok(count.max(0) as u64)
     }
 
     async fn clear(&self, namespace: &str) -> Result<()> {
-        sqlx::query("DELETE FROM text_documents WHERE namespace = $1")
+        sqlx::query("DELETE FROM text_documents WHERE scope = $2 AND namespace = $1")
             .bind(namespace)
+            .bind(&self.scope)
             .execute(&self.db.pool)
             .await
             .map_err(db)?;

@@ -138,7 +138,7 @@ impl Deployment {
     pub async fn long_term_backends(&self) -> Result<LongTermBackends> {
         Ok(LongTermBackends::from_parts(
             self.stores.profile_records()?,
-            self.stores.profile_text()?,
+            self.stores.profile_text().await?,
             self.stores.profile_vectors()?,
             self.stores.jobs().await?,
             self.stores.long_term_key_value().await?,

@@ -154,10 +154,14 @@ impl Stores {
     }
 
     /// Each profile's text index.
-    pub(crate) fn profile_text(&self) -> Result<Arc<dyn TextIndexes>> {
+    pub(crate) async fn profile_text(&self) -> Result<Arc<dyn TextIndexes>> {
         match (self.backend(Role::Text), self.backend(Role::Records)) {
             #[cfg(feature = "sqlite")]
             (Backend::Sqlite, Backend::Sqlite) => Ok(self.sqlite_profiles()),
+            #[cfg(feature = "postgres")]
+            (Backend::Postgres, _) => Ok(Arc::new(memory_postgres::PostgresTextIndexes::new(
+                self.postgres_db().await?,
+            ))),
             (Backend::Sqlite, _) => Err(ComposeError::NotAvailable {
                 role: Role::Text,
                 backend: Backend::Sqlite,

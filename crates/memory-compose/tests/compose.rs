@@ -123,9 +123,9 @@ fn an_invalid_configuration_is_a_config_error() {
     assert!(error.to_string().contains("storage.blobs"), "{error}");
 }
 
-/// `[storage]` puts key-value, jobs and the general text index on PostgreSQL beside SQLite
-/// records: sessions search through the Postgres index the engine keeps in step, and ingest
-/// jobs run from the Postgres queue. (Against the test command's server; the schema is the
+/// `[storage]` puts key-value, jobs and text on PostgreSQL beside SQLite records: sessions and
+/// profiles search through Postgres indexes the engine keeps in step, and ingest jobs run
+/// from the Postgres queue. (Against the test command's server; the schema is the
 /// test's own and is dropped.)
 #[cfg(feature = "postgres")]
 #[tokio::test]
@@ -167,10 +167,30 @@ async fn key_value_jobs_and_text_on_postgres_beside_sqlite_records() {
         .unwrap();
     assert_eq!(hits.len(), 1, "found through the Postgres index (stemmed)");
 
-    // The long-term tier's text stays with its records (SQLite), so the profile index
-    // pairing is refused clearly rather than half-working.
-    let refused = deployment.memory_service().await;
-    assert!(refused.is_err());
+    // The long-term tier: raw messages and memories on SQLite, their text index on
+    // Postgres (kept in step by the engine), ingest jobs on the Postgres queue.
+    let (memory, _) = deployment.memory_service().await.unwrap();
+    let job = memory
+        .ingest_and_extract(
+            "ada",
+            "chat",
+            vec![IngestMessage::new(
+                "user",
+                "I keep three beehives in Sintra",
+            )],
+        )
+        .await
+        .unwrap();
+    assert_eq!(job.status, memory_engine::long_term::JobStatus::Done);
+    let recalled = memory
+        .recall("ada", RecallRequest::new("beehive", 5))
+        .await
+        .unwrap();
+    assert_eq!(
+        recalled.hits.len(),
+        1,
+        "found through the Postgres profile index"
+    );
     deployment.close().await;
 
     let db = memory_postgres::PostgresDatabase::connect(
@@ -182,6 +202,10 @@ async fn key_value_jobs_and_text_on_postgres_beside_sqlite_records() {
     let page = memory_core::ports::JobQueue::list(&jobs, &Default::default(), None, 10)
         .await
         .unwrap();
-    assert!(page.jobs.is_empty());
+    assert_eq!(
+        page.jobs.len(),
+        1,
+        "the ingest job lived in the Postgres queue"
+    );
     db.drop_schema().await.unwrap();
 }
