@@ -1,6 +1,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// How long a write waits for another connection's lock unless configured otherwise.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How hard SQLite syncs to disk on commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Synchronous {
@@ -41,7 +44,7 @@ impl SqliteConfig {
             path: path.into(),
             synchronous: Synchronous::Normal,
             readers: 4,
-            busy_timeout: Duration::from_secs(5),
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
             secure_delete: false,
         }
     }

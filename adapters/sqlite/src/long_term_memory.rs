@@ -202,7 +202,7 @@ impl RawMessageStore for SqliteLongTermMemory {
                 .map_err(db)?
                 .rows_affected();
         if deleted > 0 {
-            self.erase_traces("raw_fts").await?;
+            self.db.erase_traces("raw_fts").await?;
         }
         Ok(deleted)
     }
@@ -368,17 +368,9 @@ impl MemoryRecordStore for SqliteLongTermMemory {
             .rows_affected();
         tx.commit().await.map_err(db)?;
         if deleted > 0 {
-            self.erase_traces("memories_fts").await?;
+            self.db.erase_traces("memories_fts").await?;
         }
         Ok(deleted > 0)
-    }
-}
-
-impl SqliteLongTermMemory {
-    /// After an erasure: no copy of the erased text is left in any file of the profile (see
-    /// [`SqliteDatabase::erase_traces`]).
-    async fn erase_traces(&self, fts_table: &'static str) -> Result<()> {
-        self.db.erase_traces(fts_table).await
     }
 }
 
@@ -404,7 +396,7 @@ impl SqliteProfiles {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
-            busy_timeout: SqliteConfig::new("").busy_timeout,
+            busy_timeout: crate::config::DEFAULT_BUSY_TIMEOUT,
             open: tokio::sync::Mutex::new(std::collections::HashMap::new()),
         }
     }

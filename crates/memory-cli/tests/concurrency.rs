@@ -73,21 +73,7 @@ fn eight_processes_on_a_new_profile_all_succeed() {
 #[test]
 fn a_closed_pipe_ends_the_command_quietly() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("big.jsonl");
-    let mut lines = vec![
-        r#"{"kind":"session","session":{"id":"big","name":null,"parent_session_id":null,"model":null,"source":null,"usage":{"input_tokens":0,"output_tokens":0,"cost":0.0},"end_reason":null,"created_at":1,"updated_at":1}}"#.to_owned(),
-    ];
-    for i in 0..3_000 {
-        let parent = if i == 0 {
-            "null".to_owned()
-        } else {
-            format!("\"m{}\"", i - 1)
-        };
-        lines.push(format!(
-            r#"{{"kind":"message","session_id":"big","parent_id":{parent},"message":{{"id":"m{i}","role":"user","parts":[{{"type":"text","text":"message {i} with some words to make the output long enough"}}]}}}}"#
-        ));
-    }
-    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let file = big_export(dir.path(), 3_000);
     let import = memory(dir.path(), &["import", file.to_str().unwrap()])
         .wait_with_output()
         .unwrap();

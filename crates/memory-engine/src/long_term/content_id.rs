@@ -12,10 +12,19 @@ use sha2::{Digest, Sha256};
 /// assert_ne!(content_id("s1", "user", "hello"), content_id("s1u", "ser", "hello"));
 /// ```
 pub fn content_id(session_id: &str, role: &str, content: &str) -> String {
+    address(session_id, role, content, None)
+}
+
+/// SHA-256 over the length-prefixed fields (and the occurrence, when there is one),
+/// truncated to 128 bits, lowercase hex.
+fn address(session_id: &str, role: &str, content: &str, occurrence: Option<u64>) -> String {
     let mut hasher = Sha256::new();
     for field in [session_id, role, content] {
         hasher.update((field.len() as u64).to_be_bytes());
         hasher.update(field.as_bytes());
+    }
+    if let Some(n) = occurrence {
+        hasher.update(n.to_be_bytes());
     }
     let digest = hasher.finalize();
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
@@ -32,15 +41,10 @@ pub fn content_id(session_id: &str, role: &str, content: &str) -> String {
 /// assert_ne!(occurrence_id("s1", "user", "yes", 1), occurrence_id("s1", "user", "yes", 0));
 /// ```
 pub fn occurrence_id(session_id: &str, role: &str, content: &str, occurrence: u64) -> String {
-    if occurrence == 0 {
-        return content_id(session_id, role, content);
-    }
-    let mut hasher = Sha256::new();
-    for field in [session_id, role, content] {
-        hasher.update((field.len() as u64).to_be_bytes());
-        hasher.update(field.as_bytes());
-    }
-    hasher.update(occurrence.to_be_bytes());
-    let digest = hasher.finalize();
-    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    address(
+        session_id,
+        role,
+        content,
+        (occurrence > 0).then_some(occurrence),
+    )
 }

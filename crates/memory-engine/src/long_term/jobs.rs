@@ -497,15 +497,22 @@ impl MemoryService {
         };
         let mut by_stage: std::collections::BTreeMap<&'static str, (usize, String)> =
             std::collections::BTreeMap::new();
+        // Only two fields of each body are read: a failed job keeps its conversation for the
+        // retry, and recall has no use for it.
         for record in &page.jobs {
-            let job = from_record(record)?;
-            if job.cancelled {
-                continue;
-            }
-            let stage = job.failed_stage.unwrap_or(JobStatus::Queued);
+            let stage: JobStatus = record
+                .body
+                .get("failed_stage")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or(JobStatus::Queued);
             let entry = by_stage.entry(stage.feature()).or_default();
             entry.0 += 1;
-            entry.1 = job.error.unwrap_or_default();
+            entry.1 = record
+                .body
+                .get("error")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
         }
         Ok(by_stage
             .into_iter()

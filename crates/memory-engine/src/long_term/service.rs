@@ -17,6 +17,31 @@ use super::config::{LongTermConfig, StageModels};
 use super::content_id::occurrence_id;
 use super::vectorize::{MEMORY_NAMESPACE, RAW_NAMESPACE, Vectorizer, is_vectorized};
 
+/// Repairs supersession from the stored chains: of each key's live versions (not superseded,
+/// not forgotten) the newest stays current and the others point at it. Returns the ids it
+/// retired. Live writes and imports share it, so both follow one rule.
+pub(super) async fn settle_keys(
+    store: &dyn LongTermMemoryStore,
+    keys: &[(MemoryKind, String)],
+) -> Result<Vec<String>> {
+    let mut retired = Vec::new();
+    for (kind, key) in keys {
+        let live: Vec<MemoryRecord> = store
+            .versions(*kind, key)
+            .await?
+            .into_iter()
+            .filter(|m| m.superseded_by.is_none() && m.forgotten.is_none())
+            .collect();
+        if let Some((newest, older)) = live.split_last() {
+            for old in older {
+                store.supersede(&old.id, &newest.id).await?;
+                retired.push(old.id.clone());
+            }
+        }
+    }
+    Ok(retired)
+}
+
 /// The most memories one [`MemoryService::list`] page holds.
 pub const MAX_LIST_PAGE: usize = 1_000;
 
@@ -348,12 +373,9 @@ impl MemoryService {
     ) -> Result<(Vec<RawMessage>, HashSet<String>, RawMessageInsert)> {
         SessionId::new(session)?;
         let addressed = self.addressed(session, messages)?;
-        // One read for the first-choice addresses; a clash (rare) reads the next one alone.
-        let first_ids: Vec<String> = addressed
-            .iter()
-            .filter(|(_, (_, dated))| *dated)
-            .map(|(m, _)| m.id.clone())
-            .collect();
+        // One read for the first-choice addresses serves both the clash check and the
+        // "already known" set; a clash (rare) reads the next address alone.
+        let first_ids: Vec<String> = addressed.iter().map(|(m, _)| m.id.clone()).collect();
         let mut stored_at: std::collections::HashMap<String, memory_core::Timestamp> = store
             .raw_by_ids(&first_ids)
             .await?
@@ -374,7 +396,7 @@ impl MemoryService {
                 }
                 occurrence += 1;
                 m.id = occurrence_id(session, &m.role, &m.content, occurrence);
-                if dated && !stored_at.contains_key(&m.id) {
+                if !stored_at.contains_key(&m.id) {
                     for existing in store.raw_by_ids(std::slice::from_ref(&m.id)).await? {
                         stored_at.insert(existing.id, existing.created_at);
                     }
@@ -383,12 +405,10 @@ impl MemoryService {
             taken.insert(m.id.clone());
             raw.push(m);
         }
-        let ids: Vec<String> = raw.iter().map(|m| m.id.clone()).collect();
-        let known: HashSet<String> = store
-            .raw_by_ids(&ids)
-            .await?
-            .into_iter()
-            .map(|m| m.id)
+        let known: HashSet<String> = raw
+            .iter()
+            .filter(|m| stored_at.contains_key(&m.id))
+            .map(|m| m.id.clone())
             .collect();
         let counts = store.insert_raw(raw.clone()).await?;
         Ok((raw, known, counts))
@@ -650,21 +670,7 @@ impl MemoryService {
         // Supersession is repaired from the stored chain rather than applied once per insert,
         // so a crash between an insert and its supersede, a resumed job, or two concurrent
         // writers of one key all end with exactly one current version: the newest.
-        let mut retired = Vec::new();
-        for (kind, key) in keys {
-            let live: Vec<MemoryRecord> = store
-                .versions(kind, &key)
-                .await?
-                .into_iter()
-                .filter(|m| m.superseded_by.is_none() && m.forgotten.is_none())
-                .collect();
-            if let Some((newest, older)) = live.split_last() {
-                for old in older {
-                    store.supersede(&old.id, &newest.id).await?;
-                    retired.push(old.id.clone());
-                }
-            }
-        }
+        let retired = settle_keys(store.as_ref(), &keys).await?;
         fresh.retain(|m| !retired.contains(&m.id));
         let superseded = retired.len() as u64;
         let vectorized = self

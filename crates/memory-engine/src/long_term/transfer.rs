@@ -236,21 +236,7 @@ impl MemoryService {
         report.raw_known = counts.existing;
         // The same rule as live writes: of the current versions of a key (the profile's and
         // the export's), the newest stays current.
-        let mut retired = Vec::new();
-        for (kind, key) in keys {
-            let live: Vec<memory_core::ports::MemoryRecord> = store
-                .versions(kind, &key)
-                .await?
-                .into_iter()
-                .filter(|m| m.superseded_by.is_none() && m.forgotten.is_none())
-                .collect();
-            if let Some((newest, older)) = live.split_last() {
-                for old in older {
-                    store.supersede(&old.id, &newest.id).await?;
-                    retired.push(old.id.clone());
-                }
-            }
-        }
+        let retired = super::service::settle_keys(store.as_ref(), &keys).await?;
         report.superseded = retired.len() as u64;
         if let Some(memories) = vectors.get_mut(super::MEMORY_NAMESPACE) {
             memories.retain(|v| !retired.contains(&v.id));
