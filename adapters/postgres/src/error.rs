@@ -19,6 +19,9 @@ pub(crate) enum PostgresError {
         "schema name {0:?} must be 1-63 lowercase letters, digits or '_', starting with a letter"
     )]
     SchemaName(String),
+    /// The adapter's own data broke one of its invariants.
+    #[error("postgres adapter invariant broken: {0}")]
+    Invariant(&'static str),
 }
 
 /// SQLSTATE codes that may pass on a retry: serialization failure, deadlock, the server
@@ -55,6 +58,11 @@ impl From<PostgresError> for MemoryError {
 /// Converts a statement error.
 pub(crate) fn db(error: sqlx::Error) -> MemoryError {
     PostgresError::Database(error).into()
+}
+
+/// A broken invariant of the adapter's own data.
+pub(crate) fn invariant(what: &'static str) -> MemoryError {
+    PostgresError::Invariant(what).into()
 }
 
 /// True when the error is a unique-constraint violation.

@@ -24,17 +24,29 @@
 //! # Ok(()) }
 //! ```
 
+mod append;
 mod config;
 mod database;
 mod error;
 mod job_queue;
 mod key_value_store;
+mod message_index;
+mod message_store;
 mod session_registry;
+mod skill_store;
 mod text_index;
 
 pub use config::PostgresConfig;
 pub use database::PostgresDatabase;
 pub use job_queue::PostgresJobQueue;
 pub use key_value_store::PostgresKeyValueStore;
+pub use message_index::PostgresMessageIndex;
+pub use message_store::PostgresMessageStore;
 pub use session_registry::PostgresSessionRegistry;
+pub use skill_store::PostgresSkillStore;
 pub use text_index::{PostgresTextIndex, PostgresTextIndexes};
+
+/// The largest message (stored JSON bytes) this adapter accepts, on every write path, declared
+/// through `StoreCapabilities::max_message_bytes` (the same bound as the SQLite adapter, so a
+/// deployment can move between them).
+pub const MAX_MESSAGE_BYTES: u64 = 8 * 1024 * 1024;

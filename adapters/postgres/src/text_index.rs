@@ -12,7 +12,7 @@ use crate::error::{BACKEND, db};
 
 /// PostgreSQL's `english` configuration: Snowball stemming and stop words; `ts_rank_cd`
 /// ranks by cover density, without the rarity (IDF) weighting of BM25.
-const CAPABILITIES: TextIndexCapabilities = TextIndexCapabilities {
+pub(crate) const CAPABILITIES: TextIndexCapabilities = TextIndexCapabilities {
     stemming: true,
     stop_words: true,
     phrase: true,
@@ -77,7 +77,7 @@ impl TextIndexes for PostgresTextIndexes {
 }
 
 /// The words to bind and the tsquery expression over them (parameters from `$first`).
-fn tsquery(query: &TextQuery, first: usize) -> (Vec<String>, String) {
+pub(crate) fn tsquery(query: &TextQuery, first: usize) -> (Vec<String>, String) {
     let words: Vec<String> = match query.mode {
         SearchMode::Phrase => vec![phrase_terms(&query.text).join(" ")],
         SearchMode::AllWords | SearchMode::AnyWords => search_terms(&query.text)

@@ -6,7 +6,8 @@
 
 use memory_postgres::{
     PostgresConfig, PostgresDatabase, PostgresJobQueue, PostgresKeyValueStore,
-    PostgresSessionRegistry, PostgresTextIndex,
+    PostgresMessageIndex, PostgresMessageStore, PostgresSessionRegistry, PostgresSkillStore,
+    PostgresTextIndex,
 };
 use memory_testkit::contract;
 
@@ -43,6 +44,26 @@ async fn fresh_database(name: &str) -> Option<PostgresDatabase> {
             .await
             .unwrap(),
     )
+}
+
+#[tokio::test]
+async fn postgres_message_store_passes_the_contract() {
+    let Some(db) = fresh_database("messages").await else {
+        return;
+    };
+    let store = PostgresMessageStore::new(db.clone());
+    let index = PostgresMessageIndex::new(db.clone());
+    contract::message_store::run_all(&store, Some(&index), 100_000).await;
+    db.drop_schema().await.unwrap();
+}
+
+#[tokio::test]
+async fn postgres_skill_store_passes_the_contract() {
+    let Some(db) = fresh_database("skills").await else {
+        return;
+    };
+    contract::skill_store::run_all(&PostgresSkillStore::new(db.clone(), "skills")).await;
+    db.drop_schema().await.unwrap();
 }
 
 #[tokio::test]

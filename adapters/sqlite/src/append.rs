@@ -3,7 +3,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use memory_core::{AppendOutcome, MemoryError, Parent, Result, SessionId};
+use memory_core::append_plan::{
+    AppendBatch, AppendPlan, PlannedRow, StoredParent, TreeNode, parents_to_look_up, plan_append,
+};
+use memory_core::{AppendOutcome, Parent, Result, SessionId};
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
 use crate::error::db;
@@ -14,31 +17,8 @@ use crate::message_store::{Encoded, ensure_session_key};
 pub(crate) struct Probe {
     pub(crate) key: i64,
     next_seq: i64,
-    latest: Option<Node>,
+    latest: Option<TreeNode>,
     existing: HashSet<String>,
-}
-
-/// A message's position: its sequence number, run and id.
-#[derive(Clone)]
-struct Node {
-    seq: i64,
-    run_id: i64,
-    id: String,
-}
-
-/// A row to insert.
-pub(crate) struct PlannedRow {
-    /// Index into the encoded batch.
-    index: usize,
-    seq: i64,
-    parent_seq: Option<i64>,
-    run_id: i64,
-}
-
-/// The rows to insert and the outcome of every message.
-pub(crate) struct Plan {
-    pub(crate) rows: Vec<PlannedRow>,
-    pub(crate) outcomes: Vec<AppendOutcome>,
 }
 
 const PROBE: &str = "WITH k AS (SELECT key FROM session_keys WHERE session_id = ?1) \
@@ -78,7 +58,7 @@ pub(crate) async fn probe(
             existing: HashSet::new(),
         });
     };
-    let latest = row.get::<Option<i64>, _>(2).map(|seq| Node {
+    let latest = row.get::<Option<i64>, _>(2).map(|seq| TreeNode {
         seq,
         run_id: row.get(3),
         id: row.get(4),
@@ -96,12 +76,12 @@ pub(crate) async fn probe(
     })
 }
 
-/// Explicit parents stored before the batch: id to (node, has children already).
+/// Explicit parents stored before the batch, by id.
 async fn stored_parents(
     conn: &mut SqliteConnection,
     key: i64,
     ids: &HashSet<&str>,
-) -> Result<HashMap<String, (Node, bool)>> {
+) -> Result<HashMap<String, StoredParent>> {
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
@@ -119,88 +99,37 @@ async fn stored_parents(
         .iter()
         .map(|r| {
             let id: String = r.get(0);
-            let node = Node {
+            let node = TreeNode {
                 seq: r.get(1),
                 run_id: r.get(2),
                 id: id.clone(),
             };
-            (id, (node, r.get::<bool, _>(3)))
+            let has_children = r.get::<bool, _>(3);
+            (id, StoredParent { node, has_children })
         })
         .collect())
 }
 
-/// Decides every message's outcome, sequence number, parent and run.
-///
-/// A message joins its parent's run when the parent has no children yet (so every run is a
-/// chain ordered by `seq`); otherwise it starts a run of its own.
+/// Plans the batch (see [`memory_core::append_plan`]) after looking up its explicit parents.
 pub(crate) async fn plan(
     conn: &mut SqliteConnection,
     probe: &Probe,
     batch: &[Encoded],
     parents: Vec<Parent>,
-) -> Result<Plan> {
-    let mut seen: HashSet<&str> = HashSet::new();
-    let mut wanted: HashSet<&str> = HashSet::new();
-    for (enc, parent) in batch.iter().zip(&parents) {
-        let new = !probe.existing.contains(&enc.id) && seen.insert(enc.id.as_str());
-        if let (true, Parent::Message(p)) = (new, parent)
-            && !seen.contains(p.as_str())
-        {
-            wanted.insert(p.as_str());
-        }
-    }
+) -> Result<AppendPlan> {
+    let ids: Vec<&str> = batch.iter().map(|e| e.id.as_str()).collect();
+    let wanted = parents_to_look_up(&ids, &parents, &probe.existing);
     let stored = stored_parents(conn, probe.key, &wanted).await?;
-
-    // Nodes inserted by this batch, and which nodes gained a child in it.
-    let mut inserted: HashMap<&str, Node> = HashMap::new();
-    let mut has_child: HashSet<String> = HashSet::new();
-    let mut latest = probe.latest.clone();
-    let mut next_seq = probe.next_seq;
-    let mut rows = Vec::new();
-    let mut outcomes = Vec::with_capacity(batch.len());
-    for (index, (enc, parent)) in batch.iter().zip(parents).enumerate() {
-        if probe.existing.contains(&enc.id) || inserted.contains_key(enc.id.as_str()) {
-            outcomes.push(AppendOutcome::AlreadyExists);
-            continue;
-        }
-        let parent_node: Option<(Node, bool)> = match parent {
-            Parent::Root => None,
-            // The latest leaf has no children by definition.
-            Parent::LatestLeaf => latest.clone().map(|n| (n, false)),
-            Parent::Message(p) => match inserted.get(p.as_str()) {
-                Some(node) => Some((node.clone(), has_child.contains(&p))),
-                None => match stored.get(&p) {
-                    Some((node, had)) => Some((node.clone(), *had || has_child.contains(&p))),
-                    None => return Err(MemoryError::not_found("parent message", p)),
-                },
-            },
-        };
-        let seq = next_seq;
-        next_seq += 1;
-        let (parent_seq, parent_id, run_id) = match parent_node {
-            Some((node, had_children)) => {
-                has_child.insert(node.id.clone());
-                let run = if had_children { seq } else { node.run_id };
-                (Some(node.seq), Some(node.id), run)
-            }
-            None => (None, None, seq),
-        };
-        let node = Node {
-            seq,
-            run_id,
-            id: enc.id.clone(),
-        };
-        inserted.insert(enc.id.as_str(), node.clone());
-        latest = Some(node);
-        rows.push(PlannedRow {
-            index,
-            seq,
-            parent_seq,
-            run_id,
-        });
-        outcomes.push(AppendOutcome::Inserted { parent_id });
-    }
-    Ok(Plan { rows, outcomes })
+    plan_append(
+        AppendBatch {
+            ids: &ids,
+            parents,
+            existing: &probe.existing,
+            latest: probe.latest.clone(),
+            next_seq: probe.next_seq,
+        },
+        &stored,
+    )
 }
 
 const COLUMNS: &str = "INSERT INTO messages (seq, session_key, id, parent_seq, run_id, role, content, search_text, bytes) VALUES ";

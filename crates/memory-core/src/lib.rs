@@ -10,6 +10,7 @@
 //! (the AI SDK compatible message model).
 #![forbid(unsafe_code)]
 
+pub mod append_plan;
 pub mod context;
 pub mod cursor;
 pub mod error;

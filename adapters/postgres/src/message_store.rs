@@ -1,0 +1,464 @@
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
+use memory_core::{
+    AppendOutcome, CompactionRecord, MemoryError, MessagePage, NewCompaction, NewMessage, Parent,
+    PathEntry, Result, Role, SessionId, StoredMessage, Timestamp, UiMessage, validate_message_id,
+};
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
+
+use crate::MAX_MESSAGE_BYTES;
+use crate::append;
+use crate::database::PostgresDatabase;
+use crate::error::{BACKEND, db, invariant};
+
+/// The [`MessageStore`] on PostgreSQL. Appends to one session serialize on the session's
+/// row (`FOR UPDATE`), so concurrent writers in any number of processes lose nothing and
+/// leave one latest leaf; the `messages` text index is a stored `tsvector` written in the
+/// same transaction (searched through [`crate::PostgresMessageIndex`]).
+#[derive(Debug, Clone)]
+pub struct PostgresMessageStore {
+    db: PostgresDatabase,
+}
+
+impl PostgresMessageStore {
+    /// A store over a connected database.
+    pub fn new(db: PostgresDatabase) -> Self {
+        Self { db }
+    }
+
+    /// Reads a root-to-leaf path in one repeatable-read transaction: resolve the leaf, then
+    /// one statement that hops run to run (a recursion per run, never per message) and reads
+    /// each run's range through the `(session, run, seq)` index.
+    async fn read_path<T>(
+        &self,
+        session: &SessionId,
+        leaf: Option<String>,
+        columns: &'static str,
+        map: impl Fn(&PgRow) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut tx = self.db.pool.begin().await.map_err(db)?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        let Some((key, leaf)) = resolve_leaf(&mut tx, session, leaf).await? else {
+            return Ok(Vec::new());
+        };
+        let sql = format!(
+            "WITH RECURSIVE seg(run_id, upto, depth) AS ( \
+               SELECT run_id, seq, 0 FROM messages WHERE session_key = $1 AND seq = $2 \
+               UNION ALL \
+               SELECT p.run_id, p.seq, s.depth + 1 FROM seg s JOIN messages p \
+                 ON p.session_key = $1 AND p.seq = (SELECT h.parent_seq FROM messages h \
+                   WHERE h.session_key = $1 AND h.run_id = s.run_id ORDER BY h.seq LIMIT 1) \
+               WHERE p.seq < s.upto) \
+             SELECT {columns} FROM seg JOIN messages m \
+               ON m.session_key = $1 AND m.run_id = seg.run_id AND m.seq <= seg.upto \
+             ORDER BY seg.depth DESC, m.seq"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(key)
+            .bind(leaf)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        rows.iter().map(map).collect()
+    }
+}
+
+/// A message encoded for storage.
+pub(crate) struct Encoded {
+    pub(crate) id: String,
+    pub(crate) role: Role,
+    pub(crate) json: String,
+    pub(crate) text: String,
+}
+
+pub(crate) fn encode(message: &UiMessage) -> Result<Encoded> {
+    validate_message_id(&message.id)?;
+    let json = serde_json::to_string(message)?;
+    if json.len() as u64 > MAX_MESSAGE_BYTES {
+        return Err(MemoryError::invalid(format!(
+            "message {:?} is {} bytes; the postgres adapter stores at most {MAX_MESSAGE_BYTES}",
+            message.id,
+            json.len()
+        )));
+    }
+    Ok(Encoded {
+        id: message.id.clone(),
+        role: message.role,
+        // PostgreSQL text cannot hold NUL; as a word separator it indexes the same. (The
+        // JSON escapes it, so the message itself keeps it.)
+        text: message.text().replace('\0', " "),
+        json,
+    })
+}
+
+fn decode(json: &str) -> Result<UiMessage> {
+    serde_json::from_str(json).map_err(|e| {
+        MemoryError::serialization(format!("stored message is not a valid UIMessage: {e}"))
+    })
+}
+
+/// A row found by id.
+struct Found {
+    seq: i64,
+    parent_seq: Option<i64>,
+    role: String,
+}
+
+/// The session's key, if it has ever been written.
+pub(crate) async fn session_key(
+    conn: &mut PgConnection,
+    session: &SessionId,
+) -> Result<Option<i64>> {
+    sqlx::query_scalar("SELECT key FROM message_sessions WHERE session_id = $1")
+        .bind(session.as_str())
+        .fetch_optional(conn)
+        .await
+        .map_err(db)
+}
+
+/// Locks the session's row for the rest of the transaction: writers of one session take
+/// turns, writers of different sessions do not wait for each other.
+async fn lock_session(conn: &mut PgConnection, session: &SessionId) -> Result<Option<i64>> {
+    sqlx::query_scalar("SELECT key FROM message_sessions WHERE session_id = $1 FOR UPDATE")
+        .bind(session.as_str())
+        .fetch_optional(conn)
+        .await
+        .map_err(db)
+}
+
+async fn find(conn: &mut PgConnection, key: i64, id: &str) -> Result<Option<Found>> {
+    let row = sqlx::query(
+        "SELECT seq, parent_seq, role FROM messages WHERE session_key = $1 AND id = $2",
+    )
+    .bind(key)
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+    .map_err(db)?;
+    Ok(row.map(|r| Found {
+        seq: r.get(0),
+        parent_seq: r.get(1),
+        role: r.get(2),
+    }))
+}
+
+/// Resolves the leaf of a read to `(session key, leaf seq)`: a given id (not found is an
+/// error) or the latest leaf (`None` for an empty session).
+async fn resolve_leaf(
+    conn: &mut PgConnection,
+    session: &SessionId,
+    leaf: Option<String>,
+) -> Result<Option<(i64, i64)>> {
+    let key = session_key(conn, session).await?;
+    match (key, leaf) {
+        (Some(key), Some(id)) => match find(conn, key, &id).await? {
+            Some(found) => Ok(Some((key, found.seq))),
+            None => Err(MemoryError::not_found("message", id)),
+        },
+        (None, Some(id)) => Err(MemoryError::not_found("message", id)),
+        (Some(key), None) => {
+            // The latest leaf is the newest message: a child is always newer than its parent
+            // (deletes relink children to older ancestors), so the newest has no children.
+            let seq: Option<i64> = sqlx::query_scalar(
+                "SELECT seq FROM messages WHERE session_key = $1 ORDER BY seq DESC LIMIT 1",
+            )
+            .bind(key)
+            .fetch_optional(conn)
+            .await
+            .map_err(db)?;
+            Ok(seq.map(|seq| (key, seq)))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+fn compaction_from_row(row: &PgRow) -> CompactionRecord {
+    let seq: i64 = row.get(0);
+    CompactionRecord {
+        id: seq.to_string(),
+        summary: row.get(1),
+        from_message_id: row.get(2),
+        to_message_id: row.get(3),
+        created_at: Timestamp(row.get(4)),
+        seq,
+    }
+}
+
+#[async_trait]
+impl MessageStore for PostgresMessageStore {
+    fn backend_name(&self) -> &'static str {
+        BACKEND
+    }
+
+    fn capabilities(&self) -> StoreCapabilities {
+        StoreCapabilities {
+            max_message_bytes: Some(MAX_MESSAGE_BYTES),
+        }
+    }
+
+    async fn append(
+        &self,
+        session: &SessionId,
+        messages: Vec<NewMessage>,
+    ) -> Result<Vec<AppendOutcome>> {
+        let encoded = messages
+            .iter()
+            .map(|m| encode(&m.message))
+            .collect::<Result<Vec<_>>>()?;
+        let parents: Vec<Parent> = messages.into_iter().map(|m| m.parent).collect();
+        let mut tx = self.db.pool.begin().await.map_err(db)?;
+        let probe = append::probe(&mut tx, session, &encoded).await?;
+        let plan = append::plan(&mut tx, &probe, &encoded, parents).await?;
+        append::insert_rows(&mut tx, &probe, &encoded, &plan.rows).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(plan.outcomes)
+    }
+
+    async fn update(&self, session: &SessionId, mut message: UiMessage) -> Result<()> {
+        validate_message_id(&message.id)?;
+        let mut conn = self.db.pool.acquire().await.map_err(db)?;
+        let found = match session_key(&mut conn, session).await? {
+            Some(key) => find(&mut conn, key, &message.id).await?.map(|f| (key, f)),
+            None => None,
+        };
+        let (key, found) =
+            found.ok_or_else(|| MemoryError::not_found("message", message.id.as_str()))?;
+        message.role = Role::parse(&found.role)?;
+        let enc = encode(&message)?;
+        let changed = sqlx::query(
+            "UPDATE messages SET content = $1, search_text = $2, bytes = $3 \
+             WHERE session_key = $4 AND seq = $5",
+        )
+        .bind(&enc.json)
+        .bind(&enc.text)
+        .bind(enc.json.len() as i64)
+        .bind(key)
+        .bind(found.seq)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?
+        .rows_affected();
+        if changed == 0 {
+            // Deleted between the lookup and the write.
+            return Err(MemoryError::not_found("message", message.id.as_str()));
+        }
+        Ok(())
+    }
+
+    async fn delete(&self, session: &SessionId, ids: &[String]) -> Result<u64> {
+        let mut tx = self.db.pool.begin().await.map_err(db)?;
+        let Some(key) = lock_session(&mut tx, session).await? else {
+            return Ok(0);
+        };
+        let mut deleted = 0;
+        for id in ids {
+            let Some(found) = find(&mut tx, key, id).await? else {
+                continue;
+            };
+            sqlx::query(
+                "UPDATE messages SET parent_seq = $1 WHERE session_key = $2 AND parent_seq = $3",
+            )
+            .bind(found.parent_seq)
+            .bind(key)
+            .bind(found.seq)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+            sqlx::query("DELETE FROM messages WHERE session_key = $1 AND seq = $2")
+                .bind(key)
+                .bind(found.seq)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+            deleted += 1;
+        }
+        tx.commit().await.map_err(db)?;
+        Ok(deleted)
+    }
+
+    async fn clear(&self, session: &SessionId) -> Result<()> {
+        // Row locks only: writers of other sessions never wait for this one.
+        sqlx::query("DELETE FROM message_sessions WHERE session_id = $1")
+            .bind(session.as_str())
+            .execute(&self.db.pool)
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    async fn get(&self, session: &SessionId, id: &str) -> Result<Option<UiMessage>> {
+        let json: Option<String> = sqlx::query_scalar(
+            "SELECT m.content FROM messages m JOIN message_sessions s ON s.key = m.session_key \
+             WHERE s.session_id = $1 AND m.id = $2",
+        )
+        .bind(session.as_str())
+        .bind(id)
+        .fetch_optional(&self.db.pool)
+        .await
+        .map_err(db)?;
+        json.as_deref().map(decode).transpose()
+    }
+
+    async fn get_many(&self, session: &SessionId, ids: &[String]) -> Result<Vec<UiMessage>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(
+            "SELECT m.id, m.content FROM messages m JOIN message_sessions s ON s.key = m.session_key \
+             WHERE s.session_id = $1 AND m.id = ANY($2)",
+        )
+        .bind(session.as_str())
+        .bind(ids)
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db)?;
+        let mut found: HashMap<String, UiMessage> = HashMap::with_capacity(rows.len());
+        for row in &rows {
+            found.insert(row.get(0), decode(row.get::<&str, _>(1))?);
+        }
+        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+    }
+
+    async fn latest_leaf(&self, session: &SessionId) -> Result<Option<String>> {
+        sqlx::query_scalar(
+            "SELECT m.id FROM messages m WHERE m.session_key = \
+             (SELECT key FROM message_sessions WHERE session_id = $1) ORDER BY m.seq DESC LIMIT 1",
+        )
+        .bind(session.as_str())
+        .fetch_optional(&self.db.pool)
+        .await
+        .map_err(db)
+    }
+
+    async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>> {
+        let rows: Vec<(Option<String>,)> = sqlx::query_as(
+            "SELECT c.content FROM messages p JOIN message_sessions s ON s.key = p.session_key \
+             LEFT JOIN messages c ON c.session_key = p.session_key AND c.parent_seq = p.seq \
+             WHERE s.session_id = $1 AND p.id = $2 ORDER BY c.seq",
+        )
+        .bind(session.as_str())
+        .bind(id)
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db)?;
+        if rows.is_empty() {
+            return Err(MemoryError::not_found("message", id));
+        }
+        rows.iter()
+            .filter_map(|(json,)| json.as_deref())
+            .map(decode)
+            .collect()
+    }
+
+    async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>> {
+        self.read_path(session, leaf, "m.id, m.role, m.bytes", |row| {
+            let role: &str = row.get(1);
+            let bytes: i64 = row.get(2);
+            Ok(PathEntry {
+                id: row.get(0),
+                role: Role::parse(role)?,
+                bytes: bytes.max(0) as u64,
+            })
+        })
+        .await
+    }
+
+    async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>> {
+        self.read_path(session, leaf, "m.content", |row| {
+            decode(row.get::<&str, _>(0))
+        })
+        .await
+    }
+
+    async fn messages(
+        &self,
+        session: &SessionId,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<MessagePage> {
+        let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(i64::MIN);
+        let rows = sqlx::query(
+            "SELECT m.seq, m.content, p.id FROM messages m \
+             LEFT JOIN messages p ON p.session_key = m.session_key AND p.seq = m.parent_seq \
+             WHERE m.session_key = (SELECT key FROM message_sessions WHERE session_id = $1) \
+               AND m.seq > $2 ORDER BY m.seq LIMIT $3",
+        )
+        .bind(session.as_str())
+        .bind(after)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db)?;
+        let more = rows.len() > limit;
+        let mut messages = Vec::with_capacity(rows.len().min(limit));
+        let mut last = None;
+        for row in rows.iter().take(limit) {
+            last = Some(row.get::<i64, _>(0));
+            messages.push(StoredMessage {
+                message: decode(row.get::<&str, _>(1))?,
+                parent_id: row.get(2),
+            });
+        }
+        Ok(MessagePage {
+            messages,
+            next_cursor: if more {
+                last.map(memory_core::cursor::position)
+            } else {
+                None
+            },
+        })
+    }
+
+    async fn add_compaction(
+        &self,
+        session: &SessionId,
+        compaction: NewCompaction,
+    ) -> Result<CompactionRecord> {
+        let mut tx = self.db.pool.begin().await.map_err(db)?;
+        let key = lock_session(&mut tx, session).await?;
+        for id in [&compaction.from_message_id, &compaction.to_message_id] {
+            let found = match key {
+                Some(key) => find(&mut tx, key, id).await?,
+                None => None,
+            };
+            if found.is_none() {
+                return Err(MemoryError::not_found("message", id.as_str()));
+            }
+        }
+        let key = key.ok_or_else(|| invariant("a session with messages has no key"))?;
+        let row = sqlx::query(
+            "INSERT INTO compactions (session_key, summary, from_message_id, to_message_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5) RETURNING seq, summary, from_message_id, to_message_id, created_at",
+        )
+        .bind(key)
+        .bind(&compaction.summary)
+        .bind(&compaction.from_message_id)
+        .bind(&compaction.to_message_id)
+        .bind(SystemClock.now().millis())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db)?;
+        let record = compaction_from_row(&row);
+        tx.commit().await.map_err(db)?;
+        Ok(record)
+    }
+
+    async fn compactions(&self, session: &SessionId) -> Result<Vec<CompactionRecord>> {
+        let rows = sqlx::query(
+            "SELECT seq, summary, from_message_id, to_message_id, created_at FROM compactions \
+             WHERE session_key = (SELECT key FROM message_sessions WHERE session_id = $1) ORDER BY seq",
+        )
+        .bind(session.as_str())
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db)?;
+        Ok(rows.iter().map(compaction_from_row).collect())
+    }
+}
