@@ -34,13 +34,15 @@ impl PostgresDatabase {
         }
         let options = PgConnectOptions::from_str(&config.url)
             .map_err(db)?
-            .options([("search_path", config.schema.as_str())]);
+            // pgvector's type lives where the extension was created (`public`).
+            .options([("search_path", format!("{}, public", config.schema).as_str())]);
         let pool = PgPoolOptions::new()
             .max_connections(config.max_connections)
             .acquire_timeout(config.acquire_timeout)
             .connect_with(options)
             .await
             .map_err(db)?;
+        ensure_pgvector(&pool).await?;
         let mut tx = pool.begin().await.map_err(db)?;
         sqlx::query("SELECT pg_advisory_xact_lock(hashtext('memory-postgres schema ' || $1))")
             .bind(&config.schema)
@@ -83,6 +85,30 @@ impl PostgresDatabase {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// Creates pgvector in `public` when the server has it but the database does not yet (under
+/// a server-wide advisory lock: two first connects do not race). A server without pgvector
+/// is a clear error naming it.
+async fn ensure_pgvector(pool: &PgPool) -> Result<()> {
+    let installed: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')")
+            .fetch_one(pool)
+            .await
+            .map_err(db)?;
+    if installed {
+        return Ok(());
+    }
+    let mut tx = pool.begin().await.map_err(db)?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('memory-postgres pgvector'))")
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+    sqlx::query("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
+        .execute(&mut *tx)
+        .await
+        .map_err(PostgresError::Pgvector)?;
+    tx.commit().await.map_err(db)
 }
 
 #[cfg(test)]

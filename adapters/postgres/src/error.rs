@@ -19,6 +19,11 @@ pub(crate) enum PostgresError {
         "schema name {0:?} must be 1-63 lowercase letters, digits or '_', starting with a letter"
     )]
     SchemaName(String),
+    /// pgvector is missing and could not be created.
+    #[error(
+        "the server lacks pgvector (CREATE EXTENSION vector failed; install pgvector or let an administrator create the extension): {0}"
+    )]
+    Pgvector(#[source] sqlx::Error),
     /// The adapter's own data broke one of its invariants.
     #[error("postgres adapter invariant broken: {0}")]
     Invariant(&'static str),

@@ -30,21 +30,25 @@ mod database;
 mod error;
 mod job_queue;
 mod key_value_store;
+mod long_term_memory;
 mod message_index;
 mod message_store;
 mod session_registry;
 mod skill_store;
 mod text_index;
+mod vector_index;
 
 pub use config::PostgresConfig;
 pub use database::PostgresDatabase;
 pub use job_queue::PostgresJobQueue;
 pub use key_value_store::PostgresKeyValueStore;
+pub use long_term_memory::{PostgresLongTermMemory, PostgresProfiles};
 pub use message_index::PostgresMessageIndex;
 pub use message_store::PostgresMessageStore;
 pub use session_registry::PostgresSessionRegistry;
 pub use skill_store::PostgresSkillStore;
 pub use text_index::{PostgresTextIndex, PostgresTextIndexes};
+pub use vector_index::{PostgresVectorIndex, PostgresVectorIndexes};
 
 /// The largest message (stored JSON bytes) this adapter accepts, on every write path, declared
 /// through `StoreCapabilities::max_message_bytes` (the same bound as the SQLite adapter, so a

@@ -6,8 +6,8 @@
 
 use memory_postgres::{
     PostgresConfig, PostgresDatabase, PostgresJobQueue, PostgresKeyValueStore,
-    PostgresMessageIndex, PostgresMessageStore, PostgresSessionRegistry, PostgresSkillStore,
-    PostgresTextIndex,
+    PostgresMessageIndex, PostgresMessageStore, PostgresProfiles, PostgresSessionRegistry,
+    PostgresSkillStore, PostgresTextIndex, PostgresVectorIndex, PostgresVectorIndexes,
 };
 use memory_testkit::contract;
 
@@ -200,4 +200,38 @@ async fn a_schema_name_that_is_not_an_identifier_is_refused() {
         matches!(err, memory_core::MemoryError::InvalidInput { .. }),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn postgres_long_term_memory_passes_the_contract() {
+    let Some(db) = fresh_database("longterm").await else {
+        return;
+    };
+    contract::long_term_memory::run_all(&PostgresProfiles::new(db.clone()), None).await;
+    db.drop_schema().await.unwrap();
+}
+
+#[tokio::test]
+async fn postgres_vector_index_passes_the_contract() {
+    let Some(db) = fresh_database("vectors").await else {
+        return;
+    };
+    contract::vector_index::run_all(&PostgresVectorIndex::new(db.clone())).await;
+    contract::vector_index::profile_vectors_are_isolated(&PostgresVectorIndexes::new(db.clone()))
+        .await;
+    // Two instances (two pools, as two processes would have) race the first write.
+    let other = PostgresDatabase::connect(
+        PostgresConfig::new(server_url().unwrap())
+            .schema(db.schema())
+            .max_connections(2),
+    )
+    .await
+    .unwrap();
+    contract::vector_index::the_model_check_is_atomic(
+        std::sync::Arc::new(PostgresVectorIndex::new(db.clone())),
+        std::sync::Arc::new(PostgresVectorIndex::new(other.clone())),
+    )
+    .await;
+    other.close().await;
+    db.drop_schema().await.unwrap();
 }

@@ -1,0 +1,348 @@
+//! [`VectorIndex`] on pgvector: one `vectors` table, each namespace with its model and
+//! dimensions recorded in `vector_namespaces` and its own partial HNSW index (cosine).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use memory_core::ports::{VectorHit, VectorIndex, VectorIndexes, VectorRecord};
+use memory_core::{MemoryError, Result, validate_profile_name};
+use sqlx::{PgConnection, Row};
+
+use crate::database::PostgresDatabase;
+use crate::error::db;
+
+/// pgvector's HNSW index takes at most this many dimensions; wider namespaces are searched
+/// exactly.
+const MAX_HNSW_DIMENSIONS: usize = 2000;
+
+/// The widest `k` an HNSW search serves (`hnsw.ef_search` tops out at 1,000); a larger `k`
+/// is answered by an exact scan.
+const MAX_HNSW_K: usize = 500;
+
+/// Nearest-neighbour search on pgvector.
+///
+/// Every namespace gets a partial HNSW index (`vector_cosine_ops`, pgvector's defaults
+/// `m = 16`, `ef_construction = 64`) created in the transaction that creates the namespace,
+/// and each search sets `hnsw.ef_search` to at least twice `k` (at least 100), so results
+/// are approximate only past tens of thousands of vectors (recall measured in
+/// `docs/benchmarks.md`). The model check reads the namespace row `FOR SHARE` inside the
+/// write's transaction: two writers with different models never both win, in any number of
+/// processes.
+#[derive(Debug, Clone)]
+pub struct PostgresVectorIndex {
+    db: PostgresDatabase,
+    /// `""` for the deployment-wide index, else a profile's name.
+    scope: String,
+}
+
+/// A namespace's key, model and dimensions.
+struct Namespace {
+    key: i64,
+    model: String,
+    dims: usize,
+}
+
+impl PostgresVectorIndex {
+    /// The deployment-wide index over a connected database.
+    pub fn new(db: PostgresDatabase) -> Self {
+        Self {
+            db,
+            scope: String::new(),
+        }
+    }
+
+    async fn namespace(
+        &self,
+        conn: &mut PgConnection,
+        namespace: &str,
+        lock: &str,
+    ) -> Result<Option<Namespace>> {
+        let sql = format!(
+            "SELECT key, model, dims FROM vector_namespaces WHERE scope = $1 AND namespace = $2 {lock}"
+        );
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&self.scope)
+            .bind(namespace)
+            .fetch_optional(conn)
+            .await
+            .map_err(db)?;
+        Ok(row.map(|r| Namespace {
+            key: r.get(0),
+            model: r.get(1),
+            dims: r.get::<i32, _>(2).max(0) as usize,
+        }))
+    }
+}
+
+/// The name of a namespace's HNSW index.
+fn hnsw_index(key: i64) -> String {
+    format!("vectors_hnsw_{key}")
+}
+
+/// The namespace's vectors as `vector(dims)`, the expression its HNSW index is built on.
+fn typed(dims: usize) -> String {
+    format!("embedding::vector({dims})")
+}
+
+fn mismatch(namespace: &str, ns: &Namespace, bad: &VectorRecord) -> MemoryError {
+    MemoryError::invalid(format!(
+        "namespace {namespace:?} holds {}-dimension vectors of model {:?}; \
+         got {} dimensions of model {:?} (clear the namespace to re-embed)",
+        ns.dims,
+        ns.model,
+        bad.vector.len(),
+        bad.model
+    ))
+}
+
+#[async_trait]
+impl VectorIndex for PostgresVectorIndex {
+    async fn upsert(&self, namespace: &str, records: Vec<VectorRecord>) -> Result<()> {
+        let Some(first) = records.first() else {
+            return Ok(());
+        };
+        if first.vector.is_empty() {
+            return Err(MemoryError::invalid("an empty vector cannot be indexed"));
+        }
+        if let Some(bad) = records
+            .iter()
+            .find(|r| r.vector.iter().any(|x| !x.is_finite()))
+        {
+            return Err(MemoryError::invalid(format!(
+                "vector {:?} holds a NaN or infinite component",
+                bad.id
+            )));
+        }
+        let mut tx = self.db.pool.begin().await.map_err(db)?;
+        let created: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO vector_namespaces (scope, namespace, model, dims) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (scope, namespace) DO NOTHING RETURNING key",
+        )
+        .bind(&self.scope)
+        .bind(namespace)
+        .bind(&first.model)
+        .bind(i32::try_from(first.vector.len()).unwrap_or(i32::MAX))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+        let ns = self
+            .namespace(&mut tx, namespace, "FOR SHARE")
+            .await?
+            .ok_or_else(|| {
+                crate::error::invariant("a vector namespace vanished as it was written")
+            })?;
+        if let Some(bad) = records
+            .iter()
+            .find(|r| r.model != ns.model || r.vector.len() != ns.dims)
+        {
+            return Err(mismatch(namespace, &ns, bad));
+        }
+        if created.is_some() && ns.dims <= MAX_HNSW_DIMENSIONS {
+            let create = format!(
+                "CREATE INDEX {} ON vectors USING hnsw (({}) vector_cosine_ops) WHERE namespace_key = {}",
+                hnsw_index(ns.key),
+                typed(ns.dims),
+                ns.key
+            );
+            sqlx::query(sqlx::AssertSqlSafe(create))
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+        // Each vector as a JSON array of numbers, which pgvector reads as its text form.
+        let vectors: Vec<String> = records
+            .iter()
+            .map(|r| serde_json::to_string(&r.vector))
+            .collect::<serde_json::Result<_>>()?;
+        sqlx::query(
+            "INSERT INTO vectors (namespace_key, id, embedding) \
+             SELECT DISTINCT ON (u.id) $1, u.id, u.v::vector \
+             FROM UNNEST($2::text[], $3::text[]) WITH ORDINALITY AS u(id, v, ord) \
+             ORDER BY u.id, u.ord DESC \
+             ON CONFLICT (namespace_key, id) DO UPDATE SET embedding = excluded.embedding",
+        )
+        .bind(ns.key)
+        .bind(&ids)
+        .bind(&vectors)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
+        Ok(sqlx::query(
+            "DELETE FROM vectors WHERE id = ANY($3) AND namespace_key = \
+             (SELECT key FROM vector_namespaces WHERE scope = $1 AND namespace = $2)",
+        )
+        .bind(&self.scope)
+        .bind(namespace)
+        .bind(ids)
+        .execute(&self.db.pool)
+        .await
+        .map_err(db)?
+        .rows_affected())
+    }
+
+    async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>> {
+        let mut tx = self.db.pool.begin().await.map_err(db)?;
+        let Some(ns) = self.namespace(&mut tx, namespace, "").await? else {
+            return Ok(Vec::new());
+        };
+        if vector.len() != ns.dims {
+            return Err(MemoryError::invalid(format!(
+                "query vector has {} dimensions; namespace {namespace:?} holds {}",
+                vector.len(),
+                ns.dims
+            )));
+        }
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        if k > MAX_HNSW_K || ns.dims > MAX_HNSW_DIMENSIONS {
+            sqlx::query("SET LOCAL enable_indexscan = off")
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        } else {
+            let ef_search = (2 * k).max(100);
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SET LOCAL hnsw.ef_search = {ef_search}"
+            )))
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        }
+        // The namespace key and dimensions are inlined (integers read from the database), so
+        // the planner matches the namespace's partial index.
+        let distance = format!("{} <=> $1::vector({})", typed(ns.dims), ns.dims);
+        let sql = format!(
+            "SELECT id, ({distance})::float8 FROM vectors WHERE namespace_key = {} \
+             ORDER BY {distance} LIMIT $2",
+            ns.key
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(serde_json::to_string(vector)?)
+            .bind(i64::try_from(k).unwrap_or(i64::MAX))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
+        tx.commit().await.map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let distance: f64 = r.get(1);
+                // A zero vector has no direction: pgvector says NaN, the port says 0.
+                let score = if distance.is_nan() {
+                    0.0
+                } else {
+                    1.0 - distance
+                };
+                VectorHit {
+                    id: r.get(0),
+                    score: score as f32,
+                }
+            })
+            .collect())
+    }
+
+    async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(
+            "SELECT v.id, v.embedding::real[], n.model \
+             FROM UNNEST($3::text[]) WITH ORDINALITY AS u(id, ord) \
+             JOIN vector_namespaces n ON n.scope = $1 AND n.namespace = $2 \
+             JOIN vectors v ON v.namespace_key = n.key AND v.id = u.id ORDER BY u.ord",
+        )
+        .bind(&self.scope)
+        .bind(namespace)
+        .bind(ids)
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|r| VectorRecord {
+                id: r.get(0),
+                vector: r.get(1),
+                model: r.get(2),
+            })
+            .collect())
+    }
+
+    async fn model(&self, namespace: &str) -> Result<Option<String>> {
+        sqlx::query_scalar(
+            "SELECT model FROM vector_namespaces WHERE scope = $1 AND namespace = $2",
+        )
+        .bind(&self.scope)
+        .bind(namespace)
+        .fetch_optional(&self.db.pool)
+        .await
+        .map_err(db)
+    }
+
+    async fn clear(&self, namespace: &str) -> Result<()> {
+        let mut tx = self.db.pool.begin().await.map_err(db)?;
+        let key: Option<i64> = sqlx::query_scalar(
+            "DELETE FROM vector_namespaces WHERE scope = $1 AND namespace = $2 RETURNING key",
+        )
+        .bind(&self.scope)
+        .bind(namespace)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
+        if let Some(key) = key {
+            let drop = format!("DROP INDEX IF EXISTS {}", hnsw_index(key));
+            sqlx::query(sqlx::AssertSqlSafe(drop))
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        }
+        tx.commit().await.map_err(db)
+    }
+}
+
+/// [`VectorIndexes`] on pgvector: each profile's index is a scope of the same tables.
+#[derive(Debug, Clone)]
+pub struct PostgresVectorIndexes {
+    db: PostgresDatabase,
+}
+
+impl PostgresVectorIndexes {
+    /// Per-profile indexes over a connected database.
+    pub fn new(db: PostgresDatabase) -> Self {
+        Self { db }
+    }
+}
+
+#[async_trait]
+impl VectorIndexes for PostgresVectorIndexes {
+    async fn vector_index(&self, profile: &str) -> Result<Arc<dyn VectorIndex>> {
+        validate_profile_name(profile)?;
+        Ok(Arc::new(PostgresVectorIndex {
+            db: self.db.clone(),
+            scope: profile.to_owned(),
+        }))
+    }
+
+    async fn delete_vector_index(&self, profile: &str) -> Result<()> {
+        validate_profile_name(profile)?;
+        let index = PostgresVectorIndex {
+            db: self.db.clone(),
+            scope: profile.to_owned(),
+        };
+        let names: Vec<String> =
+            sqlx::query_scalar("SELECT namespace FROM vector_namespaces WHERE scope = $1")
+                .bind(profile)
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db)?;
+        for namespace in names {
+            index.clear(&namespace).await?;
+        }
+        Ok(())
+    }
+}
