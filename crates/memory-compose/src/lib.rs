@@ -137,9 +137,9 @@ impl Deployment {
     /// The long-term tier's backends.
     pub async fn long_term_backends(&self) -> Result<LongTermBackends> {
         Ok(LongTermBackends::from_parts(
-            self.stores.profile_records()?,
+            self.stores.profile_records().await?,
             self.stores.profile_text().await?,
-            self.stores.profile_vectors()?,
+            self.stores.profile_vectors().await?,
             self.stores.jobs().await?,
             self.stores.long_term_key_value().await?,
         ))

@@ -14,14 +14,14 @@ use crate::error::{ComposeError, Result};
 fn unavailable(role: Role, backend: Backend) -> ComposeError {
     match backend {
         Backend::Sqlite | Backend::Fs => ComposeError::NotBuilt { role, backend },
-        #[cfg(not(feature = "postgres"))]
-        Backend::Postgres => ComposeError::NotBuilt { role, backend },
         #[cfg(feature = "postgres")]
         Backend::Postgres => ComposeError::NotAvailable {
             role,
             backend,
-            reason: "memory-postgres serves kv, jobs and text (the general index) so far; records and vectors are not built yet",
+            reason: "memory-postgres does not serve this role",
         },
+        #[cfg(not(feature = "postgres"))]
+        Backend::Postgres => ComposeError::NotBuilt { role, backend },
         _ => ComposeError::NotAvailable {
             role,
             backend,
@@ -73,6 +73,10 @@ impl Stores {
             Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteMessageStore::new(
                 self.sessions_db().await?,
             ))),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresMessageStore::new(
+                self.postgres_db().await?,
+            ))),
             other => Err(unavailable(Role::Records, other)),
         }
     }
@@ -83,6 +87,10 @@ impl Stores {
             #[cfg(feature = "sqlite")]
             Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteSessionRegistry::new(
                 self.sessions_db().await?,
+            ))),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresSessionRegistry::new(
+                self.postgres_db().await?,
             ))),
             other => Err(unavailable(Role::Records, other)),
         }
@@ -96,6 +104,13 @@ impl Stores {
                 let db = self.sessions_db().await?;
                 Ok(Box::new(move |label: &str| -> Arc<dyn SkillStore> {
                     Arc::new(memory_sqlite::SqliteSkillStore::new(db.clone(), label))
+                }))
+            }
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => {
+                let db = self.postgres_db().await?;
+                Ok(Box::new(move |label: &str| -> Arc<dyn SkillStore> {
+                    Arc::new(memory_postgres::PostgresSkillStore::new(db.clone(), label))
                 }))
             }
             other => Err(unavailable(Role::Records, other)),
@@ -117,13 +132,17 @@ impl Stores {
         }
     }
 
-    /// The `messages` index: the one the SQLite store writes when both roles are SQLite,
-    /// else an index the engine keeps in step.
+    /// The `messages` index: the one the store writes when text and records share a
+    /// database (both SQLite, or both Postgres), else an index the engine keeps in step.
     pub(crate) async fn message_index(&self) -> Result<Arc<dyn TextIndex>> {
         match (self.backend(Role::Text), self.backend(Role::Records)) {
             #[cfg(feature = "sqlite")]
             (Backend::Sqlite, Backend::Sqlite) => Ok(Arc::new(
                 memory_sqlite::SqliteMessageIndex::new(self.sessions_db().await?),
+            )),
+            #[cfg(feature = "postgres")]
+            (Backend::Postgres, Backend::Postgres) => Ok(Arc::new(
+                memory_postgres::PostgresMessageIndex::new(self.postgres_db().await?),
             )),
             _ => self.general_index().await,
         }
@@ -145,10 +164,14 @@ impl Stores {
     }
 
     /// Long-term records of each profile.
-    pub(crate) fn profile_records(&self) -> Result<Arc<dyn MemoryProfiles>> {
+    pub(crate) async fn profile_records(&self) -> Result<Arc<dyn MemoryProfiles>> {
         match self.backend(Role::Records) {
             #[cfg(feature = "sqlite")]
             Backend::Sqlite => Ok(self.sqlite_profiles()),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresProfiles::new(
+                self.postgres_db().await?,
+            ))),
             other => Err(unavailable(Role::Records, other)),
         }
     }
@@ -172,10 +195,14 @@ impl Stores {
     }
 
     /// Each profile's vectors.
-    pub(crate) fn profile_vectors(&self) -> Result<Arc<dyn VectorIndexes>> {
+    pub(crate) async fn profile_vectors(&self) -> Result<Arc<dyn VectorIndexes>> {
         match self.backend(Role::Vectors) {
             #[cfg(feature = "sqlite")]
             Backend::Sqlite => Ok(self.sqlite_profiles()),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresVectorIndexes::new(
+                self.postgres_db().await?,
+            ))),
             other => Err(unavailable(Role::Vectors, other)),
         }
     }

@@ -91,13 +91,13 @@ async fn a_backend_without_an_adapter_is_a_clear_error_naming_the_role() {
 
     std::fs::write(
         dir.path().join("memory.toml"),
-        "[storage]\nrecords = \"postgres\"\n",
+        "[storage]\nrecords = \"redis\"\n",
     )
     .unwrap();
     let deployment = Deployment::open(dir.path()).unwrap();
     let error = deployment.session_manager().await.err().unwrap();
     assert!(
-        error.to_string().contains("storage.records = \"postgres\""),
+        error.to_string().contains("storage.records = \"redis\""),
         "{error}"
     );
 
@@ -123,6 +123,130 @@ fn an_invalid_configuration_is_a_config_error() {
     assert!(error.to_string().contains("storage.blobs"), "{error}");
 }
 
+/// The test command's Postgres URL, or `None` (skipped, saying so) when none is configured
+/// and none is required.
+#[cfg(feature = "postgres")]
+fn postgres_url() -> Option<String> {
+    let Ok(url) = std::env::var("MEMORY_POSTGRES_URL") else {
+        assert!(
+            std::env::var("MEMORY_REQUIRE_POSTGRES").is_err(),
+            "MEMORY_REQUIRE_POSTGRES is set but MEMORY_POSTGRES_URL is not"
+        );
+        eprintln!("skipped: MEMORY_POSTGRES_URL is not set");
+        return None;
+    };
+    Some(url)
+}
+
+/// Every role on PostgreSQL: sessions, their search, blocks' key-value, long-term records,
+/// their text index and vectors, and the job queue. Nothing is written to the data
+/// directory but the configuration.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn every_role_on_postgres() {
+    let Some(url) = postgres_url() else {
+        return;
+    };
+    let schema = format!(
+        "test_compose_all_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        format!(
+            "[storage]\nrecords = \"postgres\"\ntext = \"postgres\"\nvectors = \"postgres\"\njobs = \"postgres\"\nkv = \"postgres\"\n\n[storage.postgres]\nschema = \"{schema}\"\n"
+        ),
+    )
+    .unwrap();
+    let deployment = Deployment::open(dir.path()).unwrap();
+    let sessions = deployment.session_manager().await.unwrap();
+    let info = sessions.create(Default::default()).await.unwrap();
+    for (id, text) in [
+        ("m1", "the herons are nesting by the river"),
+        ("m2", "how many eggs do they lay?"),
+    ] {
+        sessions
+            .append(
+                &info.id,
+                UiMessage::text_message(id, Speaker::User, text),
+                Default::default(),
+            )
+            .await
+            .unwrap();
+    }
+    let hits = sessions
+        .search(&SearchQuery::new("heron nest"))
+        .await
+        .unwrap();
+    assert_eq!(
+        hits.len(),
+        1,
+        "found through the store-written Postgres index"
+    );
+    let history = sessions.store().history(&info.id, None).await.unwrap();
+    assert_eq!(history.len(), 2);
+
+    let (memory, note) = deployment.memory_service().await.unwrap();
+    let job = memory
+        .ingest_and_extract(
+            "ada",
+            "chat",
+            vec![IngestMessage::new(
+                "user",
+                "I keep three beehives in Sintra",
+            )],
+        )
+        .await
+        .unwrap();
+    assert_eq!(job.status, memory_engine::long_term::JobStatus::Done);
+    let recalled = memory
+        .recall("ada", RecallRequest::new("beehive", 5))
+        .await
+        .unwrap();
+    assert_eq!(recalled.hits.len(), 1);
+    let vectors_on = note.is_none();
+    if std::env::var("MEMORY_REQUIRE_MODEL").is_ok() {
+        assert!(vectors_on, "the local embedder is installed: {note:?}");
+    }
+    deployment.close().await;
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "only memory.toml: no SQLite file was created"
+    );
+
+    let db = memory_postgres::PostgresDatabase::connect(
+        memory_postgres::PostgresConfig::new(url).schema(schema),
+    )
+    .await
+    .unwrap();
+    let profiles = memory_postgres::PostgresProfiles::new(db.clone());
+    assert_eq!(
+        memory_core::ports::MemoryProfiles::list(&profiles)
+            .await
+            .unwrap(),
+        ["ada"]
+    );
+    if vectors_on {
+        let vectors = memory_core::ports::VectorIndexes::vector_index(
+            &memory_postgres::PostgresVectorIndexes::new(db.clone()),
+            "ada",
+        )
+        .await
+        .unwrap();
+        let mut models = Vec::new();
+        for namespace in ["raw", "memories"] {
+            models.push(vectors.model(namespace).await.unwrap());
+        }
+        assert!(
+            models.iter().any(Option::is_some),
+            "the profile's vectors are in pgvector: {models:?}"
+        );
+    }
+    db.drop_schema().await.unwrap();
+}
+
 /// `[storage]` puts key-value, jobs and text on PostgreSQL beside SQLite records: sessions and
 /// profiles search through Postgres indexes the engine keeps in step, and ingest jobs run
 /// from the Postgres queue. (Against the test command's server; the schema is the
@@ -130,12 +254,7 @@ fn an_invalid_configuration_is_a_config_error() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn key_value_jobs_and_text_on_postgres_beside_sqlite_records() {
-    let Ok(url) = std::env::var("MEMORY_POSTGRES_URL") else {
-        assert!(
-            std::env::var("MEMORY_REQUIRE_POSTGRES").is_err(),
-            "MEMORY_REQUIRE_POSTGRES is set but MEMORY_POSTGRES_URL is not"
-        );
-        eprintln!("skipped: MEMORY_POSTGRES_URL is not set");
+    let Some(url) = postgres_url() else {
         return;
     };
     let schema = format!(
