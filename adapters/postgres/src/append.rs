@@ -1,4 +1,4 @@
-//! Appending a batch in few round trips: one statement locks the session and reads what the
+//! Appending a batch in few round trips: one statement locks the session, one reads what the
 //! plan needs, one looks up explicit parents when there are any, and one inserts every row
 //! (arrays through `UNNEST`) and advances the session's counter. Parents, runs and outcomes
 //! are planned in memory by [`memory_core::append_plan`].
@@ -22,43 +22,34 @@ pub(crate) struct Probe {
     existing: HashSet<String>,
 }
 
-/// Locks the session's row and reads its counter, its latest leaf (the newest message) and
-/// which of the batch's ids it already holds.
-const PROBE: &str = "SELECT s.key, s.next_seq, l.seq, l.run_id, l.id, \
-       ARRAY(SELECT e.id FROM messages e WHERE e.session_key = s.key AND e.id = ANY($2)) \
-     FROM message_sessions s LEFT JOIN LATERAL ( \
-       SELECT seq, run_id, id FROM messages m WHERE m.session_key = s.key ORDER BY seq DESC LIMIT 1 \
-     ) l ON true \
-     WHERE s.session_id = $1 FOR UPDATE OF s";
+/// Locks the session's row and reads its counter. (Alone in its statement: after waiting
+/// for the lock, a read-committed statement sees the row's new version but keeps its old
+/// snapshot for everything else, so the tree is read by the next statement.)
+const LOCK: &str = "SELECT key, next_seq FROM message_sessions WHERE session_id = $1 FOR UPDATE";
 
-/// Reads the probe, creating the session's row on its first write (two writers creating it
-/// at once both end up waiting on the same row).
+/// The latest leaf (the newest message) and which of the batch's ids the session holds.
+const TREE: &str = "SELECT l.seq, l.run_id, l.id, \
+       ARRAY(SELECT e.id FROM messages e WHERE e.session_key = $1 AND e.id = ANY($2)) \
+     FROM (SELECT 1) one LEFT JOIN LATERAL ( \
+       SELECT seq, run_id, id FROM messages m WHERE m.session_key = $1 ORDER BY seq DESC LIMIT 1 \
+     ) l ON true";
+
+/// Locks the session (creating its row on its first write; two writers creating it at once
+/// both end up waiting on the same row), then reads the tree under the lock.
 pub(crate) async fn probe(
     conn: &mut PgConnection,
     session: &SessionId,
     batch: &[Encoded],
 ) -> Result<Probe> {
-    let ids: Vec<&str> = batch.iter().map(|e| e.id.as_str()).collect();
+    let mut locked: Option<(i64, i64)> = None;
     for attempt in 0..2 {
-        let row = sqlx::query(PROBE)
+        locked = sqlx::query_as(LOCK)
             .bind(session.as_str())
-            .bind(&ids)
             .fetch_optional(&mut *conn)
             .await
             .map_err(db)?;
-        if let Some(row) = row {
-            let latest = row.get::<Option<i64>, _>(2).map(|seq| TreeNode {
-                seq,
-                run_id: row.get(3),
-                id: row.get(4),
-            });
-            let existing: Vec<String> = row.get(5);
-            return Ok(Probe {
-                key: row.get(0),
-                next_seq: row.get(1),
-                latest,
-                existing: existing.into_iter().collect(),
-            });
+        if locked.is_some() {
+            break;
         }
         if attempt == 0 {
             sqlx::query(
@@ -70,7 +61,27 @@ pub(crate) async fn probe(
             .map_err(db)?;
         }
     }
-    Err(invariant("a session row vanished inside its transaction"))
+    let (key, next_seq) =
+        locked.ok_or_else(|| invariant("a session row vanished inside its transaction"))?;
+    let ids: Vec<&str> = batch.iter().map(|e| e.id.as_str()).collect();
+    let row = sqlx::query(TREE)
+        .bind(key)
+        .bind(&ids)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db)?;
+    let latest = row.get::<Option<i64>, _>(0).map(|seq| TreeNode {
+        seq,
+        run_id: row.get(1),
+        id: row.get(2),
+    });
+    let existing: Vec<String> = row.get(3);
+    Ok(Probe {
+        key,
+        next_seq,
+        latest,
+        existing: existing.into_iter().collect(),
+    })
 }
 
 /// Explicit parents stored before the batch, by id.
