@@ -6,11 +6,16 @@
 #   PostgreSQL has no pgvector), unpacked once into ~/.cache/memory-pg, initialised with
 #   trust auth for loopback only, and started on 127.0.0.1:${MEMORY_PG_PORT:-5433} as a
 #   dedicated user (PostgreSQL refuses to run as root). Idempotent: a running server is
-#   reused. Its data lives in ~/.cache/memory-pg/data; the tests make and drop their own
-#   databases, and never touch any other server on this machine.
+#   reused. Its data lives in ~/.cache/memory-pg/data (MEMORY_PG_DATA to choose another
+#   directory); the tests make and drop their own schemas, and never touch any other server
+#   on this machine.
+#
+# `setup-postgres.sh restart` and `setup-postgres.sh stop` restart or stop the server of
+# MEMORY_PG_DATA / MEMORY_PG_PORT (the restart test runs a private one this way).
 set -euo pipefail
 
-if [[ -n "${MEMORY_POSTGRES_URL:-}" ]]; then
+action="${1:-start}"
+if [[ "$action" == start && -n "${MEMORY_POSTGRES_URL:-}" ]]; then
   echo "$MEMORY_POSTGRES_URL"
   exit 0
 fi
@@ -20,7 +25,8 @@ port="${MEMORY_PG_PORT:-5433}"
 version=0.1.4
 install="$root/pgserver-$version"
 bin="$install/pgserver/pginstall/bin"
-data="$root/data"
+data="${MEMORY_PG_DATA:-$root/data}"
+log="$data.log"
 user=memorypg
 
 mkdir -p "$root"
@@ -41,21 +47,35 @@ run_as() {
     if ! id "$user" >/dev/null 2>&1; then
       useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
     fi
-    chown -R "$user" "$root/data" "$root/log" 2>/dev/null || true
+    touch "$log"
+    chown -R "$user" "$data" "$log" 2>/dev/null || true
     su -s /bin/bash "$user" -c "$*"
   else
     bash -c "$*"
   fi
 }
 
+case "$action" in
+  restart | stop)
+    run_as "'$bin/pg_ctl' -D '$data' -l '$log' -w -t 60 -m fast \
+      -o \"-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off\" $action >/dev/null"
+    exit 0
+    ;;
+  start) ;;
+  *)
+    echo "usage: setup-postgres.sh [start|restart|stop]" >&2
+    exit 2
+    ;;
+esac
+
 if ! "$bin/pg_isready" -h 127.0.0.1 -p "$port" -q 2>/dev/null; then
-  mkdir -p "$data" "$root/log"
+  mkdir -p "$data"
   # The installation directory must be reachable by the server's user.
   chmod a+rx "$HOME" "$HOME/.cache" "$root" 2>/dev/null || true
   if [[ ! -f "$data/PG_VERSION" ]]; then
     run_as "'$bin/initdb' -D '$data' -A trust -U postgres --no-sync >/dev/null"
   fi
-  run_as "'$bin/pg_ctl' -D '$data' -l '$root/log/postgres.log' -w -t 60 \
+  run_as "'$bin/pg_ctl' -D '$data' -l '$log' -w -t 60 \
     -o \"-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off\" start >/dev/null"
 fi
 PGOPTIONS="-c client_min_messages=warning" "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -qtAc "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null

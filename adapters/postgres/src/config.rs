@@ -17,17 +17,35 @@ pub struct PostgresConfig {
     pub max_connections: u32,
     /// How long to wait for a connection from the pool.
     pub acquire_timeout: Duration,
+    /// How long an idempotent operation (every read, and writes whose repeat changes
+    /// nothing) keeps retrying a transient failure (a lost connection, a server restart, a
+    /// serialization failure) before returning it; zero turns retries off.
+    pub retry_for: Duration,
 }
 
 impl PostgresConfig {
-    /// Defaults: schema `memory`, 10 connections, 10 s to acquire one.
+    /// Defaults: schema `memory`, 10 connections, 10 s to acquire one, idempotent operations
+    /// retried for 10 s.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
             schema: "memory".to_owned(),
             max_connections: 10,
             acquire_timeout: Duration::from_secs(10),
+            retry_for: Duration::from_secs(10),
         }
+    }
+
+    /// Sets how long to wait for a pooled connection.
+    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
+        self.acquire_timeout = timeout;
+        self
+    }
+
+    /// Sets how long idempotent operations retry transient failures.
+    pub fn retry_for(mut self, duration: Duration) -> Self {
+        self.retry_for = duration;
+        self
     }
 
     /// Sets the schema.

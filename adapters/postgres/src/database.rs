@@ -2,7 +2,7 @@ use std::str::FromStr;
 
 use memory_core::Result;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use tracing::debug;
+use tracing::{debug, warn};
 
 use crate::config::PostgresConfig;
 use crate::error::{PostgresError, db};
@@ -12,6 +12,7 @@ use crate::error::{PostgresError, db};
 pub struct PostgresDatabase {
     pub(crate) pool: PgPool,
     schema: String,
+    retry_for: std::time::Duration,
 }
 
 /// A schema name safe to put in SQL unquoted: lowercase letters, digits and `_`, starting
@@ -63,7 +64,30 @@ impl PostgresDatabase {
         Ok(Self {
             pool,
             schema: config.schema,
+            retry_for: config.retry_for,
         })
+    }
+
+    /// Runs an idempotent operation, retrying transient failures (with backoff from 50 ms
+    /// to 1 s) for up to [`PostgresConfig::retry_for`]; any other error, or a transient one
+    /// past that time, is returned as it is.
+    pub(crate) async fn idempotent<T, F, Fut>(&self, operation: F) -> Result<T>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let start = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(50);
+        loop {
+            match operation().await {
+                Err(e) if e.is_transient() && start.elapsed() + pause < self.retry_for => {
+                    warn!(error = %e, "postgres: transient failure, retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(1));
+                }
+                other => return other,
+            }
+        }
     }
 
     /// The schema this database works in.

@@ -311,14 +311,18 @@ impl JobQueue for PostgresJobQueue {
     }
 
     async fn get(&self, id: &str) -> Result<Option<JobRecord>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM job_queue WHERE id = $1"
-        )))
-        .bind(id)
-        .fetch_optional(&self.db.pool)
-        .await
-        .map_err(db)?;
-        row.as_ref().map(from_row).transpose()
+        self.db
+            .idempotent(|| async {
+                let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT {COLUMNS} FROM job_queue WHERE id = $1"
+                )))
+                .bind(id)
+                .fetch_optional(&self.db.pool)
+                .await
+                .map_err(db)?;
+                row.as_ref().map(from_row).transpose()
+            })
+            .await
     }
 
     async fn list(
@@ -327,34 +331,39 @@ impl JobQueue for PostgresJobQueue {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<JobPage> {
-        let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM job_queue WHERE seq > $1 AND ($2::text IS NULL OR profile = $2) \
-             AND ($3::text IS NULL OR kind = $3) AND ($4::text IS NULL OR state = $4) ORDER BY seq LIMIT $5"
-        )))
-        .bind(after)
-        .bind(&filter.profile)
-        .bind(&filter.kind)
-        .bind(filter.state.map(JobState::as_str))
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
-        .fetch_all(&self.db.pool)
-        .await
-        .map_err(db)?;
-        let more = rows.len() > limit;
-        let mut jobs = Vec::with_capacity(limit.min(rows.len()));
-        let mut last = None;
-        for row in rows.iter().take(limit) {
-            last = Some(row.get::<i64, _>(11));
-            jobs.push(from_row(row)?);
-        }
-        Ok(JobPage {
-            jobs,
-            next_cursor: if more {
-                last.map(memory_core::cursor::position)
-            } else {
-                None
-            },
-        })
+        self.db
+            .idempotent(|| async {
+
+            let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
+            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {COLUMNS} FROM job_queue WHERE seq > $1 AND ($2::text IS NULL OR profile = $2) \
+                 AND ($3::text IS NULL OR kind = $3) AND ($4::text IS NULL OR state = $4) ORDER BY seq LIMIT $5"
+            )))
+            .bind(after)
+            .bind(&filter.profile)
+            .bind(&filter.kind)
+            .bind(filter.state.map(JobState::as_str))
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db)?;
+            let more = rows.len() > limit;
+            let mut jobs = Vec::with_capacity(limit.min(rows.len()));
+            let mut last = None;
+            for row in rows.iter().take(limit) {
+                last = Some(row.get::<i64, _>(11));
+                jobs.push(from_row(row)?);
+            }
+            Ok(JobPage {
+                jobs,
+                next_cursor: if more {
+                    last.map(memory_core::cursor::position)
+                } else {
+                    None
+                },
+            })
+            })
+            .await
     }
 
     async fn delete_profile_jobs(&self, profile: &str) -> Result<u64> {

@@ -34,24 +34,32 @@ fn prefix_like(prefix: &str) -> String {
 #[async_trait]
 impl KeyValueStore for PostgresKeyValueStore {
     async fn get(&self, key: &str) -> Result<Option<String>> {
-        sqlx::query_scalar("SELECT value FROM kv WHERE key = $1")
-            .bind(key)
-            .fetch_optional(&self.db.pool)
+        self.db
+            .idempotent(|| async {
+                sqlx::query_scalar("SELECT value FROM kv WHERE key = $1")
+                    .bind(key)
+                    .fetch_optional(&self.db.pool)
+                    .await
+                    .map_err(db)
+            })
             .await
-            .map_err(db)
     }
 
     async fn set(&self, key: &str, value: &str) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO kv (key, value) VALUES ($1, $2) \
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        )
-        .bind(key)
-        .bind(value)
-        .execute(&self.db.pool)
-        .await
-        .map_err(db)?;
-        Ok(())
+        self.db
+            .idempotent(|| async {
+                sqlx::query(
+                    "INSERT INTO kv (key, value) VALUES ($1, $2) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                )
+                .bind(key)
+                .bind(value)
+                .execute(&self.db.pool)
+                .await
+                .map_err(db)?;
+                Ok(())
+            })
+            .await
     }
 
     async fn delete(&self, key: &str) -> Result<bool> {

@@ -149,64 +149,77 @@ impl RawMessageStore for PostgresLongTermMemory {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<(Vec<RawMessage>, Option<String>)> {
-        let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
-        let rows = sqlx::query(
-            "SELECT id, session_id, role, content, created_at, doc FROM raw_messages \
-             WHERE profile_key = $1 AND doc > $2 ORDER BY doc LIMIT $3",
-        )
-        .bind(self.profile_key)
-        .bind(after)
-        .bind(limit_plus_one(limit))
-        .fetch_all(&self.db.pool)
-        .await
-        .map_err(db)?;
-        let more = rows.len() > limit;
-        let page: Vec<RawMessage> = rows.iter().take(limit).map(raw_from_row).collect();
-        let last = rows.iter().take(limit).last().map(|r| r.get::<i64, _>(5));
-        Ok((page, next_cursor(more, last)))
+        self.db
+            .idempotent(|| async {
+                let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
+                let rows = sqlx::query(
+                    "SELECT id, session_id, role, content, created_at, doc FROM raw_messages \
+                 WHERE profile_key = $1 AND doc > $2 ORDER BY doc LIMIT $3",
+                )
+                .bind(self.profile_key)
+                .bind(after)
+                .bind(limit_plus_one(limit))
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db)?;
+                let more = rows.len() > limit;
+                let page: Vec<RawMessage> = rows.iter().take(limit).map(raw_from_row).collect();
+                let last = rows.iter().take(limit).last().map(|r| r.get::<i64, _>(5));
+                Ok((page, next_cursor(more, last)))
+            })
+            .await
     }
 
     async fn raw_by_ids(&self, ids: &[String]) -> Result<Vec<RawMessage>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let rows = sqlx::query(
-            "SELECT r.id, r.session_id, r.role, r.content, r.created_at \
-             FROM UNNEST($2::text[]) WITH ORDINALITY AS u(id, ord) \
-             JOIN raw_messages r ON r.profile_key = $1 AND r.id = u.id ORDER BY u.ord",
-        )
-        .bind(self.profile_key)
-        .bind(ids)
-        .fetch_all(&self.db.pool)
-        .await
-        .map_err(db)?;
-        Ok(rows.iter().map(raw_from_row).collect())
+        self.db
+            .idempotent(|| async {
+                if ids.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let rows = sqlx::query(
+                    "SELECT r.id, r.session_id, r.role, r.content, r.created_at \
+                 FROM UNNEST($2::text[]) WITH ORDINALITY AS u(id, ord) \
+                 JOIN raw_messages r ON r.profile_key = $1 AND r.id = u.id ORDER BY u.ord",
+                )
+                .bind(self.profile_key)
+                .bind(ids)
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db)?;
+                Ok(rows.iter().map(raw_from_row).collect())
+            })
+            .await
     }
 
     async fn raw_neighbors(&self, ids: &[String], radius: usize) -> Result<Vec<RawMessage>> {
-        if ids.is_empty() || radius == 0 {
-            return Ok(Vec::new());
-        }
-        let rows = sqlx::query(
-            "WITH given AS (SELECT doc, session_id FROM raw_messages WHERE profile_key = $1 AND id = ANY($2)), \
-             near AS ( \
-               SELECT n.doc FROM given g CROSS JOIN LATERAL ( \
-                 SELECT doc FROM raw_messages x WHERE x.profile_key = $1 AND x.session_id = g.session_id \
-                   AND x.doc < g.doc AND NOT (x.id = ANY($2)) ORDER BY x.doc DESC LIMIT $3) n \
-               UNION \
-               SELECT n.doc FROM given g CROSS JOIN LATERAL ( \
-                 SELECT doc FROM raw_messages x WHERE x.profile_key = $1 AND x.session_id = g.session_id \
-                   AND x.doc > g.doc AND NOT (x.id = ANY($2)) ORDER BY x.doc LIMIT $3) n) \
-             SELECT r.id, r.session_id, r.role, r.content, r.created_at FROM near \
-             JOIN raw_messages r ON r.profile_key = $1 AND r.doc = near.doc ORDER BY r.doc",
-        )
-        .bind(self.profile_key)
-        .bind(ids)
-        .bind(i64::try_from(radius).unwrap_or(i64::MAX))
-        .fetch_all(&self.db.pool)
-        .await
-        .map_err(db)?;
-        Ok(rows.iter().map(raw_from_row).collect())
+        self.db
+            .idempotent(|| async {
+
+            if ids.is_empty() || radius == 0 {
+                return Ok(Vec::new());
+            }
+            let rows = sqlx::query(
+                "WITH given AS (SELECT doc, session_id FROM raw_messages WHERE profile_key = $1 AND id = ANY($2)), \
+                 near AS ( \
+                   SELECT n.doc FROM given g CROSS JOIN LATERAL ( \
+                     SELECT doc FROM raw_messages x WHERE x.profile_key = $1 AND x.session_id = g.session_id \
+                       AND x.doc < g.doc AND NOT (x.id = ANY($2)) ORDER BY x.doc DESC LIMIT $3) n \
+                   UNION \
+                   SELECT n.doc FROM given g CROSS JOIN LATERAL ( \
+                     SELECT doc FROM raw_messages x WHERE x.profile_key = $1 AND x.session_id = g.session_id \
+                       AND x.doc > g.doc AND NOT (x.id = ANY($2)) ORDER BY x.doc LIMIT $3) n) \
+                 SELECT r.id, r.session_id, r.role, r.content, r.created_at FROM near \
+                 JOIN raw_messages r ON r.profile_key = $1 AND r.doc = near.doc ORDER BY r.doc",
+            )
+            .bind(self.profile_key)
+            .bind(ids)
+            .bind(i64::try_from(radius).unwrap_or(i64::MAX))
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db)?;
+            Ok(rows.iter().map(raw_from_row).collect())
+            })
+            .await
     }
 
     async fn purge_raw(&self, ids: &[String]) -> Result<u64> {
@@ -276,27 +289,35 @@ impl MemoryRecordStore for PostgresLongTermMemory {
     }
 
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryRecord>> {
-        let row = sqlx::query(select("AND id = $2"))
-            .bind(self.profile_key)
-            .bind(id)
-            .fetch_optional(&self.db.pool)
+        self.db
+            .idempotent(|| async {
+                let row = sqlx::query(select("AND id = $2"))
+                    .bind(self.profile_key)
+                    .bind(id)
+                    .fetch_optional(&self.db.pool)
+                    .await
+                    .map_err(db)?;
+                row.as_ref().map(from_row).transpose()
+            })
             .await
-            .map_err(db)?;
-        row.as_ref().map(from_row).transpose()
     }
 
     async fn current_by_key(&self, kind: MemoryKind, key: &str) -> Result<Option<MemoryRecord>> {
-        let row = sqlx::query(select(
-            "AND kind = $2 AND key = $3 AND superseded_by IS NULL AND forgotten_reason IS NULL \
-             ORDER BY pos DESC LIMIT 1",
-        ))
-        .bind(self.profile_key)
-        .bind(kind.as_str())
-        .bind(key)
-        .fetch_optional(&self.db.pool)
-        .await
-        .map_err(db)?;
-        row.as_ref().map(from_row).transpose()
+        self.db
+            .idempotent(|| async {
+                let row = sqlx::query(select(
+                "AND kind = $2 AND key = $3 AND superseded_by IS NULL AND forgotten_reason IS NULL \
+                 ORDER BY pos DESC LIMIT 1",
+            ))
+            .bind(self.profile_key)
+            .bind(kind.as_str())
+            .bind(key)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db)?;
+                row.as_ref().map(from_row).transpose()
+            })
+            .await
     }
 
     async fn supersede(&self, old_id: &str, new_id: &str) -> Result<()> {
@@ -324,14 +345,18 @@ impl MemoryRecordStore for PostgresLongTermMemory {
     }
 
     async fn versions(&self, kind: MemoryKind, key: &str) -> Result<Vec<MemoryRecord>> {
-        let rows = sqlx::query(select("AND kind = $2 AND key = $3 ORDER BY pos"))
-            .bind(self.profile_key)
-            .bind(kind.as_str())
-            .bind(key)
-            .fetch_all(&self.db.pool)
+        self.db
+            .idempotent(|| async {
+                let rows = sqlx::query(select("AND kind = $2 AND key = $3 ORDER BY pos"))
+                    .bind(self.profile_key)
+                    .bind(kind.as_str())
+                    .bind(key)
+                    .fetch_all(&self.db.pool)
+                    .await
+                    .map_err(db)?;
+                rows.iter().map(from_row).collect()
+            })
             .await
-            .map_err(db)?;
-        rows.iter().map(from_row).collect()
     }
 
     async fn list(
@@ -340,38 +365,43 @@ impl MemoryRecordStore for PostgresLongTermMemory {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<MemoryPage> {
-        let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
-        let rows = sqlx::query(select(
-            "AND pos > $2 AND ($3::text IS NULL OR kind = $3) AND ($4::text IS NULL OR key = $4) \
-             AND ($5::text IS NULL OR session_id = $5) \
-             AND ($6::bigint IS NULL OR recorded_at >= $6) AND ($7::bigint IS NULL OR recorded_at < $7) \
-             AND ($8 OR superseded_by IS NULL) AND ($9 OR forgotten_reason IS NULL) \
-             ORDER BY pos LIMIT $10",
-        ))
-        .bind(self.profile_key)
-        .bind(after)
-        .bind(filter.kind.map(MemoryKind::as_str))
-        .bind(&filter.key)
-        .bind(&filter.session_id)
-        .bind(filter.from.map(Timestamp::millis))
-        .bind(filter.to.map(Timestamp::millis))
-        .bind(filter.include_superseded)
-        .bind(filter.include_forgotten)
-        .bind(limit_plus_one(limit))
-        .fetch_all(&self.db.pool)
-        .await
-        .map_err(db)?;
-        let more = rows.len() > limit;
-        let mut memories = Vec::with_capacity(limit.min(rows.len()));
-        let mut last = None;
-        for row in rows.iter().take(limit) {
-            last = Some(row.get::<i64, _>(0));
-            memories.push(from_row(row)?);
-        }
-        Ok(MemoryPage {
-            memories,
-            next_cursor: next_cursor(more, last),
-        })
+        self.db
+            .idempotent(|| async {
+
+            let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
+            let rows = sqlx::query(select(
+                "AND pos > $2 AND ($3::text IS NULL OR kind = $3) AND ($4::text IS NULL OR key = $4) \
+                 AND ($5::text IS NULL OR session_id = $5) \
+                 AND ($6::bigint IS NULL OR recorded_at >= $6) AND ($7::bigint IS NULL OR recorded_at < $7) \
+                 AND ($8 OR superseded_by IS NULL) AND ($9 OR forgotten_reason IS NULL) \
+                 ORDER BY pos LIMIT $10",
+            ))
+            .bind(self.profile_key)
+            .bind(after)
+            .bind(filter.kind.map(MemoryKind::as_str))
+            .bind(&filter.key)
+            .bind(&filter.session_id)
+            .bind(filter.from.map(Timestamp::millis))
+            .bind(filter.to.map(Timestamp::millis))
+            .bind(filter.include_superseded)
+            .bind(filter.include_forgotten)
+            .bind(limit_plus_one(limit))
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db)?;
+            let more = rows.len() > limit;
+            let mut memories = Vec::with_capacity(limit.min(rows.len()));
+            let mut last = None;
+            for row in rows.iter().take(limit) {
+                last = Some(row.get::<i64, _>(0));
+                memories.push(from_row(row)?);
+            }
+            Ok(MemoryPage {
+                memories,
+                next_cursor: next_cursor(more, last),
+            })
+            })
+            .await
     }
 
     async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()> {

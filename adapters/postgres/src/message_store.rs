@@ -39,34 +39,38 @@ impl PostgresMessageStore {
         columns: &'static str,
         map: impl Fn(&PgRow) -> Result<T>,
     ) -> Result<Vec<T>> {
-        let mut tx = self.db.pool.begin().await.map_err(db)?;
-        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            .execute(&mut *tx)
+        self.db
+            .idempotent(|| async {
+                let mut tx = self.db.pool.begin().await.map_err(db)?;
+                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                let Some((key, leaf)) = resolve_leaf(&mut tx, session, leaf.clone()).await? else {
+                    return Ok(Vec::new());
+                };
+                let sql = format!(
+                    "WITH RECURSIVE seg(run_id, upto, depth) AS ( \
+                   SELECT run_id, seq, 0 FROM messages WHERE session_key = $1 AND seq = $2 \
+                   UNION ALL \
+                   SELECT p.run_id, p.seq, s.depth + 1 FROM seg s JOIN messages p \
+                     ON p.session_key = $1 AND p.seq = (SELECT h.parent_seq FROM messages h \
+                       WHERE h.session_key = $1 AND h.run_id = s.run_id ORDER BY h.seq LIMIT 1) \
+                   WHERE p.seq < s.upto) \
+                 SELECT {columns} FROM seg JOIN messages m \
+                   ON m.session_key = $1 AND m.run_id = seg.run_id AND m.seq <= seg.upto \
+                 ORDER BY seg.depth DESC, m.seq"
+                );
+                let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(key)
+                    .bind(leaf)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                tx.commit().await.map_err(db)?;
+                rows.iter().map(&map).collect()
+            })
             .await
-            .map_err(db)?;
-        let Some((key, leaf)) = resolve_leaf(&mut tx, session, leaf).await? else {
-            return Ok(Vec::new());
-        };
-        let sql = format!(
-            "WITH RECURSIVE seg(run_id, upto, depth) AS ( \
-               SELECT run_id, seq, 0 FROM messages WHERE session_key = $1 AND seq = $2 \
-               UNION ALL \
-               SELECT p.run_id, p.seq, s.depth + 1 FROM seg s JOIN messages p \
-                 ON p.session_key = $1 AND p.seq = (SELECT h.parent_seq FROM messages h \
-                   WHERE h.session_key = $1 AND h.run_id = s.run_id ORDER BY h.seq LIMIT 1) \
-               WHERE p.seq < s.upto) \
-             SELECT {columns} FROM seg JOIN messages m \
-               ON m.session_key = $1 AND m.run_id = seg.run_id AND m.seq <= seg.upto \
-             ORDER BY seg.depth DESC, m.seq"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(key)
-            .bind(leaf)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db)?;
-        tx.commit().await.map_err(db)?;
-        rows.iter().map(map).collect()
     }
 }
 
@@ -294,67 +298,85 @@ impl MessageStore for PostgresMessageStore {
     }
 
     async fn get(&self, session: &SessionId, id: &str) -> Result<Option<UiMessage>> {
-        let json: Option<String> = sqlx::query_scalar(
-            "SELECT m.content FROM messages m JOIN message_sessions s ON s.key = m.session_key \
-             WHERE s.session_id = $1 AND m.id = $2",
-        )
-        .bind(session.as_str())
-        .bind(id)
-        .fetch_optional(&self.db.pool)
-        .await
-        .map_err(db)?;
-        json.as_deref().map(decode).transpose()
+        self.db
+            .idempotent(|| async {
+                let json: Option<String> = sqlx::query_scalar(
+                "SELECT m.content FROM messages m JOIN message_sessions s ON s.key = m.session_key \
+                 WHERE s.session_id = $1 AND m.id = $2",
+            )
+            .bind(session.as_str())
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db)?;
+                json.as_deref().map(decode).transpose()
+            })
+            .await
     }
 
     async fn get_many(&self, session: &SessionId, ids: &[String]) -> Result<Vec<UiMessage>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let rows = sqlx::query(
-            "SELECT m.id, m.content FROM messages m JOIN message_sessions s ON s.key = m.session_key \
-             WHERE s.session_id = $1 AND m.id = ANY($2)",
-        )
-        .bind(session.as_str())
-        .bind(ids)
-        .fetch_all(&self.db.pool)
-        .await
-        .map_err(db)?;
-        let mut found: HashMap<String, UiMessage> = HashMap::with_capacity(rows.len());
-        for row in &rows {
-            found.insert(row.get(0), decode(row.get::<&str, _>(1))?);
-        }
-        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+        self.db
+            .idempotent(|| async {
+
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let rows = sqlx::query(
+                "SELECT m.id, m.content FROM messages m JOIN message_sessions s ON s.key = m.session_key \
+                 WHERE s.session_id = $1 AND m.id = ANY($2)",
+            )
+            .bind(session.as_str())
+            .bind(ids)
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db)?;
+            let mut found: HashMap<String, UiMessage> = HashMap::with_capacity(rows.len());
+            for row in &rows {
+                found.insert(row.get(0), decode(row.get::<&str, _>(1))?);
+            }
+            Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+            })
+            .await
     }
 
     async fn latest_leaf(&self, session: &SessionId) -> Result<Option<String>> {
-        sqlx::query_scalar(
-            "SELECT m.id FROM messages m WHERE m.session_key = \
-             (SELECT key FROM message_sessions WHERE session_id = $1) ORDER BY m.seq DESC LIMIT 1",
-        )
-        .bind(session.as_str())
-        .fetch_optional(&self.db.pool)
-        .await
-        .map_err(db)
+        self.db
+            .idempotent(|| async {
+
+            sqlx::query_scalar(
+                "SELECT m.id FROM messages m WHERE m.session_key = \
+                 (SELECT key FROM message_sessions WHERE session_id = $1) ORDER BY m.seq DESC LIMIT 1",
+            )
+            .bind(session.as_str())
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(db)
+            })
+            .await
     }
 
     async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>> {
-        let rows: Vec<(Option<String>,)> = sqlx::query_as(
-            "SELECT c.content FROM messages p JOIN message_sessions s ON s.key = p.session_key \
-             LEFT JOIN messages c ON c.session_key = p.session_key AND c.parent_seq = p.seq \
-             WHERE s.session_id = $1 AND p.id = $2 ORDER BY c.seq",
-        )
-        .bind(session.as_str())
-        .bind(id)
-        .fetch_all(&self.db.pool)
-        .await
-        .map_err(db)?;
-        if rows.is_empty() {
-            return Err(MemoryError::not_found("message", id));
-        }
-        rows.iter()
-            .filter_map(|(json,)| json.as_deref())
-            .map(decode)
-            .collect()
+        self.db
+            .idempotent(|| async {
+                let rows: Vec<(Option<String>,)> = sqlx::query_as(
+                "SELECT c.content FROM messages p JOIN message_sessions s ON s.key = p.session_key \
+                 LEFT JOIN messages c ON c.session_key = p.session_key AND c.parent_seq = p.seq \
+                 WHERE s.session_id = $1 AND p.id = $2 ORDER BY c.seq",
+            )
+            .bind(session.as_str())
+            .bind(id)
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db)?;
+                if rows.is_empty() {
+                    return Err(MemoryError::not_found("message", id));
+                }
+                rows.iter()
+                    .filter_map(|(json,)| json.as_deref())
+                    .map(decode)
+                    .collect()
+            })
+            .await
     }
 
     async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>> {
@@ -383,37 +405,42 @@ impl MessageStore for PostgresMessageStore {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<MessagePage> {
-        let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(i64::MIN);
-        let rows = sqlx::query(
-            "SELECT m.seq, m.content, p.id FROM messages m \
-             LEFT JOIN messages p ON p.session_key = m.session_key AND p.seq = m.parent_seq \
-             WHERE m.session_key = (SELECT key FROM message_sessions WHERE session_id = $1) \
-               AND m.seq > $2 ORDER BY m.seq LIMIT $3",
-        )
-        .bind(session.as_str())
-        .bind(after)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
-        .fetch_all(&self.db.pool)
-        .await
-        .map_err(db)?;
-        let more = rows.len() > limit;
-        let mut messages = Vec::with_capacity(rows.len().min(limit));
-        let mut last = None;
-        for row in rows.iter().take(limit) {
-            last = Some(row.get::<i64, _>(0));
-            messages.push(StoredMessage {
-                message: decode(row.get::<&str, _>(1))?,
-                parent_id: row.get(2),
-            });
-        }
-        Ok(MessagePage {
-            messages,
-            next_cursor: if more {
-                last.map(memory_core::cursor::position)
-            } else {
-                None
-            },
-        })
+        self.db
+            .idempotent(|| async {
+                let after =
+                    memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(i64::MIN);
+                let rows = sqlx::query(
+                    "SELECT m.seq, m.content, p.id FROM messages m \
+                 LEFT JOIN messages p ON p.session_key = m.session_key AND p.seq = m.parent_seq \
+                 WHERE m.session_key = (SELECT key FROM message_sessions WHERE session_id = $1) \
+                   AND m.seq > $2 ORDER BY m.seq LIMIT $3",
+                )
+                .bind(session.as_str())
+                .bind(after)
+                .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db)?;
+                let more = rows.len() > limit;
+                let mut messages = Vec::with_capacity(rows.len().min(limit));
+                let mut last = None;
+                for row in rows.iter().take(limit) {
+                    last = Some(row.get::<i64, _>(0));
+                    messages.push(StoredMessage {
+                        message: decode(row.get::<&str, _>(1))?,
+                        parent_id: row.get(2),
+                    });
+                }
+                Ok(MessagePage {
+                    messages,
+                    next_cursor: if more {
+                        last.map(memory_core::cursor::position)
+                    } else {
+                        None
+                    },
+                })
+            })
+            .await
     }
 
     async fn add_compaction(
@@ -451,14 +478,19 @@ impl MessageStore for PostgresMessageStore {
     }
 
     async fn compactions(&self, session: &SessionId) -> Result<Vec<CompactionRecord>> {
-        let rows = sqlx::query(
-            "SELECT seq, summary, from_message_id, to_message_id, created_at FROM compactions \
-             WHERE session_key = (SELECT key FROM message_sessions WHERE session_id = $1) ORDER BY seq",
-        )
-        .bind(session.as_str())
-        .fetch_all(&self.db.pool)
-        .await
-        .map_err(db)?;
-        Ok(rows.iter().map(compaction_from_row).collect())
+        self.db
+            .idempotent(|| async {
+
+            let rows = sqlx::query(
+                "SELECT seq, summary, from_message_id, to_message_id, created_at FROM compactions \
+                 WHERE session_key = (SELECT key FROM message_sessions WHERE session_id = $1) ORDER BY seq",
+            )
+            .bind(session.as_str())
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(db)?;
+            Ok(rows.iter().map(compaction_from_row).collect())
+            })
+            .await
     }
 }

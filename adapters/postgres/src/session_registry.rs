@@ -109,26 +109,36 @@ impl SessionRegistry for PostgresSessionRegistry {
     }
 
     async fn get(&self, id: &SessionId) -> Result<Option<SessionInfo>> {
-        let sql = sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM sessions WHERE id = $1"));
-        let row = sqlx::query(sql)
-            .bind(id.as_str())
-            .fetch_optional(&self.db.pool)
+        self.db
+            .idempotent(|| async {
+                let sql =
+                    sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM sessions WHERE id = $1"));
+                let row = sqlx::query(sql)
+                    .bind(id.as_str())
+                    .fetch_optional(&self.db.pool)
+                    .await
+                    .map_err(db)?;
+                row.as_ref().map(from_row).transpose()
+            })
             .await
-            .map_err(db)?;
-        row.as_ref().map(from_row).transpose()
     }
 
     async fn list(&self, limit: usize, offset: usize) -> Result<Vec<SessionInfo>> {
-        let sql = sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM sessions ORDER BY updated_at DESC, ord DESC LIMIT $1 OFFSET $2"
-        ));
-        let rows = sqlx::query(sql)
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .bind(i64::try_from(offset).unwrap_or(i64::MAX))
-            .fetch_all(&self.db.pool)
+        self.db
+            .idempotent(|| async {
+
+            let sql = sqlx::AssertSqlSafe(format!(
+                "SELECT {COLUMNS} FROM sessions ORDER BY updated_at DESC, ord DESC LIMIT $1 OFFSET $2"
+            ));
+            let rows = sqlx::query(sql)
+                .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                .bind(i64::try_from(offset).unwrap_or(i64::MAX))
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db)?;
+            rows.iter().map(from_row).collect()
+            })
             .await
-            .map_err(db)?;
-        rows.iter().map(from_row).collect()
     }
 
     async fn update(

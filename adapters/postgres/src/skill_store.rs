@@ -27,44 +27,57 @@ impl PostgresSkillStore {
 #[async_trait]
 impl SkillStore for PostgresSkillStore {
     async fn list(&self) -> Result<Vec<SkillSummary>> {
-        let rows =
-            sqlx::query("SELECT key, description FROM skills WHERE namespace = $1 ORDER BY key")
+        self.db
+            .idempotent(|| async {
+                let rows = sqlx::query(
+                    "SELECT key, description FROM skills WHERE namespace = $1 ORDER BY key",
+                )
                 .bind(&self.namespace)
                 .fetch_all(&self.db.pool)
                 .await
                 .map_err(db)?;
-        Ok(rows
-            .iter()
-            .map(|r| SkillSummary {
-                key: r.get(0),
-                description: r.get(1),
+                Ok(rows
+                    .iter()
+                    .map(|r| SkillSummary {
+                        key: r.get(0),
+                        description: r.get(1),
+                    })
+                    .collect())
             })
-            .collect())
+            .await
     }
 
     async fn get(&self, key: &str) -> Result<Option<String>> {
-        sqlx::query_scalar("SELECT content FROM skills WHERE namespace = $1 AND key = $2")
-            .bind(&self.namespace)
-            .bind(key)
-            .fetch_optional(&self.db.pool)
+        self.db
+            .idempotent(|| async {
+                sqlx::query_scalar("SELECT content FROM skills WHERE namespace = $1 AND key = $2")
+                    .bind(&self.namespace)
+                    .bind(key)
+                    .fetch_optional(&self.db.pool)
+                    .await
+                    .map_err(db)
+            })
             .await
-            .map_err(db)
     }
 
     async fn put(&self, key: &str, content: &str, description: Option<String>) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO skills (namespace, key, content, description) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (namespace, key) DO UPDATE SET content = excluded.content, \
-             description = excluded.description",
-        )
-        .bind(&self.namespace)
-        .bind(key)
-        .bind(content)
-        .bind(description)
-        .execute(&self.db.pool)
-        .await
-        .map_err(db)?;
-        Ok(())
+        self.db
+            .idempotent(|| async {
+                sqlx::query(
+                "INSERT INTO skills (namespace, key, content, description) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (namespace, key) DO UPDATE SET content = excluded.content, \
+                 description = excluded.description",
+            )
+            .bind(&self.namespace)
+            .bind(key)
+            .bind(content)
+            .bind(description.as_deref())
+            .execute(&self.db.pool)
+            .await
+            .map_err(db)?;
+                Ok(())
+            })
+            .await
     }
 
     async fn delete(&self, key: &str) -> Result<bool> {

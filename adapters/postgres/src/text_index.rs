@@ -108,102 +108,120 @@ impl TextIndex for PostgresTextIndex {
     }
 
     async fn upsert(&self, namespace: &str, documents: Vec<TextDocument>) -> Result<()> {
-        let mut tx = self.db.pool.begin().await.map_err(db)?;
-        for doc in documents {
-            sqlx::query(
-                "INSERT INTO text_documents (namespace, id, text, session, role, kind, key, time, scope) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-                 ON CONFLICT (scope, namespace, id) DO UPDATE SET text = excluded.text, \
-                 session = excluded.session, role = excluded.role, kind = excluded.kind, \
-                 key = excluded.key, time = excluded.time",
-            )
-            .bind(namespace)
-            .bind(&doc.id)
-            // PostgreSQL text cannot hold NUL; as a word separator it indexes the same.
-            .bind(doc.text.replace('\0', " "))
-            .bind(&doc.fields.session)
-            .bind(&doc.fields.role)
-            .bind(&doc.fields.kind)
-            .bind(&doc.fields.key)
-            .bind(doc.fields.time.map(Timestamp::millis))
-            .bind(&self.scope)
-            .execute(&mut *tx)
+        self.db
+            .idempotent(|| async {
+
+            let mut tx = self.db.pool.begin().await.map_err(db)?;
+            for doc in &documents {
+                sqlx::query(
+                    "INSERT INTO text_documents (namespace, id, text, session, role, kind, key, time, scope) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                     ON CONFLICT (scope, namespace, id) DO UPDATE SET text = excluded.text, \
+                     session = excluded.session, role = excluded.role, kind = excluded.kind, \
+                     key = excluded.key, time = excluded.time",
+                )
+                .bind(namespace)
+                .bind(&doc.id)
+                // PostgreSQL text cannot hold NUL; as a word separator it indexes the same.
+                .bind(doc.text.replace('\0', " "))
+                .bind(&doc.fields.session)
+                .bind(&doc.fields.role)
+                .bind(&doc.fields.kind)
+                .bind(&doc.fields.key)
+                .bind(doc.fields.time.map(Timestamp::millis))
+                .bind(&self.scope)
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+            }
+            tx.commit().await.map_err(db)
+            })
             .await
-            .map_err(db)?;
-        }
-        tx.commit().await.map_err(db)
     }
 
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
-        Ok(sqlx::query(
-            "DELETE FROM text_documents WHERE scope = $3 AND namespace = $1 AND id = ANY($2)",
-        )
-        .bind(namespace)
-        .bind(ids)
-        .bind(&self.scope)
-        .execute(&self.db.pool)
-        .await
-        .map_err(db)?
-        .rows_affected())
+        self.db
+            .idempotent(|| async {
+                Ok(sqlx::query(
+                "DELETE FROM text_documents WHERE scope = $3 AND namespace = $1 AND id = ANY($2)",
+            )
+            .bind(namespace)
+            .bind(ids)
+            .bind(&self.scope)
+            .execute(&self.db.pool)
+            .await
+            .map_err(db)?
+            .rows_affected())
+            })
+            .await
     }
 
     async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>> {
-        if query.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (words, expression) = tsquery(query, 10);
-        let sql = format!(
-            "SELECT d.id, d.text, d.session, d.role, d.kind, d.key, d.time, \
-             ts_rank_cd(d.tsv, q.query)::float8 AS score \
-             FROM text_documents d, (SELECT {expression} AS query) q \
-             WHERE d.scope = $9 AND d.namespace = $1 AND d.tsv @@ q.query \
-               AND ($2::text IS NULL OR d.session = $2) AND ($3::text IS NULL OR d.role = $3) \
-               AND ($4::text IS NULL OR d.kind = $4) AND ($5::text IS NULL OR d.key = $5) \
-               AND ($6::bigint IS NULL OR d.time >= $6) AND ($7::bigint IS NULL OR d.time < $7) \
-             ORDER BY score DESC, d.id LIMIT $8"
-        );
-        let f = &query.filter;
-        let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(namespace)
-            .bind(&f.session)
-            .bind(&f.role)
-            .bind(&f.kind)
-            .bind(&f.key)
-            .bind(f.from.map(Timestamp::millis))
-            .bind(f.to.map(Timestamp::millis))
-            .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
-            .bind(&self.scope);
-        for word in words {
-            statement = statement.bind(word);
-        }
-        let rows = statement.fetch_all(&self.db.pool).await.map_err(db)?;
-        Ok(rows
-            .iter()
-            .map(|r| TextHit {
-                id: r.get(0),
-                text: r.get(1),
-                fields: TextFields {
-                    session: r.get(2),
-                    role: r.get(3),
-                    kind: r.get(4),
-                    key: r.get(5),
-                    time: r.get::<Option<i64>, _>(6).map(Timestamp),
-                },
-                score: r.get(7),
+        self.db
+            .idempotent(|| async {
+
+            if query.is_empty() {
+                return Ok(Vec::new());
+            }
+            let (words, expression) = tsquery(query, 10);
+            let sql = format!(
+                "SELECT d.id, d.text, d.session, d.role, d.kind, d.key, d.time, \
+                 ts_rank_cd(d.tsv, q.query)::float8 AS score \
+                 FROM text_documents d, (SELECT {expression} AS query) q \
+                 WHERE d.scope = $9 AND d.namespace = $1 AND d.tsv @@ q.query \
+                   AND ($2::text IS NULL OR d.session = $2) AND ($3::text IS NULL OR d.role = $3) \
+                   AND ($4::text IS NULL OR d.kind = $4) AND ($5::text IS NULL OR d.key = $5) \
+                   AND ($6::bigint IS NULL OR d.time >= $6) AND ($7::bigint IS NULL OR d.time < $7) \
+                 ORDER BY score DESC, d.id LIMIT $8"
+            );
+            let f = &query.filter;
+            let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(namespace)
+                .bind(&f.session)
+                .bind(&f.role)
+                .bind(&f.kind)
+                .bind(&f.key)
+                .bind(f.from.map(Timestamp::millis))
+                .bind(f.to.map(Timestamp::millis))
+                .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
+                .bind(&self.scope);
+            for word in words {
+                statement = statement.bind(word);
+            }
+            let rows = statement.fetch_all(&self.db.pool).await.map_err(db)?;
+            Ok(rows
+                .iter()
+                .map(|r| TextHit {
+                    id: r.get(0),
+                    text: r.get(1),
+                    fields: TextFields {
+                        session: r.get(2),
+                        role: r.get(3),
+                        kind: r.get(4),
+                        key: r.get(5),
+                        time: r.get::<Option<i64>, _>(6).map(Timestamp),
+                    },
+                    score: r.get(7),
+                })
+                .collect())
             })
-            .collect())
+            .await
     }
 
     async fn count(&self, namespace: &str) -> Result<u64> {
-        let count: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM text_documents WHERE scope = $2 AND namespace = $1",
-        )
-        .bind(namespace)
-        .bind(&self.scope)
-        .fetch_one(&self.db.pool)
-        .await
-        .map_err(db)?;
-        Ok(count.max(0) as u64)
+        self.db
+            .idempotent(|| async {
+                let count: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM text_documents WHERE scope = $2 AND namespace = $1",
+                )
+                .bind(namespace)
+                .bind(&self.scope)
+                .fetch_one(&self.db.pool)
+                .await
+                .map_err(db)?;
+                Ok(count.max(0) as u64)
+            })
+            .await
     }
 
     async fn clear(&self, namespace: &str) -> Result<()> {

@@ -98,77 +98,82 @@ fn mismatch(namespace: &str, ns: &Namespace, bad: &VectorRecord) -> MemoryError 
 #[async_trait]
 impl VectorIndex for PostgresVectorIndex {
     async fn upsert(&self, namespace: &str, records: Vec<VectorRecord>) -> Result<()> {
-        let Some(first) = records.first() else {
-            return Ok(());
-        };
-        if first.vector.is_empty() {
-            return Err(MemoryError::invalid("an empty vector cannot be indexed"));
-        }
-        if let Some(bad) = records
-            .iter()
-            .find(|r| r.vector.iter().any(|x| !x.is_finite()))
-        {
-            return Err(MemoryError::invalid(format!(
-                "vector {:?} holds a NaN or infinite component",
-                bad.id
-            )));
-        }
-        let mut tx = self.db.pool.begin().await.map_err(db)?;
-        let created: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO vector_namespaces (scope, namespace, model, dims) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (scope, namespace) DO NOTHING RETURNING key",
-        )
-        .bind(&self.scope)
-        .bind(namespace)
-        .bind(&first.model)
-        .bind(i32::try_from(first.vector.len()).unwrap_or(i32::MAX))
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db)?;
-        let ns = self
-            .namespace(&mut tx, namespace, "FOR SHARE")
-            .await?
-            .ok_or_else(|| {
-                crate::error::invariant("a vector namespace vanished as it was written")
-            })?;
-        if let Some(bad) = records
-            .iter()
-            .find(|r| r.model != ns.model || r.vector.len() != ns.dims)
-        {
-            return Err(mismatch(namespace, &ns, bad));
-        }
-        if created.is_some() && ns.dims <= MAX_HNSW_DIMENSIONS {
-            let create = format!(
-                "CREATE INDEX {} ON vectors USING hnsw (({}) vector_cosine_ops) WHERE namespace_key = {}",
-                hnsw_index(ns.key),
-                typed(ns.dims),
-                ns.key
-            );
-            sqlx::query(sqlx::AssertSqlSafe(create))
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
-        }
-        let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
-        // Each vector as a JSON array of numbers, which pgvector reads as its text form.
-        let vectors: Vec<String> = records
-            .iter()
-            .map(|r| serde_json::to_string(&r.vector))
-            .collect::<serde_json::Result<_>>()?;
-        sqlx::query(
-            "INSERT INTO vectors (namespace_key, id, embedding) \
-             SELECT DISTINCT ON (u.id) $1, u.id, u.v::vector \
-             FROM UNNEST($2::text[], $3::text[]) WITH ORDINALITY AS u(id, v, ord) \
-             ORDER BY u.id, u.ord DESC \
-             ON CONFLICT (namespace_key, id) DO UPDATE SET embedding = excluded.embedding",
-        )
-        .bind(ns.key)
-        .bind(&ids)
-        .bind(&vectors)
-        .execute(&mut *tx)
-        .await
-        .map_err(db)?;
-        tx.commit().await.map_err(db)
+        self.db
+            .idempotent(|| async {
+
+            let Some(first) = records.first() else {
+                return Ok(());
+            };
+            if first.vector.is_empty() {
+                return Err(MemoryError::invalid("an empty vector cannot be indexed"));
+            }
+            if let Some(bad) = records
+                .iter()
+                .find(|r| r.vector.iter().any(|x| !x.is_finite()))
+            {
+                return Err(MemoryError::invalid(format!(
+                    "vector {:?} holds a NaN or infinite component",
+                    bad.id
+                )));
+            }
+            let mut tx = self.db.pool.begin().await.map_err(db)?;
+            let created: Option<i64> = sqlx::query_scalar(
+                "INSERT INTO vector_namespaces (scope, namespace, model, dims) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (scope, namespace) DO NOTHING RETURNING key",
+            )
+            .bind(&self.scope)
+            .bind(namespace)
+            .bind(&first.model)
+            .bind(i32::try_from(first.vector.len()).unwrap_or(i32::MAX))
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db)?;
+            let ns = self
+                .namespace(&mut tx, namespace, "FOR SHARE")
+                .await?
+                .ok_or_else(|| {
+                    crate::error::invariant("a vector namespace vanished as it was written")
+                })?;
+            if let Some(bad) = records
+                .iter()
+                .find(|r| r.model != ns.model || r.vector.len() != ns.dims)
+            {
+                return Err(mismatch(namespace, &ns, bad));
+            }
+            if created.is_some() && ns.dims <= MAX_HNSW_DIMENSIONS {
+                let create = format!(
+                    "CREATE INDEX {} ON vectors USING hnsw (({}) vector_cosine_ops) WHERE namespace_key = {}",
+                    hnsw_index(ns.key),
+                    typed(ns.dims),
+                    ns.key
+                );
+                sqlx::query(sqlx::AssertSqlSafe(create))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+            }
+            let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+            // Each vector as a JSON array of numbers, which pgvector reads as its text form.
+            let vectors: Vec<String> = records
+                .iter()
+                .map(|r| serde_json::to_string(&r.vector))
+                .collect::<serde_json::Result<_>>()?;
+            sqlx::query(
+                "INSERT INTO vectors (namespace_key, id, embedding) \
+                 SELECT DISTINCT ON (u.id) $1, u.id, u.v::vector \
+                 FROM UNNEST($2::text[], $3::text[]) WITH ORDINALITY AS u(id, v, ord) \
+                 ORDER BY u.id, u.ord DESC \
+                 ON CONFLICT (namespace_key, id) DO UPDATE SET embedding = excluded.embedding",
+            )
+            .bind(ns.key)
+            .bind(&ids)
+            .bind(&vectors)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+            tx.commit().await.map_err(db)
+            })
+            .await
     }
 
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
@@ -186,102 +191,114 @@ impl VectorIndex for PostgresVectorIndex {
     }
 
     async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>> {
-        let mut tx = self.db.pool.begin().await.map_err(db)?;
-        let Some(ns) = self.namespace(&mut tx, namespace, "").await? else {
-            return Ok(Vec::new());
-        };
-        if vector.len() != ns.dims {
-            return Err(MemoryError::invalid(format!(
-                "query vector has {} dimensions; namespace {namespace:?} holds {}",
-                vector.len(),
-                ns.dims
-            )));
-        }
-        if k == 0 {
-            return Ok(Vec::new());
-        }
-        if k > MAX_HNSW_K || ns.dims > MAX_HNSW_DIMENSIONS {
-            sqlx::query("SET LOCAL enable_indexscan = off")
-                .execute(&mut *tx)
-                .await
-                .map_err(db)?;
-        } else {
-            let ef_search = (2 * k).max(100);
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SET LOCAL hnsw.ef_search = {ef_search}"
-            )))
-            .execute(&mut *tx)
-            .await
-            .map_err(db)?;
-        }
-        // The namespace key and dimensions are inlined (integers read from the database), so
-        // the planner matches the namespace's partial index.
-        let distance = format!("{} <=> $1::vector({})", typed(ns.dims), ns.dims);
-        let sql = format!(
-            "SELECT id, ({distance})::float8 FROM vectors WHERE namespace_key = {} \
-             ORDER BY {distance} LIMIT $2",
-            ns.key
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(serde_json::to_string(vector)?)
-            .bind(i64::try_from(k).unwrap_or(i64::MAX))
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db)?;
-        tx.commit().await.map_err(db)?;
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let distance: f64 = r.get(1);
-                // A zero vector has no direction: pgvector says NaN, the port says 0.
-                let score = if distance.is_nan() {
-                    0.0
-                } else {
-                    1.0 - distance
+        self.db
+            .idempotent(|| async {
+                let mut tx = self.db.pool.begin().await.map_err(db)?;
+                let Some(ns) = self.namespace(&mut tx, namespace, "").await? else {
+                    return Ok(Vec::new());
                 };
-                VectorHit {
-                    id: r.get(0),
-                    score: score as f32,
+                if vector.len() != ns.dims {
+                    return Err(MemoryError::invalid(format!(
+                        "query vector has {} dimensions; namespace {namespace:?} holds {}",
+                        vector.len(),
+                        ns.dims
+                    )));
                 }
+                if k == 0 {
+                    return Ok(Vec::new());
+                }
+                if k > MAX_HNSW_K || ns.dims > MAX_HNSW_DIMENSIONS {
+                    sqlx::query("SET LOCAL enable_indexscan = off")
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db)?;
+                } else {
+                    let ef_search = (2 * k).max(100);
+                    sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "SET LOCAL hnsw.ef_search = {ef_search}"
+                    )))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                }
+                // The namespace key and dimensions are inlined (integers read from the database), so
+                // the planner matches the namespace's partial index.
+                let distance = format!("{} <=> $1::vector({})", typed(ns.dims), ns.dims);
+                let sql = format!(
+                    "SELECT id, ({distance})::float8 FROM vectors WHERE namespace_key = {} \
+                 ORDER BY {distance} LIMIT $2",
+                    ns.key
+                );
+                let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(serde_json::to_string(vector)?)
+                    .bind(i64::try_from(k).unwrap_or(i64::MAX))
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                tx.commit().await.map_err(db)?;
+                Ok(rows
+                    .iter()
+                    .map(|r| {
+                        let distance: f64 = r.get(1);
+                        // A zero vector has no direction: pgvector says NaN, the port says 0.
+                        let score = if distance.is_nan() {
+                            0.0
+                        } else {
+                            1.0 - distance
+                        };
+                        VectorHit {
+                            id: r.get(0),
+                            score: score as f32,
+                        }
+                    })
+                    .collect())
             })
-            .collect())
+            .await
     }
 
     async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let rows = sqlx::query(
-            "SELECT v.id, v.embedding::real[], n.model \
-             FROM UNNEST($3::text[]) WITH ORDINALITY AS u(id, ord) \
-             JOIN vector_namespaces n ON n.scope = $1 AND n.namespace = $2 \
-             JOIN vectors v ON v.namespace_key = n.key AND v.id = u.id ORDER BY u.ord",
-        )
-        .bind(&self.scope)
-        .bind(namespace)
-        .bind(ids)
-        .fetch_all(&self.db.pool)
-        .await
-        .map_err(db)?;
-        Ok(rows
-            .iter()
-            .map(|r| VectorRecord {
-                id: r.get(0),
-                vector: r.get(1),
-                model: r.get(2),
+        self.db
+            .idempotent(|| async {
+                if ids.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let rows = sqlx::query(
+                    "SELECT v.id, v.embedding::real[], n.model \
+                 FROM UNNEST($3::text[]) WITH ORDINALITY AS u(id, ord) \
+                 JOIN vector_namespaces n ON n.scope = $1 AND n.namespace = $2 \
+                 JOIN vectors v ON v.namespace_key = n.key AND v.id = u.id ORDER BY u.ord",
+                )
+                .bind(&self.scope)
+                .bind(namespace)
+                .bind(ids)
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db)?;
+                Ok(rows
+                    .iter()
+                    .map(|r| VectorRecord {
+                        id: r.get(0),
+                        vector: r.get(1),
+                        model: r.get(2),
+                    })
+                    .collect())
             })
-            .collect())
+            .await
     }
 
     async fn model(&self, namespace: &str) -> Result<Option<String>> {
-        sqlx::query_scalar(
-            "SELECT model FROM vector_namespaces WHERE scope = $1 AND namespace = $2",
-        )
-        .bind(&self.scope)
-        .bind(namespace)
-        .fetch_optional(&self.db.pool)
-        .await
-        .map_err(db)
+        self.db
+            .idempotent(|| async {
+                sqlx::query_scalar(
+                    "SELECT model FROM vector_namespaces WHERE scope = $1 AND namespace = $2",
+                )
+                .bind(&self.scope)
+                .bind(namespace)
+                .fetch_optional(&self.db.pool)
+                .await
+                .map_err(db)
+            })
+            .await
     }
 
     async fn clear(&self, namespace: &str) -> Result<()> {
