@@ -105,6 +105,44 @@ impl PostgresDatabase {
         Ok(())
     }
 
+    /// Every table of the schema whose rows contain `text` (in any column, as PostgreSQL
+    /// prints the row), with how many rows do: an erasure audit. A full scan of every table;
+    /// for audits and tests, not for a request path.
+    ///
+    /// ```no_run
+    /// # async fn audit(db: memory_postgres::PostgresDatabase) -> memory_core::Result<()> {
+    /// assert!(db.tables_containing("the erased sentence").await?.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub async fn tables_containing(&self, text: &str) -> Result<Vec<(String, u64)>> {
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT table_name::text FROM information_schema.tables \
+             WHERE table_schema = $1 AND table_type = 'BASE TABLE' ORDER BY 1",
+        )
+        .bind(&self.schema)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db)?;
+        let mut found = Vec::new();
+        for table in tables {
+            // The name comes from the catalogue, quoted as an identifier.
+            let sql = format!(
+                "SELECT COUNT(*) FROM {}.\"{}\" t WHERE strpos(t::text, $1) > 0",
+                self.schema,
+                table.replace('"', "\"\"")
+            );
+            let count: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .bind(text)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db)?;
+            if count > 0 {
+                found.push((table, count as u64));
+            }
+        }
+        Ok(found)
+    }
+
     /// Closes every connection.
     pub async fn close(&self) {
         self.pool.close().await;

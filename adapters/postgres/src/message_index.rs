@@ -74,48 +74,63 @@ impl TextIndex for PostgresMessageIndex {
     async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>> {
         self.db
             .idempotent(|| async {
-
-            Self::check(namespace)?;
-            let f = &query.filter;
-            // Messages have a session and a role, never a kind, key or time field.
-            let absent_field =
-                f.kind.is_some() || f.key.is_some() || f.from.is_some() || f.to.is_some();
-            if query.is_empty() || absent_field {
-                return Ok(Vec::new());
-            }
-            let (words, expression) = tsquery(query, 4);
-            let sql = format!(
-                "SELECT s.session_id, m.id, m.role, m.search_text, ts_rank_cd(m.tsv, q.query)::float8 AS score \
-                 FROM (SELECT {expression} AS query) q, messages m JOIN message_sessions s ON s.key = m.session_key \
-                 WHERE m.tsv @@ q.query AND ($1::text IS NULL OR s.session_id = $1) \
-                   AND ($2::text IS NULL OR m.role = $2) \
-                 ORDER BY score DESC, m.session_key, m.seq LIMIT $3"
-            );
-            let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(&f.session)
-                .bind(&f.role)
-                .bind(i64::try_from(query.limit).unwrap_or(i64::MAX));
-            for word in words {
-                statement = statement.bind(word);
-            }
-            let rows = statement.fetch_all(&self.db.pool).await.map_err(db)?;
-            Ok(rows
-                .iter()
-                .map(|row| {
-                    let session: String = row.get(0);
-                    let id: String = row.get(1);
-                    TextHit {
-                        id: message_document_id(&session, &id),
-                        text: row.get(3),
-                        fields: TextFields {
-                            session: Some(session),
-                            role: Some(row.get(2)),
-                            ..TextFields::default()
-                        },
-                        score: row.get(4),
-                    }
-                })
-                .collect())
+                Self::check(namespace)?;
+                let f = &query.filter;
+                // Messages have a session and a role, never a kind, key or time field.
+                let absent_field =
+                    f.kind.is_some() || f.key.is_some() || f.from.is_some() || f.to.is_some();
+                if query.is_empty() || absent_field {
+                    return Ok(Vec::new());
+                }
+                // Conditions appear only for the filters given: a prepared statement's generic plan
+                // must never have to cover "maybe a session" (it chose a join order 50x slower).
+                let (words, expression) = tsquery(query, 4);
+                let session_condition = if f.session.is_some() {
+                    "AND m.session_key = (SELECT key FROM message_sessions WHERE session_id = $1)"
+                } else {
+                    "AND $1::text IS NULL"
+                };
+                let role_condition = if f.role.is_some() {
+                    "AND m.role = $2"
+                } else {
+                    "AND $2::text IS NULL"
+                };
+                // The top hits come from `messages` alone; their session ids are joined after.
+                let sql = format!(
+                    "SELECT s.session_id, h.id, h.role, h.search_text, h.score FROM ( \
+               SELECT m.session_key, m.seq, m.id, m.role, m.search_text, \
+                 ts_rank_cd(m.tsv, q.query)::float8 AS score \
+               FROM (SELECT {expression} AS query) q, messages m \
+               WHERE m.tsv @@ q.query {session_condition} {role_condition} \
+               ORDER BY score DESC, m.session_key, m.seq LIMIT $3) h \
+             JOIN message_sessions s ON s.key = h.session_key \
+             ORDER BY h.score DESC, h.session_key, h.seq"
+                );
+                let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&f.session)
+                    .bind(&f.role)
+                    .bind(i64::try_from(query.limit).unwrap_or(i64::MAX));
+                for word in &words {
+                    statement = statement.bind(word);
+                }
+                let rows = statement.fetch_all(&self.db.pool).await.map_err(db)?;
+                Ok(rows
+                    .iter()
+                    .map(|row| {
+                        let session: String = row.get(0);
+                        let id: String = row.get(1);
+                        TextHit {
+                            id: message_document_id(&session, &id),
+                            text: row.get(3),
+                            fields: TextFields {
+                                session: Some(session),
+                                role: Some(row.get(2)),
+                                ..TextFields::default()
+                            },
+                            score: row.get(4),
+                        }
+                    })
+                    .collect())
             })
             .await
     }

@@ -31,7 +31,8 @@ impl PostgresMessageStore {
 
     /// Reads a root-to-leaf path in one repeatable-read transaction: resolve the leaf, then
     /// one statement that hops run to run (a recursion per run, never per message) and reads
-    /// each run's range through the `(session, run, seq)` index.
+    /// each run's range through the `(session, run, seq)` index. A path is in ascending `seq`
+    /// (an ancestor is always older than its descendants), so rows are ordered by `seq`.
     async fn read_path<T>(
         &self,
         session: &SessionId,
@@ -59,7 +60,7 @@ impl PostgresMessageStore {
                    WHERE p.seq < s.upto) \
                  SELECT {columns} FROM seg JOIN messages m \
                    ON m.session_key = $1 AND m.run_id = seg.run_id AND m.seq <= seg.upto \
-                 ORDER BY seg.depth DESC, m.seq"
+                 ORDER BY m.seq"
                 );
                 let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(key)

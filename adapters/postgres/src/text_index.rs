@@ -159,51 +159,66 @@ impl TextIndex for PostgresTextIndex {
     async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>> {
         self.db
             .idempotent(|| async {
-
-            if query.is_empty() {
-                return Ok(Vec::new());
-            }
-            let (words, expression) = tsquery(query, 10);
-            let sql = format!(
-                "SELECT d.id, d.text, d.session, d.role, d.kind, d.key, d.time, \
+                if query.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let (words, expression) = tsquery(query, 10);
+                let f = &query.filter;
+                // A condition per filter given, and none for the others (a generic plan must never
+                // cover "maybe this filter"); the unused parameters are still bound, as NULLs.
+                let conditions = [
+                    (f.session.is_some(), "d.session = $2", "$2::text"),
+                    (f.role.is_some(), "d.role = $3", "$3::text"),
+                    (f.kind.is_some(), "d.kind = $4", "$4::text"),
+                    (f.key.is_some(), "d.key = $5", "$5::text"),
+                    (f.from.is_some(), "d.time >= $6", "$6::bigint"),
+                    (f.to.is_some(), "d.time < $7", "$7::bigint"),
+                ]
+                .iter()
+                .map(|(given, condition, unused)| {
+                    if *given {
+                        format!(" AND {condition}")
+                    } else {
+                        format!(" AND {unused} IS NULL")
+                    }
+                })
+                .collect::<String>();
+                let sql = format!(
+                    "SELECT d.id, d.text, d.session, d.role, d.kind, d.key, d.time, \
                  ts_rank_cd(d.tsv, q.query)::float8 AS score \
                  FROM text_documents d, (SELECT {expression} AS query) q \
-                 WHERE d.scope = $9 AND d.namespace = $1 AND d.tsv @@ q.query \
-                   AND ($2::text IS NULL OR d.session = $2) AND ($3::text IS NULL OR d.role = $3) \
-                   AND ($4::text IS NULL OR d.kind = $4) AND ($5::text IS NULL OR d.key = $5) \
-                   AND ($6::bigint IS NULL OR d.time >= $6) AND ($7::bigint IS NULL OR d.time < $7) \
+                 WHERE d.scope = $9 AND d.namespace = $1 AND d.tsv @@ q.query{conditions} \
                  ORDER BY score DESC, d.id LIMIT $8"
-            );
-            let f = &query.filter;
-            let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(namespace)
-                .bind(&f.session)
-                .bind(&f.role)
-                .bind(&f.kind)
-                .bind(&f.key)
-                .bind(f.from.map(Timestamp::millis))
-                .bind(f.to.map(Timestamp::millis))
-                .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
-                .bind(&self.scope);
-            for word in words {
-                statement = statement.bind(word);
-            }
-            let rows = statement.fetch_all(&self.db.pool).await.map_err(db)?;
-            Ok(rows
-                .iter()
-                .map(|r| TextHit {
-                    id: r.get(0),
-                    text: r.get(1),
-                    fields: TextFields {
-                        session: r.get(2),
-                        role: r.get(3),
-                        kind: r.get(4),
-                        key: r.get(5),
-                        time: r.get::<Option<i64>, _>(6).map(Timestamp),
-                    },
-                    score: r.get(7),
-                })
-                .collect())
+                );
+                let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(namespace)
+                    .bind(&f.session)
+                    .bind(&f.role)
+                    .bind(&f.kind)
+                    .bind(&f.key)
+                    .bind(f.from.map(Timestamp::millis))
+                    .bind(f.to.map(Timestamp::millis))
+                    .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
+                    .bind(&self.scope);
+                for word in words {
+                    statement = statement.bind(word);
+                }
+                let rows = statement.fetch_all(&self.db.pool).await.map_err(db)?;
+                Ok(rows
+                    .iter()
+                    .map(|r| TextHit {
+                        id: r.get(0),
+                        text: r.get(1),
+                        fields: TextFields {
+                            session: r.get(2),
+                            role: r.get(3),
+                            kind: r.get(4),
+                            key: r.get(5),
+                            time: r.get::<Option<i64>, _>(6).map(Timestamp),
+                        },
+                        score: r.get(7),
+                    })
+                    .collect())
             })
             .await
     }

@@ -81,6 +81,11 @@ pub async fn scratch_long_term(root: &Path) -> std::result::Result<LongTermBacke
     Ok(deployment.long_term_backends().await?)
 }
 
+/// Long-term backends of the deployment `dir/memory.toml` describes.
+pub async fn configured_long_term(dir: &Path) -> std::result::Result<LongTermBackends, CliError> {
+    Ok(Deployment::open(dir)?.long_term_backends().await?)
+}
+
 /// The data dir from the flag, or the default.
 pub fn data_dir(flag: Option<PathBuf>) -> PathBuf {
     flag.unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR))

@@ -505,6 +505,10 @@ pub enum BenchCommand {
         /// Recall queries timed.
         #[arg(long, default_value_t = 300)]
         queries: usize,
+        /// Run on the PostgreSQL server `MEMORY_POSTGRES_URL` names (every role, in a scratch
+        /// schema dropped afterwards) instead of embedded SQLite.
+        #[arg(long)]
+        postgres: bool,
         #[command(flatten)]
         format: Format,
     },

@@ -123,6 +123,17 @@ fn an_invalid_configuration_is_a_config_error() {
     assert!(error.to_string().contains("storage.blobs"), "{error}");
 }
 
+/// A keyless fact to remember.
+#[cfg(feature = "postgres")]
+fn remember_request(content: &str) -> memory_engine::long_term::RememberRequest {
+    memory_engine::long_term::RememberRequest {
+        content: content.into(),
+        session_id: None,
+        kind: None,
+        key: None,
+    }
+}
+
 /// The test command's Postgres URL, or `None` (skipped, saying so) when none is configured
 /// and none is required.
 #[cfg(feature = "postgres")]
@@ -244,6 +255,96 @@ async fn every_role_on_postgres() {
             "the profile's vectors are in pgvector: {models:?}"
         );
     }
+    db.drop_schema().await.unwrap();
+}
+
+/// On an all-Postgres deployment, purging a memory, deleting a profile and deleting a
+/// session leave no row of any table in the schema holding the erased text (the job
+/// checkpoints, text indexes and vectors included).
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn erasure_on_postgres_leaves_no_row_with_the_text() {
+    let Some(url) = postgres_url() else {
+        return;
+    };
+    let schema = format!(
+        "test_compose_erase_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        format!(
+            "[storage]\nrecords = \"postgres\"\ntext = \"postgres\"\nvectors = \"postgres\"\njobs = \"postgres\"\nkv = \"postgres\"\n\n[storage.postgres]\nschema = \"{schema}\"\n"
+        ),
+    )
+    .unwrap();
+    let deployment = Deployment::open(dir.path()).unwrap();
+    let db = memory_postgres::PostgresDatabase::connect(
+        memory_postgres::PostgresConfig::new(url).schema(&schema),
+    )
+    .await
+    .unwrap();
+    let (memory, _) = deployment.memory_service().await.unwrap();
+    memory
+        .ingest_and_extract(
+            "ada",
+            "chat",
+            vec![IngestMessage::new(
+                "user",
+                "my locker code is quokkaflux seven",
+            )],
+        )
+        .await
+        .unwrap();
+    memory
+        .remember("ada", remember_request("zebracorn lives in the attic"))
+        .await
+        .unwrap();
+    let kept = memory
+        .remember("ada", remember_request("the attic is dusty"))
+        .await
+        .unwrap();
+    let purged = memory
+        .list("ada", &Default::default(), None, 10)
+        .await
+        .unwrap()
+        .memories
+        .into_iter()
+        .find(|m| m.content.contains("zebracorn"))
+        .unwrap();
+    assert!(!db.tables_containing("zebracorn").await.unwrap().is_empty());
+    memory.purge("ada", &purged.id, true).await.unwrap();
+    assert_eq!(db.tables_containing("zebracorn").await.unwrap(), []);
+    assert!(
+        !db.tables_containing(&kept.id).await.unwrap().is_empty(),
+        "the rest of the profile stays"
+    );
+
+    assert!(!db.tables_containing("quokkaflux").await.unwrap().is_empty());
+    assert!(memory.delete_profile("ada").await.unwrap());
+    assert_eq!(db.tables_containing("quokkaflux").await.unwrap(), []);
+    assert_eq!(db.tables_containing(&kept.id).await.unwrap(), []);
+
+    let sessions = deployment.session_manager().await.unwrap();
+    let info = sessions.create(Default::default()).await.unwrap();
+    sessions
+        .append(
+            &info.id,
+            UiMessage::text_message("m1", Speaker::User, "the narwhalette sings"),
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        !db.tables_containing("narwhalette")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    sessions.delete(&info.id).await.unwrap();
+    assert_eq!(db.tables_containing("narwhalette").await.unwrap(), []);
+    deployment.close().await;
     db.drop_schema().await.unwrap();
 }
 

@@ -1,5 +1,6 @@
 //! `memory bench long-term`: recall latency on a large profile, LLM-free ingest throughput
-//! and local embedding throughput, measured through the real service on SQLite.
+//! and local embedding throughput, measured through the real service on SQLite (or, with
+//! `--postgres`, on PostgreSQL).
 //!
 //! LLM calls are excluded by construction (no model is configured). The vector channels run
 //! with a deterministic 384-dimension hashing embedder, so the numbers are the pipeline's own
@@ -135,13 +136,61 @@ pub async fn long_term(
     memories: usize,
     raw: usize,
     queries: usize,
+    postgres: bool,
     json: bool,
 ) -> Result<(), CliError> {
     let scratch = tempfile::Builder::new()
         .prefix("memory-bench-")
         .tempdir()
         .map_err(|e| CliError::io("creating a scratch directory", e))?;
-    let backends = crate::app::scratch_long_term(scratch.path()).await?;
+    let schema = format!("bench_long_term_{}", std::process::id());
+    let backends = if postgres {
+        std::fs::write(
+            scratch.path().join("memory.toml"),
+            format!(
+                "[storage]\nrecords = \"postgres\"\ntext = \"postgres\"\nvectors = \"postgres\"\n\
+                 jobs = \"postgres\"\nkv = \"postgres\"\n\n[storage.postgres]\nschema = \"{schema}\"\n"
+            ),
+        )
+        .map_err(|e| CliError::io("writing the scratch memory.toml", e))?;
+        crate::app::configured_long_term(scratch.path()).await?
+    } else {
+        crate::app::scratch_long_term(scratch.path()).await?
+    };
+    let result = run_long_term(backends, memories, raw, queries, postgres, json).await;
+    if postgres {
+        drop_scratch_schema(&schema).await?;
+    }
+    result
+}
+
+/// Drops the Postgres benchmark's scratch schema.
+#[cfg(feature = "postgres")]
+async fn drop_scratch_schema(schema: &str) -> Result<(), CliError> {
+    let url = std::env::var("MEMORY_POSTGRES_URL").unwrap_or_default();
+    let db = memory_postgres::PostgresDatabase::connect(
+        memory_postgres::PostgresConfig::new(url).schema(schema),
+    )
+    .await?;
+    db.drop_schema().await?;
+    db.close().await;
+    Ok(())
+}
+
+/// Without the Postgres adapter there is no scratch schema (composing failed first).
+#[cfg(not(feature = "postgres"))]
+async fn drop_scratch_schema(_schema: &str) -> Result<(), CliError> {
+    Ok(())
+}
+
+async fn run_long_term(
+    backends: memory_engine::long_term::LongTermBackends,
+    memories: usize,
+    raw: usize,
+    queries: usize,
+    postgres: bool,
+    json: bool,
+) -> Result<(), CliError> {
     let profiles = Arc::clone(&backends.records);
     let plain = MemoryService::new(backends.clone(), Arc::new(SystemClock));
     let hashing: Arc<dyn Embedder> = Arc::new(HashingEmbedder::new(384));
@@ -281,7 +330,8 @@ pub async fn long_term(
     if json {
         return output::json(&report);
     }
-    println!("long-term memory on SQLite: {memories} memories, {raw} raw messages");
+    let backend = if postgres { "PostgreSQL" } else { "SQLite" };
+    println!("long-term memory on {backend}: {memories} memories, {raw} raw messages");
     println!(
         "ingest (LLM-free, inline): {:.0} msg/s",
         report.ingest_msgs_per_sec

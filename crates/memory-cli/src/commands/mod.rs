@@ -73,10 +73,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         memories,
         raw,
         queries,
+        postgres,
         format,
     }) = cli.command
     {
-        return bench::long_term(memories, raw, queries, format.json).await;
+        return bench::long_term(memories, raw, queries, postgres, format.json).await;
     }
     if let Command::Eval(command) = cli.command {
         return eval::run(&app::data_dir(cli.data_dir), command).await;
