@@ -29,10 +29,12 @@ impl PostgresMessageStore {
         Self { db }
     }
 
-    /// Reads a root-to-leaf path in one repeatable-read transaction: resolve the leaf, then
-    /// one statement that hops run to run (a recursion per run, never per message) and reads
-    /// each run's range through the `(session, run, seq)` index. A path is in ascending `seq`
-    /// (an ancestor is always older than its descendants), so rows are ordered by `seq`.
+    /// Reads a root-to-leaf path in one repeatable-read transaction: resolve the leaf, find
+    /// its runs with one statement that hops run to run (a recursion per run, never per
+    /// message), then read each run's range through the `(session, run, seq)` index, which
+    /// returns it in order: no sort of the rows. A path of very many runs (a much-regenerated
+    /// conversation) is read in one statement instead, sorted by `seq` (an ancestor is always
+    /// older than its descendants).
     async fn read_path<T>(
         &self,
         session: &SessionId,
@@ -50,30 +52,68 @@ impl PostgresMessageStore {
                 let Some((key, leaf)) = resolve_leaf(&mut tx, session, leaf.clone()).await? else {
                     return Ok(Vec::new());
                 };
-                let sql = format!(
-                    "WITH RECURSIVE seg(run_id, upto, depth) AS ( \
-                   SELECT run_id, seq, 0 FROM messages WHERE session_key = $1 AND seq = $2 \
-                   UNION ALL \
-                   SELECT p.run_id, p.seq, s.depth + 1 FROM seg s JOIN messages p \
-                     ON p.session_key = $1 AND p.seq = (SELECT h.parent_seq FROM messages h \
-                       WHERE h.session_key = $1 AND h.run_id = s.run_id ORDER BY h.seq LIMIT 1) \
-                   WHERE p.seq < s.upto) \
-                 SELECT {columns} FROM seg JOIN messages m \
-                   ON m.session_key = $1 AND m.run_id = seg.run_id AND m.seq <= seg.upto \
-                 ORDER BY m.seq"
-                );
-                let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                let segments: Vec<(i64, i64)> = sqlx::query_as(SEGMENTS)
                     .bind(key)
                     .bind(leaf)
                     .fetch_all(&mut *tx)
                     .await
                     .map_err(db)?;
+                let mut out = Vec::new();
+                if segments.len() <= MAX_RUN_READS {
+                    let sql = format!(
+                        "SELECT {columns} FROM messages m WHERE m.session_key = $1 \
+                         AND m.run_id = $2 AND m.seq <= $3 ORDER BY m.seq"
+                    );
+                    for (run_id, upto) in segments.iter().rev() {
+                        let rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                            .bind(key)
+                            .bind(run_id)
+                            .bind(upto)
+                            .fetch_all(&mut *tx)
+                            .await
+                            .map_err(db)?;
+                        for row in &rows {
+                            out.push(map(row)?);
+                        }
+                    }
+                } else {
+                    let runs: Vec<i64> = segments.iter().map(|s| s.0).collect();
+                    let uptos: Vec<i64> = segments.iter().map(|s| s.1).collect();
+                    let sql = format!(
+                        "SELECT {columns} FROM UNNEST($2::bigint[], $3::bigint[]) AS s(run_id, upto) \
+                         JOIN messages m ON m.session_key = $1 AND m.run_id = s.run_id \
+                           AND m.seq <= s.upto ORDER BY m.seq"
+                    );
+                    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(key)
+                        .bind(&runs)
+                        .bind(&uptos)
+                        .fetch_all(&mut *tx)
+                        .await
+                        .map_err(db)?;
+                    for row in &rows {
+                        out.push(map(row)?);
+                    }
+                }
                 tx.commit().await.map_err(db)?;
-                rows.iter().map(&map).collect()
+                Ok(out)
             })
             .await
     }
 }
+
+/// The runs of the path to a leaf, leaf first: `(run, last seq of the run on the path)`.
+const SEGMENTS: &str = "WITH RECURSIVE seg(run_id, upto, depth) AS ( \
+       SELECT run_id, seq, 0 FROM messages WHERE session_key = $1 AND seq = $2 \
+       UNION ALL \
+       SELECT p.run_id, p.seq, s.depth + 1 FROM seg s JOIN messages p \
+         ON p.session_key = $1 AND p.seq = (SELECT h.parent_seq FROM messages h \
+           WHERE h.session_key = $1 AND h.run_id = s.run_id ORDER BY h.seq LIMIT 1) \
+       WHERE p.seq < s.upto) \
+     SELECT run_id, upto FROM seg ORDER BY depth";
+
+/// Up to this many runs on a path are read one ordered range each; more in one statement.
+const MAX_RUN_READS: usize = 16;
 
 /// A message encoded for storage.
 pub(crate) struct Encoded {

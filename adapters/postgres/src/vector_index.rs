@@ -207,7 +207,8 @@ impl VectorIndex for PostgresVectorIndex {
                 if k == 0 {
                     return Ok(Vec::new());
                 }
-                if k > MAX_HNSW_K || ns.dims > MAX_HNSW_DIMENSIONS {
+                let exact = k > MAX_HNSW_K || ns.dims > MAX_HNSW_DIMENSIONS;
+                if exact {
                     sqlx::query("SET LOCAL enable_indexscan = off")
                         .execute(&mut *tx)
                         .await
@@ -223,14 +224,24 @@ impl VectorIndex for PostgresVectorIndex {
                 }
                 // The namespace key and dimensions are inlined (integers read from the database), so
                 // the planner matches the namespace's partial index.
-                let distance = format!("{} <=> $1::vector({})", typed(ns.dims), ns.dims);
+                // The query vector is an InitPlan, computed once (a bare `$1::vector` cast is
+                // evaluated per row when the planner scans instead of using the index).
+                let distance = format!(
+                    "{} <=> (SELECT $1::real[]::vector({}))",
+                    typed(ns.dims),
+                    ns.dims
+                );
+                // Exact and HNSW reads are different statements: a plan cached for one (prepared
+                // statements are cached per connection, and a cached plan ignores later
+                // `enable_indexscan` settings) must never serve the other.
+                let method = if exact { "exact" } else { "hnsw" };
                 let sql = format!(
-                    "SELECT id, ({distance})::float8 FROM vectors WHERE namespace_key = {} \
-                 ORDER BY {distance} LIMIT $2",
+                    "SELECT /* {method} */ id, ({distance})::float8 FROM vectors \
+                     WHERE namespace_key = {} ORDER BY {distance} LIMIT $2",
                     ns.key
                 );
                 let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(serde_json::to_string(vector)?)
+                    .bind(vector)
                     .bind(i64::try_from(k).unwrap_or(i64::MAX))
                     .fetch_all(&mut *tx)
                     .await

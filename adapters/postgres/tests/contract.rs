@@ -235,3 +235,72 @@ async fn postgres_vector_index_passes_the_contract() {
     other.close().await;
     db.drop_schema().await.unwrap();
 }
+
+/// Four instances with pools of their own (as four worker processes would have) claim from
+/// one queue at once: every job goes to exactly one worker.
+#[tokio::test]
+async fn postgres_job_queue_hands_each_job_to_one_worker_across_instances() {
+    let Some(db) = fresh_database("jobs4").await else {
+        return;
+    };
+    let mut queues: Vec<std::sync::Arc<dyn memory_core::ports::JobQueue>> = Vec::new();
+    let mut pools = Vec::new();
+    for _ in 0..4 {
+        let other = PostgresDatabase::connect(
+            PostgresConfig::new(server_url().unwrap())
+                .schema(db.schema())
+                .max_connections(4),
+        )
+        .await
+        .unwrap();
+        queues.push(std::sync::Arc::new(PostgresJobQueue::new(other.clone())));
+        pools.push(other);
+    }
+    for _ in 0..5 {
+        contract::job_queue::concurrent_claims_across_instances_never_share_a_job(queues.clone())
+            .await;
+    }
+    for pool in pools {
+        pool.close().await;
+    }
+    db.drop_schema().await.unwrap();
+}
+
+/// A path through more runs than are read one by one (every step a second child) reads the
+/// same as a linear one: root first, every ancestor once.
+#[tokio::test]
+async fn postgres_a_path_of_many_runs_reads_in_order() {
+    use memory_core::ports::{MessageStore, MessageStoreExt};
+    use memory_core::{Parent, Role, SessionId, UiMessage};
+    let Some(db) = fresh_database("runs").await else {
+        return;
+    };
+    let store = PostgresMessageStore::new(db.clone());
+    let session = SessionId::new("s").unwrap();
+    let text = |id: &str| UiMessage::text_message(id, Role::User, id);
+    store
+        .append_one(&session, text("m0"), Parent::Root)
+        .await
+        .unwrap();
+    let mut expected = vec!["m0".to_owned()];
+    for i in 1..40 {
+        let parent = Parent::message(format!("m{}", i - 1));
+        store
+            .append_one(&session, text(&format!("s{i}")), parent.clone())
+            .await
+            .unwrap();
+        store
+            .append_one(&session, text(&format!("m{i}")), parent)
+            .await
+            .unwrap();
+        expected.push(format!("m{i}"));
+    }
+    let history = store.history(&session, Some("m39".into())).await.unwrap();
+    let ids: Vec<String> = history.into_iter().map(|m| m.id).collect();
+    assert_eq!(ids, expected);
+    let path = store.path(&session, Some("s20".into())).await.unwrap();
+    let ids: Vec<&str> = path.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids.last(), Some(&"s20"));
+    assert_eq!(ids.len(), 21);
+    db.drop_schema().await.unwrap();
+}

@@ -332,6 +332,15 @@ pub async fn list_pages_and_filters(queue: &dyn JobQueue) {
 
 /// Of many concurrent claims, each job goes to exactly one.
 pub async fn concurrent_claims_never_share_a_job(queue: Arc<dyn JobQueue>) {
+    concurrent_claims_across_instances_never_share_a_job(vec![queue]).await;
+}
+
+/// Of many concurrent claims through several instances on the same data (as several worker
+/// processes would hold), each job goes to exactly one.
+pub async fn concurrent_claims_across_instances_never_share_a_job(queues: Vec<Arc<dyn JobQueue>>) {
+    let Some(queue) = queues.first().map(Arc::clone) else {
+        return;
+    };
     let profile = unique("jq");
     for i in 0..8 {
         queue
@@ -341,7 +350,7 @@ pub async fn concurrent_claims_never_share_a_job(queue: Arc<dyn JobQueue>) {
     }
     let mut tasks = Vec::new();
     for w in 0..16 {
-        let queue = Arc::clone(&queue);
+        let queue = Arc::clone(&queues[w % queues.len()]);
         let filter = only(&profile);
         tasks.push(tokio::spawn(async move {
             queue
