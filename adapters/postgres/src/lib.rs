@@ -1,17 +1,27 @@
 //! # memory-postgres
 //!
-//! The PostgreSQL adapter (sqlx), built port by port. Every table lives in one schema of
-//! the deployment's choice ([`PostgresConfig::schema`]), created and migrated on connect
-//! (two processes starting at once do not race: advisory locks). The same file names as
-//! `memory-sqlite`: a newcomer who knows one finds their way in the other.
-//!
-//! Implemented so far, each passing the shared contract suite against a real server:
-//! - [`PostgresSessionRegistry`]: the session registry;
-//! - [`PostgresKeyValueStore`]: the key-value store (keys in byte order);
-//! - [`PostgresJobQueue`]: the job queue (claims `FOR UPDATE SKIP LOCKED` under leases);
+//! Every storage port on PostgreSQL (sqlx) with pgvector, shared safely by any number of
+//! processes. Every table lives in one schema of the deployment's choice
+//! ([`PostgresConfig::schema`]), created and migrated on connect (two processes starting at
+//! once do not race: advisory locks). The same file names as `memory-sqlite`: a newcomer who
+//! knows one finds their way in the other. Each type passes the shared contract suite against
+//! a real server:
+//! - [`PostgresMessageStore`]: the message tree (linear runs; appends serialize on the
+//!   session's row) and [`PostgresMessageIndex`], its store-written `messages` index;
+//! - [`PostgresSessionRegistry`], [`PostgresKeyValueStore`] (keys in byte order) and
+//!   [`PostgresSkillStore`];
 //! - [`PostgresTextIndex`]: the general text index (`tsvector`, GIN, English stemming and
 //!   stop words; words bound as parameters, never parsed as query syntax), and
-//!   [`PostgresTextIndexes`], one scope of it per long-term profile.
+//!   [`PostgresTextIndexes`], one scope of it per long-term profile;
+//! - [`PostgresProfiles`] and [`PostgresLongTermMemory`]: long-term records, a profile key
+//!   on every row;
+//! - [`PostgresVectorIndex`] and [`PostgresVectorIndexes`]: pgvector, a partial HNSW index
+//!   (cosine) per namespace, one model per namespace checked in the write's transaction;
+//! - [`PostgresJobQueue`]: the job queue (claims `FOR UPDATE SKIP LOCKED` under leases).
+//!
+//! Transient failures (a lost connection, a restart, a serialization failure) are
+//! [`memory_core::MemoryError::Transient`]; reads and idempotent writes retry them for
+//! [`PostgresConfig::retry_for`].
 //!
 //! ```no_run
 //! # async fn demo() -> memory_core::Result<()> {
