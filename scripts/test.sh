@@ -21,5 +21,9 @@ export MEMORY_MODEL_DIR MEMORY_REQUIRE_MODEL=1
 MEMORY_POSTGRES_URL="$(./scripts/setup-postgres.sh)"
 export MEMORY_POSTGRES_URL MEMORY_REQUIRE_POSTGRES=1
 
+# An independent OpenAPI validator (PyPI) for the server's generated document.
+MEMORY_OPENAPI_VALIDATOR="$(./scripts/setup-openapi-validator.sh)"
+export MEMORY_OPENAPI_VALIDATOR MEMORY_REQUIRE_OPENAPI_VALIDATOR=1
+
 cargo nextest run --workspace --no-fail-fast
 cargo test --workspace --doc

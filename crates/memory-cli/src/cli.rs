@@ -129,6 +129,13 @@ pub enum Command {
     /// Write a branching conversation with tool calls into a fresh data dir, search it and
     /// print two branches.
     Demo,
+    /// Serve the REST API (OpenAPI at `/openapi.json`) over this data dir's deployment, until
+    /// Ctrl-C. Local mode: no API keys, so it binds to loopback only.
+    Serve {
+        /// The address to listen on (loopback; port 0 picks a free one).
+        #[arg(long, default_value = "127.0.0.1:8787")]
+        bind: std::net::SocketAddr,
+    },
 }
 
 #[derive(Debug, Subcommand)]

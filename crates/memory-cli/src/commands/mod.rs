@@ -7,6 +7,7 @@ mod eval;
 mod message;
 mod profile;
 mod read;
+mod serve;
 mod session;
 mod transfer;
 
@@ -69,6 +70,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Demo = cli.command {
         return demo::run(cli.data_dir).await;
     }
+    if let Command::Serve { bind } = cli.command {
+        return serve::run(&app::data_dir(cli.data_dir), bind).await;
+    }
     if let Command::Bench(crate::cli::BenchCommand::LongTerm {
         memories,
         raw,
@@ -129,6 +133,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Config(_)
         | Command::Profile(_)
         | Command::Eval(_)
+        | Command::Serve { .. }
         | Command::Bench(_) => Ok(()),
     };
     app.close().await;

@@ -1,0 +1,77 @@
+//! `memory serve` end to end: the binary serves the REST API over its data dir, and what a
+//! client writes over HTTP is what the CLI reads from the same data dir afterwards.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+#[test]
+fn serve_answers_over_http_and_shares_the_data_dir_with_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    let binary = assert_cmd::cargo::cargo_bin("memory");
+    let mut server = Command::new(&binary)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(server.stderr.take().unwrap());
+    let mut line = String::new();
+    let address = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the server exited"
+        );
+        if let Some(rest) = line.split("serving http://").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    assert!(line.contains("loopback only"), "{line}");
+    let post = |path: &str, body: &str| request(&address, "POST", path, body);
+    assert!(post("/v1/sessions", r#"{"id":"s1"}"#).starts_with("HTTP/1.1 201"));
+    let appended = post(
+        "/v1/sessions/s1/messages",
+        r#"{"message":{"id":"m1","role":"user","parts":[{"type":"text","text":"hello over http"}]}}"#,
+    );
+    assert!(appended.starts_with("HTTP/1.1 200"), "{appended}");
+    let doc = request(&address, "GET", "/openapi.json", "");
+    assert!(doc.contains("/v1/sessions"));
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    let out = Command::new(&binary)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["history", "s1", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("hello over http"));
+}
+
+/// One HTTP/1.1 request over a fresh connection; the whole response as text.
+fn request(address: &str, method: &str, path: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}

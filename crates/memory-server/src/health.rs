@@ -1,0 +1,31 @@
+use axum::Json;
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::ApiResult;
+use crate::state::AppState;
+
+/// A liveness or readiness answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok`.
+    pub status: &'static str,
+}
+
+/// The process is up.
+#[utoipa::path(get, path = "/healthz", tag = "health",
+    responses((status = 200, description = "The process answers", body = Health)))]
+pub async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// The backends answer (one read of the session registry).
+#[utoipa::path(get, path = "/readyz", tag = "health",
+    responses(
+        (status = 200, description = "Ready", body = Health),
+        (status = 503, description = "A backend does not answer", body = crate::error::ErrorBody)))]
+pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Health>> {
+    state.sessions.list(1, 0).await?;
+    Ok(Json(Health { status: "ok" }))
+}

@@ -1,0 +1,117 @@
+//! # memory-server
+//!
+//! The memory layer over HTTP: a JSON REST API over the engine's services, with an OpenAPI
+//! document generated from the handlers (`GET /openapi.json`). The server holds no state
+//! between requests: several servers on the same backends (PostgreSQL, say) serve the same
+//! sessions and profiles. Binaries compose the services ([`AppState`]) and call [`serve`];
+//! `memory serve` is one.
+//!
+//! Errors are one JSON shape (`{"error":{"code","message"}}`) with the status of the core
+//! error kind ([`error::ApiError`]); a transient backend failure is a 503 with
+//! `Retry-After`.
+
+pub mod error;
+mod health;
+pub mod openapi;
+mod profiles;
+pub mod schemas;
+mod sessions;
+mod state;
+
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+pub use state::AppState;
+use utoipa::OpenApi;
+
+/// The largest request body accepted (a batch of messages at the store's row limit would
+/// not fit; batches that large belong in `import`).
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// The routes of the API over the services.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/openapi.json", get(openapi_json))
+        .route(
+            "/v1/sessions",
+            post(sessions::create_session).get(sessions::list_sessions),
+        )
+        .route(
+            "/v1/sessions/{id}",
+            get(sessions::get_session)
+                .patch(sessions::rename_session)
+                .delete(sessions::delete_session),
+        )
+        .route(
+            "/v1/sessions/{id}/messages",
+            post(sessions::append_messages),
+        )
+        .route("/v1/sessions/{id}/history", get(sessions::session_history))
+        .route("/v1/search", get(sessions::search_messages))
+        .route(
+            "/v1/profiles/{profile}/memories",
+            post(profiles::remember).get(profiles::list_memories),
+        )
+        .route(
+            "/v1/profiles/{profile}/memories/{id}",
+            axum::routing::delete(profiles::forget),
+        )
+        .route("/v1/profiles/{profile}/recall", post(profiles::recall))
+        .route("/v1/profiles/{profile}/ingest", post(profiles::ingest))
+        .route("/v1/profiles/{profile}/jobs/{id}", get(profiles::get_job))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
+    axum::Json(openapi::ApiDoc::openapi())
+}
+
+/// Why the server cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The address is not loopback, and this build has no API keys to protect it.
+    #[error("{0} is not a loopback address: without API keys the server binds to loopback only")]
+    NotLoopback(SocketAddr),
+    /// Binding or serving failed.
+    #[error("serving on {address}: {source}")]
+    Io {
+        /// The address.
+        address: SocketAddr,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Serves the API on `address` (loopback only) until `shutdown` completes; calls
+/// `on_bound` with the bound address (useful with port 0).
+pub async fn serve(
+    state: AppState,
+    address: SocketAddr,
+    on_bound: impl FnOnce(SocketAddr),
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    if !address.ip().is_loopback() {
+        return Err(ServeError::NotLoopback(address));
+    }
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|source| ServeError::Io { address, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| ServeError::Io { address, source })?;
+    tracing::info!(%bound, "serving the memory API (local mode: no API keys, loopback only)");
+    on_bound(bound);
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(|source| ServeError::Io {
+            address: bound,
+            source,
+        })
+}

@@ -1,0 +1,34 @@
+//! The OpenAPI 3.1 document, generated from the handlers and served at `/openapi.json`.
+
+use utoipa::OpenApi;
+
+/// The OpenAPI document of the REST API, generated from the handlers.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "agent memory", description = "Memory for AI agents: sessions with branching history and search, and long-term memory profiles."),
+    paths(
+        crate::health::healthz,
+        crate::health::readyz,
+        crate::sessions::create_session,
+        crate::sessions::list_sessions,
+        crate::sessions::get_session,
+        crate::sessions::rename_session,
+        crate::sessions::delete_session,
+        crate::sessions::append_messages,
+        crate::sessions::session_history,
+        crate::sessions::search_messages,
+        crate::profiles::remember,
+        crate::profiles::list_memories,
+        crate::profiles::forget,
+        crate::profiles::recall,
+        crate::profiles::ingest,
+        crate::profiles::get_job,
+    ),
+    tags(
+        (name = "health", description = "Liveness and readiness"),
+        (name = "sessions", description = "Conversation sessions"),
+        (name = "messages", description = "Messages, history and search"),
+        (name = "long-term", description = "Long-term memory profiles"),
+    )
+)]
+pub struct ApiDoc;

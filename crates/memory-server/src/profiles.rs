@@ -1,0 +1,257 @@
+//! Long-term memory profiles: ingest (answered at once with a job), job status, remember,
+//! recall, list and forget.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use memory_core::Timestamp;
+use memory_core::ports::{MemoryFilter, MemoryKind, MemoryPage, MemoryRecord};
+use memory_engine::long_term::{
+    IngestJob, IngestMessage, RecallRequest, RecallResponse, RememberRequest,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::schemas;
+use crate::state::AppState;
+
+/// A memory to remember.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Remember {
+    /// The memory text.
+    pub content: String,
+    /// `fact`, `event`, `instruction` or `task` (a fact unless given).
+    pub kind: Option<String>,
+    /// Topic key: a new memory with the same kind and key supersedes the current one.
+    pub key: Option<String>,
+    /// The session it came from.
+    pub session_id: Option<String>,
+}
+
+fn kind(raw: Option<String>) -> ApiResult<Option<MemoryKind>> {
+    raw.map(|k| {
+        serde_json::from_value(Value::String(k.clone()))
+            .map_err(|_| ApiError::invalid(format!("unknown memory kind {k:?}")))
+    })
+    .transpose()
+}
+
+/// Stores a memory now (no LLM in the path), superseding the current one of its key.
+#[utoipa::path(post, path = "/v1/profiles/{profile}/memories", tag = "long-term",
+    request_body = Remember,
+    params(("profile" = String, Path, description = "Profile name")),
+    responses(
+        (status = 201, description = "Stored", body = schemas::Memory),
+        (status = 400, description = "Invalid input", body = ErrorBody)))]
+pub async fn remember(
+    State(state): State<AppState>,
+    Path(profile): Path<String>,
+    Json(body): Json<Remember>,
+) -> ApiResult<(StatusCode, Json<MemoryRecord>)> {
+    let request = RememberRequest {
+        content: body.content,
+        session_id: body.session_id,
+        kind: kind(body.kind)?,
+        key: body.key,
+    };
+    Ok((
+        StatusCode::CREATED,
+        Json(state.memory.remember(&profile, request).await?),
+    ))
+}
+
+/// Filters and a page of memories.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// Only this kind.
+    pub kind: Option<String>,
+    /// Only this key.
+    pub key: Option<String>,
+    /// Only this session.
+    pub session: Option<String>,
+    /// Include superseded and forgotten memories.
+    pub all: Option<bool>,
+    /// The cursor of the previous page.
+    pub cursor: Option<String>,
+    /// At most this many (default 50, at most 1,000).
+    pub limit: Option<usize>,
+}
+
+/// Memories in the order they were recorded, a page at a time.
+#[utoipa::path(get, path = "/v1/profiles/{profile}/memories", tag = "long-term",
+    params(("profile" = String, Path, description = "Profile name"), ListParams),
+    responses(
+        (status = 200, description = "A page: `memories` and `next_cursor`", body = Object),
+        (status = 404, description = "No such profile", body = ErrorBody)))]
+pub async fn list_memories(
+    State(state): State<AppState>,
+    Path(profile): Path<String>,
+    Query(params): Query<ListParams>,
+) -> ApiResult<Json<MemoryPage>> {
+    let all = params.all.unwrap_or(false);
+    let filter = MemoryFilter {
+        kind: kind(params.kind)?,
+        key: params.key,
+        session_id: params.session,
+        include_superseded: all,
+        include_forgotten: all,
+        ..MemoryFilter::default()
+    };
+    let limit = params.limit.unwrap_or(50);
+    if limit > crate::sessions::MAX_PAGE {
+        return Err(ApiError::invalid(format!(
+            "limit {limit} is over the maximum of {}",
+            crate::sessions::MAX_PAGE
+        )));
+    }
+    Ok(Json(
+        state
+            .memory
+            .list(&profile, &filter, params.cursor, limit)
+            .await?,
+    ))
+}
+
+/// Why a memory is forgotten.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ForgetParams {
+    /// The reason, kept for audit.
+    pub reason: Option<String>,
+}
+
+/// Forgets a memory: it leaves recall and lists, and is kept for audit (purge erases).
+#[utoipa::path(delete, path = "/v1/profiles/{profile}/memories/{id}", tag = "long-term",
+    params(("profile" = String, Path, description = "Profile name"),
+           ("id" = String, Path, description = "Memory id"), ForgetParams),
+    responses(
+        (status = 204, description = "Forgotten"),
+        (status = 404, description = "No such profile or memory", body = ErrorBody)))]
+pub async fn forget(
+    State(state): State<AppState>,
+    Path((profile, id)): Path<(String, String)>,
+    Query(params): Query<ForgetParams>,
+) -> ApiResult<StatusCode> {
+    let reason = params
+        .reason
+        .unwrap_or_else(|| "forgotten over the API".into());
+    state.memory.forget(&profile, &id, &reason).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A recall.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Recall {
+    /// The question or topic.
+    pub query: String,
+    /// At most this many items (default 10).
+    pub limit: Option<usize>,
+    /// Also synthesize a cited answer (needs an LLM).
+    pub answer: Option<bool>,
+}
+
+/// Recalls memories and raw messages over every channel, fused by reciprocal rank.
+#[utoipa::path(post, path = "/v1/profiles/{profile}/recall", tag = "long-term",
+    request_body = Recall,
+    params(("profile" = String, Path, description = "Profile name")),
+    responses(
+        (status = 200, description = "Hits with their channel ranks", body = schemas::Recall),
+        (status = 404, description = "No such profile", body = ErrorBody)))]
+pub async fn recall(
+    State(state): State<AppState>,
+    Path(profile): Path<String>,
+    Json(body): Json<Recall>,
+) -> ApiResult<Json<RecallResponse>> {
+    let mut request = RecallRequest::new(body.query, body.limit.unwrap_or(10));
+    if body.answer.unwrap_or(false) {
+        request = request.with_answer();
+    }
+    Ok(Json(state.memory.recall(&profile, request).await?))
+}
+
+/// One message of a conversation to ingest.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IngestLine {
+    /// `user`, `assistant` or `system`.
+    pub role: String,
+    /// Text.
+    pub content: String,
+    /// When it was said (Unix milliseconds); now when absent.
+    pub created_at: Option<i64>,
+}
+
+/// A conversation to ingest.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Ingest {
+    /// The conversation's id.
+    pub session: String,
+    /// Its messages, in order.
+    pub messages: Vec<IngestLine>,
+}
+
+/// An accepted ingest: the job and where to follow it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Accepted {
+    /// The job as queued.
+    #[schema(value_type = Object)]
+    pub job: IngestJob,
+    /// `GET` this for the job's status.
+    pub status_url: String,
+}
+
+/// Queues a conversation for ingest (raw messages stored now, extraction in the
+/// background) and answers at once with the job.
+#[utoipa::path(post, path = "/v1/profiles/{profile}/ingest", tag = "long-term",
+    request_body = Ingest,
+    params(("profile" = String, Path, description = "Profile name")),
+    responses(
+        (status = 202, description = "Queued", body = Accepted),
+        (status = 400, description = "Invalid input", body = ErrorBody)))]
+pub async fn ingest(
+    State(state): State<AppState>,
+    Path(profile): Path<String>,
+    Json(body): Json<Ingest>,
+) -> ApiResult<(StatusCode, Json<Accepted>)> {
+    let messages = body
+        .messages
+        .into_iter()
+        .map(|m| IngestMessage {
+            role: m.role,
+            content: m.content,
+            created_at: m.created_at.map(Timestamp),
+        })
+        .collect();
+    let job = state
+        .memory
+        .enqueue_ingest(&profile, &body.session, messages)
+        .await?;
+    let (memory, worker_profile, id) = (state.memory.clone(), profile.clone(), job.id.clone());
+    tokio::spawn(async move {
+        if let Err(e) = memory.run_job(&worker_profile, &id).await {
+            tracing::warn!(profile = %worker_profile, job = %id, error = %e, "ingest job failed");
+        }
+    });
+    let status_url = format!("/v1/profiles/{profile}/jobs/{}", job.id);
+    Ok((StatusCode::ACCEPTED, Json(Accepted { job, status_url })))
+}
+
+/// An ingest job's status.
+#[utoipa::path(get, path = "/v1/profiles/{profile}/jobs/{id}", tag = "long-term",
+    params(("profile" = String, Path, description = "Profile name"),
+           ("id" = String, Path, description = "Job id")),
+    responses(
+        (status = 200, description = "The job", body = schemas::Job),
+        (status = 404, description = "No such job", body = ErrorBody)))]
+pub async fn get_job(
+    State(state): State<AppState>,
+    Path((profile, id)): Path<(String, String)>,
+) -> ApiResult<Json<IngestJob>> {
+    Ok(Json(state.memory.job(&profile, &id).await?))
+}

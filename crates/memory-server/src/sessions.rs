@@ -1,0 +1,311 @@
+//! Sessions, their messages, history and search.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use memory_core::{
+    AppendOutcome, NewSession, Parent, SearchHit, SearchMode, SearchQuery, SessionId, SessionInfo,
+    UiMessage,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::schemas;
+use crate::state::AppState;
+
+fn session_id(raw: &str) -> ApiResult<SessionId> {
+    Ok(SessionId::new(raw)?)
+}
+
+/// A session to create; every field is optional (an id is generated when none is given).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    /// The id (letters, digits, `-`, `_`, `.`).
+    pub id: Option<String>,
+    /// Display name.
+    pub name: Option<String>,
+    /// Model.
+    pub model: Option<String>,
+    /// Where it came from.
+    pub source: Option<String>,
+    /// The session it was forked from.
+    pub parent_session_id: Option<String>,
+}
+
+/// Creates a session.
+#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = CreateSession,
+    responses(
+        (status = 201, description = "Created", body = schemas::Session),
+        (status = 400, description = "Invalid input", body = ErrorBody),
+        (status = 409, description = "The id is taken", body = ErrorBody)))]
+pub async fn create_session(
+    State(state): State<AppState>,
+    Json(body): Json<CreateSession>,
+) -> ApiResult<(StatusCode, Json<SessionInfo>)> {
+    let spec = NewSession {
+        id: body.id.as_deref().map(SessionId::new).transpose()?,
+        name: body.name,
+        parent_session_id: body
+            .parent_session_id
+            .as_deref()
+            .map(SessionId::new)
+            .transpose()?,
+        model: body.model,
+        source: body.source,
+    };
+    Ok((
+        StatusCode::CREATED,
+        Json(state.sessions.create(spec).await?),
+    ))
+}
+
+/// A page of sessions.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct Page {
+    /// At most this many (default 50, at most 1,000).
+    pub limit: Option<usize>,
+    /// Skip this many.
+    pub offset: Option<usize>,
+}
+
+/// Sessions, most recently updated first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionList {
+    /// The sessions.
+    #[schema(value_type = Vec<Object>)]
+    pub sessions: Vec<SessionInfo>,
+}
+
+/// The largest page any list returns.
+pub const MAX_PAGE: usize = 1_000;
+
+/// Lists sessions, most recently updated first.
+#[utoipa::path(get, path = "/v1/sessions", tag = "sessions", params(Page),
+    responses((status = 200, description = "A page", body = SessionList)))]
+pub async fn list_sessions(
+    State(state): State<AppState>,
+    Query(page): Query<Page>,
+) -> ApiResult<Json<SessionList>> {
+    let limit = page.limit.unwrap_or(50);
+    if limit > MAX_PAGE {
+        return Err(ApiError::invalid(format!(
+            "limit {limit} is over the maximum of {MAX_PAGE}"
+        )));
+    }
+    let sessions = state.sessions.list(limit, page.offset.unwrap_or(0)).await?;
+    Ok(Json(SessionList { sessions }))
+}
+
+/// One session.
+#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "The session", body = schemas::Session),
+        (status = 404, description = "No such session", body = ErrorBody)))]
+pub async fn get_session(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<SessionInfo>> {
+    let id = session_id(&id)?;
+    match state.sessions.get(&id).await? {
+        Some(info) => Ok(Json(info)),
+        None => Err(memory_core::MemoryError::not_found("session", id.as_str()).into()),
+    }
+}
+
+/// A rename.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Rename {
+    /// The new name.
+    pub name: String,
+}
+
+/// Renames a session.
+#[utoipa::path(patch, path = "/v1/sessions/{id}", tag = "sessions", request_body = Rename,
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "Renamed", body = schemas::Session),
+        (status = 404, description = "No such session", body = ErrorBody)))]
+pub async fn rename_session(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Json(body): Json<Rename>,
+) -> ApiResult<Json<SessionInfo>> {
+    Ok(Json(
+        state.sessions.rename(&session_id(&id)?, &body.name).await?,
+    ))
+}
+
+/// Deletes a session with its messages, overlays and index entries.
+#[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such session", body = ErrorBody)))]
+pub async fn delete_session(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    state.sessions.delete(&session_id(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Messages to append: one (`message`) or a chain (`messages`), attached to `parent` (the
+/// latest leaf by default: `{"kind":"latest_leaf"}`, `{"kind":"root"}` or
+/// `{"kind":"message","id":"..."}`).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Append {
+    /// One AI SDK UIMessage.
+    #[schema(value_type = Option<Object>)]
+    pub message: Option<Value>,
+    /// A chain of UIMessages, each the parent of the next.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub messages: Option<Vec<Value>>,
+    /// Where the first message attaches.
+    #[schema(value_type = Option<Object>)]
+    pub parent: Option<Value>,
+}
+
+/// One outcome per message, in order.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Appended {
+    /// `{"outcome":"inserted","parent_id":...}` or `{"outcome":"already_exists"}`.
+    #[schema(value_type = Vec<Object>)]
+    pub outcomes: Vec<AppendOutcome>,
+}
+
+/// The largest batch one append takes.
+pub const MAX_BATCH: usize = 1_000;
+
+fn decode<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> ApiResult<T> {
+    serde_json::from_value(value).map_err(|e| ApiError::invalid(format!("{what}: {e}")))
+}
+
+/// Appends messages (insert-if-absent: re-sending a stored id changes nothing).
+#[utoipa::path(post, path = "/v1/sessions/{id}/messages", tag = "messages", request_body = Append,
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "One outcome per message", body = Appended),
+        (status = 400, description = "Invalid message or parent", body = ErrorBody),
+        (status = 404, description = "No such session or parent", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody)))]
+pub async fn append_messages(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Json(body): Json<Append>,
+) -> ApiResult<Json<Appended>> {
+    let id = session_id(&id)?;
+    let parent: Parent = match body.parent {
+        Some(parent) => decode("parent", parent)?,
+        None => Parent::LatestLeaf,
+    };
+    let raw = match (body.message, body.messages) {
+        (Some(one), None) => vec![one],
+        (None, Some(many)) => many,
+        _ => {
+            return Err(ApiError::invalid(
+                "give exactly one of `message` and `messages`",
+            ));
+        }
+    };
+    if raw.is_empty() || raw.len() > MAX_BATCH {
+        return Err(ApiError::invalid(format!(
+            "a batch holds 1 to {MAX_BATCH} messages, not {}",
+            raw.len()
+        )));
+    }
+    let messages = raw
+        .into_iter()
+        .map(|m| decode::<UiMessage>("message", m))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let outcomes = if messages.len() == 1 {
+        let message = messages
+            .into_iter()
+            .next()
+            .ok_or_else(|| ApiError::invalid("empty"))?;
+        vec![state.sessions.append(&id, message, parent).await?.outcome]
+    } else {
+        state.sessions.append_all(&id, messages, parent).await?
+    };
+    Ok(Json(Appended { outcomes }))
+}
+
+/// Which leaf's history.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryParams {
+    /// The leaf (the latest leaf by default).
+    pub leaf: Option<String>,
+}
+
+/// A root-to-leaf history.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct History {
+    /// Root first, compaction overlays applied.
+    #[schema(value_type = Vec<Object>)]
+    pub messages: Vec<UiMessage>,
+}
+
+/// The history of a leaf, root first, with compaction overlays applied.
+#[utoipa::path(get, path = "/v1/sessions/{id}/history", tag = "messages",
+    params(("id" = String, Path, description = "Session id"), HistoryParams),
+    responses(
+        (status = 200, description = "The history", body = History),
+        (status = 404, description = "No such session or leaf", body = ErrorBody)))]
+pub async fn session_history(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(params): Query<HistoryParams>,
+) -> ApiResult<Json<History>> {
+    let session = state.sessions.session(&session_id(&id)?).await?;
+    let messages = session.history(params.leaf.as_deref()).await?;
+    Ok(Json(History { messages }))
+}
+
+/// A search.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SearchParams {
+    /// The words (never query syntax).
+    pub q: String,
+    /// Only this session.
+    pub session: Option<String>,
+    /// `all_words` (default), `any_words` or `phrase`.
+    pub mode: Option<String>,
+    /// At most this many hits (default 20, at most 1,000).
+    pub limit: Option<usize>,
+}
+
+/// Search hits, best first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchResults {
+    /// The hits.
+    #[schema(value_type = Vec<Object>)]
+    pub hits: Vec<SearchHit>,
+}
+
+/// Full-text search over every session's messages, or one session's.
+#[utoipa::path(get, path = "/v1/search", tag = "messages", params(SearchParams),
+    responses(
+        (status = 200, description = "Hits", body = SearchResults),
+        (status = 400, description = "Invalid query", body = ErrorBody)))]
+pub async fn search_messages(
+    State(state): State<AppState>,
+    Query(params): Query<SearchParams>,
+) -> ApiResult<Json<SearchResults>> {
+    let mut query = SearchQuery::new(params.q);
+    query.session = params.session.as_deref().map(SessionId::new).transpose()?;
+    query.limit = params.limit;
+    if let Some(mode) = params.mode {
+        query.mode = decode::<SearchMode>("mode", Value::String(mode))?;
+    }
+    Ok(Json(SearchResults {
+        hits: state.sessions.search(&query).await?,
+    }))
+}

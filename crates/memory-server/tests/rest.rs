@@ -1,0 +1,362 @@
+//! The REST API end to end: a real server on a loopback port, a real HTTP client, the
+//! embedded default behind it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use memory_server::AppState;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+struct Server {
+    base: String,
+    _dir: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+async fn start() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    let deployment = memory_compose::Deployment::open(dir.path()).unwrap();
+    let sessions = Arc::new(deployment.session_manager().await.unwrap());
+    let (memory, _) = deployment.memory_service().await.unwrap();
+    let state = AppState {
+        sessions,
+        memory: Arc::new(memory),
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        memory_server::serve(
+            state,
+            "127.0.0.1:0".parse().unwrap(),
+            move |address| {
+                let _ = bound_tx.send(address);
+            },
+            async move {
+                let _ = stopped.await;
+            },
+        )
+        .await
+        .unwrap();
+    });
+    let address = bound_rx.await.unwrap();
+    Server {
+        base: format!("http://{address}"),
+        _dir: dir,
+        stop: Some(stop),
+    }
+}
+
+fn text(id: &str, role: &str, text: &str) -> Value {
+    json!({"id": id, "role": role, "parts": [{"type": "text", "text": text}]})
+}
+
+#[tokio::test]
+async fn sessions_messages_history_and_search() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{}{path}", server.base);
+
+    let created = http
+        .post(url("/v1/sessions"))
+        .json(&json!({"id": "trip", "name": "Lisbon trip"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let again = http
+        .post(url("/v1/sessions"))
+        .json(&json!({"id": "trip"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::CONFLICT);
+    let body: Value = again.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "already_exists");
+
+    let appended: Value = http
+        .post(url("/v1/sessions/trip/messages"))
+        .json(&json!({"messages": [
+            text("u1", "user", "Weather in Lisbon?"),
+            text("a1", "assistant", "Sunny, 22 degrees."),
+        ]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(appended["outcomes"][1]["outcome"], "inserted");
+    let branch = http
+        .post(url("/v1/sessions/trip/messages"))
+        .json(
+            &json!({"message": text("a1b", "assistant", "Let me check."),
+                      "parent": {"kind": "message", "id": "u1"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(branch.status(), StatusCode::OK);
+    let history: Value = http
+        .get(url("/v1/sessions/trip/history?leaf=a1"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["u1", "a1"]);
+    let hits: Value = http
+        .get(url("/v1/search?q=sunny&session=trip"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(hits["hits"][0]["message_id"], "a1");
+
+    // Errors: unknown parent, bad message, unknown session, bad limit.
+    let bad_parent = http
+        .post(url("/v1/sessions/trip/messages"))
+        .json(&json!({"message": text("x", "user", "?"), "parent": {"kind": "message", "id": "nope"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_parent.status(), StatusCode::NOT_FOUND);
+    let bad_message = http
+        .post(url("/v1/sessions/trip/messages"))
+        .json(&json!({"message": {"id": "x"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_message.status(), StatusCode::BAD_REQUEST);
+    let missing = http.get(url("/v1/sessions/nope")).send().await.unwrap();
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    let body: Value = missing.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "not_found");
+    let too_many = http
+        .get(url("/v1/sessions?limit=5000"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(too_many.status(), StatusCode::BAD_REQUEST);
+    let too_big = http
+        .post(url("/v1/sessions/trip/messages"))
+        .header("content-type", "application/json")
+        .body(vec![b' '; memory_server::MAX_BODY_BYTES + 1])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(too_big.status(), StatusCode::PAYLOAD_TOO_LARGE);
+
+    let renamed: Value = http
+        .patch(url("/v1/sessions/trip"))
+        .json(&json!({"name": "Porto"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(renamed["name"], "Porto");
+    let deleted = http.delete(url("/v1/sessions/trip")).send().await.unwrap();
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    let gone = http.get(url("/v1/sessions/trip")).send().await.unwrap();
+    assert_eq!(gone.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn long_term_remember_recall_ingest_and_forget() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{}{path}", server.base);
+
+    let stored = http
+        .post(url("/v1/profiles/team/memories"))
+        .json(&json!({"content": "Deploys happen on Fridays", "key": "deploy.day"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stored.status(), StatusCode::CREATED);
+    let stored: Value = stored.json().await.unwrap();
+    let id = stored["id"].as_str().unwrap().to_owned();
+    let recalled: Value = http
+        .post(url("/v1/profiles/team/recall"))
+        .json(&json!({"query": "when do deploys happen?"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(recalled["hits"][0]["item"]["id"], id.as_str());
+
+    let accepted = http
+        .post(url("/v1/profiles/team/ingest"))
+        .json(&json!({"session": "c1", "messages": [
+            {"role": "user", "content": "The staging database is called heron."}
+        ]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(accepted.status(), StatusCode::ACCEPTED);
+    let accepted: Value = accepted.json().await.unwrap();
+    let status_url = accepted["status_url"].as_str().unwrap().to_owned();
+    let mut status = Value::Null;
+    for _ in 0..100 {
+        status = http
+            .get(url(&status_url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if status["status"] == "done" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(status["status"], "done", "{status}");
+
+    let listed: Value = http
+        .get(url("/v1/profiles/team/memories?key=deploy.day"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["memories"].as_array().unwrap().len(), 1);
+    let forgotten = http
+        .delete(url(&format!(
+            "/v1/profiles/team/memories/{id}?reason=moved"
+        )))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forgotten.status(), StatusCode::NO_CONTENT);
+    let listed: Value = http
+        .get(url("/v1/profiles/team/memories"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(listed["memories"].as_array().unwrap().is_empty());
+    let unknown = http
+        .post(url("/v1/profiles/nobody/recall"))
+        .json(&json!({"query": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_openapi_document_lists_every_route() {
+    let server = start().await;
+    let doc: Value = reqwest::get(format!("{}/openapi.json", server.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+    for path in [
+        "/v1/sessions",
+        "/v1/sessions/{id}",
+        "/v1/sessions/{id}/messages",
+        "/v1/sessions/{id}/history",
+        "/v1/search",
+        "/v1/profiles/{profile}/memories",
+        "/v1/profiles/{profile}/recall",
+        "/v1/profiles/{profile}/ingest",
+        "/v1/profiles/{profile}/jobs/{id}",
+        "/healthz",
+        "/readyz",
+    ] {
+        assert!(doc["paths"][path].is_object(), "{path} is documented");
+    }
+    let ready = reqwest::get(format!("{}/readyz", server.base))
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_non_loopback_address_is_refused_without_api_keys() {
+    let server = start().await;
+    drop(server);
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = memory_compose::Deployment::open(dir.path()).unwrap();
+    let state = AppState {
+        sessions: Arc::new(deployment.session_manager().await.unwrap()),
+        memory: Arc::new(deployment.memory_service().await.unwrap().0),
+    };
+    let error = memory_server::serve(state, "0.0.0.0:0".parse().unwrap(), |_| {}, async {})
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(error, memory_server::ServeError::NotLoopback(_)));
+}
+
+/// The generated document passes an independent validator (`openapi-spec-validator` from
+/// PyPI; `scripts/setup-openapi-validator.sh` installs it and the test command requires it).
+#[test]
+fn the_openapi_document_passes_an_independent_validator() {
+    use utoipa::OpenApi;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("openapi.json");
+    let doc = memory_server::openapi::ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap();
+    std::fs::write(&file, doc).unwrap();
+    let python_path = std::env::var("MEMORY_OPENAPI_VALIDATOR").unwrap_or_default();
+    let available = std::process::Command::new("python3")
+        .args(["-c", "import openapi_spec_validator"])
+        .env("PYTHONPATH", &python_path)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !available {
+        assert!(
+            std::env::var("MEMORY_REQUIRE_OPENAPI_VALIDATOR").is_err(),
+            "the validator is required but not installed (scripts/setup-openapi-validator.sh)"
+        );
+        eprintln!("skipped: openapi-spec-validator is not installed");
+        return;
+    }
+    let out = std::process::Command::new("python3")
+        .args(["-m", "openapi_spec_validator"])
+        .arg(&file)
+        .env("PYTHONPATH", &python_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
