@@ -101,13 +101,7 @@ pub async fn list_memories(
         include_forgotten: all,
         ..MemoryFilter::default()
     };
-    let limit = params.limit.unwrap_or(50);
-    if limit > crate::sessions::MAX_PAGE {
-        return Err(ApiError::invalid(format!(
-            "limit {limit} is over the maximum of {}",
-            crate::sessions::MAX_PAGE
-        )));
-    }
+    let limit = crate::sessions::page_limit(params.limit)?;
     Ok(Json(
         state
             .memory

@@ -83,6 +83,17 @@ pub struct SessionList {
 /// The largest page any list returns.
 pub const MAX_PAGE: usize = 1_000;
 
+/// A page size: 50 by default, refused over [`MAX_PAGE`].
+pub(crate) fn page_limit(limit: Option<usize>) -> ApiResult<usize> {
+    let limit = limit.unwrap_or(50);
+    if limit > MAX_PAGE {
+        return Err(ApiError::invalid(format!(
+            "limit {limit} is over the maximum of {MAX_PAGE}"
+        )));
+    }
+    Ok(limit)
+}
+
 /// Lists sessions, most recently updated first.
 #[utoipa::path(get, path = "/v1/sessions", tag = "sessions", params(Page),
     responses((status = 200, description = "A page", body = SessionList)))]
@@ -90,12 +101,7 @@ pub async fn list_sessions(
     State(state): State<AppState>,
     Query(page): Query<Page>,
 ) -> ApiResult<Json<SessionList>> {
-    let limit = page.limit.unwrap_or(50);
-    if limit > MAX_PAGE {
-        return Err(ApiError::invalid(format!(
-            "limit {limit} is over the maximum of {MAX_PAGE}"
-        )));
-    }
+    let limit = page_limit(page.limit)?;
     let sessions = state.sessions.list(limit, page.offset.unwrap_or(0)).await?;
     Ok(Json(SessionList { sessions }))
 }

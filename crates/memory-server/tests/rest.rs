@@ -60,6 +60,23 @@ async fn start() -> Server {
     }
 }
 
+/// The JSON body of a GET.
+async fn get_json(http: &reqwest::Client, url: &str) -> Value {
+    http.get(url).send().await.unwrap().json().await.unwrap()
+}
+
+/// The JSON body of a POST of `body`.
+async fn post_json(http: &reqwest::Client, url: &str, body: Value) -> Value {
+    http.post(url)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 fn text(id: &str, role: &str, text: &str) -> Value {
     json!({"id": id, "role": role, "parts": [{"type": "text", "text": text}]})
 }
@@ -87,18 +104,15 @@ async fn sessions_messages_history_and_search() {
     let body: Value = again.json().await.unwrap();
     assert_eq!(body["error"]["code"], "already_exists");
 
-    let appended: Value = http
-        .post(url("/v1/sessions/trip/messages"))
-        .json(&json!({"messages": [
+    let appended: Value = post_json(
+        &http,
+        &url("/v1/sessions/trip/messages"),
+        json!({"messages": [
             text("u1", "user", "Weather in Lisbon?"),
             text("a1", "assistant", "Sunny, 22 degrees."),
-        ]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        ]}),
+    )
+    .await;
     assert_eq!(appended["outcomes"][1]["outcome"], "inserted");
     let branch = http
         .post(url("/v1/sessions/trip/messages"))
@@ -110,14 +124,7 @@ async fn sessions_messages_history_and_search() {
         .await
         .unwrap();
     assert_eq!(branch.status(), StatusCode::OK);
-    let history: Value = http
-        .get(url("/v1/sessions/trip/history?leaf=a1"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history: Value = get_json(&http, &url("/v1/sessions/trip/history?leaf=a1")).await;
     let ids: Vec<&str> = history["messages"]
         .as_array()
         .unwrap()
@@ -125,14 +132,7 @@ async fn sessions_messages_history_and_search() {
         .map(|m| m["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["u1", "a1"]);
-    let hits: Value = http
-        .get(url("/v1/search?q=sunny&session=trip"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let hits: Value = get_json(&http, &url("/v1/search?q=sunny&session=trip")).await;
     assert_eq!(hits["hits"][0]["message_id"], "a1");
 
     // Errors: unknown parent, bad message, unknown session, bad limit.
@@ -200,15 +200,12 @@ async fn long_term_remember_recall_ingest_and_forget() {
     assert_eq!(stored.status(), StatusCode::CREATED);
     let stored: Value = stored.json().await.unwrap();
     let id = stored["id"].as_str().unwrap().to_owned();
-    let recalled: Value = http
-        .post(url("/v1/profiles/team/recall"))
-        .json(&json!({"query": "when do deploys happen?"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let recalled: Value = post_json(
+        &http,
+        &url("/v1/profiles/team/recall"),
+        json!({"query": "when do deploys happen?"}),
+    )
+    .await;
     assert_eq!(recalled["hits"][0]["item"]["id"], id.as_str());
 
     let accepted = http
@@ -224,14 +221,7 @@ async fn long_term_remember_recall_ingest_and_forget() {
     let status_url = accepted["status_url"].as_str().unwrap().to_owned();
     let mut status = Value::Null;
     for _ in 0..100 {
-        status = http
-            .get(url(&status_url))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        status = get_json(&http, &url(&status_url)).await;
         if status["status"] == "done" {
             break;
         }
@@ -239,14 +229,7 @@ async fn long_term_remember_recall_ingest_and_forget() {
     }
     assert_eq!(status["status"], "done", "{status}");
 
-    let listed: Value = http
-        .get(url("/v1/profiles/team/memories?key=deploy.day"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = get_json(&http, &url("/v1/profiles/team/memories?key=deploy.day")).await;
     assert_eq!(listed["memories"].as_array().unwrap().len(), 1);
     let forgotten = http
         .delete(url(&format!(
@@ -256,14 +239,7 @@ async fn long_term_remember_recall_ingest_and_forget() {
         .await
         .unwrap();
     assert_eq!(forgotten.status(), StatusCode::NO_CONTENT);
-    let listed: Value = http
-        .get(url("/v1/profiles/team/memories"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = get_json(&http, &url("/v1/profiles/team/memories")).await;
     assert!(listed["memories"].as_array().unwrap().is_empty());
     let unknown = http
         .post(url("/v1/profiles/nobody/recall"))
