@@ -10,6 +10,7 @@
 //! error kind ([`error::ApiError`]); a transient backend failure is a 503 with
 //! `Retry-After`.
 
+mod context;
 pub mod error;
 mod health;
 pub mod openapi;
@@ -50,8 +51,31 @@ pub fn router(state: AppState) -> Router {
             "/v1/sessions/{id}/messages",
             post(sessions::append_messages),
         )
+        .route(
+            "/v1/sessions/{id}/messages/{message_id}",
+            axum::routing::put(sessions::update_message).delete(sessions::delete_message),
+        )
+        .route(
+            "/v1/sessions/{id}/messages/{message_id}/children",
+            get(sessions::children),
+        )
+        .route("/v1/sessions/{id}/fork", post(sessions::fork))
+        .route("/v1/sessions/{id}/context", get(context::list_blocks))
+        .route("/v1/sessions/{id}/prompt", get(context::prompt))
+        .route("/v1/sessions/{id}/tools", get(context::list_tools))
+        .route("/v1/sessions/{id}/tools/{name}", post(context::call_tool))
         .route("/v1/sessions/{id}/history", get(sessions::session_history))
         .route("/v1/search", get(sessions::search_messages))
+        .route("/v1/profiles", get(profiles::list_profiles))
+        .route(
+            "/v1/profiles/{profile}",
+            axum::routing::delete(profiles::delete_profile),
+        )
+        .route(
+            "/v1/profiles/{profile}/memories/{id}/purge",
+            post(profiles::purge),
+        )
+        .route("/v1/profiles/{profile}/jobs", get(profiles::list_jobs))
         .route(
             "/v1/profiles/{profile}/memories",
             post(profiles::remember).get(profiles::list_memories),

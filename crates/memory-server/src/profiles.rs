@@ -249,3 +249,102 @@ pub async fn get_job(
 ) -> ApiResult<Json<IngestJob>> {
     Ok(Json(state.memory.job(&profile, &id).await?))
 }
+
+/// Profile names.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Profiles {
+    /// Sorted.
+    pub profiles: Vec<String>,
+}
+
+/// Every profile's name.
+#[utoipa::path(get, path = "/v1/profiles", tag = "long-term",
+    responses((status = 200, description = "The profiles", body = Profiles)))]
+pub async fn list_profiles(State(state): State<AppState>) -> ApiResult<Json<Profiles>> {
+    Ok(Json(Profiles {
+        profiles: state.memory.list_profiles().await?,
+    }))
+}
+
+/// Deletes a profile and every trace of it (records, text index, vectors, jobs).
+#[utoipa::path(delete, path = "/v1/profiles/{profile}", tag = "long-term",
+    params(("profile" = String, Path, description = "Profile name")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such profile", body = ErrorBody)))]
+pub async fn delete_profile(
+    State(state): State<AppState>,
+    Path(profile): Path<String>,
+) -> ApiResult<StatusCode> {
+    if !state.memory.delete_profile(&profile).await? {
+        return Err(memory_core::MemoryError::not_found("profile", profile).into());
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Whether a purge also erases the memory's source messages.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PurgeParams {
+    /// Also erase the raw messages it was extracted from.
+    pub with_sources: Option<bool>,
+}
+
+/// What a purge erased.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Purged {
+    /// The memory existed and is gone.
+    pub memory: bool,
+    /// Vectors removed.
+    pub vectors: u64,
+    /// Source raw messages erased.
+    pub raw_messages: u64,
+}
+
+/// Erases a memory (right to erasure): its row, index entries and vectors; the chain it
+/// was part of is relinked.
+#[utoipa::path(post, path = "/v1/profiles/{profile}/memories/{id}/purge", tag = "long-term",
+    params(("profile" = String, Path, description = "Profile name"),
+           ("id" = String, Path, description = "Memory id"), PurgeParams),
+    responses(
+        (status = 200, description = "What was erased", body = Purged),
+        (status = 404, description = "No such profile or memory", body = ErrorBody)))]
+pub async fn purge(
+    State(state): State<AppState>,
+    Path((profile, id)): Path<(String, String)>,
+    Query(params): Query<PurgeParams>,
+) -> ApiResult<Json<Purged>> {
+    let report = state
+        .memory
+        .purge(&profile, &id, params.with_sources.unwrap_or(false))
+        .await?;
+    if !report.memory {
+        return Err(memory_core::MemoryError::not_found("memory", id).into());
+    }
+    Ok(Json(Purged {
+        memory: report.memory,
+        vectors: report.vectors,
+        raw_messages: report.raw_messages,
+    }))
+}
+
+/// A profile's ingest jobs.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Jobs {
+    /// Oldest first.
+    #[schema(value_type = Vec<Object>)]
+    pub jobs: Vec<IngestJob>,
+}
+
+/// Every ingest job of a profile, oldest first.
+#[utoipa::path(get, path = "/v1/profiles/{profile}/jobs", tag = "long-term",
+    params(("profile" = String, Path, description = "Profile name")),
+    responses((status = 200, description = "The jobs", body = Jobs)))]
+pub async fn list_jobs(
+    State(state): State<AppState>,
+    Path(profile): Path<String>,
+) -> ApiResult<Json<Jobs>> {
+    Ok(Json(Jobs {
+        jobs: state.memory.jobs(&profile).await?,
+    }))
+}

@@ -15,7 +15,7 @@ use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::schemas;
 use crate::state::AppState;
 
-fn session_id(raw: &str) -> ApiResult<SessionId> {
+pub(crate) fn session_id(raw: &str) -> ApiResult<SessionId> {
     Ok(SessionId::new(raw)?)
 }
 
@@ -314,4 +314,95 @@ pub async fn search_messages(
     Ok(Json(SearchResults {
         hits: state.sessions.search(&query).await?,
     }))
+}
+
+/// Replaces a stored message's content (its parent and role stay).
+#[utoipa::path(put, path = "/v1/sessions/{id}/messages/{message_id}", tag = "messages",
+    request_body(content = schemas::UiMessage, description = "The message, with the same id"),
+    params(("id" = String, Path, description = "Session id"),
+           ("message_id" = String, Path, description = "Message id")),
+    responses(
+        (status = 204, description = "Updated"),
+        (status = 400, description = "Invalid message, or its id is not the path's", body = ErrorBody),
+        (status = 404, description = "No such session or message", body = ErrorBody)))]
+pub async fn update_message(
+    State(state): State<AppState>,
+    Path((id, message_id)): Path<(String, String)>,
+    Json(body): Json<Value>,
+) -> ApiResult<StatusCode> {
+    let message: UiMessage = decode("message", body)?;
+    if message.id != message_id {
+        return Err(ApiError::invalid(format!(
+            "the body's id {:?} is not the path's {message_id:?}",
+            message.id
+        )));
+    }
+    state.sessions.update(&session_id(&id)?, message).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deletes a message; its children re-link to its parent.
+#[utoipa::path(delete, path = "/v1/sessions/{id}/messages/{message_id}", tag = "messages",
+    params(("id" = String, Path, description = "Session id"),
+           ("message_id" = String, Path, description = "Message id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such session or message", body = ErrorBody)))]
+pub async fn delete_message(
+    State(state): State<AppState>,
+    Path((id, message_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let deleted = state
+        .sessions
+        .delete_messages(&session_id(&id)?, std::slice::from_ref(&message_id))
+        .await?;
+    if deleted == 0 {
+        return Err(memory_core::MemoryError::not_found("message", message_id).into());
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The children of a message (its branches), in insertion order.
+#[utoipa::path(get, path = "/v1/sessions/{id}/messages/{message_id}/children", tag = "messages",
+    params(("id" = String, Path, description = "Session id"),
+           ("message_id" = String, Path, description = "Message id")),
+    responses(
+        (status = 200, description = "The children", body = History),
+        (status = 404, description = "No such session or message", body = ErrorBody)))]
+pub async fn children(
+    State(state): State<AppState>,
+    Path((id, message_id)): Path<(String, String)>,
+) -> ApiResult<Json<History>> {
+    let session = state.sessions.session(&session_id(&id)?).await?;
+    Ok(Json(History {
+        messages: session.branches(&message_id).await?,
+    }))
+}
+
+/// Where to fork.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Fork {
+    /// The message the new session's history ends at.
+    pub at: String,
+    /// The new session's name (the source's by default).
+    pub name: Option<String>,
+}
+
+/// Forks a session at a message into a new linked session holding the path up to it.
+#[utoipa::path(post, path = "/v1/sessions/{id}/fork", tag = "sessions", request_body = Fork,
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 201, description = "The new session", body = schemas::Session),
+        (status = 404, description = "No such session or message", body = ErrorBody)))]
+pub async fn fork(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Json(body): Json<Fork>,
+) -> ApiResult<(StatusCode, Json<SessionInfo>)> {
+    let info = state
+        .sessions
+        .fork(&session_id(&id)?, &body.at, body.name)
+        .await?;
+    Ok((StatusCode::CREATED, Json(info)))
 }

@@ -26,7 +26,8 @@ async fn start() -> Server {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("memory.toml"),
-        "[memory]\nembedder = \"none\"\n",
+        "[[blocks]]\nlabel = \"memory\"\nkind = \"writable\"\ndescription = \"Learned facts\"\n\
+         max_tokens = 50\nscope = \"shared\"\n\n[memory]\nembedder = \"none\"\n",
     )
     .unwrap();
     let deployment = memory_compose::Deployment::open(dir.path()).unwrap();
@@ -334,5 +335,148 @@ fn the_openapi_document_passes_an_independent_validator() {
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn branches_fork_update_delete_context_and_tools() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{}{path}", server.base);
+    post_json(&http, &url("/v1/sessions"), json!({"id": "s"})).await;
+    post_json(
+        &http,
+        &url("/v1/sessions/s/messages"),
+        json!({"messages": [text("u1", "user", "hi"), text("a1", "assistant", "hello")]}),
+    )
+    .await;
+    post_json(
+        &http,
+        &url("/v1/sessions/s/messages"),
+        json!({"message": text("a2", "assistant", "hey"), "parent": {"kind": "message", "id": "u1"}}),
+    )
+    .await;
+    let children = get_json(&http, &url("/v1/sessions/s/messages/u1/children")).await;
+    assert_eq!(children["messages"].as_array().unwrap().len(), 2);
+
+    let updated = http
+        .put(url("/v1/sessions/s/messages/a1"))
+        .json(&text("a1", "assistant", "hello again"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(updated.status(), StatusCode::NO_CONTENT);
+    let mismatch = http
+        .put(url("/v1/sessions/s/messages/a1"))
+        .json(&text("other", "assistant", "x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mismatch.status(), StatusCode::BAD_REQUEST);
+
+    let forked = http
+        .post(url("/v1/sessions/s/fork"))
+        .json(&json!({"at": "a1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forked.status(), StatusCode::CREATED);
+    let forked: Value = forked.json().await.unwrap();
+    let fork_id = forked["id"].as_str().unwrap();
+    let history = get_json(&http, &url(&format!("/v1/sessions/{fork_id}/history"))).await;
+    assert_eq!(history["messages"][1]["parts"][0]["text"], "hello again");
+
+    let deleted = http
+        .delete(url("/v1/sessions/s/messages/a2"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    let again = http
+        .delete(url("/v1/sessions/s/messages/a2"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_FOUND);
+
+    // Context: the frozen prompt survives a write; a refresh shows it; tools list and run.
+    let blocks = get_json(&http, &url("/v1/sessions/s/context")).await;
+    assert_eq!(blocks["blocks"][0]["label"], "memory");
+    let frozen = get_json(&http, &url("/v1/sessions/s/prompt")).await;
+    let tools = get_json(&http, &url("/v1/sessions/s/tools?format=anthropic")).await;
+    assert!(tools.to_string().contains("set_context"), "{tools}");
+    let result = post_json(
+        &http,
+        &url("/v1/sessions/s/tools/set_context"),
+        json!({"label": "memory", "content": "Prefers trains"}),
+    )
+    .await;
+    assert_eq!(result["is_error"], false, "{result}");
+    let refused = post_json(
+        &http,
+        &url("/v1/sessions/s/tools/set_context"),
+        json!({"label": "memory", "content": "word ".repeat(500)}),
+    )
+    .await;
+    assert_eq!(
+        refused["is_error"], true,
+        "over the block's budget: {refused}"
+    );
+    let still = get_json(&http, &url("/v1/sessions/s/prompt")).await;
+    assert_eq!(still, frozen, "the frozen prompt survives a write");
+    let refreshed = get_json(&http, &url("/v1/sessions/s/prompt?refresh=true")).await;
+    assert!(
+        refreshed["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("Prefers trains")
+    );
+    let bad_format = http
+        .get(url("/v1/sessions/s/tools?format=x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_format.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn profiles_list_purge_jobs_and_delete() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{}{path}", server.base);
+    let stored = post_json(
+        &http,
+        &url("/v1/profiles/ops/memories"),
+        json!({"content": "The pager rotates weekly"}),
+    )
+    .await;
+    let id = stored["id"].as_str().unwrap();
+    assert_eq!(
+        get_json(&http, &url("/v1/profiles")).await["profiles"],
+        json!(["ops"])
+    );
+    let jobs = get_json(&http, &url("/v1/profiles/ops/jobs")).await;
+    assert!(jobs["jobs"].as_array().unwrap().is_empty());
+    let purged = http
+        .post(url(&format!("/v1/profiles/ops/memories/{id}/purge")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(purged.status(), StatusCode::OK);
+    let purged: Value = purged.json().await.unwrap();
+    assert_eq!(purged["memory"], true);
+    let twice = http
+        .post(url(&format!("/v1/profiles/ops/memories/{id}/purge")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(twice.status(), StatusCode::NOT_FOUND);
+    let deleted = http.delete(url("/v1/profiles/ops")).send().await.unwrap();
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    let gone = http.delete(url("/v1/profiles/ops")).send().await.unwrap();
+    assert_eq!(gone.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        get_json(&http, &url("/v1/profiles")).await["profiles"],
+        json!([])
     );
 }

@@ -1,0 +1,133 @@
+//! A session's context: its blocks, the frozen system prompt, and the tools generated from
+//! the blocks (listed in a model provider's format, and executed).
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use memory_core::ContextBlock;
+use memory_engine::context::{ToolFormat, is_tool_error};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiResult, ErrorBody};
+use crate::sessions::session_id;
+use crate::state::AppState;
+
+/// A session's context blocks.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Blocks {
+    /// Label, kind, scope, content and token counts of every block, in prompt order.
+    #[schema(value_type = Vec<Object>)]
+    pub blocks: Vec<ContextBlock>,
+}
+
+/// The session's context blocks, in prompt order.
+#[utoipa::path(get, path = "/v1/sessions/{id}/context", tag = "context",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "The blocks", body = Blocks),
+        (status = 404, description = "No such session", body = ErrorBody)))]
+pub async fn list_blocks(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Blocks>> {
+    let session = state.sessions.session(&session_id(&id)?).await?;
+    Ok(Json(Blocks {
+        blocks: session.context().blocks().await?,
+    }))
+}
+
+/// Whether to re-render the prompt.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PromptParams {
+    /// Re-render from the blocks' current values (else the frozen prompt is returned).
+    pub refresh: Option<bool>,
+}
+
+/// A system prompt.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Prompt {
+    /// The rendered prompt.
+    pub prompt: String,
+}
+
+/// The session's frozen system prompt (rendered and frozen on first use; `refresh=true`
+/// re-renders it).
+#[utoipa::path(get, path = "/v1/sessions/{id}/prompt", tag = "context",
+    params(("id" = String, Path, description = "Session id"), PromptParams),
+    responses(
+        (status = 200, description = "The prompt", body = Prompt),
+        (status = 404, description = "No such session", body = ErrorBody)))]
+pub async fn prompt(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(params): Query<PromptParams>,
+) -> ApiResult<Json<Prompt>> {
+    let session = state.sessions.session(&session_id(&id)?).await?;
+    let prompt = if params.refresh.unwrap_or(false) {
+        session.refresh_system_prompt().await?
+    } else {
+        session.freeze_system_prompt().await?
+    };
+    Ok(Json(Prompt { prompt }))
+}
+
+/// Which provider's tool format.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ToolsParams {
+    /// `openai` (default), `anthropic` or `mcp`.
+    pub format: Option<String>,
+}
+
+/// The session's tools (context blocks and session search) in a provider's format.
+#[utoipa::path(get, path = "/v1/sessions/{id}/tools", tag = "context",
+    params(("id" = String, Path, description = "Session id"), ToolsParams),
+    responses(
+        (status = 200, description = "Tool definitions", body = Object),
+        (status = 400, description = "Unknown format", body = ErrorBody)))]
+pub async fn list_tools(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(params): Query<ToolsParams>,
+) -> ApiResult<Json<Value>> {
+    let format = ToolFormat::parse(params.format.as_deref().unwrap_or("openai"))?;
+    let session = state.sessions.session(&session_id(&id)?).await?;
+    let mut definitions = session.tools().await?;
+    definitions.extend(state.sessions.tools());
+    Ok(Json(format.export(&definitions)))
+}
+
+/// What a tool call returned: the text the model reads, and whether it is an error.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolResult {
+    /// The result text (an error result starts with `Error: `).
+    pub result: String,
+    /// True when the tool refused or failed (the model reads why in `result`).
+    pub is_error: bool,
+}
+
+/// Executes one of the session's tools with JSON arguments, as a model's tool call would.
+#[utoipa::path(post, path = "/v1/sessions/{id}/tools/{name}", tag = "context",
+    request_body(content = Object, description = "The tool's arguments"),
+    params(("id" = String, Path, description = "Session id"),
+           ("name" = String, Path, description = "Tool name")),
+    responses(
+        (status = 200, description = "The result (a refusal is a result the model reads)", body = ToolResult),
+        (status = 404, description = "No such session", body = ErrorBody)))]
+pub async fn call_tool(
+    State(state): State<AppState>,
+    Path((id, name)): Path<(String, String)>,
+    Json(arguments): Json<Value>,
+) -> ApiResult<Json<ToolResult>> {
+    let session = state.sessions.session(&session_id(&id)?).await?;
+    let result = match state.sessions.execute_tool(&name, &arguments).await {
+        Some(result) => result,
+        None => session.execute_tool(&name, &arguments).await?,
+    };
+    Ok(Json(ToolResult {
+        is_error: is_tool_error(&result),
+        result,
+    }))
+}
