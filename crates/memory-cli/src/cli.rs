@@ -135,6 +135,12 @@ pub enum Command {
         /// The address to listen on (loopback; port 0 picks a free one).
         #[arg(long, default_value = "127.0.0.1:8787")]
         bind: std::net::SocketAddr,
+        /// Requests handled at once; more are refused with 503 and Retry-After.
+        #[arg(long, default_value_t = 64)]
+        max_concurrent_requests: usize,
+        /// Seconds one request may run before it is answered with 503.
+        #[arg(long, default_value_t = 30)]
+        request_timeout_secs: u64,
     },
 }
 

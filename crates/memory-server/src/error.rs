@@ -20,7 +20,7 @@ pub struct ErrorBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// Stable, machine-readable: `invalid_input`, `not_found`, `already_exists`, `conflict`,
-    /// `refused`, `not_supported`, `unavailable`, `too_large`, `internal`.
+    /// `refused`, `not_supported`, `unavailable`, `busy`, `timeout`, `internal`.
     pub code: &'static str,
     /// A sentence for people.
     pub message: String,
@@ -43,6 +43,15 @@ impl ApiError {
         Self {
             status: StatusCode::BAD_REQUEST,
             code: "invalid_input",
+            message: message.into(),
+        }
+    }
+
+    /// A 503 with `Retry-After` (a limit was reached, or a backend is away for a moment).
+    pub fn unavailable(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            code,
             message: message.into(),
         }
     }

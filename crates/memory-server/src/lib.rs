@@ -13,6 +13,8 @@
 mod context;
 pub mod error;
 mod health;
+mod limits;
+mod metrics;
 pub mod openapi;
 mod profiles;
 pub mod schemas;
@@ -22,17 +24,63 @@ mod state;
 use std::net::SocketAddr;
 
 use axum::Router;
+use axum::error_handling::HandleErrorLayer;
 use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderName, Request};
 use axum::routing::{get, post};
+pub use limits::Limits;
+pub use metrics::Metrics;
 pub use state::AppState;
+use tower::ServiceBuilder;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 
 /// The largest request body accepted (a batch of messages at the store's row limit would
 /// not fit; batches that large belong in `import`).
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
+/// The header carrying each request's id (generated when the client sends none, returned
+/// on the response, and recorded on the request's log span).
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// The API over the services with its limits, request ids, logs and metrics.
+pub fn router(state: AppState, limits: Limits, metrics: Metrics) -> Router {
+    let request_id = HeaderName::from_static(REQUEST_ID);
+    let trace = TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+        let id = request
+            .headers()
+            .get(REQUEST_ID)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-");
+        tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
+    });
+    let limited = ServiceBuilder::new()
+        .layer(HandleErrorLayer::new(limits::refused))
+        .load_shed()
+        .concurrency_limit(limits.max_concurrent_requests.max(1))
+        .timeout(limits.request_timeout);
+    routes(state)
+        .merge(
+            Router::new()
+                .route("/metrics", get(metrics::expose))
+                .with_state(metrics.clone()),
+        )
+        .layer(limited)
+        .layer(axum::middleware::from_fn_with_state(
+            metrics,
+            metrics::record,
+        ))
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
+                .layer(trace)
+                .layer(PropagateRequestIdLayer::new(request_id)),
+        )
+}
+
 /// The routes of the API over the services.
-pub fn router(state: AppState) -> Router {
+fn routes(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
@@ -101,6 +149,9 @@ pub enum ServeError {
     /// The address is not loopback, and this build has no API keys to protect it.
     #[error("{0} is not a loopback address: without API keys the server binds to loopback only")]
     NotLoopback(SocketAddr),
+    /// The metrics registry could not be built.
+    #[error("metrics: {0}")]
+    Metrics(String),
     /// Binding or serving failed.
     #[error("serving on {address}: {source}")]
     Io {
@@ -112,10 +163,11 @@ pub enum ServeError {
     },
 }
 
-/// Serves the API on `address` (loopback only) until `shutdown` completes; calls
-/// `on_bound` with the bound address (useful with port 0).
+/// Serves the API on `address` (loopback only) with `limits` until `shutdown` completes;
+/// calls `on_bound` with the bound address (useful with port 0).
 pub async fn serve(
     state: AppState,
+    limits: Limits,
     address: SocketAddr,
     on_bound: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
@@ -131,7 +183,8 @@ pub async fn serve(
         .map_err(|source| ServeError::Io { address, source })?;
     tracing::info!(%bound, "serving the memory API (local mode: no API keys, loopback only)");
     on_bound(bound);
-    axum::serve(listener, router(state))
+    let metrics = Metrics::new().map_err(|e| ServeError::Metrics(e.to_string()))?;
+    axum::serve(listener, router(state, limits, metrics))
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(|source| ServeError::Io {

@@ -23,6 +23,10 @@ impl Drop for Server {
 }
 
 async fn start() -> Server {
+    start_with(memory_server::Limits::default()).await
+}
+
+async fn start_with(limits: memory_server::Limits) -> Server {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("memory.toml"),
@@ -42,6 +46,7 @@ async fn start() -> Server {
     tokio::spawn(async move {
         memory_server::serve(
             state,
+            limits,
             "127.0.0.1:0".parse().unwrap(),
             move |address| {
                 let _ = bound_tx.send(address);
@@ -292,10 +297,16 @@ async fn a_non_loopback_address_is_refused_without_api_keys() {
         sessions: Arc::new(deployment.session_manager().await.unwrap()),
         memory: Arc::new(deployment.memory_service().await.unwrap().0),
     };
-    let error = memory_server::serve(state, "0.0.0.0:0".parse().unwrap(), |_| {}, async {})
-        .await
-        .err()
-        .unwrap();
+    let error = memory_server::serve(
+        state,
+        memory_server::Limits::default(),
+        "0.0.0.0:0".parse().unwrap(),
+        |_| {},
+        async {},
+    )
+    .await
+    .err()
+    .unwrap();
     assert!(matches!(error, memory_server::ServeError::NotLoopback(_)));
 }
 
@@ -479,4 +490,132 @@ async fn profiles_list_purge_jobs_and_delete() {
         get_json(&http, &url("/v1/profiles")).await["profiles"],
         json!([])
     );
+}
+
+#[tokio::test]
+async fn request_ids_metrics_and_limits() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{}{path}", server.base);
+    let generated = http.get(url("/healthz")).send().await.unwrap();
+    let id = generated.headers()[memory_server::REQUEST_ID]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(id.len(), 36, "a UUID: {id}");
+    let echoed = http
+        .get(url("/healthz"))
+        .header(memory_server::REQUEST_ID, "client-chosen-id")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        echoed.headers()[memory_server::REQUEST_ID],
+        "client-chosen-id"
+    );
+
+    post_json(&http, &url("/v1/sessions"), json!({"id": "m"})).await;
+    http.get(url("/v1/sessions/nope")).send().await.unwrap();
+    let metrics = http
+        .get(url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(
+            r#"memory_http_requests_total{method="POST",route="/v1/sessions",status="201"} 1"#
+        ),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            r#"memory_http_requests_total{method="GET",route="/v1/sessions/{id}",status="404"} 1"#
+        ),
+        "one series per route template, not per id: {metrics}"
+    );
+    assert!(metrics.contains("memory_http_request_duration_seconds_bucket"));
+
+    // A request past the time limit is a 503 with Retry-After, never a hang: this one
+    // promises a body it never sends.
+    let hurried = start_with(memory_server::Limits {
+        request_timeout: std::time::Duration::from_millis(200),
+        ..memory_server::Limits::default()
+    })
+    .await;
+    let late = {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let address = hurried.base.trim_start_matches("http://").to_owned();
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        stream
+            .write_all(
+                format!(
+                    "POST /v1/sessions HTTP/1.1\r\nHost: {address}\r\n\
+                     Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"id\""
+                )
+                .as_bytes(),
+            )
+            .await
+            .unwrap();
+        let mut response = vec![0u8; 4096];
+        let n = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            stream.read(&mut response),
+        )
+        .await
+        .expect("answered within the limit, not hung")
+        .unwrap();
+        String::from_utf8_lossy(&response[..n]).into_owned()
+    };
+    assert!(late.starts_with("HTTP/1.1 503"), "{late}");
+    assert!(late.to_lowercase().contains("retry-after"), "{late}");
+    assert!(late.contains(r#""code":"timeout""#), "{late}");
+
+    // One request at a time: concurrent ones are answered or refused at once as busy.
+    let narrow = start_with(memory_server::Limits {
+        max_concurrent_requests: 1,
+        ..memory_server::Limits::default()
+    })
+    .await;
+    let requests = (0..32).map(|i| {
+        let http = http.clone();
+        let url = format!("{}/v1/sessions", narrow.base);
+        async move {
+            http.post(url)
+                .json(&json!({"id": format!("c{i}")}))
+                .send()
+                .await
+                .unwrap()
+        }
+    });
+    let mut busy = 0;
+    for response in futures_join_all(requests).await {
+        match response.status() {
+            StatusCode::CREATED => {}
+            StatusCode::SERVICE_UNAVAILABLE => {
+                assert!(response.headers().contains_key("retry-after"));
+                let body: Value = response.json().await.unwrap();
+                assert_eq!(body["error"]["code"], "busy");
+                busy += 1;
+            }
+            other => panic!("neither answered nor refused as busy: {other}"),
+        }
+    }
+    eprintln!("{busy} of 32 concurrent requests were refused as busy");
+}
+
+/// Runs futures concurrently and collects their outputs in order.
+async fn futures_join_all<F>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for handle in handles {
+        out.push(handle.await.unwrap());
+    }
+    out
 }

@@ -70,8 +70,17 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Demo = cli.command {
         return demo::run(cli.data_dir).await;
     }
-    if let Command::Serve { bind } = cli.command {
-        return serve::run(&app::data_dir(cli.data_dir), bind).await;
+    if let Command::Serve {
+        bind,
+        max_concurrent_requests,
+        request_timeout_secs,
+    } = cli.command
+    {
+        let limits = memory_server::Limits {
+            max_concurrent_requests,
+            request_timeout: std::time::Duration::from_secs(request_timeout_secs),
+        };
+        return serve::run(&app::data_dir(cli.data_dir), bind, limits).await;
     }
     if let Command::Bench(crate::cli::BenchCommand::LongTerm {
         memories,

@@ -10,7 +10,11 @@ use memory_server::AppState;
 use super::CliError;
 
 /// Serves until Ctrl-C (in-flight requests finish; background ingest jobs are resumable).
-pub async fn run(data_dir: &Path, bind: SocketAddr) -> Result<(), CliError> {
+pub async fn run(
+    data_dir: &Path,
+    bind: SocketAddr,
+    limits: memory_server::Limits,
+) -> Result<(), CliError> {
     let deployment = Deployment::open(data_dir)?;
     let sessions = Arc::new(deployment.session_manager().await?);
     let (memory, note) = deployment.memory_service().await?;
@@ -26,6 +30,7 @@ pub async fn run(data_dir: &Path, bind: SocketAddr) -> Result<(), CliError> {
     };
     let result = memory_server::serve(
         state,
+        limits,
         bind,
         |bound| {
             eprintln!(
