@@ -129,6 +129,17 @@ pub enum Command {
     /// Write a branching conversation with tool calls into a fresh data dir, search it and
     /// print two branches.
     Demo,
+    /// Run ingest jobs from the deployment's job queue, every profile's, until Ctrl-C: any
+    /// number of workers (on any machine sharing the queue) each claim a job under a lease.
+    /// Ctrl-C lets the current job finish and claims no more.
+    Worker {
+        /// Milliseconds between looks at an empty queue.
+        #[arg(long, default_value_t = 500)]
+        poll_ms: u64,
+        /// Run what is queued now, then exit.
+        #[arg(long)]
+        once: bool,
+    },
     /// Serve the REST API (OpenAPI at `/openapi.json`) over this data dir's deployment, until
     /// Ctrl-C. Local mode: no API keys, so it binds to loopback only.
     Serve {
@@ -141,6 +152,10 @@ pub enum Command {
         /// Seconds one request may run before it is answered with 503.
         #[arg(long, default_value_t = 30)]
         request_timeout_secs: u64,
+        /// Leave accepted ingest jobs to `memory worker` processes (by default this process
+        /// runs each one in the background).
+        #[arg(long)]
+        no_jobs: bool,
     },
 }
 

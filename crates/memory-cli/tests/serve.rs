@@ -75,3 +75,79 @@ fn request(address: &str, method: &str, path: &str, body: &str) -> String {
     stream.read_to_string(&mut response).unwrap();
     response
 }
+
+/// Jobs queued without anyone to run them are run by `memory worker`, and only once: two
+/// workers started at once share the queue.
+#[test]
+fn workers_run_every_queued_job_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ids: Vec<(String, String)> = runtime.block_on(async {
+        let deployment = memory_compose::Deployment::open(dir.path()).unwrap();
+        let (memory, _) = deployment.memory_service().await.unwrap();
+        let mut ids = Vec::new();
+        for (profile, i) in [("a", 0), ("a", 1), ("b", 2), ("b", 3), ("b", 4)] {
+            let job = memory
+                .enqueue_ingest(
+                    profile,
+                    &format!("c{i}"),
+                    vec![memory_engine::long_term::IngestMessage::new(
+                        "user",
+                        format!("fact number {i}"),
+                    )],
+                )
+                .await
+                .unwrap();
+            ids.push((profile.to_owned(), job.id));
+        }
+        deployment.close().await;
+        ids
+    });
+    let binary = assert_cmd::cargo::cargo_bin("memory");
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            Command::new(&binary)
+                .arg("--data-dir")
+                .arg(dir.path())
+                .args(["worker", "--once"])
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut ran = 0;
+    for worker in workers {
+        let out = worker.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let count: usize = stderr
+            .split("worker ran ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap();
+        ran += count;
+    }
+    assert_eq!(ran, 5, "every job ran exactly once across the two workers");
+    runtime.block_on(async {
+        let deployment = memory_compose::Deployment::open(dir.path()).unwrap();
+        let (memory, _) = deployment.memory_service().await.unwrap();
+        for (profile, id) in &ids {
+            let job = memory.job(profile, id).await.unwrap();
+            assert_eq!(
+                job.status,
+                memory_engine::long_term::JobStatus::Done,
+                "{id}"
+            );
+        }
+        deployment.close().await;
+    });
+}

@@ -201,7 +201,8 @@ pub struct Accepted {
 }
 
 /// Queues a conversation for ingest (raw messages stored now, extraction in the
-/// background) and answers at once with the job.
+/// background: in this process, or in `memory worker` processes) and answers at once with
+/// the job.
 #[utoipa::path(post, path = "/v1/profiles/{profile}/ingest", tag = "long-term",
     request_body = Ingest,
     params(("profile" = String, Path, description = "Profile name")),
@@ -226,12 +227,14 @@ pub async fn ingest(
         .memory
         .enqueue_ingest(&profile, &body.session, messages)
         .await?;
-    let (memory, worker_profile, id) = (state.memory.clone(), profile.clone(), job.id.clone());
-    tokio::spawn(async move {
-        if let Err(e) = memory.run_job(&worker_profile, &id).await {
-            tracing::warn!(profile = %worker_profile, job = %id, error = %e, "ingest job failed");
-        }
-    });
+    if state.run_jobs {
+        let (memory, worker_profile, id) = (state.memory.clone(), profile.clone(), job.id.clone());
+        tokio::spawn(async move {
+            if let Err(e) = memory.run_job(&worker_profile, &id).await {
+                tracing::warn!(profile = %worker_profile, job = %id, error = %e, "ingest job failed");
+            }
+        });
+    }
     let status_url = format!("/v1/profiles/{profile}/jobs/{}", job.id);
     Ok((StatusCode::ACCEPTED, Json(Accepted { job, status_url })))
 }

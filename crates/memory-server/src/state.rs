@@ -12,4 +12,7 @@ pub struct AppState {
     pub sessions: Arc<SessionManager>,
     /// Long-term memory profiles.
     pub memory: Arc<MemoryService>,
+    /// Run each accepted ingest job in this process (else `memory worker` processes claim
+    /// them from the queue).
+    pub run_jobs: bool,
 }

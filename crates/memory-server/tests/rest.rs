@@ -27,6 +27,10 @@ async fn start() -> Server {
 }
 
 async fn start_with(limits: memory_server::Limits) -> Server {
+    start_full(limits, true).await
+}
+
+async fn start_full(limits: memory_server::Limits, run_jobs: bool) -> Server {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("memory.toml"),
@@ -40,6 +44,7 @@ async fn start_with(limits: memory_server::Limits) -> Server {
     let state = AppState {
         sessions,
         memory: Arc::new(memory),
+        run_jobs,
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
@@ -296,6 +301,7 @@ async fn a_non_loopback_address_is_refused_without_api_keys() {
     let state = AppState {
         sessions: Arc::new(deployment.session_manager().await.unwrap()),
         memory: Arc::new(deployment.memory_service().await.unwrap().0),
+        run_jobs: true,
     };
     let error = memory_server::serve(
         state,
@@ -618,4 +624,21 @@ where
         out.push(handle.await.unwrap());
     }
     out
+}
+
+/// A server that leaves jobs to workers accepts an ingest and leaves its job queued.
+#[tokio::test]
+async fn a_server_without_jobs_leaves_them_queued_for_workers() {
+    let server = start_full(memory_server::Limits::default(), false).await;
+    let http = reqwest::Client::new();
+    let accepted = post_json(
+        &http,
+        &format!("{}/v1/profiles/team/ingest", server.base),
+        json!({"session": "c1", "messages": [{"role": "user", "content": "hello"}]}),
+    )
+    .await;
+    let status_url = accepted["status_url"].as_str().unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let job = get_json(&http, &format!("{}{status_url}", server.base)).await;
+    assert_eq!(job["status"], "queued", "{job}");
 }

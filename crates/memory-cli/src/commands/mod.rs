@@ -70,17 +70,21 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Demo = cli.command {
         return demo::run(cli.data_dir).await;
     }
+    if let Command::Worker { poll_ms, once } = cli.command {
+        return serve::worker(&app::data_dir(cli.data_dir), poll_ms, once).await;
+    }
     if let Command::Serve {
         bind,
         max_concurrent_requests,
         request_timeout_secs,
+        no_jobs,
     } = cli.command
     {
         let limits = memory_server::Limits {
             max_concurrent_requests,
             request_timeout: std::time::Duration::from_secs(request_timeout_secs),
         };
-        return serve::run(&app::data_dir(cli.data_dir), bind, limits).await;
+        return serve::run(&app::data_dir(cli.data_dir), bind, limits, !no_jobs).await;
     }
     if let Command::Bench(crate::cli::BenchCommand::LongTerm {
         memories,
@@ -143,6 +147,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Profile(_)
         | Command::Eval(_)
         | Command::Serve { .. }
+        | Command::Worker { .. }
         | Command::Bench(_) => Ok(()),
     };
     app.close().await;
