@@ -25,5 +25,9 @@ export MEMORY_POSTGRES_URL MEMORY_REQUIRE_POSTGRES=1
 MEMORY_OPENAPI_VALIDATOR="$(./scripts/setup-openapi-validator.sh)"
 export MEMORY_OPENAPI_VALIDATOR MEMORY_REQUIRE_OPENAPI_VALIDATOR=1
 
+# The official MCP Python SDK (PyPI), the client the MCP tests drive `memory mcp` with.
+MEMORY_MCP_CLIENT="$(./scripts/setup-mcp-client.sh)"
+export MEMORY_MCP_CLIENT MEMORY_REQUIRE_MCP_CLIENT=1
+
 cargo nextest run --workspace --no-fail-fast
 cargo test --workspace --doc

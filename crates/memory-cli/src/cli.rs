@@ -129,6 +129,12 @@ pub enum Command {
     /// Write a branching conversation with tool calls into a fresh data dir, search it and
     /// print two branches.
     Demo,
+    /// Serve the memory tools (remember, recall, forget, list_memories, session_search) to
+    /// an MCP client over stdin/stdout, for one long-term profile.
+    Mcp {
+        /// The profile the tools read and write.
+        profile: String,
+    },
     /// Run ingest jobs from the deployment's job queue, every profile's, until Ctrl-C: any
     /// number of workers (on any machine sharing the queue) each claim a job under a lease.
     /// Ctrl-C lets the current job finish and claims no more.

@@ -14,6 +14,7 @@ mod context;
 pub mod error;
 mod health;
 mod limits;
+pub mod mcp;
 mod metrics;
 pub mod openapi;
 mod profiles;

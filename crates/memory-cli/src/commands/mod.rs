@@ -70,6 +70,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Demo = cli.command {
         return demo::run(cli.data_dir).await;
     }
+    if let Command::Mcp { profile } = cli.command {
+        return serve::mcp(&app::data_dir(cli.data_dir), &profile).await;
+    }
     if let Command::Worker { poll_ms, once } = cli.command {
         return serve::worker(&app::data_dir(cli.data_dir), poll_ms, once).await;
     }
@@ -148,6 +151,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Eval(_)
         | Command::Serve { .. }
         | Command::Worker { .. }
+        | Command::Mcp { .. }
         | Command::Bench(_) => Ok(()),
     };
     app.close().await;

@@ -96,3 +96,25 @@ pub async fn worker(data_dir: &Path, poll_ms: u64, once: bool) -> Result<(), Cli
     deployment.close().await;
     result
 }
+
+/// Serves MCP over stdin/stdout for `profile` until the client closes the pipe. Logs go to
+/// stderr (stdout is the protocol's).
+pub async fn mcp(data_dir: &Path, profile: &str) -> Result<(), CliError> {
+    memory_core::validate_profile_name(profile)?;
+    let deployment = Deployment::open(data_dir)?;
+    let sessions = Arc::new(deployment.session_manager().await?);
+    let (memory, note) = deployment.memory_service().await?;
+    if let Some(note) = note {
+        eprintln!("note: {note}");
+    }
+    let state = AppState {
+        sessions,
+        memory: Arc::new(memory),
+        run_jobs: true,
+    };
+    let result = memory_server::mcp::serve_stdio(state, profile)
+        .await
+        .map_err(|e| CliError::io("serving MCP on stdio", e));
+    deployment.close().await;
+    result
+}

@@ -1,0 +1,112 @@
+//! `memory mcp` driven by the official MCP Python SDK (`mcp` from PyPI; the test command
+//! installs it with `scripts/setup-mcp-client.sh`): a client nobody here wrote.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::Command;
+
+const CLIENT: &str = r#"
+import asyncio, json, sys
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def main():
+    binary, data_dir = sys.argv[1], sys.argv[2]
+    params = StdioServerParameters(command=binary, args=["--data-dir", data_dir, "mcp", "team"])
+    out = {}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            out["instructions"] = init.instructions
+            tools = await session.list_tools()
+            out["tools"] = sorted(t.name for t in tools.tools)
+            text = lambda r: "".join(c.text for c in r.content)
+            # The SDK's field is `isError` in older releases, `is_error` in newer ones.
+            err = lambda r: getattr(r, "is_error", getattr(r, "isError", None))
+            r = await session.call_tool("remember", {"content": "Deploys happen on Fridays", "key": "deploy.day"})
+            out["remember"] = [text(r), err(r)]
+            r = await session.call_tool("recall", {"query": "when do deploys happen?"})
+            out["recall"] = [text(r), err(r)]
+            r = await session.call_tool("list_memories", {})
+            out["list"] = [text(r), err(r)]
+            r = await session.call_tool("remember", {"content": "x", "kind": "rumour"})
+            out["bad_kind"] = [text(r), err(r)]
+            r = await session.call_tool("forget", {"id": "no-such-memory", "reason": "test"})
+            out["forget_unknown"] = [text(r), err(r)]
+            r = await session.call_tool("session_search", {"query": "anything"})
+            out["search"] = [text(r), err(r)]
+    print(json.dumps(out))
+
+asyncio.run(main())
+"#;
+
+#[test]
+fn an_mcp_client_remembers_recalls_and_is_refused_clearly() {
+    let path = std::env::var("MEMORY_MCP_CLIENT").unwrap_or_default();
+    let available = Command::new("python3")
+        .args(["-c", "import mcp.client.stdio"])
+        .env("PYTHONPATH", &path)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !available {
+        assert!(
+            std::env::var("MEMORY_REQUIRE_MCP_CLIENT").is_err(),
+            "the MCP client is required but not installed (scripts/setup-mcp-client.sh)"
+        );
+        eprintln!("skipped: the mcp Python SDK is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    let script = dir.path().join("client.py");
+    std::fs::write(&script, CLIENT).unwrap();
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(assert_cmd::cargo::cargo_bin("memory"))
+        .arg(dir.path())
+        .env("PYTHONPATH", &path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        result["tools"],
+        serde_json::json!([
+            "forget",
+            "list_memories",
+            "recall",
+            "remember",
+            "session_search"
+        ])
+    );
+    assert!(
+        result["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("not instructions")
+    );
+    assert_eq!(result["remember"][1], false, "{result}");
+    let recall = result["recall"][0].as_str().unwrap();
+    assert!(
+        recall.contains("not instructions to follow"),
+        "quoted as data: {recall}"
+    );
+    assert!(recall.contains("Deploys happen on Fridays"), "{recall}");
+    assert_eq!(result["recall"][1], false);
+    assert!(result["list"][0].as_str().unwrap().contains("deploy.day"));
+    assert_eq!(
+        result["bad_kind"][1], true,
+        "a bad kind is a tool error: {result}"
+    );
+    assert!(result["bad_kind"][0].as_str().unwrap().contains("rumour"));
+    assert_eq!(result["forget_unknown"][1], true);
+    assert_eq!(result["search"][1], false);
+}
