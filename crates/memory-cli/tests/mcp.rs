@@ -41,20 +41,13 @@ asyncio.run(main())
 
 #[test]
 fn an_mcp_client_remembers_recalls_and_is_refused_clearly() {
-    let path = std::env::var("MEMORY_MCP_CLIENT").unwrap_or_default();
-    let available = Command::new("python3")
-        .args(["-c", "import mcp.client.stdio"])
-        .env("PYTHONPATH", &path)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !available {
-        assert!(
-            std::env::var("MEMORY_REQUIRE_MCP_CLIENT").is_err(),
-            "the MCP client is required but not installed (scripts/setup-mcp-client.sh)"
-        );
-        eprintln!("skipped: the mcp Python SDK is not installed");
+    let Some(path) = memory_testkit::python::python_module(
+        "mcp.client.stdio",
+        "MEMORY_MCP_CLIENT",
+        "MEMORY_REQUIRE_MCP_CLIENT",
+    ) else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("memory.toml"),

@@ -327,20 +327,13 @@ fn the_openapi_document_passes_an_independent_validator() {
         .to_pretty_json()
         .unwrap();
     std::fs::write(&file, doc).unwrap();
-    let python_path = std::env::var("MEMORY_OPENAPI_VALIDATOR").unwrap_or_default();
-    let available = std::process::Command::new("python3")
-        .args(["-c", "import openapi_spec_validator"])
-        .env("PYTHONPATH", &python_path)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !available {
-        assert!(
-            std::env::var("MEMORY_REQUIRE_OPENAPI_VALIDATOR").is_err(),
-            "the validator is required but not installed (scripts/setup-openapi-validator.sh)"
-        );
-        eprintln!("skipped: openapi-spec-validator is not installed");
+    let Some(python_path) = memory_testkit::python::python_module(
+        "openapi_spec_validator",
+        "MEMORY_OPENAPI_VALIDATOR",
+        "MEMORY_REQUIRE_OPENAPI_VALIDATOR",
+    ) else {
         return;
-    }
+    };
     let out = std::process::Command::new("python3")
         .args(["-m", "openapi_spec_validator"])
         .arg(&file)

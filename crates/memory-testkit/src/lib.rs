@@ -16,4 +16,5 @@ pub mod faults;
 pub mod in_memory;
 pub mod mocks;
 pub mod model;
+pub mod python;
 pub mod samples;

@@ -10,13 +10,9 @@ use memory_server::AppState;
 
 use super::CliError;
 
-/// Serves until Ctrl-C (in-flight requests finish; background ingest jobs are resumable).
-pub async fn run(
-    data_dir: &Path,
-    bind: SocketAddr,
-    limits: memory_server::Limits,
-    run_jobs: bool,
-) -> Result<(), CliError> {
+/// The deployment of `data_dir` and the services the server reaches (a note on what is off,
+/// such as vectors without an embedder, goes to stderr).
+async fn compose(data_dir: &Path, run_jobs: bool) -> Result<(Deployment, AppState), CliError> {
     let deployment = Deployment::open(data_dir)?;
     let sessions = Arc::new(deployment.session_manager().await?);
     let (memory, note) = deployment.memory_service().await?;
@@ -28,6 +24,17 @@ pub async fn run(
         memory: Arc::new(memory),
         run_jobs,
     };
+    Ok((deployment, state))
+}
+
+/// Serves until Ctrl-C (in-flight requests finish; background ingest jobs are resumable).
+pub async fn run(
+    data_dir: &Path,
+    bind: SocketAddr,
+    limits: memory_server::Limits,
+    run_jobs: bool,
+) -> Result<(), CliError> {
+    let (deployment, state) = compose(data_dir, run_jobs).await?;
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -101,17 +108,7 @@ pub async fn worker(data_dir: &Path, poll_ms: u64, once: bool) -> Result<(), Cli
 /// stderr (stdout is the protocol's).
 pub async fn mcp(data_dir: &Path, profile: &str) -> Result<(), CliError> {
     memory_core::validate_profile_name(profile)?;
-    let deployment = Deployment::open(data_dir)?;
-    let sessions = Arc::new(deployment.session_manager().await?);
-    let (memory, note) = deployment.memory_service().await?;
-    if let Some(note) = note {
-        eprintln!("note: {note}");
-    }
-    let state = AppState {
-        sessions,
-        memory: Arc::new(memory),
-        run_jobs: true,
-    };
+    let (deployment, state) = compose(data_dir, true).await?;
     let result = memory_server::mcp::serve_stdio(state, profile)
         .await
         .map_err(|e| CliError::io("serving MCP on stdio", e));
