@@ -162,6 +162,9 @@ pub enum Command {
         /// runs each one in the background).
         #[arg(long)]
         no_jobs: bool,
+        /// The long-term profile the MCP endpoint (`/mcp`, streamable HTTP) serves.
+        #[arg(long, default_value = "default")]
+        mcp_profile: String,
     },
 }
 

@@ -2,6 +2,8 @@
 //! installs it with `scripts/setup-mcp-client.sh`): a client nobody here wrote.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::process::Command;
 
 const CLIENT: &str = r#"
@@ -102,4 +104,79 @@ fn an_mcp_client_remembers_recalls_and_is_refused_clearly() {
     assert!(result["bad_kind"][0].as_str().unwrap().contains("rumour"));
     assert_eq!(result["forget_unknown"][1], true);
     assert_eq!(result["search"][1], false);
+}
+
+const HTTP_CLIENT: &str = r#"
+import asyncio, json, sys
+from mcp import ClientSession
+try:  # renamed in the SDK's 2.x releases
+    from mcp.client.streamable_http import streamable_http_client as connect
+except ImportError:
+    from mcp.client.streamable_http import streamablehttp_client as connect
+
+async def main():
+    out = {}
+    async with connect(sys.argv[1]) as streams:
+        read, write = streams[0], streams[1]
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            out["tools"] = sorted(t.name for t in tools.tools)
+            text = lambda r: "".join(c.text for c in r.content)
+            await session.call_tool("remember", {"content": "The office plant is a fern", "key": "office.plant"})
+            r = await session.call_tool("recall", {"query": "which plant is in the office?"})
+            out["recall"] = text(r)
+    print(json.dumps(out))
+
+asyncio.run(main())
+"#;
+
+/// The same tools over streamable HTTP at `/mcp` of `memory serve`, for the profile the
+/// server names; what a client remembers there is in that profile for the CLI.
+#[test]
+fn an_mcp_client_over_http_reaches_the_served_profile() {
+    let Some(path) = memory_testkit::python::python_module(
+        "mcp.client.streamable_http",
+        "MEMORY_MCP_CLIENT",
+        "MEMORY_REQUIRE_MCP_CLIENT",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    let binary = assert_cmd::cargo::cargo_bin("memory");
+    let (mut server, address, _) = common::spawn_server(dir.path(), &["--mcp-profile", "office"]);
+    let script = dir.path().join("http_client.py");
+    std::fs::write(&script, HTTP_CLIENT).unwrap();
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(format!("http://{address}/mcp"))
+        .env("PYTHONPATH", &path)
+        .output()
+        .unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["tools"].as_array().unwrap().len(), 5, "{result}");
+    assert!(
+        result["recall"].as_str().unwrap().contains("fern"),
+        "{result}"
+    );
+    let listed = Command::new(&binary)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["profile", "list", "office", "--json"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("fern"));
 }

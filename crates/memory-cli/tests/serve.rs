@@ -2,7 +2,8 @@
 //! client writes over HTTP is what the CLI reads from the same data dir afterwards.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::process::{Command, Stdio};
 
 #[test]
@@ -14,25 +15,7 @@ fn serve_answers_over_http_and_shares_the_data_dir_with_the_cli() {
     )
     .unwrap();
     let binary = assert_cmd::cargo::cargo_bin("memory");
-    let mut server = Command::new(&binary)
-        .arg("--data-dir")
-        .arg(dir.path())
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(server.stderr.take().unwrap());
-    let mut line = String::new();
-    let address = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "the server exited"
-        );
-        if let Some(rest) = line.split("serving http://").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_owned();
-        }
-    };
+    let (mut server, address, line) = common::spawn_server(dir.path(), &[]);
     assert!(line.contains("loopback only"), "{line}");
     let post = |path: &str, body: &str| request(&address, "POST", path, body);
     assert!(post("/v1/sessions", r#"{"id":"s1"}"#).starts_with("HTTP/1.1 201"));

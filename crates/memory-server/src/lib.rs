@@ -61,7 +61,9 @@ pub fn router(state: AppState, limits: Limits, metrics: Metrics) -> Router {
         .load_shed()
         .concurrency_limit(limits.max_concurrent_requests.max(1))
         .timeout(limits.request_timeout);
+    let mcp = mcp::http_service(state.clone());
     routes(state)
+        .nest_service("/mcp", mcp)
         .merge(
             Router::new()
                 .route("/metrics", get(metrics::expose))

@@ -1,4 +1,4 @@
-//! MCP (Model Context Protocol) over stdio: the memory tools a model uses, for any MCP
+//! MCP (Model Context Protocol) over stdio and streamable HTTP: the memory tools a model uses, for any MCP
 //! client. Recalled memories come back as quoted data with their provenance, never as
 //! instructions (stored prompt injection is a known attack on memory systems).
 
@@ -234,6 +234,21 @@ impl ServerHandler for MemoryMcp {
         );
         info
     }
+}
+
+/// The streamable-HTTP MCP endpoint of `state.mcp_profile`, to mount at `/mcp`.
+pub fn http_service(
+    state: AppState,
+) -> rmcp::transport::streamable_http_server::StreamableHttpService<
+    MemoryMcp,
+    rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+> {
+    let profile = state.mcp_profile.clone();
+    rmcp::transport::streamable_http_server::StreamableHttpService::new(
+        move || Ok(MemoryMcp::new(state.clone(), profile.clone())),
+        Default::default(),
+        Default::default(),
+    )
 }
 
 /// Serves MCP on stdin/stdout until the client closes them.

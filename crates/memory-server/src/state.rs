@@ -15,4 +15,6 @@ pub struct AppState {
     /// Run each accepted ingest job in this process (else `memory worker` processes claim
     /// them from the queue).
     pub run_jobs: bool,
+    /// The long-term profile the MCP endpoint (`/mcp`) reads and writes.
+    pub mcp_profile: String,
 }

@@ -45,6 +45,7 @@ async fn start_full(limits: memory_server::Limits, run_jobs: bool) -> Server {
         sessions,
         memory: Arc::new(memory),
         run_jobs,
+        mcp_profile: "default".into(),
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
@@ -302,6 +303,7 @@ async fn a_non_loopback_address_is_refused_without_api_keys() {
         sessions: Arc::new(deployment.session_manager().await.unwrap()),
         memory: Arc::new(deployment.memory_service().await.unwrap().0),
         run_jobs: true,
+        mcp_profile: "default".into(),
     };
     let error = memory_server::serve(
         state,

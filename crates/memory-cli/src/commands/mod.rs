@@ -81,13 +81,21 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         max_concurrent_requests,
         request_timeout_secs,
         no_jobs,
+        mcp_profile,
     } = cli.command
     {
         let limits = memory_server::Limits {
             max_concurrent_requests,
             request_timeout: std::time::Duration::from_secs(request_timeout_secs),
         };
-        return serve::run(&app::data_dir(cli.data_dir), bind, limits, !no_jobs).await;
+        return serve::run(
+            &app::data_dir(cli.data_dir),
+            bind,
+            limits,
+            !no_jobs,
+            &mcp_profile,
+        )
+        .await;
     }
     if let Command::Bench(crate::cli::BenchCommand::LongTerm {
         memories,

@@ -12,7 +12,12 @@ use super::CliError;
 
 /// The deployment of `data_dir` and the services the server reaches (a note on what is off,
 /// such as vectors without an embedder, goes to stderr).
-async fn compose(data_dir: &Path, run_jobs: bool) -> Result<(Deployment, AppState), CliError> {
+async fn compose(
+    data_dir: &Path,
+    run_jobs: bool,
+    mcp_profile: &str,
+) -> Result<(Deployment, AppState), CliError> {
+    memory_core::validate_profile_name(mcp_profile)?;
     let deployment = Deployment::open(data_dir)?;
     let sessions = Arc::new(deployment.session_manager().await?);
     let (memory, note) = deployment.memory_service().await?;
@@ -23,6 +28,7 @@ async fn compose(data_dir: &Path, run_jobs: bool) -> Result<(Deployment, AppStat
         sessions,
         memory: Arc::new(memory),
         run_jobs,
+        mcp_profile: mcp_profile.to_owned(),
     };
     Ok((deployment, state))
 }
@@ -33,8 +39,9 @@ pub async fn run(
     bind: SocketAddr,
     limits: memory_server::Limits,
     run_jobs: bool,
+    mcp_profile: &str,
 ) -> Result<(), CliError> {
-    let (deployment, state) = compose(data_dir, run_jobs).await?;
+    let (deployment, state) = compose(data_dir, run_jobs, mcp_profile).await?;
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -107,8 +114,7 @@ pub async fn worker(data_dir: &Path, poll_ms: u64, once: bool) -> Result<(), Cli
 /// Serves MCP over stdin/stdout for `profile` until the client closes the pipe. Logs go to
 /// stderr (stdout is the protocol's).
 pub async fn mcp(data_dir: &Path, profile: &str) -> Result<(), CliError> {
-    memory_core::validate_profile_name(profile)?;
-    let (deployment, state) = compose(data_dir, true).await?;
+    let (deployment, state) = compose(data_dir, true, profile).await?;
     let result = memory_server::mcp::serve_stdio(state, profile)
         .await
         .map_err(|e| CliError::io("serving MCP on stdio", e));
