@@ -468,6 +468,7 @@ async fn vectors(b: &Bench, n: usize) {
             .await
             .unwrap();
     let (mut pg, mut sqlite, mut exact) = (Vec::new(), Vec::new(), Vec::new());
+    let mut truths = Vec::with_capacity(queries.len());
     let mut found = 0usize;
     for q in &queries {
         let t = Instant::now();
@@ -477,32 +478,17 @@ async fn vectors(b: &Bench, n: usize) {
         b.sqlite_vectors.query("bench", q, 10).await.unwrap();
         sqlite.push(ms(t.elapsed()));
         // Exact search on Postgres: the same ordering with index scans off.
-        let mut tx = b.raw.begin().await.unwrap();
-        sqlx::query("SET LOCAL enable_indexscan = off")
-            .execute(&mut *tx)
-            .await
-            .unwrap();
-        let sql = format!(
-            "SELECT /* exact */ id FROM vectors WHERE namespace_key = {key} \
-             ORDER BY embedding::vector({dims}) <=> (SELECT $1::real[]::vector({dims})) LIMIT 10"
-        );
-        let t = Instant::now();
-        let truth: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-            .bind(q)
-            .fetch_all(&mut *tx)
-            .await
-            .unwrap();
-        exact.push(ms(t.elapsed()));
-        tx.commit().await.unwrap();
-        let truth: HashSet<String> = truth.into_iter().collect();
+        let (truth, elapsed) = exact_ids(&b.raw, key, dims, q).await;
+        exact.push(elapsed);
         found += hits.iter().filter(|h| truth.contains(&h.id)).count();
+        truths.push(truth);
     }
     let recall = found as f64 / (10 * queries.len()) as f64;
     // The ef_search trade-off, through the same index with raw SQL.
     let mut sweep = Vec::new();
     for ef in [40, 100, 200, 400] {
         let (mut times, mut hit) = (Vec::new(), 0usize);
-        for q in &queries {
+        for (q, truth) in queries.iter().zip(&truths) {
             let mut tx = b.raw.begin().await.unwrap();
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "SET LOCAL hnsw.ef_search = {ef}"
@@ -522,7 +508,6 @@ async fn vectors(b: &Bench, n: usize) {
                 .unwrap();
             times.push(ms(t.elapsed()));
             tx.commit().await.unwrap();
-            let truth = exact_ids(&b.raw, key, dims, q).await;
             hit += ids.iter().filter(|id| truth.contains(*id)).count();
         }
         sweep.push((
@@ -561,8 +546,8 @@ async fn vectors(b: &Bench, n: usize) {
     }
 }
 
-/// The exact top 10 on Postgres (index scans off).
-async fn exact_ids(raw: &PgPool, key: i64, dims: usize, q: &[f32]) -> HashSet<String> {
+/// The exact top 10 on Postgres (index scans off), and the milliseconds the query took.
+async fn exact_ids(raw: &PgPool, key: i64, dims: usize, q: &[f32]) -> (HashSet<String>, f64) {
     let mut tx = raw.begin().await.unwrap();
     sqlx::query("SET LOCAL enable_indexscan = off")
         .execute(&mut *tx)
@@ -572,13 +557,15 @@ async fn exact_ids(raw: &PgPool, key: i64, dims: usize, q: &[f32]) -> HashSet<St
         "SELECT /* exact */ id FROM vectors WHERE namespace_key = {key} \
          ORDER BY embedding::vector({dims}) <=> (SELECT $1::real[]::vector({dims})) LIMIT 10"
     );
+    let t = Instant::now();
     let ids: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(q)
         .fetch_all(&mut *tx)
         .await
         .unwrap();
+    let elapsed = ms(t.elapsed());
     tx.commit().await.unwrap();
-    ids.into_iter().collect()
+    (ids.into_iter().collect(), elapsed)
 }
 
 fn main() {

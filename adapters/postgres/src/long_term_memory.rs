@@ -24,15 +24,8 @@ pub struct PostgresLongTermMemory {
 }
 
 fn parse_kind(s: &str) -> Result<MemoryKind> {
-    match s {
-        "fact" => Ok(MemoryKind::Fact),
-        "event" => Ok(MemoryKind::Event),
-        "instruction" => Ok(MemoryKind::Instruction),
-        "task" => Ok(MemoryKind::Task),
-        other => Err(MemoryError::serialization(format!(
-            "unknown memory kind {other:?}"
-        ))),
-    }
+    MemoryKind::parse(s)
+        .ok_or_else(|| MemoryError::serialization(format!("unknown memory kind {s:?}")))
 }
 
 /// PostgreSQL text cannot hold NUL: refused before anything is written, naming the field.

@@ -32,15 +32,8 @@ impl SqliteLongTermMemory {
 }
 
 fn parse_kind(s: &str) -> Result<MemoryKind> {
-    match s {
-        "fact" => Ok(MemoryKind::Fact),
-        "event" => Ok(MemoryKind::Event),
-        "instruction" => Ok(MemoryKind::Instruction),
-        "task" => Ok(MemoryKind::Task),
-        other => Err(MemoryError::serialization(format!(
-            "unknown memory kind {other:?}"
-        ))),
-    }
+    MemoryKind::parse(s)
+        .ok_or_else(|| MemoryError::serialization(format!("unknown memory kind {s:?}")))
 }
 
 const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines";

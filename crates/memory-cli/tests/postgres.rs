@@ -51,16 +51,8 @@ scope = "shared"
 [memory]
 embedder = "none"
 
-[storage]
-records = "postgres"
-text = "postgres"
-vectors = "postgres"
-jobs = "postgres"
-kv = "postgres"
-
-[storage.postgres]
-schema = "{schema}"
-"#
+{storage}"#,
+                storage = memory_config::all_on_postgres(&schema)
             ),
         )
         .unwrap();

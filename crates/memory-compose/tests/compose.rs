@@ -165,9 +165,7 @@ async fn every_role_on_postgres() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("memory.toml"),
-        format!(
-            "[storage]\nrecords = \"postgres\"\ntext = \"postgres\"\nvectors = \"postgres\"\njobs = \"postgres\"\nkv = \"postgres\"\n\n[storage.postgres]\nschema = \"{schema}\"\n"
-        ),
+        memory_config::all_on_postgres(&schema),
     )
     .unwrap();
     let deployment = Deployment::open(dir.path()).unwrap();
@@ -274,9 +272,7 @@ async fn erasure_on_postgres_leaves_no_row_with_the_text() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("memory.toml"),
-        format!(
-            "[storage]\nrecords = \"postgres\"\ntext = \"postgres\"\nvectors = \"postgres\"\njobs = \"postgres\"\nkv = \"postgres\"\n\n[storage.postgres]\nschema = \"{schema}\"\n"
-        ),
+        memory_config::all_on_postgres(&schema),
     )
     .unwrap();
     let deployment = Deployment::open(dir.path()).unwrap();

@@ -27,5 +27,5 @@ pub use model::{
 };
 pub use storage::{
     Backend, DirectorySettings, PostgresSettings, RedisSettings, Role, S3Settings, SqliteSettings,
-    StorageConfig,
+    StorageConfig, all_on_postgres,
 };

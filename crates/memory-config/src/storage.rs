@@ -462,3 +462,18 @@ impl RawStorage {
         Ok(config)
     }
 }
+
+/// The `memory.toml` section that puts every role but blobs on PostgreSQL, in `schema` (the
+/// URL comes from `MEMORY_POSTGRES_URL`): what scratch deployments, benchmarks and examples
+/// write.
+///
+/// ```
+/// let toml = memory_config::all_on_postgres("scratch");
+/// assert!(toml.contains("records = \"postgres\"") && toml.contains("schema = \"scratch\""));
+/// ```
+pub fn all_on_postgres(schema: &str) -> String {
+    format!(
+        "[storage]\nrecords = \"postgres\"\ntext = \"postgres\"\nvectors = \"postgres\"\n\
+         jobs = \"postgres\"\nkv = \"postgres\"\n\n[storage.postgres]\nschema = \"{schema}\"\n"
+    )
+}

@@ -104,10 +104,10 @@ impl MemoryMcp {
         &self,
         Parameters(args): Parameters<RememberArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let kind: Option<MemoryKind> = match args.kind {
-            Some(k) => match serde_json::from_value(json!(k)) {
-                Ok(kind) => Some(kind),
-                Err(_) => return Ok(failed(format!("unknown kind {k:?}"))),
+        let kind = match args.kind {
+            Some(k) => match MemoryKind::parse(&k) {
+                Some(kind) => Some(kind),
+                None => return Ok(failed(format!("unknown kind {k:?}"))),
             },
             None => None,
         };

@@ -10,7 +10,6 @@ use memory_engine::long_term::{
     IngestJob, IngestMessage, RecallRequest, RecallResponse, RememberRequest,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -33,8 +32,7 @@ pub struct Remember {
 
 fn kind(raw: Option<String>) -> ApiResult<Option<MemoryKind>> {
     raw.map(|k| {
-        serde_json::from_value(Value::String(k.clone()))
-            .map_err(|_| ApiError::invalid(format!("unknown memory kind {k:?}")))
+        MemoryKind::parse(&k).ok_or_else(|| ApiError::invalid(format!("unknown memory kind {k:?}")))
     })
     .transpose()
 }

@@ -108,9 +108,8 @@ fn postgres_data_dir(dir: &Path, schema: &str) -> std::io::Result<PathBuf> {
     std::fs::write(
         dir.join("memory.toml"),
         format!(
-            "[memory]\nembedder = \"none\"\n\n[storage]\nrecords = \"postgres\"\ntext = \"postgres\"\n\
-             vectors = \"postgres\"\njobs = \"postgres\"\nkv = \"postgres\"\n\n\
-             [storage.postgres]\nschema = \"{schema}\"\n"
+            "[memory]\nembedder = \"none\"\n\n{}",
+            memory_config::all_on_postgres(schema)
         ),
     )?;
     Ok(dir)

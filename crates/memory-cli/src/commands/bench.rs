@@ -147,10 +147,7 @@ pub async fn long_term(
     let backends = if postgres {
         std::fs::write(
             scratch.path().join("memory.toml"),
-            format!(
-                "[storage]\nrecords = \"postgres\"\ntext = \"postgres\"\nvectors = \"postgres\"\n\
-                 jobs = \"postgres\"\nkv = \"postgres\"\n\n[storage.postgres]\nschema = \"{schema}\"\n"
-            ),
+            memory_config::all_on_postgres(&schema),
         )
         .map_err(|e| CliError::io("writing the scratch memory.toml", e))?;
         crate::app::configured_long_term(scratch.path()).await?

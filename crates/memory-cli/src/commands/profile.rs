@@ -15,15 +15,11 @@ use crate::cli::ProfileCommand;
 use crate::output;
 
 fn kind(s: &str) -> Result<MemoryKind, CliError> {
-    match s {
-        "fact" => Ok(MemoryKind::Fact),
-        "event" => Ok(MemoryKind::Event),
-        "instruction" => Ok(MemoryKind::Instruction),
-        "task" => Ok(MemoryKind::Task),
-        other => Err(CliError::Input(format!(
-            "unknown kind {other:?}: expected fact, event, instruction or task"
-        ))),
-    }
+    MemoryKind::parse(s).ok_or_else(|| {
+        CliError::Input(format!(
+            "unknown kind {s:?}: expected fact, event, instruction or task"
+        ))
+    })
 }
 
 /// Reads `(session, message)` pairs; every line is checked before anything is stored.

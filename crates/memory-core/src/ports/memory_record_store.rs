@@ -27,6 +27,13 @@ impl MemoryKind {
             Self::Task => "task",
         }
     }
+
+    /// The kind named by its stored name ([`MemoryKind::as_str`]); `None` for any other text.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Fact, Self::Event, Self::Instruction, Self::Task]
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+    }
 }
 
 /// A typed memory with provenance, two clocks and a supersession pointer.
