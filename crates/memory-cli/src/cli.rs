@@ -129,12 +129,19 @@ pub enum Command {
     /// Write a branching conversation with tool calls into a fresh data dir, search it and
     /// print two branches.
     Demo,
-    /// Serve the memory tools (remember, recall, forget, list_memories, session_search) to
-    /// an MCP client over stdin/stdout, for one long-term profile.
+    /// Serve the memory tools (remember, recall, forget, list_memories, session_search, and
+    /// the context-block tools of a session) to an MCP client over stdin/stdout, for one
+    /// long-term profile.
     Mcp {
         /// The profile the tools read and write.
         profile: String,
+        /// The session whose context blocks the context tools use (a call may name another).
+        #[arg(long)]
+        session: Option<String>,
     },
+    /// API keys for `memory serve --keys`.
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Run ingest jobs from the deployment's job queue, every profile's, until Ctrl-C: any
     /// number of workers (on any machine sharing the queue) each claim a job under a lease.
     /// Ctrl-C lets the current job finish and claims no more.
@@ -145,9 +152,13 @@ pub enum Command {
         /// Run what is queued now, then exit.
         #[arg(long)]
         once: bool,
+        /// The keys file of `memory serve --keys`: run the jobs of every tenant it names.
+        #[arg(long)]
+        keys: Option<std::path::PathBuf>,
     },
-    /// Serve the REST API (OpenAPI at `/openapi.json`) over this data dir's deployment, until
-    /// Ctrl-C. Local mode: no API keys, so it binds to loopback only.
+    /// Serve the REST API (OpenAPI at `/openapi.json`, docs at `/docs`) and MCP (`/mcp`)
+    /// over this data dir's deployment, until Ctrl-C. Without `--keys` (local mode) it binds
+    /// to loopback only; with a keys file each key opens its tenant's own data.
     Serve {
         /// The address to listen on (loopback; port 0 picks a free one).
         #[arg(long, default_value = "127.0.0.1:8787")]
@@ -162,9 +173,31 @@ pub enum Command {
         /// runs each one in the background).
         #[arg(long)]
         no_jobs: bool,
-        /// The long-term profile the MCP endpoint (`/mcp`, streamable HTTP) serves.
+        /// The long-term profile the MCP endpoint (`/mcp`, streamable HTTP) serves when the
+        /// connection names none (`/mcp?profile=NAME`).
         #[arg(long, default_value = "default")]
         mcp_profile: String,
+        /// The API keys file (`memory keys new` prints entries): every request must carry a
+        /// key, and each key reaches only its tenant's sessions and profiles.
+        #[arg(long)]
+        keys: Option<std::path::PathBuf>,
+        /// Requests per second one key may make (bursts of twice that) when its entry names
+        /// no rate; more get 429 with Retry-After.
+        #[arg(long, default_value_t = 100)]
+        rate_per_key: u32,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Print a new API key for a tenant and the keys-file entry that lets it in (the key is
+    /// shown once; the file holds only its SHA-256).
+    New {
+        /// The tenant (1-32 lowercase letters, digits or '_', starting with a letter).
+        tenant: String,
+        /// A name for logs.
+        #[arg(long)]
+        label: Option<String>,
     },
 }
 

@@ -75,6 +75,18 @@ impl Deployment {
         deployment
     }
 
+    /// The same deployment narrowed to one tenant ([`StorageConfig::for_tenant`]): the
+    /// tenant's own files, schema and key prefixes, opened separately, so no service of one
+    /// tenant can reach another's data.
+    pub fn for_tenant(&self, tenant: &memory_config::TenantName) -> Self {
+        Self {
+            config: self.config.clone(),
+            data_dir: self.data_dir.clone(),
+            stores: Stores::new(self.stores.storage().for_tenant(tenant)),
+            clock: Arc::clone(&self.clock),
+        }
+    }
+
     /// The configuration.
     pub fn config(&self) -> &MemoryConfig {
         &self.config

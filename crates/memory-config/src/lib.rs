@@ -17,10 +17,13 @@
 //! ```
 
 mod error;
+mod keys;
 mod model;
 mod storage;
+mod tenant;
 
 pub use error::ConfigError;
+pub use keys::{ApiKeyEntry, load_api_keys, parse_api_keys};
 pub use model::{
     BlockDeclaration, BlockKindConfig, BlockSource, CONFIG_FILE, CompactionConfig, EmbedderChoice,
     LlmConfig, LongTermMemoryConfig, MemoryConfig, StructuredOutputMode, TokenizerConfig,
@@ -29,3 +32,4 @@ pub use storage::{
     Backend, DirectorySettings, PostgresSettings, RedisSettings, Role, S3Settings, SqliteSettings,
     StorageConfig, all_on_postgres,
 };
+pub use tenant::{MAX_TENANT_NAME, TenantName};

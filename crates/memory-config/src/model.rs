@@ -246,9 +246,9 @@ struct RawBlock {
     directory: Option<Spanned<String>>,
 }
 
-struct Checker<'a> {
-    path: &'a Path,
-    text: &'a str,
+pub(crate) struct Checker<'a> {
+    pub(crate) path: &'a Path,
+    pub(crate) text: &'a str,
 }
 
 impl Checker<'_> {
@@ -259,7 +259,12 @@ impl Checker<'_> {
             + 1
     }
 
-    fn error(&self, span: Range<usize>, key: String, message: impl Into<String>) -> ConfigError {
+    pub(crate) fn error(
+        &self,
+        span: Range<usize>,
+        key: String,
+        message: impl Into<String>,
+    ) -> ConfigError {
         ConfigError::Invalid {
             path: self.path.to_owned(),
             line: self.line(span),

@@ -1,8 +1,9 @@
 //! A session's context: its blocks, the frozen system prompt, and the tools generated from
 //! the blocks (listed in a model provider's format, and executed).
 
+use axum::Extension;
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use memory_core::ContextBlock;
 use memory_engine::context::{ToolFormat, is_tool_error};
 use serde::{Deserialize, Serialize};
@@ -28,7 +29,7 @@ pub struct Blocks {
         (status = 200, description = "The blocks", body = Blocks),
         (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn list_blocks(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Blocks>> {
     let session = state.sessions.session(&session_id(&id)?).await?;
@@ -60,7 +61,7 @@ pub struct Prompt {
         (status = 200, description = "The prompt", body = Prompt),
         (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn prompt(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(id): Path<String>,
     Query(params): Query<PromptParams>,
 ) -> ApiResult<Json<Prompt>> {
@@ -88,7 +89,7 @@ pub struct ToolsParams {
         (status = 200, description = "Tool definitions", body = Object),
         (status = 400, description = "Unknown format", body = ErrorBody)))]
 pub async fn list_tools(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(id): Path<String>,
     Query(params): Query<ToolsParams>,
 ) -> ApiResult<Json<Value>> {
@@ -117,7 +118,7 @@ pub struct ToolResult {
         (status = 200, description = "The result (a refusal is a result the model reads)", body = ToolResult),
         (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn call_tool(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path((id, name)): Path<(String, String)>,
     Json(arguments): Json<Value>,
 ) -> ApiResult<Json<ToolResult>> {

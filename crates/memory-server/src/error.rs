@@ -20,7 +20,9 @@ pub struct ErrorBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
     /// Stable, machine-readable: `invalid_input`, `not_found`, `already_exists`, `conflict`,
-    /// `refused`, `not_supported`, `unavailable`, `busy`, `timeout`, `internal`.
+    /// `refused`, `not_supported`, `unavailable`, `busy`, `timeout`, `unauthorized`,
+    /// `rate_limited`, `too_large`, `method_not_allowed`, `unsupported_media_type`,
+    /// `internal`.
     pub code: &'static str,
     /// A sentence for people.
     pub message: String,
@@ -32,28 +34,54 @@ pub struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
+    retry_after: Option<u64>,
 }
 
 /// Seconds a client should wait before retrying a transient failure.
 const RETRY_AFTER_SECS: &str = "1";
 
 impl ApiError {
+    /// An error of any status and code.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
     /// A 400 for input the handler refuses before calling a service.
     pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_input", message)
+    }
+
+    /// A 413 for a body, message or batch past a limit.
+    pub fn too_large(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
+    }
+
+    /// A 401 for a missing or unknown API key.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    /// A 429 with `Retry-After`: the key made more requests than its rate allows.
+    pub fn rate_limited(wait: std::time::Duration) -> Self {
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         Self {
-            status: StatusCode::BAD_REQUEST,
-            code: "invalid_input",
-            message: message.into(),
+            retry_after: Some(seconds.max(1)),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!("this key is past its request rate; retry in {wait:?}"),
+            )
         }
     }
 
     /// A 503 with `Retry-After` (a limit was reached, or a backend is away for a moment).
     pub fn unavailable(code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            code,
-            message: message.into(),
-        }
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message)
     }
 
     /// The status this error answers with.
@@ -81,11 +109,7 @@ impl From<MemoryError> for ApiError {
         } else {
             error.to_string()
         };
-        Self {
-            status,
-            code,
-            message,
-        }
+        Self::new(status, code, message)
     }
 }
 
@@ -98,11 +122,17 @@ impl IntoResponse for ApiError {
             },
         };
         let mut response = (self.status, Json(body)).into_response();
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
-            response.headers_mut().insert(
+        let headers = response.headers_mut();
+        if let Some(seconds) = self.retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        } else if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            headers.insert(
                 header::RETRY_AFTER,
                 HeaderValue::from_static(RETRY_AFTER_SECS),
             );
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
     }
@@ -110,3 +140,55 @@ impl IntoResponse for ApiError {
 
 /// A handler's result.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// Middleware: a failure answered outside the handlers (axum's own rejections of a body too
+/// large, malformed JSON, an unknown route or method) gets the same JSON shape as every
+/// other error. Malformed JSON, which axum answers with 422, is a 400 here: 422 means over
+/// budget or read-only.
+pub async fn json_errors(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/event-stream"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = match axum::body::to_bytes(body, 64 * 1024).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
+        Err(_) => String::new(),
+    };
+    let (status, code) = match status {
+        StatusCode::UNPROCESSABLE_ENTITY | StatusCode::BAD_REQUEST => {
+            (StatusCode::BAD_REQUEST, "invalid_input")
+        }
+        StatusCode::PAYLOAD_TOO_LARGE => (status, "too_large"),
+        StatusCode::NOT_FOUND => (status, "not_found"),
+        StatusCode::METHOD_NOT_ALLOWED => (status, "method_not_allowed"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (status, "unsupported_media_type"),
+        StatusCode::NOT_ACCEPTABLE => (status, "not_acceptable"),
+        s if s.is_server_error() => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        s => (s, "invalid_input"),
+    };
+    let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
+        tracing::error!(body = %text, "request failed outside a handler");
+        "the server failed to complete the request (see its log)".to_owned()
+    } else if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_owned()
+    } else {
+        text
+    };
+    let mut out = ApiError::new(status, code, message).into_response();
+    for name in [header::ALLOW, header::RETRY_AFTER] {
+        if let Some(value) = parts.headers.get(&name) {
+            out.headers_mut().insert(name, value.clone());
+        }
+    }
+    out
+}

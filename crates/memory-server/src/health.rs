@@ -4,7 +4,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::error::ApiResult;
-use crate::state::AppState;
+use crate::tenants::Tenants;
 
 /// A liveness or readiness answer.
 #[derive(Debug, Serialize, ToSchema)]
@@ -20,12 +20,14 @@ pub async fn healthz() -> Json<Health> {
     Json(Health { status: "ok" })
 }
 
-/// The backends answer (one read of the session registry).
+/// The backends answer (one read of each tenant's session registry).
 #[utoipa::path(get, path = "/readyz", tag = "health",
     responses(
         (status = 200, description = "Ready", body = Health),
         (status = 503, description = "A backend does not answer", body = crate::error::ErrorBody)))]
-pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Health>> {
-    state.sessions.list(1, 0).await?;
+pub async fn readyz(State(tenants): State<Tenants>) -> ApiResult<Json<Health>> {
+    for state in tenants.services() {
+        state.sessions.list(1, 0).await?;
+    }
     Ok(Json(Health { status: "ok" }))
 }

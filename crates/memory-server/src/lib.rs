@@ -21,6 +21,7 @@ mod profiles;
 pub mod schemas;
 mod sessions;
 mod state;
+pub mod tenants;
 
 use std::net::SocketAddr;
 
@@ -32,6 +33,7 @@ use axum::routing::{get, post};
 pub use limits::Limits;
 pub use metrics::Metrics;
 pub use state::AppState;
+pub use tenants::{RateLimit, Tenant, Tenants};
 use tower::ServiceBuilder;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -45,8 +47,9 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// on the response, and recorded on the request's log span).
 pub const REQUEST_ID: &str = "x-request-id";
 
-/// The API over the services with its limits, request ids, logs and metrics.
-pub fn router(state: AppState, limits: Limits, metrics: Metrics) -> Router {
+/// The API over each tenant's services with its limits, request ids, logs and metrics.
+pub fn router(tenants: impl Into<Tenants>, limits: Limits, metrics: Metrics) -> Router {
+    let tenants = tenants.into();
     let request_id = HeaderName::from_static(REQUEST_ID);
     let trace = TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
         let id = request
@@ -54,21 +57,29 @@ pub fn router(state: AppState, limits: Limits, metrics: Metrics) -> Router {
             .get(REQUEST_ID)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("-");
-        tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
+        tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id, tenant = tracing::field::Empty)
     });
     let limited = ServiceBuilder::new()
         .layer(HandleErrorLayer::new(limits::refused))
         .load_shed()
         .concurrency_limit(limits.max_concurrent_requests.max(1))
         .timeout(limits.request_timeout);
-    let mcp = mcp::http_service(state.clone());
-    routes(state)
-        .nest_service("/mcp", mcp)
+    let mcp = mcp::http_service(tenants.clone());
+    let tenant_routes =
+        routes()
+            .nest_service("/mcp", mcp)
+            .layer(axum::middleware::from_fn_with_state(
+                tenants.clone(),
+                tenants::authorize,
+            ));
+    public_routes(tenants)
+        .merge(tenant_routes)
         .merge(
             Router::new()
                 .route("/metrics", get(metrics::expose))
                 .with_state(metrics.clone()),
         )
+        .layer(axum::middleware::from_fn(error::json_errors))
         .layer(limited)
         .layer(axum::middleware::from_fn_with_state(
             metrics,
@@ -82,12 +93,20 @@ pub fn router(state: AppState, limits: Limits, metrics: Metrics) -> Router {
         )
 }
 
-/// The routes of the API over the services.
-fn routes(state: AppState) -> Router {
+/// The routes anyone may call: health, readiness and the API's description.
+fn public_routes(tenants: Tenants) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/openapi.json", get(openapi_json))
+        .merge(openapi::docs_page())
+        .with_state(tenants)
+}
+
+/// The routes of a tenant's sessions and profiles (the services come from the request's
+/// extensions, placed there by [`tenants::authorize`]).
+fn routes() -> Router {
+    Router::new()
         .route(
             "/v1/sessions",
             post(sessions::create_session).get(sessions::list_sessions),
@@ -139,7 +158,6 @@ fn routes(state: AppState) -> Router {
         .route("/v1/profiles/{profile}/ingest", post(profiles::ingest))
         .route("/v1/profiles/{profile}/jobs/{id}", get(profiles::get_job))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(state)
 }
 
 async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
@@ -149,7 +167,7 @@ async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
 /// Why the server cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    /// The address is not loopback, and this build has no API keys to protect it.
+    /// The address is not loopback, and there are no API keys to protect it.
     #[error("{0} is not a loopback address: without API keys the server binds to loopback only")]
     NotLoopback(SocketAddr),
     /// The metrics registry could not be built.
@@ -166,16 +184,18 @@ pub enum ServeError {
     },
 }
 
-/// Serves the API on `address` (loopback only) with `limits` until `shutdown` completes;
-/// calls `on_bound` with the bound address (useful with port 0).
+/// Serves the API on `address` with `limits` until `shutdown` completes; calls `on_bound`
+/// with the bound address (useful with port 0). In local mode (no API keys) the address
+/// must be loopback.
 pub async fn serve(
-    state: AppState,
+    tenants: impl Into<Tenants>,
     limits: Limits,
     address: SocketAddr,
     on_bound: impl FnOnce(SocketAddr),
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
-    if !address.ip().is_loopback() {
+    let tenants = tenants.into();
+    if tenants.is_local() && !address.ip().is_loopback() {
         return Err(ServeError::NotLoopback(address));
     }
     let listener = tokio::net::TcpListener::bind(address)
@@ -184,10 +204,14 @@ pub async fn serve(
     let bound = listener
         .local_addr()
         .map_err(|source| ServeError::Io { address, source })?;
-    tracing::info!(%bound, "serving the memory API (local mode: no API keys, loopback only)");
+    if tenants.is_local() {
+        tracing::info!(%bound, "serving the memory API (local mode: no API keys, loopback only)");
+    } else {
+        tracing::info!(%bound, "serving the memory API (API keys required)");
+    }
     on_bound(bound);
     let metrics = Metrics::new().map_err(|e| ServeError::Metrics(e.to_string()))?;
-    axum::serve(listener, router(state, limits, metrics))
+    axum::serve(listener, router(tenants, limits, metrics))
         .with_graceful_shutdown(shutdown)
         .await
         .map_err(|source| ServeError::Io {

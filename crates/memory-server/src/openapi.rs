@@ -1,10 +1,13 @@
-//! The OpenAPI 3.1 document, generated from the handlers and served at `/openapi.json`.
+//! The OpenAPI 3.1 document, generated from the handlers and served at `/openapi.json`,
+//! with an interactive page at `/docs`.
 
-use utoipa::OpenApi;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
+use utoipa::{Modify, OpenApi};
 
 /// The OpenAPI document of the REST API, generated from the handlers.
 #[derive(OpenApi)]
 #[openapi(
+    modifiers(&BearerKeys),
     info(title = "agent memory", description = "Memory for AI agents: sessions with branching history and search, and long-term memory profiles."),
     paths(
         crate::health::healthz,
@@ -45,3 +48,28 @@ use utoipa::OpenApi;
     )
 )]
 pub struct ApiDoc;
+
+/// API keys as bearer tokens: required when the server runs with a keys file, absent in
+/// local mode (hence the empty alternative).
+struct BearerKeys;
+
+impl Modify for BearerKeys {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+        openapi.security = Some(vec![
+            SecurityRequirement::new("api_key", Vec::<String>::new()),
+            SecurityRequirement::default(),
+        ]);
+    }
+}
+
+/// The interactive API reference (Scalar, loaded by the browser from its CDN) over the
+/// generated document.
+pub fn docs_page() -> utoipa_scalar::Scalar<utoipa::openapi::OpenApi> {
+    use utoipa_scalar::Servable;
+    utoipa_scalar::Scalar::with_url("/docs", ApiDoc::openapi())
+}

@@ -1,8 +1,9 @@
 //! Long-term memory profiles: ingest (answered at once with a job), job status, remember,
 //! recall, list and forget.
 
+use axum::Extension;
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use memory_core::Timestamp;
 use memory_core::ports::{MemoryFilter, MemoryKind, MemoryPage, MemoryRecord};
@@ -45,7 +46,7 @@ fn kind(raw: Option<String>) -> ApiResult<Option<MemoryKind>> {
         (status = 201, description = "Stored", body = schemas::Memory),
         (status = 400, description = "Invalid input", body = ErrorBody)))]
 pub async fn remember(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(profile): Path<String>,
     Json(body): Json<Remember>,
 ) -> ApiResult<(StatusCode, Json<MemoryRecord>)> {
@@ -86,7 +87,7 @@ pub struct ListParams {
         (status = 200, description = "A page: `memories` and `next_cursor`", body = Object),
         (status = 404, description = "No such profile", body = ErrorBody)))]
 pub async fn list_memories(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(profile): Path<String>,
     Query(params): Query<ListParams>,
 ) -> ApiResult<Json<MemoryPage>> {
@@ -124,7 +125,7 @@ pub struct ForgetParams {
         (status = 204, description = "Forgotten"),
         (status = 404, description = "No such profile or memory", body = ErrorBody)))]
 pub async fn forget(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path((profile, id)): Path<(String, String)>,
     Query(params): Query<ForgetParams>,
 ) -> ApiResult<StatusCode> {
@@ -155,7 +156,7 @@ pub struct Recall {
         (status = 200, description = "Hits with their channel ranks", body = schemas::Recall),
         (status = 404, description = "No such profile", body = ErrorBody)))]
 pub async fn recall(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(profile): Path<String>,
     Json(body): Json<Recall>,
 ) -> ApiResult<Json<RecallResponse>> {
@@ -208,7 +209,7 @@ pub struct Accepted {
         (status = 202, description = "Queued", body = Accepted),
         (status = 400, description = "Invalid input", body = ErrorBody)))]
 pub async fn ingest(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(profile): Path<String>,
     Json(body): Json<Ingest>,
 ) -> ApiResult<(StatusCode, Json<Accepted>)> {
@@ -227,7 +228,7 @@ pub async fn ingest(
         .await?;
     if state.run_jobs {
         let (memory, worker_profile, id) = (state.memory.clone(), profile.clone(), job.id.clone());
-        tokio::spawn(async move {
+        state.jobs.spawn(async move {
             if let Err(e) = memory.run_job(&worker_profile, &id).await {
                 tracing::warn!(profile = %worker_profile, job = %id, error = %e, "ingest job failed");
             }
@@ -245,7 +246,7 @@ pub async fn ingest(
         (status = 200, description = "The job", body = schemas::Job),
         (status = 404, description = "No such job", body = ErrorBody)))]
 pub async fn get_job(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path((profile, id)): Path<(String, String)>,
 ) -> ApiResult<Json<IngestJob>> {
     Ok(Json(state.memory.job(&profile, &id).await?))
@@ -261,7 +262,7 @@ pub struct Profiles {
 /// Every profile's name.
 #[utoipa::path(get, path = "/v1/profiles", tag = "long-term",
     responses((status = 200, description = "The profiles", body = Profiles)))]
-pub async fn list_profiles(State(state): State<AppState>) -> ApiResult<Json<Profiles>> {
+pub async fn list_profiles(Extension(state): Extension<AppState>) -> ApiResult<Json<Profiles>> {
     Ok(Json(Profiles {
         profiles: state.memory.list_profiles().await?,
     }))
@@ -274,7 +275,7 @@ pub async fn list_profiles(State(state): State<AppState>) -> ApiResult<Json<Prof
         (status = 204, description = "Deleted"),
         (status = 404, description = "No such profile", body = ErrorBody)))]
 pub async fn delete_profile(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(profile): Path<String>,
 ) -> ApiResult<StatusCode> {
     if !state.memory.delete_profile(&profile).await? {
@@ -311,7 +312,7 @@ pub struct Purged {
         (status = 200, description = "What was erased", body = Purged),
         (status = 404, description = "No such profile or memory", body = ErrorBody)))]
 pub async fn purge(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path((profile, id)): Path<(String, String)>,
     Query(params): Query<PurgeParams>,
 ) -> ApiResult<Json<Purged>> {
@@ -342,7 +343,7 @@ pub struct Jobs {
     params(("profile" = String, Path, description = "Profile name")),
     responses((status = 200, description = "The jobs", body = Jobs)))]
 pub async fn list_jobs(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(profile): Path<String>,
 ) -> ApiResult<Json<Jobs>> {
     Ok(Json(Jobs {

@@ -1,7 +1,8 @@
 //! Sessions, their messages, history and search.
 
+use axum::Extension;
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use memory_core::{
     AppendOutcome, NewSession, Parent, SearchHit, SearchMode, SearchQuery, SessionId, SessionInfo,
@@ -42,7 +43,7 @@ pub struct CreateSession {
         (status = 400, description = "Invalid input", body = ErrorBody),
         (status = 409, description = "The id is taken", body = ErrorBody)))]
 pub async fn create_session(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Json(body): Json<CreateSession>,
 ) -> ApiResult<(StatusCode, Json<SessionInfo>)> {
     let spec = NewSession {
@@ -98,7 +99,7 @@ pub(crate) fn page_limit(limit: Option<usize>) -> ApiResult<usize> {
 #[utoipa::path(get, path = "/v1/sessions", tag = "sessions", params(Page),
     responses((status = 200, description = "A page", body = SessionList)))]
 pub async fn list_sessions(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Query(page): Query<Page>,
 ) -> ApiResult<Json<SessionList>> {
     let limit = page_limit(page.limit)?;
@@ -113,7 +114,7 @@ pub async fn list_sessions(
         (status = 200, description = "The session", body = schemas::Session),
         (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn get_session(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<SessionInfo>> {
     let id = session_id(&id)?;
@@ -138,7 +139,7 @@ pub struct Rename {
         (status = 200, description = "Renamed", body = schemas::Session),
         (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn rename_session(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(id): Path<String>,
     Json(body): Json<Rename>,
 ) -> ApiResult<Json<SessionInfo>> {
@@ -154,7 +155,7 @@ pub async fn rename_session(
         (status = 204, description = "Deleted"),
         (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn delete_session(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     state.sessions.delete(&session_id(&id)?).await?;
@@ -189,6 +190,21 @@ pub struct Appended {
 /// The largest batch one append takes.
 pub const MAX_BATCH: usize = 1_000;
 
+/// Refuses a message larger than the store's declared row limit with 413 (the library
+/// would fit it by truncating; over HTTP the caller is told instead).
+fn check_size(state: &AppState, message: &Value) -> ApiResult<()> {
+    let Some(max) = state.sessions.store().capabilities().max_message_bytes else {
+        return Ok(());
+    };
+    let size = serde_json::to_vec(message).map_or(0, |bytes| bytes.len());
+    if size as u64 > max {
+        return Err(ApiError::too_large(format!(
+            "the message is {size} bytes; this deployment's store holds at most {max} per message"
+        )));
+    }
+    Ok(())
+}
+
 fn decode<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> ApiResult<T> {
     serde_json::from_value(value).map_err(|e| ApiError::invalid(format!("{what}: {e}")))
 }
@@ -200,9 +216,9 @@ fn decode<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> ApiResult
         (status = 200, description = "One outcome per message", body = Appended),
         (status = 400, description = "Invalid message or parent", body = ErrorBody),
         (status = 404, description = "No such session or parent", body = ErrorBody),
-        (status = 413, description = "Body too large", body = ErrorBody)))]
+        (status = 413, description = "Body, batch or a message too large", body = ErrorBody)))]
 pub async fn append_messages(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(id): Path<String>,
     Json(body): Json<Append>,
 ) -> ApiResult<Json<Appended>> {
@@ -220,11 +236,17 @@ pub async fn append_messages(
             ));
         }
     };
-    if raw.is_empty() || raw.len() > MAX_BATCH {
-        return Err(ApiError::invalid(format!(
-            "a batch holds 1 to {MAX_BATCH} messages, not {}",
+    if raw.is_empty() {
+        return Err(ApiError::invalid("the batch is empty"));
+    }
+    if raw.len() > MAX_BATCH {
+        return Err(ApiError::too_large(format!(
+            "a batch holds at most {MAX_BATCH} messages, not {}",
             raw.len()
         )));
+    }
+    for message in &raw {
+        check_size(&state, message)?;
     }
     let messages = raw
         .into_iter()
@@ -265,7 +287,7 @@ pub struct History {
         (status = 200, description = "The history", body = History),
         (status = 404, description = "No such session or leaf", body = ErrorBody)))]
 pub async fn session_history(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(id): Path<String>,
     Query(params): Query<HistoryParams>,
 ) -> ApiResult<Json<History>> {
@@ -302,7 +324,7 @@ pub struct SearchResults {
         (status = 200, description = "Hits", body = SearchResults),
         (status = 400, description = "Invalid query", body = ErrorBody)))]
 pub async fn search_messages(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Query(params): Query<SearchParams>,
 ) -> ApiResult<Json<SearchResults>> {
     let mut query = SearchQuery::new(params.q);
@@ -326,10 +348,11 @@ pub async fn search_messages(
         (status = 400, description = "Invalid message, or its id is not the path's", body = ErrorBody),
         (status = 404, description = "No such session or message", body = ErrorBody)))]
 pub async fn update_message(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path((id, message_id)): Path<(String, String)>,
     Json(body): Json<Value>,
 ) -> ApiResult<StatusCode> {
+    check_size(&state, &body)?;
     let message: UiMessage = decode("message", body)?;
     if message.id != message_id {
         return Err(ApiError::invalid(format!(
@@ -349,7 +372,7 @@ pub async fn update_message(
         (status = 204, description = "Deleted"),
         (status = 404, description = "No such session or message", body = ErrorBody)))]
 pub async fn delete_message(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path((id, message_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
     let deleted = state
@@ -370,7 +393,7 @@ pub async fn delete_message(
         (status = 200, description = "The children", body = History),
         (status = 404, description = "No such session or message", body = ErrorBody)))]
 pub async fn children(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path((id, message_id)): Path<(String, String)>,
 ) -> ApiResult<Json<History>> {
     let session = state.sessions.session(&session_id(&id)?).await?;
@@ -396,7 +419,7 @@ pub struct Fork {
         (status = 201, description = "The new session", body = schemas::Session),
         (status = 404, description = "No such session or message", body = ErrorBody)))]
 pub async fn fork(
-    State(state): State<AppState>,
+    Extension(state): Extension<AppState>,
     Path(id): Path<String>,
     Json(body): Json<Fork>,
 ) -> ApiResult<(StatusCode, Json<SessionInfo>)> {

@@ -41,12 +41,7 @@ async fn start_full(limits: memory_server::Limits, run_jobs: bool) -> Server {
     let deployment = memory_compose::Deployment::open(dir.path()).unwrap();
     let sessions = Arc::new(deployment.session_manager().await.unwrap());
     let (memory, _) = deployment.memory_service().await.unwrap();
-    let state = AppState {
-        sessions,
-        memory: Arc::new(memory),
-        run_jobs,
-        mcp_profile: "default".into(),
-    };
+    let state = AppState::new(sessions, Arc::new(memory), run_jobs, "default");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
@@ -299,12 +294,12 @@ async fn a_non_loopback_address_is_refused_without_api_keys() {
     drop(server);
     let dir = tempfile::tempdir().unwrap();
     let deployment = memory_compose::Deployment::open(dir.path()).unwrap();
-    let state = AppState {
-        sessions: Arc::new(deployment.session_manager().await.unwrap()),
-        memory: Arc::new(deployment.memory_service().await.unwrap().0),
-        run_jobs: true,
-        mcp_profile: "default".into(),
-    };
+    let state = AppState::new(
+        Arc::new(deployment.session_manager().await.unwrap()),
+        Arc::new(deployment.memory_service().await.unwrap().0),
+        true,
+        "default",
+    );
     let error = memory_server::serve(
         state,
         memory_server::Limits::default(),

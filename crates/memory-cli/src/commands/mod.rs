@@ -36,6 +36,12 @@ pub enum CliError {
     Input(String),
 }
 
+impl From<memory_config::ConfigError> for CliError {
+    fn from(error: memory_config::ConfigError) -> Self {
+        CliError::Input(error.to_string())
+    }
+}
+
 impl From<serde_json::Error> for CliError {
     fn from(error: serde_json::Error) -> Self {
         CliError::Input(format!("JSON error: {error}"))
@@ -70,11 +76,19 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Demo = cli.command {
         return demo::run(cli.data_dir).await;
     }
-    if let Command::Mcp { profile } = cli.command {
-        return serve::mcp(&app::data_dir(cli.data_dir), &profile).await;
+    if let Command::Mcp { profile, session } = cli.command {
+        return serve::mcp(&app::data_dir(cli.data_dir), &profile, session).await;
     }
-    if let Command::Worker { poll_ms, once } = cli.command {
-        return serve::worker(&app::data_dir(cli.data_dir), poll_ms, once).await;
+    if let Command::Keys(crate::cli::KeysCommand::New { tenant, label }) = &cli.command {
+        return serve::new_key(tenant, label.as_deref());
+    }
+    if let Command::Worker {
+        poll_ms,
+        once,
+        keys,
+    } = cli.command
+    {
+        return serve::worker(&app::data_dir(cli.data_dir), keys.as_deref(), poll_ms, once).await;
     }
     if let Command::Serve {
         bind,
@@ -82,20 +96,28 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         request_timeout_secs,
         no_jobs,
         mcp_profile,
+        keys,
+        rate_per_key,
     } = cli.command
     {
         let limits = memory_server::Limits {
             max_concurrent_requests,
             request_timeout: std::time::Duration::from_secs(request_timeout_secs),
         };
-        return serve::run(
-            &app::data_dir(cli.data_dir),
+        let per_second = std::num::NonZeroU32::new(rate_per_key)
+            .ok_or_else(|| CliError::Input("--rate-per-key must be at least 1".into()))?;
+        let options = serve::ServeOptions {
             bind,
             limits,
-            !no_jobs,
-            &mcp_profile,
-        )
-        .await;
+            run_jobs: !no_jobs,
+            mcp_profile: &mcp_profile,
+            keys: keys.as_deref(),
+            rate: memory_server::RateLimit {
+                per_second,
+                burst: per_second.saturating_mul(std::num::NonZeroU32::MIN.saturating_add(1)),
+            },
+        };
+        return serve::run(&app::data_dir(cli.data_dir), options).await;
     }
     if let Command::Bench(crate::cli::BenchCommand::LongTerm {
         memories,
@@ -160,6 +182,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Serve { .. }
         | Command::Worker { .. }
         | Command::Mcp { .. }
+        | Command::Keys(_)
         | Command::Bench(_) => Ok(()),
     };
     app.close().await;

@@ -1,105 +1,220 @@
-//! `memory serve`: the REST API of `memory-server` over this data dir's deployment; and
-//! `memory worker`: the ingest jobs of its queue, run by as many workers as are started.
+//! `memory serve`: the REST API and MCP endpoint of `memory-server` over this data dir's
+//! deployment (or, with a keys file, over each tenant's slice of it); `memory worker`: the
+//! ingest jobs of the queue(s), run by as many workers as are started; `memory mcp`: the
+//! MCP tools on stdio; `memory keys new`: a new API key.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
 use memory_compose::Deployment;
-use memory_server::AppState;
+use memory_config::{ApiKeyEntry, TenantName};
+use memory_server::{AppState, RateLimit, Tenants};
 
 use super::CliError;
 
-/// The deployment of `data_dir` and the services the server reaches (a note on what is off,
-/// such as vectors without an embedder, goes to stderr).
-async fn compose(
-    data_dir: &Path,
-    run_jobs: bool,
-    mcp_profile: &str,
-) -> Result<(Deployment, AppState), CliError> {
-    memory_core::validate_profile_name(mcp_profile)?;
-    let deployment = Deployment::open(data_dir)?;
-    let sessions = Arc::new(deployment.session_manager().await?);
-    let (memory, note) = deployment.memory_service().await?;
-    if let Some(note) = note {
-        eprintln!("note: {note}");
-    }
-    let state = AppState {
-        sessions,
-        memory: Arc::new(memory),
-        run_jobs,
-        mcp_profile: mcp_profile.to_owned(),
-    };
-    Ok((deployment, state))
+/// How `memory serve` runs.
+pub struct ServeOptions<'a> {
+    /// The address to listen on.
+    pub bind: SocketAddr,
+    /// The server's limits.
+    pub limits: memory_server::Limits,
+    /// Run accepted ingest jobs in this process.
+    pub run_jobs: bool,
+    /// The MCP endpoint's default profile.
+    pub mcp_profile: &'a str,
+    /// The API keys file (keyed mode), if any.
+    pub keys: Option<&'a Path>,
+    /// The rate of a key that names none.
+    pub rate: RateLimit,
 }
 
-/// Serves until Ctrl-C (in-flight requests finish; background ingest jobs are resumable).
-pub async fn run(
-    data_dir: &Path,
-    bind: SocketAddr,
-    limits: memory_server::Limits,
+/// The services of one deployment (a note on what is off, such as vectors without an
+/// embedder, goes to stderr once).
+async fn services(
+    deployment: &Deployment,
     run_jobs: bool,
     mcp_profile: &str,
-) -> Result<(), CliError> {
-    let (deployment, state) = compose(data_dir, run_jobs, mcp_profile).await?;
+    quiet: bool,
+) -> Result<AppState, CliError> {
+    let sessions = Arc::new(deployment.session_manager().await?);
+    let (memory, note) = deployment.memory_service().await?;
+    if let Some(note) = note
+        && !quiet
+    {
+        eprintln!("note: {note}");
+    }
+    Ok(AppState::new(
+        sessions,
+        Arc::new(memory),
+        run_jobs,
+        mcp_profile,
+    ))
+}
+
+/// The deployments a process serves: the data dir's own (local mode), or one per tenant
+/// named in the keys file.
+struct Served {
+    deployments: Vec<(Option<TenantName>, Deployment)>,
+    keys: Option<Vec<ApiKeyEntry>>,
+}
+
+impl Served {
+    fn open(data_dir: &Path, keys: Option<&Path>) -> Result<Self, CliError> {
+        let base = Deployment::open(data_dir)?;
+        let Some(path) = keys else {
+            return Ok(Self {
+                deployments: vec![(None, base)],
+                keys: None,
+            });
+        };
+        let keys = memory_config::load_api_keys(path)?;
+        if keys.is_empty() {
+            return Err(CliError::Input(format!(
+                "{} lists no keys; add one with `memory keys new TENANT`",
+                path.display()
+            )));
+        }
+        let mut tenants: Vec<TenantName> = keys.iter().map(|k| k.tenant.clone()).collect();
+        tenants.sort();
+        tenants.dedup();
+        let deployments = tenants
+            .into_iter()
+            .map(|t| {
+                let deployment = base.for_tenant(&t);
+                (Some(t), deployment)
+            })
+            .collect();
+        Ok(Self {
+            deployments,
+            keys: Some(keys),
+        })
+    }
+
+    async fn close(&self) {
+        for (_, deployment) in &self.deployments {
+            deployment.close().await;
+        }
+    }
+}
+
+/// Serves until Ctrl-C: in-flight requests finish, and ingest jobs running in this process
+/// go back to the queue at their next stage boundary.
+pub async fn run(data_dir: &Path, options: ServeOptions<'_>) -> Result<(), CliError> {
+    memory_core::validate_profile_name(options.mcp_profile)?;
+    let served = Served::open(data_dir, options.keys)?;
+    let mut states = HashMap::new();
+    let mut all = Vec::new();
+    for (i, (tenant, deployment)) in served.deployments.iter().enumerate() {
+        let state = services(deployment, options.run_jobs, options.mcp_profile, i > 0).await?;
+        all.push(state.clone());
+        states.insert(
+            tenant
+                .as_ref()
+                .map_or("local".to_owned(), ToString::to_string),
+            state,
+        );
+    }
+    let tenants = match served.keys.clone() {
+        None => all
+            .first()
+            .cloned()
+            .map(Tenants::local)
+            .ok_or_else(|| CliError::Input("no deployment".into()))?,
+        Some(keys) => Tenants::keyed(keys, &states, options.rate)
+            .map_err(|e| CliError::Input(e.to_string()))?,
+    };
+    let local = tenants.is_local();
+    let tenant_count = states.len();
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
     let result = memory_server::serve(
-        state,
-        limits,
-        bind,
+        tenants,
+        options.limits,
+        options.bind,
         |bound| {
-            eprintln!(
-                "serving http://{bound} (local mode: no API keys, loopback only; OpenAPI at /openapi.json)"
-            );
+            if local {
+                eprintln!(
+                    "serving http://{bound} (local mode: no API keys, loopback only; OpenAPI at /openapi.json, docs at /docs, MCP at /mcp)"
+                );
+            } else {
+                eprintln!(
+                    "serving http://{bound} for {tenant_count} tenant(s) (API keys required; OpenAPI at /openapi.json, docs at /docs, MCP at /mcp)"
+                );
+            }
         },
         shutdown,
     )
     .await
     .map_err(|e| CliError::Input(e.to_string()));
-    deployment.close().await;
+    for state in &all {
+        state.stop_jobs().await;
+    }
+    served.close().await;
     result
 }
 
-/// Runs queued ingest jobs of every profile until Ctrl-C (or, with `once`, until the queue
-/// is empty). A stop request lets the job in hand finish and claims no other, so no job is
+/// Runs queued ingest jobs of every profile (of every tenant, with a keys file) until
+/// Ctrl-C (or, with `once`, until the queues are empty). A stop request claims no other
+/// job and gives the one in hand back to the queue at its next stage boundary, so no job is
 /// left claimed by a worker that is gone; a worker killed outright leaves its job to the
 /// next worker once its lease runs out.
-pub async fn worker(data_dir: &Path, poll_ms: u64, once: bool) -> Result<(), CliError> {
-    let deployment = Deployment::open(data_dir)?;
-    let (memory, note) = deployment.memory_service().await?;
-    if let Some(note) = note {
-        eprintln!("note: {note}");
+pub async fn worker(
+    data_dir: &Path,
+    keys: Option<&Path>,
+    poll_ms: u64,
+    once: bool,
+) -> Result<(), CliError> {
+    let served = Served::open(data_dir, keys)?;
+    let mut services = Vec::new();
+    for (i, (tenant, deployment)) in served.deployments.iter().enumerate() {
+        let (memory, note) = deployment.memory_service().await?;
+        if let Some(note) = note
+            && i == 0
+        {
+            eprintln!("note: {note}");
+        }
+        services.push((tenant.clone(), memory));
     }
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);
+        let memories: Vec<_> = services.iter().map(|(_, m)| m.clone()).collect();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("stopping: the job in hand finishes, no other is claimed");
+                eprintln!("stopping: the job in hand goes back to the queue at its next stage");
                 stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                for memory in &memories {
+                    memory.stop_jobs();
+                }
             }
         });
     }
+    let stopped = || stop.load(std::sync::atomic::Ordering::SeqCst);
     let mut ran = 0usize;
-    let result = loop {
+    let result = 'outer: loop {
         let mut found = 0usize;
-        let profiles = match memory.list_profiles().await {
-            Ok(profiles) => profiles,
-            Err(e) => break Err(e.into()),
-        };
-        for profile in profiles {
-            if stop.load(std::sync::atomic::Ordering::SeqCst) {
-                break;
-            }
-            match memory.resume_jobs(&profile, false).await {
-                Ok(jobs) => found += jobs.len(),
-                Err(e) => tracing::warn!(profile, error = %e, "running jobs failed"),
+        for (tenant, memory) in &services {
+            let profiles = match memory.list_profiles().await {
+                Ok(profiles) => profiles,
+                Err(e) => break 'outer Err(e.into()),
+            };
+            for profile in profiles {
+                if stopped() {
+                    break;
+                }
+                match memory.resume_jobs(&profile, false).await {
+                    Ok(jobs) => found += jobs.len(),
+                    Err(e) => {
+                        tracing::warn!(tenant = ?tenant, profile, error = %e, "running jobs failed");
+                    }
+                }
             }
         }
         ran += found;
-        if stop.load(std::sync::atomic::Ordering::SeqCst) || (once && found == 0) {
+        if stopped() || (once && found == 0) {
             break Ok(());
         }
         if found == 0 {
@@ -107,17 +222,37 @@ pub async fn worker(data_dir: &Path, poll_ms: u64, once: bool) -> Result<(), Cli
         }
     };
     eprintln!("worker ran {ran} jobs");
+    served.close().await;
+    result
+}
+
+/// Serves MCP over stdin/stdout for `profile` (and `session`'s context blocks) until the
+/// client closes the pipe. Logs go to stderr (stdout is the protocol's).
+pub async fn mcp(data_dir: &Path, profile: &str, session: Option<String>) -> Result<(), CliError> {
+    memory_core::validate_profile_name(profile)?;
+    let deployment = Deployment::open(data_dir)?;
+    let state = services(&deployment, true, profile, false).await?;
+    let result = memory_server::mcp::serve_stdio(state.clone(), profile, session)
+        .await
+        .map_err(|e| CliError::io("serving MCP on stdio", e));
+    state.stop_jobs().await;
     deployment.close().await;
     result
 }
 
-/// Serves MCP over stdin/stdout for `profile` until the client closes the pipe. Logs go to
-/// stderr (stdout is the protocol's).
-pub async fn mcp(data_dir: &Path, profile: &str) -> Result<(), CliError> {
-    let (deployment, state) = compose(data_dir, true, profile).await?;
-    let result = memory_server::mcp::serve_stdio(state, profile)
-        .await
-        .map_err(|e| CliError::io("serving MCP on stdio", e));
-    deployment.close().await;
-    result
+/// Prints a new API key for `tenant` and the entry that lets it in (the key itself is
+/// never stored: the keys file holds its SHA-256).
+pub fn new_key(tenant: &str, label: Option<&str>) -> Result<(), CliError> {
+    let tenant = TenantName::new(tenant)?;
+    let (key, digest) = memory_server::tenants::new_api_key();
+    println!("API key (shown once; give it to the client): {key}");
+    println!();
+    println!("Add to the keys file (`memory serve --keys FILE`):");
+    println!("[[keys]]");
+    println!("tenant = \"{tenant}\"");
+    println!("sha256 = \"{digest}\"");
+    if let Some(label) = label {
+        println!("label = {label:?}");
+    }
+    Ok(())
 }

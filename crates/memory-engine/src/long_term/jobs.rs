@@ -245,6 +245,9 @@ impl MemoryService {
     /// lease ran out: it died), oldest first; with `retry_failed` failed jobs too. Jobs other
     /// workers hold under a live lease are left to them. Returns the jobs as they ended.
     pub async fn resume_jobs(&self, profile: &str, retry_failed: bool) -> Result<Vec<IngestJob>> {
+        if self.is_stopping() {
+            return Ok(Vec::new());
+        }
         if retry_failed {
             for record in self.job_records(profile).await? {
                 if record.state == JobState::Failed {
@@ -257,20 +260,35 @@ impl MemoryService {
         }
         let filter = LongTermBackends::ingest_jobs(profile);
         let mut out = Vec::new();
-        while let Some((record, lease)) = self
-            .backends
-            .jobs
-            .claim(
-                &filter,
-                &self.worker,
-                self.config.job_lease_millis,
-                self.clock.now(),
-            )
-            .await?
+        while !self.is_stopping()
+            && let Some((record, lease)) = self
+                .backends
+                .jobs
+                .claim(
+                    &filter,
+                    &self.worker,
+                    self.config.job_lease_millis,
+                    self.clock.now(),
+                )
+                .await?
         {
             out.push(self.run_claimed(profile, record, lease).await?);
         }
         Ok(out)
+    }
+
+    /// Stops running jobs, for a graceful shutdown: no job is claimed any more, and a job in
+    /// hand is given back to the queue (not failed, no attempt counted) at its next stage
+    /// boundary, so another worker resumes it from that checkpoint. Clones of this service
+    /// share the signal.
+    pub fn stop_jobs(&self) {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// True once [`MemoryService::stop_jobs`] was called.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Runs a job from its checkpoint to the end (a failed job is retried from the stage that
@@ -393,6 +411,13 @@ impl MemoryService {
                     queue
                         .checkpoint(&current()?, next.as_str(), body, now)
                         .await?;
+                    if self.is_stopping() {
+                        // Shutting down: the job goes back to the queue at the checkpoint
+                        // just written, and the next worker resumes it from there.
+                        queue.release(&current()?, self.clock.now()).await?;
+                        tracing::info!(job = %job.id, stage = next.as_str(), "job released on shutdown");
+                        break;
+                    }
                 }
                 Err(e) => {
                     tracing::warn!(job = %job.id, stage = stage.as_str(), error = %e, "ingest job failed");

@@ -218,6 +218,9 @@ pub struct MemoryService {
     pub(super) config: LongTermConfig,
     /// This service's name as a job worker (unique per instance).
     pub(super) worker: String,
+    /// Set by [`MemoryService::stop_jobs`]: claim no job, and give back the one in hand at
+    /// its next stage boundary.
+    pub(super) stopping: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Normalises a topic key: lowercase words joined by `.` (`"User City"` → `user.city`).
@@ -240,6 +243,7 @@ impl MemoryService {
             models: StageModels::default(),
             config: LongTermConfig::default(),
             worker: format!("worker-{}-{}", std::process::id(), uuid::Uuid::new_v4()),
+            stopping: Arc::default(),
         }
     }
 
