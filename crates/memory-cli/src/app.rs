@@ -3,11 +3,9 @@
 //! the commands use.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use memory_compose::{ComposeError, Deployment};
 use memory_config::MemoryConfig;
-use memory_core::ports::MessageStore;
 use memory_core::{Result, SessionId};
 use memory_engine::SessionManager;
 use memory_engine::long_term::{LongTermBackends, MemoryService};
@@ -29,8 +27,6 @@ impl From<ComposeError> for CliError {
 /// Open services over one data directory.
 pub struct App {
     pub manager: SessionManager,
-    /// The store every write goes through (with index sync when the engine writes the index).
-    pub store: Arc<dyn MessageStore>,
     pub deployment: Deployment,
     /// True when `[llm]` is configured (compaction available).
     pub has_llm: bool,
@@ -42,11 +38,9 @@ impl App {
     pub async fn open(data_dir: &Path) -> std::result::Result<Self, CliError> {
         let deployment = Deployment::open(data_dir)?;
         let manager = deployment.session_manager().await?;
-        let store = Arc::clone(manager.store());
         let has_llm = deployment.has_llm();
         Ok(Self {
             manager,
-            store,
             deployment,
             has_llm,
         })

@@ -13,7 +13,7 @@ from mcp.client.stdio import stdio_client
 
 async def main():
     binary, data_dir = sys.argv[1], sys.argv[2]
-    params = StdioServerParameters(command=binary, args=["--data-dir", data_dir, "mcp", "team"])
+    params = StdioServerParameters(command=binary, args=["--data-dir", data_dir, "mcp", "team", "--session", "s1"])
     out = {}
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -36,6 +36,14 @@ async def main():
             out["forget_unknown"] = [text(r), err(r)]
             r = await session.call_tool("session_search", {"query": "anything"})
             out["search"] = [text(r), err(r)]
+            r = await session.call_tool("set_context", {"label": "notes", "content": "Prefers green tea"})
+            out["set"] = [text(r), err(r)]
+            r = await session.call_tool("set_context", {"label": "notes", "content": "word " * 500})
+            out["over_budget"] = [text(r), err(r)]
+            r = await session.call_tool("set_context", {"label": "notes", "content": "x", "session": "nope"})
+            out["unknown_session"] = [text(r), err(r)]
+            schema = [getattr(t, "input_schema", getattr(t, "inputSchema", None)) for t in tools.tools if t.name == "set_context"][0]
+            out["session_required"] = "session" in schema.get("required", [])
     print(json.dumps(out))
 
 asyncio.run(main())
@@ -51,11 +59,8 @@ fn an_mcp_client_remembers_recalls_and_is_refused_clearly() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("memory.toml"),
-        "[memory]\nembedder = \"none\"\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("memory.toml"), CONFIG).unwrap();
+    create_session(dir.path(), "s1");
     let script = dir.path().join("client.py");
     std::fs::write(&script, CLIENT).unwrap();
     let out = Command::new("python3")
@@ -79,7 +84,8 @@ fn an_mcp_client_remembers_recalls_and_is_refused_clearly() {
             "list_memories",
             "recall",
             "remember",
-            "session_search"
+            "session_search",
+            "set_context"
         ])
     );
     assert!(
@@ -104,6 +110,47 @@ fn an_mcp_client_remembers_recalls_and_is_refused_clearly() {
     assert!(result["bad_kind"][0].as_str().unwrap().contains("rumour"));
     assert_eq!(result["forget_unknown"][1], true);
     assert_eq!(result["search"][1], false);
+    // The context tools act on the connection's session, through the blocks' own checks.
+    assert_eq!(result["set"][1], false, "{result}");
+    assert_eq!(
+        result["over_budget"][1], true,
+        "over the block's budget: {result}"
+    );
+    assert_eq!(result["unknown_session"][1], true, "{result}");
+    assert_eq!(
+        result["session_required"], false,
+        "the connection names one"
+    );
+    assert_eq!(block(dir.path(), "s1", "notes"), "Prefers green tea");
+}
+
+/// A writable block of 50 tokens per session, no embedder.
+const CONFIG: &str = "[[blocks]]\nlabel = \"notes\"\nkind = \"writable\"\n\
+    description = \"What the user prefers\"\nmax_tokens = 50\nscope = \"session\"\n\n\
+    [memory]\nembedder = \"none\"\n";
+
+fn create_session(dir: &std::path::Path, id: &str) {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("memory"))
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["session", "create", "--id", id])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn block(dir: &std::path::Path, session: &str, label: &str) -> String {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("memory"))
+        .arg("--data-dir")
+        .arg(dir)
+        .args(["context", "get", session, label])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 const HTTP_CLIENT: &str = r#"
@@ -126,13 +173,16 @@ async def main():
             await session.call_tool("remember", {"content": "The office plant is a fern", "key": "office.plant"})
             r = await session.call_tool("recall", {"query": "which plant is in the office?"})
             out["recall"] = text(r)
+            r = await session.call_tool("set_context", {"label": "notes", "content": "Waters the fern on Mondays"})
+            out["set"] = text(r)
     print(json.dumps(out))
 
 asyncio.run(main())
 "#;
 
 /// The same tools over streamable HTTP at `/mcp` of `memory serve`, for the profile the
-/// server names; what a client remembers there is in that profile for the CLI.
+/// server names and the session the URL names; what a client remembers there is in that
+/// profile for the CLI.
 #[test]
 fn an_mcp_client_over_http_reaches_the_served_profile() {
     let Some(path) = memory_testkit::python::python_module(
@@ -143,18 +193,15 @@ fn an_mcp_client_over_http_reaches_the_served_profile() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("memory.toml"),
-        "[memory]\nembedder = \"none\"\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("memory.toml"), CONFIG).unwrap();
+    create_session(dir.path(), "desk");
     let binary = assert_cmd::cargo::cargo_bin("memory");
     let (mut server, address, _) = common::spawn_server(dir.path(), &["--mcp-profile", "office"]);
     let script = dir.path().join("http_client.py");
     std::fs::write(&script, HTTP_CLIENT).unwrap();
     let out = Command::new("python3")
         .arg(&script)
-        .arg(format!("http://{address}/mcp"))
+        .arg(format!("http://{address}/mcp?session=desk"))
         .env("PYTHONPATH", &path)
         .output()
         .unwrap();
@@ -167,7 +214,7 @@ fn an_mcp_client_over_http_reaches_the_served_profile() {
         String::from_utf8_lossy(&out.stderr)
     );
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(result["tools"].as_array().unwrap().len(), 5, "{result}");
+    assert_eq!(result["tools"].as_array().unwrap().len(), 6, "{result}");
     assert!(
         result["recall"].as_str().unwrap().contains("fern"),
         "{result}"
@@ -179,4 +226,8 @@ fn an_mcp_client_over_http_reaches_the_served_profile() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&listed.stdout).contains("fern"));
+    assert_eq!(
+        block(dir.path(), "desk", "notes"),
+        "Waters the fern on Mondays"
+    );
 }

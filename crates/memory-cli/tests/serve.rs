@@ -45,12 +45,17 @@ fn serve_answers_over_http_and_shares_the_data_dir_with_the_cli() {
 
 /// One HTTP/1.1 request over a fresh connection; the whole response as text.
 fn request(address: &str, method: &str, path: &str, body: &str) -> String {
+    request_with(address, method, path, body, "")
+}
+
+/// [`request`] with extra header lines (each ending in `\r\n`).
+fn request_with(address: &str, method: &str, path: &str, body: &str, headers: &str) -> String {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(address).unwrap();
     write!(
         stream,
         "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+         {headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -133,4 +138,91 @@ fn workers_run_every_queued_job_once() {
         }
         deployment.close().await;
     });
+}
+
+/// `memory keys new` prints a key and its entry; `memory serve --keys` lets only that key
+/// in and keeps the tenant's data under `tenants/<tenant>/`; `memory worker --keys` runs
+/// that tenant's jobs.
+#[test]
+fn keys_from_memory_keys_new_open_their_tenant_only() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    let binary = assert_cmd::cargo::cargo_bin("memory");
+    let printed = Command::new(&binary)
+        .args(["keys", "new", "acme", "--label", "acme-ci"])
+        .output()
+        .unwrap();
+    assert!(printed.status.success());
+    let printed = String::from_utf8(printed.stdout).unwrap();
+    let key = printed
+        .split_whitespace()
+        .find(|w| w.starts_with("mk_"))
+        .unwrap()
+        .to_owned();
+    let entry = &printed[printed.find("[[keys]]").unwrap()..];
+    assert!(
+        !entry.contains(&key),
+        "the file holds the digest, never the key"
+    );
+    let keys = dir.path().join("keys.toml");
+    std::fs::write(&keys, entry).unwrap();
+    let bad = Command::new(&binary)
+        .args(["keys", "new", "Not-A-Tenant"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+
+    let keys_arg = keys.to_str().unwrap();
+    let (mut server, address, line) =
+        common::spawn_server(dir.path(), &["--keys", keys_arg, "--no-jobs"]);
+    assert!(line.contains("API keys required"), "{line}");
+    let auth = format!("Authorization: Bearer {key}\r\n");
+    let denied = request(&address, "POST", "/v1/sessions", r#"{"id":"s1"}"#);
+    assert!(denied.starts_with("HTTP/1.1 401"), "{denied}");
+    let wrong = request_with(
+        &address,
+        "POST",
+        "/v1/sessions",
+        r#"{"id":"s1"}"#,
+        "Authorization: Bearer mk_wrong\r\n",
+    );
+    assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
+    let created = request_with(&address, "POST", "/v1/sessions", r#"{"id":"s1"}"#, &auth);
+    assert!(created.starts_with("HTTP/1.1 201"), "{created}");
+    let queued = request_with(
+        &address,
+        "POST",
+        "/v1/profiles/team/ingest",
+        r#"{"session":"c1","messages":[{"role":"user","content":"The build server is called kestrel."}]}"#,
+        &auth,
+    );
+    assert!(queued.starts_with("HTTP/1.1 202"), "{queued}");
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    assert!(dir.path().join("tenants/acme/memory.db").exists());
+    assert!(
+        !dir.path().join("memory.db").exists(),
+        "nothing in the base deployment"
+    );
+    let listed = Command::new(&binary)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["session", "list"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&listed.stdout).contains("s1"));
+    let worked = Command::new(&binary)
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["worker", "--once", "--keys", keys_arg])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&worked.stderr);
+    assert!(worked.status.success(), "{stderr}");
+    assert!(stderr.contains("worker ran 1 jobs"), "{stderr}");
 }

@@ -32,6 +32,7 @@ mod message_search;
 mod outbox;
 mod session;
 mod session_manager;
+pub mod session_transfer;
 
 pub use indexed_message_store::IndexedMessageStore;
 pub use message_search::{MessageSearch, ReindexReport};

@@ -10,6 +10,7 @@
 //! error kind ([`error::ApiError`]); a transient backend failure is a 503 with
 //! `Retry-After`.
 
+mod compaction;
 mod context;
 pub mod error;
 mod health;
@@ -22,6 +23,7 @@ pub mod schemas;
 mod sessions;
 mod state;
 pub mod tenants;
+mod transfer;
 
 use std::net::SocketAddr;
 
@@ -37,6 +39,7 @@ pub use tenants::{RateLimit, Tenant, Tenants};
 use tower::ServiceBuilder;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
+pub use transfer::MAX_IMPORT_BYTES;
 use utoipa::OpenApi;
 
 /// The largest request body accepted (a batch of messages at the store's row limit would
@@ -65,13 +68,13 @@ pub fn router(tenants: impl Into<Tenants>, limits: Limits, metrics: Metrics) -> 
         .concurrency_limit(limits.max_concurrent_requests.max(1))
         .timeout(limits.request_timeout);
     let mcp = mcp::http_service(tenants.clone());
-    let tenant_routes =
-        routes()
-            .nest_service("/mcp", mcp)
-            .layer(axum::middleware::from_fn_with_state(
-                tenants.clone(),
-                tenants::authorize,
-            ));
+    let tenant_routes = routes()
+        .nest_service("/mcp", mcp)
+        .layer(axum::Extension(metrics.clone()))
+        .layer(axum::middleware::from_fn_with_state(
+            tenants.clone(),
+            tenants::authorize,
+        ));
     public_routes(tenants)
         .merge(tenant_routes)
         .merge(
@@ -130,6 +133,25 @@ fn routes() -> Router {
             get(sessions::children),
         )
         .route("/v1/sessions/{id}/fork", post(sessions::fork))
+        .route("/v1/sessions/{id}/compact", post(compaction::compact))
+        .route(
+            "/v1/sessions/{id}/compactions",
+            get(compaction::compactions),
+        )
+        .route("/v1/sessions/{id}/export", get(transfer::export_session))
+        .route(
+            "/v1/sessions/import",
+            post(transfer::import_sessions)
+                .layer(DefaultBodyLimit::max(transfer::MAX_IMPORT_BYTES)),
+        )
+        .route(
+            "/v1/profiles/{profile}/export",
+            get(transfer::export_profile),
+        )
+        .route(
+            "/v1/profiles/{profile}/import",
+            post(transfer::import_profile).layer(DefaultBodyLimit::max(transfer::MAX_IMPORT_BYTES)),
+        )
         .route("/v1/sessions/{id}/context", get(context::list_blocks))
         .route("/v1/sessions/{id}/prompt", get(context::prompt))
         .route("/v1/sessions/{id}/tools", get(context::list_tools))

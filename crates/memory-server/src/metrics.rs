@@ -1,5 +1,8 @@
 //! Prometheus metrics of one server: requests by route, method and status, and their
-//! latency. Served at `/metrics` in the text format.
+//! latency; LLM calls and tokens, and texts embedded, per stage (`extraction`,
+//! `verification`, `synthesis`, `embedding`, `compaction`, ...) for the work this server
+//! does (recalls, compactions, and the ingest jobs it runs; a `memory worker` reports its
+//! jobs' usage in its log). Served at `/metrics` in the text format.
 
 use std::time::Instant;
 
@@ -7,6 +10,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use memory_engine::long_term::UsageReport;
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
 };
@@ -18,6 +22,9 @@ pub struct Metrics {
     registry: Registry,
     requests: IntCounterVec,
     latency: HistogramVec,
+    llm_calls: IntCounterVec,
+    llm_tokens: IntCounterVec,
+    embedded_texts: IntCounterVec,
 }
 
 impl Metrics {
@@ -38,13 +45,67 @@ impl Metrics {
             ]),
             &["method", "route"],
         )?;
-        registry.register(Box::new(requests.clone()))?;
+        let llm_calls = IntCounterVec::new(
+            Opts::new(
+                "memory_llm_calls_total",
+                "LLM and embedder calls, per stage",
+            ),
+            &["stage"],
+        )?;
+        let llm_tokens = IntCounterVec::new(
+            Opts::new(
+                "memory_llm_tokens_total",
+                "LLM tokens per stage, `direction` input (prompt) or output (completion)",
+            ),
+            &["stage", "direction"],
+        )?;
+        let embedded_texts = IntCounterVec::new(
+            Opts::new("memory_embedded_texts_total", "Texts embedded, per stage"),
+            &["stage"],
+        )?;
+        for metric in [&requests, &llm_calls, &llm_tokens, &embedded_texts] {
+            registry.register(Box::new(metric.clone()))?;
+        }
         registry.register(Box::new(latency.clone()))?;
         Ok(Self {
             registry,
             requests,
             latency,
+            llm_calls,
+            llm_tokens,
+            embedded_texts,
         })
+    }
+
+    /// Adds what an operation spent, per stage.
+    pub fn record_usage(&self, usage: &UsageReport) {
+        for (stage, spent) in &usage.stages {
+            self.llm_calls
+                .with_label_values(&[stage.as_str()])
+                .inc_by(spent.calls);
+            self.llm_tokens
+                .with_label_values(&[stage.as_str(), "input"])
+                .inc_by(spent.input_tokens);
+            self.llm_tokens
+                .with_label_values(&[stage.as_str(), "output"])
+                .inc_by(spent.output_tokens);
+            if spent.texts > 0 {
+                self.embedded_texts
+                    .with_label_values(&[stage.as_str()])
+                    .inc_by(spent.texts);
+            }
+        }
+    }
+
+    /// Adds a compaction's tokens (stage `compaction`).
+    pub fn record_compaction(&self, usage: &memory_core::ports::TokenUsage) {
+        self.llm_calls.with_label_values(&["compaction"]).inc();
+        self.llm_tokens
+            .with_label_values(&["compaction", "input"])
+            .inc_by(usage.input_tokens);
+        self.llm_tokens
+            .with_label_values(&["compaction", "output"])
+            .inc_by(usage.output_tokens);
     }
 
     /// The text exposition of every metric.

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, ErrorBody};
+use crate::metrics::Metrics;
 use crate::schemas;
 use crate::state::AppState;
 
@@ -157,6 +158,7 @@ pub struct Recall {
         (status = 404, description = "No such profile", body = ErrorBody)))]
 pub async fn recall(
     Extension(state): Extension<AppState>,
+    Extension(metrics): Extension<Metrics>,
     Path(profile): Path<String>,
     Json(body): Json<Recall>,
 ) -> ApiResult<Json<RecallResponse>> {
@@ -164,7 +166,9 @@ pub async fn recall(
     if body.answer.unwrap_or(false) {
         request = request.with_answer();
     }
-    Ok(Json(state.memory.recall(&profile, request).await?))
+    let response = state.memory.recall(&profile, request).await?;
+    metrics.record_usage(&response.usage);
+    Ok(Json(response))
 }
 
 /// One message of a conversation to ingest.
@@ -210,6 +214,7 @@ pub struct Accepted {
         (status = 400, description = "Invalid input", body = ErrorBody)))]
 pub async fn ingest(
     Extension(state): Extension<AppState>,
+    Extension(metrics): Extension<Metrics>,
     Path(profile): Path<String>,
     Json(body): Json<Ingest>,
 ) -> ApiResult<(StatusCode, Json<Accepted>)> {
@@ -229,8 +234,11 @@ pub async fn ingest(
     if state.run_jobs {
         let (memory, worker_profile, id) = (state.memory.clone(), profile.clone(), job.id.clone());
         state.jobs.spawn(async move {
-            if let Err(e) = memory.run_job(&worker_profile, &id).await {
-                tracing::warn!(profile = %worker_profile, job = %id, error = %e, "ingest job failed");
+            match memory.run_job(&worker_profile, &id).await {
+                Ok(job) => metrics.record_usage(&job.usage),
+                Err(e) => {
+                    tracing::warn!(profile = %worker_profile, job = %id, error = %e, "ingest job failed");
+                }
             }
         });
     }

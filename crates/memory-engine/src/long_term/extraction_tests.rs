@@ -981,3 +981,53 @@ async fn a_resumed_job_embeds_only_what_has_no_vector() {
         "only the 30 messages without a vector were embedded"
     );
 }
+
+/// A graceful stop gives the job in hand back to the queue at its next stage boundary (no
+/// attempt counted, the checkpoint kept), claims no other, and another worker finishes it
+/// without redoing the stage that was done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_worker_gives_its_job_back_at_the_next_stage() {
+    use memory_core::ports::{JobQueue, JobState, SystemClock};
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let slow = |ms| {
+        MemoryService::new(super::in_memory(profiles.clone()), Arc::new(SystemClock)).with_models(
+            StageModels::all(Arc::new(SlowModel(std::time::Duration::from_millis(ms)))),
+        )
+    };
+    let stopping = slow(300);
+    let first = stopping
+        .enqueue_ingest("ada", "chat", conversation(2))
+        .await
+        .unwrap();
+    let second = stopping
+        .enqueue_ingest("ada", "chat-2", conversation(2))
+        .await
+        .unwrap();
+    let runner = {
+        let s = stopping.clone();
+        tokio::spawn(async move { s.resume_jobs("ada", false).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    stopping.stop_jobs();
+    let ran = runner.await.unwrap().unwrap();
+    assert_eq!(ran.len(), 1, "no other job is claimed after the stop");
+    let given_back = &ran[0];
+    assert!(!given_back.status.is_finished(), "{:?}", given_back.status);
+    let queue = profiles.jobs();
+    let record = queue.get(&given_back.id).await.unwrap().unwrap();
+    assert_eq!(record.state, JobState::Queued, "back in the queue");
+    assert_eq!(record.attempts, 0, "the release counts no failed run");
+    assert_eq!(
+        record.stage,
+        given_back.status.as_str(),
+        "the checkpoint is kept"
+    );
+    assert!(stopping.resume_jobs("ada", false).await.unwrap().is_empty());
+
+    let next = slow(0);
+    let done = next.resume_jobs("ada", false).await.unwrap();
+    let ids: Vec<&str> = done.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids.contains(&first.id.as_str()) && ids.contains(&second.id.as_str()));
+    assert!(done.iter().all(|j| j.status == JobStatus::Done), "{done:?}");
+}

@@ -46,7 +46,9 @@ pub use service::{
 };
 pub use synthesis::SynthesizedAnswer;
 pub use temporal::{describe_days, temporal_facts};
-pub use transfer::{EXPORT_FORMAT, EXPORT_VERSION, ExportLine, ImportReport};
+pub use transfer::{
+    EXPORT_FORMAT, EXPORT_VERSION, ExportCursor, ExportLine, ImportReport, ProfileExportPage,
+};
 pub use vectorize::{
     MEMORY_NAMESPACE, RAW_NAMESPACE, is_vectorized, memory_embedding_text, raw_embedding_text,
 };

@@ -62,6 +62,24 @@ pub struct ImportReport {
 
 const PAGE: usize = 500;
 
+/// Where the next page of a profile export starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExportCursor {
+    /// In the raw messages (after this cursor).
+    Raw(Option<String>),
+    /// In the memories (after this cursor).
+    Memories(Option<String>),
+}
+
+/// One page of a profile export.
+#[derive(Debug, Clone)]
+pub struct ProfileExportPage {
+    /// JSON lines (without newlines).
+    pub lines: Vec<String>,
+    /// Where the next page starts; `None` after the last.
+    pub next: Option<ExportCursor>,
+}
+
 impl MemoryService {
     /// Writes the profile as JSON lines to `sink`, header first; with `vectors`, each raw
     /// message and memory that has a vector is followed by it.
@@ -71,65 +89,84 @@ impl MemoryService {
         vectors: bool,
         sink: &mut (dyn FnMut(&str) -> Result<()> + Send),
     ) -> Result<()> {
+        let mut cursor = None;
+        loop {
+            let page = self.export_page(profile, vectors, cursor).await?;
+            for line in &page.lines {
+                sink(line)?;
+            }
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// One page of the profile's export (the lines [`MemoryService::export`] writes): the
+    /// header first (when `cursor` is `None`), then raw messages, then memories (superseded
+    /// and forgotten ones too), a page of each at a time; with `vectors`, each followed by
+    /// its vector. A caller that streams pages can pause between them.
+    pub async fn export_page(
+        &self,
+        profile: &str,
+        vectors: bool,
+        cursor: Option<ExportCursor>,
+    ) -> Result<ProfileExportPage> {
         let store = self.backends.existing_store(profile).await?;
         let index = if vectors {
             Some(self.backends.vector_index(profile).await?)
         } else {
             None
         };
-        let header = ExportLine::Header {
-            format: EXPORT_FORMAT.into(),
-            version: EXPORT_VERSION,
+        let mut lines = Vec::new();
+        let cursor = match cursor {
+            Some(cursor) => cursor,
+            None => {
+                let header = ExportLine::Header {
+                    format: EXPORT_FORMAT.into(),
+                    version: EXPORT_VERSION,
+                };
+                lines.push(serde_json::to_string(&header)?);
+                ExportCursor::Raw(None)
+            }
         };
-        sink(&serde_json::to_string(&header)?)?;
-        let mut cursor = None;
-        loop {
-            let (page, next) = store.raw_page(cursor, PAGE).await?;
-            let ids: Vec<String> = page.iter().map(|r| r.id.clone()).collect();
-            for raw in page {
-                sink(&serde_json::to_string(&ExportLine::Raw { raw })?)?;
-            }
-            if let Some(index) = &index {
-                for vector in index.get(super::RAW_NAMESPACE, &ids).await? {
-                    let namespace = super::RAW_NAMESPACE.to_owned();
-                    sink(&serde_json::to_string(&ExportLine::Vector {
-                        namespace,
-                        vector,
-                    })?)?;
+        let (namespace, ids, next) = match cursor {
+            ExportCursor::Raw(cursor) => {
+                let (page, next) = store.raw_page(cursor, PAGE).await?;
+                let ids: Vec<String> = page.iter().map(|r| r.id.clone()).collect();
+                for raw in page {
+                    lines.push(serde_json::to_string(&ExportLine::Raw { raw })?);
                 }
+                let next = Some(match next {
+                    Some(next) => ExportCursor::Raw(Some(next)),
+                    None => ExportCursor::Memories(None),
+                });
+                (super::RAW_NAMESPACE, ids, next)
             }
-            match next {
-                Some(next) => cursor = Some(next),
-                None => break,
+            ExportCursor::Memories(cursor) => {
+                let all = MemoryFilter {
+                    include_superseded: true,
+                    include_forgotten: true,
+                    ..MemoryFilter::default()
+                };
+                let page = store.list(&all, cursor, PAGE).await?;
+                let ids: Vec<String> = page.memories.iter().map(|m| m.id.clone()).collect();
+                for memory in page.memories {
+                    lines.push(serde_json::to_string(&ExportLine::Memory { memory })?);
+                }
+                let next = page.next_cursor.map(|c| ExportCursor::Memories(Some(c)));
+                (super::MEMORY_NAMESPACE, ids, next)
+            }
+        };
+        if let Some(index) = &index {
+            for vector in index.get(namespace, &ids).await? {
+                lines.push(serde_json::to_string(&ExportLine::Vector {
+                    namespace: namespace.to_owned(),
+                    vector,
+                })?);
             }
         }
-        let all = MemoryFilter {
-            include_superseded: true,
-            include_forgotten: true,
-            ..MemoryFilter::default()
-        };
-        let mut cursor = None;
-        loop {
-            let page = store.list(&all, cursor, PAGE).await?;
-            let ids: Vec<String> = page.memories.iter().map(|m| m.id.clone()).collect();
-            for memory in page.memories {
-                sink(&serde_json::to_string(&ExportLine::Memory { memory })?)?;
-            }
-            if let Some(index) = &index {
-                for vector in index.get(super::MEMORY_NAMESPACE, &ids).await? {
-                    let namespace = super::MEMORY_NAMESPACE.to_owned();
-                    sink(&serde_json::to_string(&ExportLine::Vector {
-                        namespace,
-                        vector,
-                    })?)?;
-                }
-            }
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
-        Ok(())
+        Ok(ProfileExportPage { lines, next })
     }
 
     /// Reads an export into a profile, by the rules of live writes: of the current versions of
