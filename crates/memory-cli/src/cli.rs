@@ -582,4 +582,28 @@ pub enum BenchCommand {
         #[command(flatten)]
         format: Format,
     },
+    /// The REST API under load (server and load generator in this process): requests per
+    /// second and p50/p95/p99 of append, history, search and recall, and recall at a fixed
+    /// rate, beside the same calls on the engine directly.
+    Serve {
+        /// Sessions seeded (ten messages each).
+        #[arg(long, default_value_t = 10_000)]
+        sessions: usize,
+        /// Memories seeded in the recalled profile.
+        #[arg(long, default_value_t = 100_000)]
+        memories: usize,
+        /// Seconds per phase.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Concurrent clients in the closed-loop phases.
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        /// Recall requests per second in the fixed-rate phase.
+        #[arg(long, default_value_t = 500)]
+        recall_rate: u32,
+        /// On the PostgreSQL server `MEMORY_POSTGRES_URL` names (a scratch schema dropped
+        /// afterwards) instead of embedded SQLite.
+        #[arg(long)]
+        postgres: bool,
+    },
 }

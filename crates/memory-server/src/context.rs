@@ -38,6 +38,51 @@ pub async fn list_blocks(
     }))
 }
 
+/// One block of the session, with its content and token count.
+#[utoipa::path(get, path = "/v1/sessions/{id}/context/{label}", tag = "context",
+    params(("id" = String, Path, description = "Session id"),
+           ("label" = String, Path, description = "Block label")),
+    responses(
+        (status = 200, description = "The block", body = Object),
+        (status = 404, description = "No such session or block", body = ErrorBody)))]
+pub async fn get_block(
+    Extension(state): Extension<AppState>,
+    Path((id, label)): Path<(String, String)>,
+) -> ApiResult<Json<ContextBlock>> {
+    let session = state.sessions.session(&session_id(&id)?).await?;
+    Ok(Json(session.context().get(&label).await?))
+}
+
+/// A block's new content.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BlockWrite {
+    /// The whole new content.
+    pub content: String,
+}
+
+/// Replaces a writable block's content, through the same checks as the model's
+/// `set_context` (a read-only block or content over the block's token budget is a 422 and
+/// changes nothing). The frozen prompt is unchanged until refreshed.
+#[utoipa::path(put, path = "/v1/sessions/{id}/context/{label}", tag = "context",
+    request_body = BlockWrite,
+    params(("id" = String, Path, description = "Session id"),
+           ("label" = String, Path, description = "Block label")),
+    responses(
+        (status = 200, description = "The block as written", body = Object),
+        (status = 404, description = "No such session or block", body = ErrorBody),
+        (status = 422, description = "Read-only, or over the block's budget", body = ErrorBody)))]
+pub async fn put_block(
+    Extension(state): Extension<AppState>,
+    Path((id, label)): Path<(String, String)>,
+    Json(body): Json<BlockWrite>,
+) -> ApiResult<Json<ContextBlock>> {
+    let session = state.sessions.session(&session_id(&id)?).await?;
+    Ok(Json(
+        session.context().replace(&label, &body.content).await?,
+    ))
+}
+
 /// Whether to re-render the prompt.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -153,6 +153,10 @@ fn routes() -> Router {
             post(transfer::import_profile).layer(DefaultBodyLimit::max(transfer::MAX_IMPORT_BYTES)),
         )
         .route("/v1/sessions/{id}/context", get(context::list_blocks))
+        .route(
+            "/v1/sessions/{id}/context/{label}",
+            get(context::get_block).put(context::put_block),
+        )
         .route("/v1/sessions/{id}/prompt", get(context::prompt))
         .route("/v1/sessions/{id}/tools", get(context::list_tools))
         .route("/v1/sessions/{id}/tools/{name}", post(context::call_tool))

@@ -31,6 +31,8 @@ use utoipa::{Modify, OpenApi};
         crate::transfer::export_profile,
         crate::transfer::import_profile,
         crate::context::list_blocks,
+        crate::context::get_block,
+        crate::context::put_block,
         crate::context::prompt,
         crate::context::list_tools,
         crate::context::call_tool,

@@ -147,6 +147,9 @@ pub struct Recall {
     pub limit: Option<usize>,
     /// Also synthesize a cited answer (needs an LLM).
     pub answer: Option<bool>,
+    /// Also say why: each hit's rank and score in every channel, the query's terms, date
+    /// facts and analysis (default false: hits, answer and degradations only).
+    pub explain: Option<bool>,
 }
 
 /// Recalls memories and raw messages over every channel, fused by reciprocal rank.
@@ -166,8 +169,16 @@ pub async fn recall(
     if body.answer.unwrap_or(false) {
         request = request.with_answer();
     }
-    let response = state.memory.recall(&profile, request).await?;
+    let mut response = state.memory.recall(&profile, request).await?;
     metrics.record_usage(&response.usage);
+    if !body.explain.unwrap_or(false) {
+        for hit in &mut response.hits {
+            hit.ranks.clear();
+        }
+        response.terms.clear();
+        response.temporal_facts.clear();
+        response.analysis = None;
+    }
     Ok(Json(response))
 }
 

@@ -157,6 +157,7 @@ fn body_for(method: &str, template: &str) -> Option<Value> {
         ("patch", "/v1/sessions/{id}") => json!({"name": "taken"}),
         ("post", "/v1/sessions/{id}/messages") => json!({"message": text("b1", "user", "hello")}),
         ("put", "/v1/sessions/{id}/messages/{message_id}") => text("m1", "user", "overwritten"),
+        ("put", "/v1/sessions/{id}/context/{label}") => json!({"content": "overwritten"}),
         ("post", "/v1/sessions/{id}/fork") => json!({"at": "m1"}),
         ("post", "/v1/sessions/{id}/compact") => json!({}),
         ("post", "/v1/sessions/{id}/tools/{name}") => {
@@ -195,6 +196,7 @@ fn concrete(template: &str, owned: &Owned) -> String {
         .replace("{message_id}", "m1")
         .replace("{profile}", "p")
         .replace("{name}", "set_context")
+        .replace("{label}", "memory")
 }
 
 #[tokio::test]

@@ -26,14 +26,14 @@ use crate::output;
 /// vocabulary whose most frequent words are real function words, as in natural text. Recall
 /// drops function words from queries, so query terms are the content words they would be.
 /// Deterministic (xorshift), so runs are comparable.
-struct Words {
+pub(super) struct Words {
     state: u64,
     vocabulary: Vec<String>,
     cumulative: Vec<f64>,
 }
 
 impl Words {
-    fn new(seed: u64, size: usize) -> Self {
+    pub(super) fn new(seed: u64, size: usize) -> Self {
         let syllables = [
             "ka", "lo", "mi", "ra", "tu", "ne", "so", "vi", "de", "pa", "gu", "ze",
         ];
@@ -69,14 +69,14 @@ impl Words {
         self.state
     }
 
-    fn word(&mut self) -> &str {
+    pub(super) fn word(&mut self) -> &str {
         let total = self.cumulative.last().copied().unwrap_or(1.0);
         let u = (self.next() % 1_000_000_007) as f64 / 1_000_000_007.0 * total;
         let i = self.cumulative.partition_point(|c| *c < u);
         &self.vocabulary[i.min(self.vocabulary.len() - 1)]
     }
 
-    fn sentence(&mut self, words: usize) -> String {
+    pub(super) fn sentence(&mut self, words: usize) -> String {
         (0..words)
             .map(|_| self.word().to_owned())
             .collect::<Vec<_>>()
@@ -84,7 +84,7 @@ impl Words {
     }
 
     /// A question-like query: a few words of running text (function words included).
-    fn query(&mut self) -> String {
+    pub(super) fn query(&mut self) -> String {
         self.sentence(8)
     }
 }
@@ -100,7 +100,7 @@ pub struct Latency {
     pub p99_ms: f64,
 }
 
-fn latency(mut samples: Vec<f64>) -> Latency {
+pub(super) fn latency(mut samples: Vec<f64>) -> Latency {
     samples.sort_by(f64::total_cmp);
     let at = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
     Latency {
@@ -163,7 +163,7 @@ pub async fn long_term(
 
 /// Drops the Postgres benchmark's scratch schema.
 #[cfg(feature = "postgres")]
-async fn drop_scratch_schema(schema: &str) -> Result<(), CliError> {
+pub(super) async fn drop_scratch_schema(schema: &str) -> Result<(), CliError> {
     let url = std::env::var("MEMORY_POSTGRES_URL").unwrap_or_default();
     let db = memory_postgres::PostgresDatabase::connect(
         memory_postgres::PostgresConfig::new(url).schema(schema),
@@ -176,60 +176,21 @@ async fn drop_scratch_schema(schema: &str) -> Result<(), CliError> {
 
 /// Without the Postgres adapter there is no scratch schema (composing failed first).
 #[cfg(not(feature = "postgres"))]
-async fn drop_scratch_schema(_schema: &str) -> Result<(), CliError> {
+pub(super) async fn drop_scratch_schema(_schema: &str) -> Result<(), CliError> {
     Ok(())
 }
 
-async fn run_long_term(
-    backends: memory_engine::long_term::LongTermBackends,
+/// Stores `memories` synthetic memories (a third of them keyed, three questions each) in
+/// `profile`, with their vectors from `hashing`, straight through the store (no LLM).
+pub(super) async fn seed_memories(
+    backends: &memory_engine::long_term::LongTermBackends,
+    hashing: &Arc<dyn Embedder>,
+    profile: &str,
     memories: usize,
-    raw: usize,
-    queries: usize,
-    postgres: bool,
-    json: bool,
+    words: &mut Words,
 ) -> Result<(), CliError> {
-    let profiles = Arc::clone(&backends.records);
-    let plain = MemoryService::new(backends.clone(), Arc::new(SystemClock));
-    let hashing: Arc<dyn Embedder> = Arc::new(HashingEmbedder::new(384));
-    let with_vectors = plain.clone().with_embedder(Arc::clone(&hashing));
-    let mut words = Words::new(42, 20_000);
-    let progress = output::progress_bar(json, "steps");
-    progress.set_length(5);
-
-    // 1. LLM-free ingest throughput: 10,000 messages in conversations of 100.
-    let conversations: Vec<Vec<IngestMessage>> = (0..100)
-        .map(|_| {
-            (0..100)
-                .map(|_| IngestMessage::new("user", words.sentence(14)))
-                .collect()
-        })
-        .collect();
-    let started = Instant::now();
-    for (i, c) in conversations.iter().enumerate() {
-        plain
-            .ingest_messages("ingest", &format!("c{i}"), c.clone())
-            .await?;
-    }
-    let ingest_msgs_per_sec = 10_000.0 / started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    for (i, c) in conversations.into_iter().enumerate() {
-        plain.enqueue_ingest("enqueue", &format!("c{i}"), c).await?;
-    }
-    let enqueue_msgs_per_sec = 10_000.0 / started.elapsed().as_secs_f64();
-    progress.inc(1);
-
-    // 2. The large profile: raw messages (with vectors) and memories (with vectors).
-    for start in (0..raw).step_by(1_000) {
-        let batch: Vec<IngestMessage> = (start..(start + 1_000).min(raw))
-            .map(|_| IngestMessage::new("user", words.sentence(14)))
-            .collect();
-        with_vectors
-            .ingest_messages("big", &format!("s{}", start / 1_000), batch)
-            .await?;
-    }
-    progress.inc(1);
-    let store = profiles.open("big").await?;
-    let index = backends.vectors.vector_index("big").await?;
+    let store = backends.records.open(profile).await?;
+    let index = backends.vectors.vector_index(profile).await?;
     let kinds = [MemoryKind::Fact, MemoryKind::Event, MemoryKind::Instruction];
     for start in (0..memories).step_by(1_000) {
         let mut records = Vec::new();
@@ -269,6 +230,57 @@ async fn run_long_term(
             )
             .await?;
     }
+    Ok(())
+}
+
+async fn run_long_term(
+    backends: memory_engine::long_term::LongTermBackends,
+    memories: usize,
+    raw: usize,
+    queries: usize,
+    postgres: bool,
+    json: bool,
+) -> Result<(), CliError> {
+    let plain = MemoryService::new(backends.clone(), Arc::new(SystemClock));
+    let hashing: Arc<dyn Embedder> = Arc::new(HashingEmbedder::new(384));
+    let with_vectors = plain.clone().with_embedder(Arc::clone(&hashing));
+    let mut words = Words::new(42, 20_000);
+    let progress = output::progress_bar(json, "steps");
+    progress.set_length(5);
+
+    // 1. LLM-free ingest throughput: 10,000 messages in conversations of 100.
+    let conversations: Vec<Vec<IngestMessage>> = (0..100)
+        .map(|_| {
+            (0..100)
+                .map(|_| IngestMessage::new("user", words.sentence(14)))
+                .collect()
+        })
+        .collect();
+    let started = Instant::now();
+    for (i, c) in conversations.iter().enumerate() {
+        plain
+            .ingest_messages("ingest", &format!("c{i}"), c.clone())
+            .await?;
+    }
+    let ingest_msgs_per_sec = 10_000.0 / started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    for (i, c) in conversations.into_iter().enumerate() {
+        plain.enqueue_ingest("enqueue", &format!("c{i}"), c).await?;
+    }
+    let enqueue_msgs_per_sec = 10_000.0 / started.elapsed().as_secs_f64();
+    progress.inc(1);
+
+    // 2. The large profile: raw messages (with vectors) and memories (with vectors).
+    for start in (0..raw).step_by(1_000) {
+        let batch: Vec<IngestMessage> = (start..(start + 1_000).min(raw))
+            .map(|_| IngestMessage::new("user", words.sentence(14)))
+            .collect();
+        with_vectors
+            .ingest_messages("big", &format!("s{}", start / 1_000), batch)
+            .await?;
+    }
+    progress.inc(1);
+    seed_memories(&backends, &hashing, "big", memories, &mut words).await?;
     progress.inc(1);
 
     // 3. Recall latency (warm: the first query loads the vector matrices).

@@ -1,6 +1,7 @@
 //! Command handlers.
 
 mod bench;
+mod bench_serve;
 mod context;
 mod demo;
 mod eval;
@@ -128,6 +129,25 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     }) = cli.command
     {
         return bench::long_term(memories, raw, queries, postgres, format.json).await;
+    }
+    if let Command::Bench(crate::cli::BenchCommand::Serve {
+        sessions,
+        memories,
+        seconds,
+        clients,
+        recall_rate,
+        postgres,
+    }) = cli.command
+    {
+        return bench_serve::run(bench_serve::ServeBench {
+            sessions,
+            memories,
+            seconds,
+            clients,
+            recall_rate,
+            postgres,
+        })
+        .await;
     }
     if let Command::Eval(command) = cli.command {
         return eval::run(&app::data_dir(cli.data_dir), command).await;

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use memory_server::{AppState, Tenants};
 use serde_json::{Value, json};
 
-/// `memory.toml` of the test deployments: one writable block, no embedder.
-pub const CONFIG: &str = "[[blocks]]\nlabel = \"memory\"\nkind = \"writable\"\n\
+/// `memory.toml` of the test deployments: a read-only and a writable block, no embedder.
+pub const CONFIG: &str = "[[blocks]]\nlabel = \"persona\"\nkind = \"readonly\"\n\
+    text = \"You are a careful assistant.\"\n\n\
+    [[blocks]]\nlabel = \"memory\"\nkind = \"writable\"\n\
     description = \"Learned facts\"\nmax_tokens = 200\nscope = \"session\"\n\n\
     [memory]\nembedder = \"none\"\n";
 
