@@ -598,9 +598,9 @@ pub enum BenchCommand {
         /// Concurrent clients in the closed-loop phases.
         #[arg(long, default_value_t = 16)]
         clients: usize,
-        /// Recall requests per second in the fixed-rate phase.
-        #[arg(long, default_value_t = 500)]
-        recall_rate: u32,
+        /// Recall requests per second of each fixed-rate phase (comma-separated).
+        #[arg(long, value_delimiter = ',', default_values_t = [100, 500])]
+        recall_rates: Vec<u32>,
         /// On the PostgreSQL server `MEMORY_POSTGRES_URL` names (a scratch schema dropped
         /// afterwards) instead of embedded SQLite.
         #[arg(long)]

@@ -30,6 +30,8 @@ pub struct OpStats {
     pub failures: u64,
     /// Requests resent to the other server because theirs could not be reached.
     pub failed_over: u64,
+    /// Why requests failed: a status and error code, or the transport error.
+    pub reasons: std::collections::BTreeMap<String, u64>,
 }
 
 /// Every operation's stats.
@@ -115,17 +117,38 @@ pub async fn client(n: usize, ports: [u16; 2], deadline: Instant, shared: Shared
                 .send()
                 .await;
         }
-        let answer = match sent {
-            Ok(r) if r.status().is_success() => r.json::<Value>().await.ok(),
-            _ => None,
+        let (answer, reason) = match sent {
+            Ok(r) if r.status().is_success() => (r.json::<Value>().await.ok(), None),
+            Ok(r) => {
+                let status = r.status();
+                let body: Value = r.json().await.unwrap_or_default();
+                (
+                    None,
+                    Some(format!(
+                        "{status} {}",
+                        body["error"]["code"].as_str().unwrap_or("?")
+                    )),
+                )
+            }
+            Err(e) => (
+                None,
+                Some(if e.is_timeout() {
+                    "timeout".into()
+                } else {
+                    "unreachable".into()
+                }),
+            ),
         };
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         {
             let mut stats = shared.stats.lock().unwrap_or_else(|e| e.into_inner());
             let op = stats.op(name);
-            match answer {
+            match &answer {
                 Some(_) => op.latencies.push(micros),
                 None => op.failures += 1,
+            }
+            if let Some(reason) = reason {
+                *op.reasons.entry(reason).or_default() += 1;
             }
             if failed_over {
                 op.failed_over += 1;

@@ -179,6 +179,16 @@ async fn run(options: &Options, dir: &std::path::Path) -> Result<(), Error> {
             percentile(&op.latencies, 99.0),
         );
     }
+    for (name, op) in [
+        ("append", &stats.append),
+        ("recall", &stats.recall),
+        ("remember", &stats.remember),
+        ("ingest", &stats.ingest),
+    ] {
+        for (reason, count) in &op.reasons {
+            println!("{name} failed {count} time(s): {reason}");
+        }
+    }
     println!(
         "checked: {} acknowledged appends among {} stored messages, {} acknowledged memories among {} current, {} acknowledged jobs among {} (worker ran {worker_ran})",
         ledger.appends.len(),

@@ -33,8 +33,8 @@ pub struct ServeBench {
     pub seconds: u64,
     /// Concurrent clients in the closed-loop phases.
     pub clients: usize,
-    /// Recall requests per second in the fixed-rate phase.
-    pub recall_rate: u32,
+    /// Recall requests per second of each fixed-rate phase.
+    pub recall_rates: Vec<u32>,
     /// On PostgreSQL (`MEMORY_POSTGRES_URL`) instead of SQLite.
     pub postgres: bool,
 }
@@ -201,6 +201,54 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
         .build()
         .map_err(|e| CliError::Input(e.to_string()))?;
 
+    // The same calls as the direct baseline, one at a time over HTTP.
+    let mut one_client = Vec::new();
+    {
+        let mut samples = Vec::new();
+        for q in &queries {
+            let t = Instant::now();
+            send(
+                &http,
+                "POST",
+                &format!("{base}/v1/profiles/{PROFILE}/recall"),
+                Some(json!({"query": q, "limit": 10})),
+            )
+            .await?;
+            samples.push(t.elapsed().as_secs_f64() * 1_000.0);
+        }
+        one_client.push(latency(samples));
+        let mut samples = Vec::new();
+        for (i, w) in search_words.iter().enumerate() {
+            let s = i % bench.sessions.max(1);
+            let t = Instant::now();
+            send(
+                &http,
+                "GET",
+                &format!("{base}/v1/search?q={w}&session=s{s}"),
+                None,
+            )
+            .await?;
+            samples.push(t.elapsed().as_secs_f64() * 1_000.0);
+        }
+        one_client.push(latency(samples));
+        let mut samples = Vec::new();
+        for i in 0..200 {
+            let s = i % bench.sessions.max(1);
+            let body = json!({"message": {"id": format!("http-{i}"), "role": "user",
+                "parts": [{"type": "text", "text": "an appended line"}]}});
+            let t = Instant::now();
+            send(
+                &http,
+                "POST",
+                &format!("{base}/v1/sessions/s{s}/messages"),
+                Some(body),
+            )
+            .await?;
+            samples.push(t.elapsed().as_secs_f64() * 1_000.0);
+        }
+        one_client.push(latency(samples));
+    }
+
     let mut phases = Vec::new();
     let seconds = Duration::from_secs(bench.seconds);
     let n_sessions = bench.sessions.max(1);
@@ -258,7 +306,10 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
         .await;
         phases.push(phase);
     }
-    let fixed = fixed_rate_recall(&http, &base, &queries, bench.recall_rate, seconds).await;
+    let mut fixed = Vec::new();
+    for rate in &bench.recall_rates {
+        fixed.push(fixed_rate_recall(&http, &base, &queries, *rate, seconds).await);
+    }
 
     println!();
     println!(
@@ -269,18 +320,56 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
     for phase in &phases {
         phase.print();
     }
-    fixed.print();
+    for phase in &fixed {
+        phase.print();
+    }
     println!();
-    println!("| the engine directly (one caller, same process) | p50 ms | p95 ms | p99 ms |");
-    println!("|---|---:|---:|---:|");
-    for (name, l) in &direct {
+    println!(
+        "| one caller at a time | engine directly p50 ms | p99 ms | over HTTP p50 ms | p99 ms | HTTP / direct (p50) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for ((name, d), h) in direct.iter().zip(&one_client) {
         println!(
-            "| {name} | {:.2} | {:.2} | {:.2} |",
-            l.p50_ms, l.p95_ms, l.p99_ms
+            "| {name} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2}× |",
+            d.p50_ms,
+            d.p99_ms,
+            h.p50_ms,
+            h.p99_ms,
+            h.p50_ms / d.p50_ms.max(1e-9)
         );
     }
     let _ = stop.send(());
     let _ = server.await;
+    Ok(())
+}
+
+/// One request that must succeed (the baseline's calls are not load).
+async fn send(
+    http: &reqwest::Client,
+    method: &str,
+    url: &str,
+    body: Option<Value>,
+) -> Result<(), CliError> {
+    let builder = if method == "GET" {
+        http.get(url)
+    } else {
+        http.post(url)
+    };
+    let builder = match body {
+        Some(body) => builder.json(&body),
+        None => builder,
+    };
+    let response = builder
+        .send()
+        .await
+        .map_err(|e| CliError::Input(format!("{method} {url}: {e}")))?;
+    if !response.status().is_success() {
+        return Err(CliError::Input(format!(
+            "{method} {url}: {}",
+            response.status()
+        )));
+    }
+    let _ = response.bytes().await;
     Ok(())
 }
 

@@ -135,7 +135,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         memories,
         seconds,
         clients,
-        recall_rate,
+        recall_rates,
         postgres,
     }) = cli.command
     {
@@ -144,7 +144,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             memories,
             seconds,
             clients,
-            recall_rate,
+            recall_rates,
             postgres,
         })
         .await;
