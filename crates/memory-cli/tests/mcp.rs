@@ -231,3 +231,124 @@ fn an_mcp_client_over_http_reaches_the_served_profile() {
         "Waters the fern on Mondays"
     );
 }
+
+const CONTEXT_CLIENT: &str = r#"
+import asyncio, json, sys
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def main():
+    binary, data_dir = sys.argv[1], sys.argv[2]
+    params = StdioServerParameters(command=binary, args=["--data-dir", data_dir, "mcp", "team"])
+    out = {}
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            out["tools"] = sorted(t.name for t in tools.tools)
+            schema = [getattr(t, "input_schema", getattr(t, "inputSchema", None)) for t in tools.tools if t.name == "search_context"][0]
+            out["session_required"] = "session" in schema.get("required", [])
+            text = lambda r: "".join(c.text for c in r.content)
+            err = lambda r: getattr(r, "is_error", getattr(r, "isError", None))
+            calls = [
+                ("set_context", {"session": "s1", "label": "knowledge", "content": "Releases are cut on Thursdays from main.", "metadata": {"title": "release day"}}),
+                ("search_context", {"session": "s1", "label": "knowledge", "query": "releases thursdays"}),
+                ("load_context", {"session": "s1", "label": "skills", "key": "code-review"}),
+                ("unload_context", {"session": "s1", "label": "skills", "key": "code-review"}),
+                ("set_context", {"label": "todos", "content": "no session named"}),
+            ]
+            out["calls"] = []
+            for name, args in calls:
+                r = await session.call_tool(name, args)
+                out["calls"].append([name, text(r), err(r)])
+    print(json.dumps(out))
+
+asyncio.run(main())
+"#;
+
+/// Every context-block tool over MCP, on the example configuration's blocks (a searchable
+/// block and a skill directory), for a session named in each call.
+#[test]
+fn an_mcp_client_uses_every_context_tool_of_a_named_session() {
+    let Some(path) = memory_testkit::python::python_module(
+        "mcp.client.stdio",
+        "MEMORY_MCP_CLIENT",
+        "MEMORY_REQUIRE_MCP_CLIENT",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/config");
+    let config = std::fs::read_to_string(example.join("memory.toml"))
+        .unwrap()
+        .replace("embedder = \"local\"", "embedder = \"none\"");
+    std::fs::write(dir.path().join("memory.toml"), config).unwrap();
+    std::fs::copy(example.join("SOUL.md"), dir.path().join("SOUL.md")).unwrap();
+    std::fs::create_dir(dir.path().join("skills")).unwrap();
+    for skill in ["code-review.md", "release.md"] {
+        std::fs::copy(
+            example.join("skills").join(skill),
+            dir.path().join("skills").join(skill),
+        )
+        .unwrap();
+    }
+    create_session(dir.path(), "s1");
+    let script = dir.path().join("context_client.py");
+    std::fs::write(&script, CONTEXT_CLIENT).unwrap();
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(assert_cmd::cargo::cargo_bin("memory"))
+        .arg(dir.path())
+        .env("PYTHONPATH", &path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for tool in [
+        "set_context",
+        "search_context",
+        "load_context",
+        "unload_context",
+    ] {
+        assert!(
+            result["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t == tool),
+            "{tool} missing: {result}"
+        );
+    }
+    assert_eq!(
+        result["session_required"], true,
+        "no session in the connection"
+    );
+    let calls = result["calls"].as_array().unwrap();
+    let (set, search, load, unload, unnamed) =
+        (&calls[0], &calls[1], &calls[2], &calls[3], &calls[4]);
+    assert_eq!(set[2], false, "{set}");
+    assert_eq!(search[2], false, "{search}");
+    assert!(
+        search[1].as_str().unwrap().contains("Thursdays"),
+        "{search}"
+    );
+    assert_eq!(load[2], false, "{load}");
+    assert!(
+        load[1].as_str().unwrap().to_lowercase().contains("review"),
+        "{load}"
+    );
+    assert_eq!(unload[2], false, "{unload}");
+    assert_eq!(
+        unnamed[2], true,
+        "a call without a session is refused: {unnamed}"
+    );
+    assert!(
+        unnamed[1].as_str().unwrap().contains("session"),
+        "{unnamed}"
+    );
+}

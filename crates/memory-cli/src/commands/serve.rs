@@ -206,7 +206,22 @@ pub async fn worker(
                     break;
                 }
                 match memory.resume_jobs(&profile, false).await {
-                    Ok(jobs) => found += jobs.len(),
+                    Ok(jobs) => {
+                        for job in &jobs {
+                            let spent = job.usage.total();
+                            tracing::info!(
+                                tenant = ?tenant,
+                                profile,
+                                job = %job.id,
+                                status = job.status.as_str(),
+                                llm_calls = spent.calls,
+                                input_tokens = spent.input_tokens,
+                                output_tokens = spent.output_tokens,
+                                "job ran"
+                            );
+                        }
+                        found += jobs.len();
+                    }
                     Err(e) => {
                         tracing::warn!(tenant = ?tenant, profile, error = %e, "running jobs failed");
                     }
