@@ -21,8 +21,8 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     /// Stable, machine-readable: `invalid_input`, `not_found`, `already_exists`, `conflict`,
     /// `refused`, `not_supported`, `unavailable`, `busy`, `timeout`, `unauthorized`,
-    /// `rate_limited`, `too_large`, `method_not_allowed`, `unsupported_media_type`,
-    /// `internal`.
+    /// `forbidden`, `rate_limited`, `too_large`, `method_not_allowed`,
+    /// `unsupported_media_type`, `not_acceptable`, `internal`.
     pub code: &'static str,
     /// A sentence for people.
     pub message: String,
@@ -102,7 +102,7 @@ impl From<MemoryError> for ApiError {
             MemoryError::Transient { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
-        let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
+        let message = if status.is_server_error() {
             // The cause goes to the log, not to the caller.
             tracing::error!(error = %error, "request failed");
             "the server failed to complete the request (see its log)".to_owned()
@@ -173,12 +173,15 @@ pub async fn json_errors(
         StatusCode::METHOD_NOT_ALLOWED => (status, "method_not_allowed"),
         StatusCode::UNSUPPORTED_MEDIA_TYPE => (status, "unsupported_media_type"),
         StatusCode::NOT_ACCEPTABLE => (status, "not_acceptable"),
+        StatusCode::FORBIDDEN => (status, "forbidden"),
+        StatusCode::UNAUTHORIZED => (status, "unauthorized"),
+        StatusCode::SERVICE_UNAVAILABLE => (status, "unavailable"),
         s if s.is_server_error() => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         s => (s, "invalid_input"),
     };
-    let message = if status == StatusCode::INTERNAL_SERVER_ERROR {
-        tracing::error!(body = %text, "request failed outside a handler");
-        "the server failed to complete the request (see its log)".to_owned()
+    let message = if status.is_server_error() {
+        tracing::error!(%status, body = %text, "request failed outside a handler");
+        "the server could not complete the request (see its log)".to_owned()
     } else if text.is_empty() {
         status.canonical_reason().unwrap_or("error").to_owned()
     } else {

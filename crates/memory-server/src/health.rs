@@ -27,7 +27,14 @@ pub async fn healthz() -> Json<Health> {
         (status = 503, description = "A backend does not answer", body = crate::error::ErrorBody)))]
 pub async fn readyz(State(tenants): State<Tenants>) -> ApiResult<Json<Health>> {
     for state in tenants.services() {
-        state.sessions.list(1, 0).await?;
+        // Public route: the backend's own error (hosts, paths) goes to the log only.
+        if let Err(e) = state.sessions.list(1, 0).await {
+            tracing::warn!(error = %e, "readiness check failed");
+            return Err(crate::error::ApiError::unavailable(
+                "unavailable",
+                "a backend does not answer",
+            ));
+        }
     }
     Ok(Json(Health { status: "ok" }))
 }

@@ -36,7 +36,10 @@ pub use limits::Limits;
 pub use metrics::Metrics;
 pub use state::AppState;
 pub use tenants::{RateLimit, Tenant, Tenants};
+use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
+use tower::limit::GlobalConcurrencyLimitLayer;
+use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 pub use transfer::MAX_IMPORT_BYTES;
@@ -50,8 +53,22 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// on the response, and recorded on the request's log span).
 pub const REQUEST_ID: &str = "x-request-id";
 
+/// How long a graceful shutdown waits for open requests and streams before the server
+/// returns anyway.
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The API over each tenant's services with its limits, request ids, logs and metrics.
 pub fn router(tenants: impl Into<Tenants>, limits: Limits, metrics: Metrics) -> Router {
+    router_until(tenants, limits, metrics, CancellationToken::new())
+}
+
+/// [`router`], whose MCP endpoint ends its streams when `shutdown` is cancelled.
+fn router_until(
+    tenants: impl Into<Tenants>,
+    limits: Limits,
+    metrics: Metrics,
+    shutdown: CancellationToken,
+) -> Router {
     let tenants = tenants.into();
     let request_id = HeaderName::from_static(REQUEST_ID);
     let trace = TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
@@ -62,14 +79,25 @@ pub fn router(tenants: impl Into<Tenants>, limits: Limits, metrics: Metrics) -> 
             .unwrap_or("-");
         tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id, tenant = tracing::field::Empty)
     });
-    let limited = ServiceBuilder::new()
-        .layer(HandleErrorLayer::new(limits::refused))
-        .load_shed()
-        .concurrency_limit(limits.max_concurrent_requests.max(1))
-        .timeout(limits.request_timeout);
-    let mcp = mcp::http_service(tenants.clone());
+    // One semaphore for the whole server (a layer is cloned per route, and the global limit
+    // shares its permits between the clones).
+    let permits = GlobalConcurrencyLimitLayer::new(limits.max_concurrent_requests.max(1));
+    let limited = |timeout| {
+        ServiceBuilder::new()
+            .layer(HandleErrorLayer::new(limits::refused))
+            .load_shed()
+            .layer(permits.clone())
+            .timeout(timeout)
+    };
+    let mcp = ServiceBuilder::new()
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .service(mcp::http_service(tenants.is_local(), shutdown));
+    // Imports take up to 256 MiB: they get ten times the request timeout.
+    let imports = transfer::import_routes().layer(limited(limits.request_timeout * 10));
     let tenant_routes = routes()
         .nest_service("/mcp", mcp)
+        .layer(limited(limits.request_timeout))
+        .merge(imports)
         .layer(axum::Extension(metrics.clone()))
         .layer(axum::middleware::from_fn_with_state(
             tenants.clone(),
@@ -83,7 +111,6 @@ pub fn router(tenants: impl Into<Tenants>, limits: Limits, metrics: Metrics) -> 
                 .with_state(metrics.clone()),
         )
         .layer(axum::middleware::from_fn(error::json_errors))
-        .layer(limited)
         .layer(axum::middleware::from_fn_with_state(
             metrics,
             metrics::record,
@@ -140,17 +167,8 @@ fn routes() -> Router {
         )
         .route("/v1/sessions/{id}/export", get(transfer::export_session))
         .route(
-            "/v1/sessions/import",
-            post(transfer::import_sessions)
-                .layer(DefaultBodyLimit::max(transfer::MAX_IMPORT_BYTES)),
-        )
-        .route(
             "/v1/profiles/{profile}/export",
             get(transfer::export_profile),
-        )
-        .route(
-            "/v1/profiles/{profile}/import",
-            post(transfer::import_profile).layer(DefaultBodyLimit::max(transfer::MAX_IMPORT_BYTES)),
         )
         .route("/v1/sessions/{id}/context", get(context::list_blocks))
         .route(
@@ -198,7 +216,7 @@ pub enum ServeError {
     NotLoopback(SocketAddr),
     /// The metrics registry could not be built.
     #[error("metrics: {0}")]
-    Metrics(String),
+    Metrics(#[source] prometheus::Error),
     /// Binding or serving failed.
     #[error("serving on {address}: {source}")]
     Io {
@@ -236,12 +254,32 @@ pub async fn serve(
         tracing::info!(%bound, "serving the memory API (API keys required)");
     }
     on_bound(bound);
-    let metrics = Metrics::new().map_err(|e| ServeError::Metrics(e.to_string()))?;
-    axum::serve(listener, router(tenants, limits, metrics))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|source| ServeError::Io {
-            address: bound,
-            source,
-        })
+    let metrics = Metrics::new().map_err(ServeError::Metrics)?;
+    let cancel = CancellationToken::new();
+    let app = router_until(tenants.clone(), limits, metrics, cancel.clone());
+    let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
+    let signal = async move {
+        shutdown.await;
+        // Streams end, background jobs stop claiming and give theirs back at the next stage.
+        cancel.cancel();
+        for state in tenants.services() {
+            state.memory.stop_jobs();
+        }
+        let _ = signalled_tx.send(());
+    };
+    let server = axum::serve(listener, app).with_graceful_shutdown(signal);
+    let deadline = async {
+        if signalled_rx.await.is_ok() {
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        result = server => result.map_err(|source| ServeError::Io { address: bound, source }),
+        () = deadline => {
+            tracing::warn!(grace = ?SHUTDOWN_GRACE, "open requests outlived the shutdown grace; stopping anyway");
+            Ok(())
+        }
+    }
 }

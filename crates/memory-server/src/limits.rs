@@ -42,5 +42,10 @@ pub async fn refused(error: BoxError) -> Response {
             .into_response();
     }
     tracing::error!(%error, "middleware failed");
-    (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "the server could not complete the request (see its log)",
+    )
+    .into_response()
 }

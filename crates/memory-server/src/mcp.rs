@@ -30,7 +30,6 @@ use memory_engine::context::ContextTools;
 use memory_engine::long_term::{RecallItem, RecallRequest, RememberRequest};
 
 use crate::state::AppState;
-use crate::tenants::Tenants;
 
 /// The names of the context-block tools MCP offers (those the deployment's blocks define).
 const CONTEXT_TOOLS: [&str; 4] = [
@@ -483,16 +482,29 @@ impl ServerHandler for MemoryMcp {
 }
 
 /// The streamable-HTTP MCP endpoint, to mount at `/mcp` behind the tenant middleware.
+/// Stateless (each request stands alone, answered as JSON): nothing of one connection is
+/// kept in one server's memory, so any server of a deployment answers any request, and no
+/// session id of one tenant's connection can be replayed with another tenant's key. In
+/// local mode the Host header must be a loopback name (DNS rebinding protection); with keys
+/// the key is the protection and any host name is served. `shutdown` ends open streams.
 pub fn http_service(
-    _tenants: Tenants,
+    local: bool,
+    shutdown: tokio_util::sync::CancellationToken,
 ) -> rmcp::transport::streamable_http_server::StreamableHttpService<
     MemoryMcp,
     rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
 > {
+    let mut config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
+        .with_stateful_mode(false)
+        .with_json_response(true)
+        .with_cancellation_token(shutdown);
+    if !local {
+        config = config.disable_allowed_hosts();
+    }
     rmcp::transport::streamable_http_server::StreamableHttpService::new(
         || Ok(MemoryMcp::over_http()),
         Default::default(),
-        Default::default(),
+        config,
     )
 }
 

@@ -13,7 +13,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use governor::clock::{Clock, DefaultClock};
+use governor::clock::Clock;
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use memory_config::ApiKeyEntry;
 use sha2::{Digest, Sha256};
@@ -216,7 +216,7 @@ pub async fn authorize(
             };
             let key = &keys[index];
             if let Err(not_until) = key.limiter.check() {
-                let wait = not_until.wait_time_from(DefaultClock::default().now());
+                let wait = not_until.wait_time_from(key.limiter.clock().now());
                 tracing::info!(key = %key.tenant.key_label, "rate limited");
                 return ApiError::rate_limited(wait).into_response();
             }

@@ -75,7 +75,7 @@ pub async fn export_session(
                 Ok(page) => page,
                 Err(e) => {
                     tracing::warn!(session = %id, error = %e, "session export cut short");
-                    let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
+                    let _ = tx.send(Err(std::io::Error::other(e))).await;
                     return;
                 }
             };
@@ -180,7 +180,7 @@ pub async fn export_profile(
                 Ok(page) => page,
                 Err(e) => {
                     tracing::warn!(profile, error = %e, "profile export cut short");
-                    let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
+                    let _ = tx.send(Err(std::io::Error::other(e))).await;
                     return;
                 }
             };
@@ -231,4 +231,16 @@ pub async fn import_profile(
         superseded: r.superseded,
         vectors: r.vectors,
     }))
+}
+
+/// The import routes: their bodies may reach [`MAX_IMPORT_BYTES`] (the router gives them a
+/// longer time limit than other requests).
+pub fn import_routes() -> axum::Router {
+    axum::Router::new()
+        .route("/v1/sessions/import", axum::routing::post(import_sessions))
+        .route(
+            "/v1/profiles/{profile}/import",
+            axum::routing::post(import_profile),
+        )
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_IMPORT_BYTES))
 }

@@ -554,3 +554,37 @@ async fn blocks_are_written_through_their_checks_and_recall_explains_on_request(
         "{explained}"
     );
 }
+
+/// The concurrency limit is the server's, not each route's: a request held open on one
+/// route takes the only permit, and a request to another route is refused as busy.
+#[tokio::test]
+async fn the_concurrency_limit_spans_every_route() {
+    use tokio::io::AsyncWriteExt;
+    let dir = common::data_dir();
+    let limits = memory_server::Limits {
+        max_concurrent_requests: 1,
+        ..memory_server::Limits::default()
+    };
+    let server = common::serve(common::services(dir.path(), true).await, limits).await;
+    let address = server.base.trim_start_matches("http://").to_owned();
+    // Headers and half a body: the handler waits for the rest, holding its permit.
+    let mut held = tokio::net::TcpStream::connect(&address).await.unwrap();
+    held.write_all(
+        format!(
+            "POST /v1/sessions HTTP/1.1\r\nHost: {address}\r\n\
+             Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"id\""
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let other = reqwest::get(server.url("/v1/profiles")).await.unwrap();
+    assert_eq!(other.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = other.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "busy");
+    drop(held);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let freed = reqwest::get(server.url("/v1/profiles")).await.unwrap();
+    assert_eq!(freed.status(), StatusCode::OK, "the permit comes back");
+}

@@ -387,6 +387,25 @@ async fn keys_are_required_compared_and_rate_limited() {
         .await
         .unwrap();
     assert_eq!(by_header.status(), StatusCode::OK);
+    // With keys, MCP serves any host name (the key protects it, not the Host header).
+    let named_host = client(&keys[1])
+        .post(format!("{base}/mcp"))
+        .header("host", "memory.example.com")
+        .header("accept", "application/json, text/event-stream")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "host-test", "version": "1"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        named_host.status(),
+        StatusCode::OK,
+        "{}",
+        named_host.text().await.unwrap()
+    );
 
     // acme may make 2 requests at once, then 2 per second: 6 at once see 429s.
     let acme = client(&keys[0]);
