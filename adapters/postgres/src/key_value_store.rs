@@ -71,6 +71,37 @@ impl KeyValueStore for PostgresKeyValueStore {
         Ok(result.rows_affected() > 0)
     }
 
+    async fn compare_and_set(
+        &self,
+        key: &str,
+        expected: Option<String>,
+        value: &str,
+    ) -> Result<bool> {
+        // Not retried on a transient failure: a first attempt that committed would make the
+        // retry answer `false` for a write that happened.
+        let result = match expected {
+            None => {
+                sqlx::query(
+                    "INSERT INTO kv (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+                )
+                .bind(key)
+                .bind(value)
+                .execute(&self.db.pool)
+                .await
+            }
+            Some(expected) => {
+                sqlx::query("UPDATE kv SET value = $1 WHERE key = $2 AND value = $3")
+                    .bind(value)
+                    .bind(key)
+                    .bind(expected)
+                    .execute(&self.db.pool)
+                    .await
+            }
+        }
+        .map_err(db)?;
+        Ok(result.rows_affected() == 1)
+    }
+
     async fn keys(&self, prefix: &str) -> Result<Vec<String>> {
         sqlx::query_scalar("SELECT key FROM kv WHERE key LIKE $1 ESCAPE '\\' ORDER BY key")
             .bind(prefix_like(prefix))

@@ -11,17 +11,35 @@ use crate::error::redis;
 /// Keys removed per round trip by `delete_prefix`.
 const BATCH: usize = 1_000;
 
+/// Sets a value only if it is the expected one: KEYS = value key, index; ARGV = whether a
+/// value is expected (`1`/`0`), the expected value, the new value, the key's name. 1 when set.
+const COMPARE_AND_SET: &str = r"
+local current = redis.call('GET', KEYS[1])
+if ARGV[1] == '0' then
+  if current then return 0 end
+elseif current ~= ARGV[2] then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[3])
+redis.call('ZADD', KEYS[2], 0, ARGV[4])
+return 1
+";
+
 /// [`KeyValueStore`] on Redis: `<prefix>kv:v:<key>` holds each value and `<prefix>kv:index`
 /// lists the keys (a sorted set, all scores 0, so members sort in byte order).
 #[derive(Debug, Clone)]
 pub struct RedisKeyValueStore {
     db: RedisDatabase,
+    compare_and_set: redis::Script,
 }
 
 impl RedisKeyValueStore {
     /// The key-value store of `db`.
     pub fn new(db: RedisDatabase) -> Self {
-        Self { db }
+        Self {
+            db,
+            compare_and_set: redis::Script::new(COMPARE_AND_SET),
+        }
     }
 
     fn value_key(&self, key: &str) -> String {
@@ -100,6 +118,27 @@ impl KeyValueStore for RedisKeyValueStore {
             .query_async(&mut connection)
             .await
             .map_err(redis)
+    }
+
+    async fn compare_and_set(
+        &self,
+        key: &str,
+        expected: Option<String>,
+        value: &str,
+    ) -> Result<bool> {
+        let mut connection = self.db.connection.clone();
+        let set: i64 = self
+            .compare_and_set
+            .key(self.value_key(key))
+            .key(self.index())
+            .arg(if expected.is_some() { "1" } else { "0" })
+            .arg(expected.unwrap_or_default())
+            .arg(value)
+            .arg(key)
+            .invoke_async(&mut connection)
+            .await
+            .map_err(redis)?;
+        Ok(set == 1)
     }
 
     async fn delete_prefix(&self, prefix: &str) -> Result<u64> {

@@ -72,6 +72,33 @@ impl KeyValueStore for SqliteKeyValueStore {
             .map_err(db)
     }
 
+    async fn compare_and_set(
+        &self,
+        key: &str,
+        expected: Option<String>,
+        value: &str,
+    ) -> Result<bool> {
+        let result = match expected {
+            None => {
+                sqlx::query("INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO NOTHING")
+                    .bind(key)
+                    .bind(value)
+                    .execute(&self.db.writer)
+                    .await
+            }
+            Some(expected) => {
+                sqlx::query("UPDATE kv SET value = ? WHERE key = ? AND value = ?")
+                    .bind(value)
+                    .bind(key)
+                    .bind(expected)
+                    .execute(&self.db.writer)
+                    .await
+            }
+        }
+        .map_err(db)?;
+        Ok(result.rows_affected() == 1)
+    }
+
     async fn delete_prefix(&self, prefix: &str) -> Result<u64> {
         let result = sqlx::query("DELETE FROM kv WHERE key GLOB ?")
             .bind(prefix_glob(prefix))

@@ -75,6 +75,12 @@ mock! {
         async fn delete(&self, key: &str) -> Result<bool>;
         async fn keys(&self, prefix: &str) -> Result<Vec<String>>;
         async fn delete_prefix(&self, prefix: &str) -> Result<u64>;
+        async fn compare_and_set(
+            &self,
+            key: &str,
+            expected: Option<String>,
+            value: &str,
+        ) -> Result<bool>;
     }
 }
 

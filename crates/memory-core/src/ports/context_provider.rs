@@ -22,6 +22,18 @@ pub trait ContextProvider: Send + Sync {
 pub trait WritableContextProvider: ContextProvider {
     /// Replaces the content.
     async fn set(&self, content: &str) -> Result<()>;
+
+    /// Replaces the content only if the stored content is still `expected` (`None`: never
+    /// written); true when replaced. A read-modify-write (an append) uses it so that two
+    /// writers of a shared block cannot lose an update. A provider that cannot compare
+    /// answers [`crate::MemoryError::NotSupported`].
+    async fn compare_and_set(&self, expected: Option<&str>, content: &str) -> Result<bool> {
+        let _ = (expected, content);
+        Err(crate::MemoryError::NotSupported {
+            operation: "compare_and_set",
+            backend: "this block provider",
+        })
+    }
 }
 
 /// A block of keyed entries the model searches; `get` returns a summary.

@@ -10,6 +10,10 @@ use super::error::BlockError;
 use super::keys::entry_key;
 use super::render::render_prompt;
 
+/// Attempts of an append that loses the race to another writer before it is a
+/// [`MemoryError::Conflict`].
+pub const APPEND_ATTEMPTS: usize = 16;
+
 /// One declared block: its metadata and its provider.
 #[derive(Debug, Clone)]
 pub struct BlockConfig {
@@ -191,8 +195,16 @@ impl ContextBlocks {
             && let (BlockProvider::Writable(p), Some(default)) =
                 (&config.provider, &config.default_content)
         {
-            p.set(default).await?;
-            content = Some(default.clone());
+            // Only where nothing was written: another process's first write wins.
+            content = match p.compare_and_set(None, default).await {
+                Ok(true) => Some(default.clone()),
+                Ok(false) => config.provider.get().await?,
+                Err(MemoryError::NotSupported { .. }) => {
+                    p.set(default).await?;
+                    Some(default.clone())
+                }
+                Err(e) => return Err(e),
+            };
         }
         Ok(self.block_from(config, content.unwrap_or_default()))
     }
@@ -277,19 +289,48 @@ impl ContextBlocks {
 
     /// Appends to a writable block: a newline goes between only when the existing content is
     /// non-empty and the new content does not start with one.
+    ///
+    /// The append reads the stored content (never this object's cache: another process may
+    /// have written since) and writes with compare-and-set, retrying when another writer got
+    /// there first, so concurrent appends to a shared block all land. After
+    /// [`APPEND_ATTEMPTS`] lost races it is a [`MemoryError::Conflict`] and nothing changed.
+    /// A provider without compare-and-set keeps the last writer's content.
     pub async fn append(&self, label: &str, content: &str) -> Result<ContextBlock> {
         let (config, provider) = self.writable(label)?;
-        let current = self.get(label).await?.content;
-        let mut combined = current;
-        if !combined.is_empty() && !content.starts_with('\n') {
-            combined.push('\n');
+        for _ in 0..APPEND_ATTEMPTS {
+            let stored = provider.get().await?;
+            let mut combined = stored
+                .clone()
+                .or_else(|| config.default_content.clone())
+                .unwrap_or_default();
+            if !combined.is_empty() && !content.starts_with('\n') {
+                combined.push('\n');
+            }
+            combined.push_str(content);
+            let block = self.block_from(config, combined);
+            self.check_budget(config, block.tokens)?;
+            match provider
+                .compare_and_set(stored.as_deref(), &block.content)
+                .await
+            {
+                Ok(true) => {
+                    self.cache(block.clone());
+                    return Ok(block);
+                }
+                Ok(false) => continue,
+                Err(MemoryError::NotSupported { .. }) => {
+                    provider.set(&block.content).await?;
+                    self.cache(block.clone());
+                    return Ok(block);
+                }
+                Err(e) => return Err(e),
+            }
         }
-        combined.push_str(content);
-        let block = self.block_from(config, combined);
-        self.check_budget(config, block.tokens)?;
-        provider.set(&block.content).await?;
-        self.cache(block.clone());
-        Ok(block)
+        Err(MemoryError::Conflict {
+            message: format!(
+                "block {label:?} changed under {APPEND_ATTEMPTS} attempts to append to it; try again"
+            ),
+        })
     }
 
     /// Resets a writable block to its default content (empty without one).

@@ -81,6 +81,12 @@ impl WritableContextProvider for KvBlock {
     async fn set(&self, content: &str) -> Result<()> {
         self.kv.set(&self.key, content).await
     }
+
+    async fn compare_and_set(&self, expected: Option<&str>, content: &str) -> Result<bool> {
+        self.kv
+            .compare_and_set(&self.key, expected.map(str::to_owned), content)
+            .await
+    }
 }
 
 /// Searchable keyed entries in one namespace of a [`TextIndex`] (BM25 on SQLite FTS5 with

@@ -44,4 +44,13 @@ impl WritableContextProvider for InMemoryBlock {
         *lock(&self.0) = Some(content.to_owned());
         Ok(())
     }
+
+    async fn compare_and_set(&self, expected: Option<&str>, content: &str) -> Result<bool> {
+        let mut stored = lock(&self.0);
+        if stored.as_deref() != expected {
+            return Ok(false);
+        }
+        *stored = Some(content.to_owned());
+        Ok(true)
+    }
 }

@@ -43,6 +43,20 @@ impl KeyValueStore for InMemoryKeyValueStore {
             .collect())
     }
 
+    async fn compare_and_set(
+        &self,
+        key: &str,
+        expected: Option<String>,
+        value: &str,
+    ) -> Result<bool> {
+        let mut map = lock(&self.map);
+        if map.get(key) != expected.as_ref() {
+            return Ok(false);
+        }
+        map.insert(key.to_owned(), value.to_owned());
+        Ok(true)
+    }
+
     async fn delete_prefix(&self, prefix: &str) -> Result<u64> {
         let mut map = lock(&self.map);
         let before = map.len();
