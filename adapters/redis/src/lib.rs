@@ -13,8 +13,8 @@
 //! Durability is the server's: [`RedisDatabase::connect`] reads its persistence settings
 //! and warns when acknowledged writes can be lost in a crash ([`Durability`]).
 //!
-//! Not here yet (issue 14 continues): the message tree, the job queue on streams,
-//! compare-and-set for shared blocks, and the composition through `[storage]`.
+//! `memory-compose` opens it for `[storage] kv = "redis"`. Not here yet (issue 14
+//! continues): the message tree and the job queue on streams.
 //!
 //! ```no_run
 //! # async fn demo() -> memory_core::Result<()> {

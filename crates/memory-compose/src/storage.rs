@@ -22,6 +22,14 @@ fn unavailable(role: Role, backend: Backend) -> ComposeError {
         },
         #[cfg(not(feature = "postgres"))]
         Backend::Postgres => ComposeError::NotBuilt { role, backend },
+        #[cfg(feature = "redis")]
+        Backend::Redis => ComposeError::NotAvailable {
+            role,
+            backend,
+            reason: "memory-redis serves only kv so far",
+        },
+        #[cfg(not(feature = "redis"))]
+        Backend::Redis => ComposeError::NotBuilt { role, backend },
         _ => ComposeError::NotAvailable {
             role,
             backend,
@@ -41,6 +49,8 @@ pub(crate) struct Stores {
     profiles: std::sync::OnceLock<Arc<memory_sqlite::SqliteProfiles>>,
     #[cfg(feature = "postgres")]
     postgres_db: tokio::sync::OnceCell<memory_postgres::PostgresDatabase>,
+    #[cfg(feature = "redis")]
+    redis_db: tokio::sync::OnceCell<memory_redis::RedisDatabase>,
 }
 
 impl Stores {
@@ -55,6 +65,8 @@ impl Stores {
             profiles: std::sync::OnceLock::new(),
             #[cfg(feature = "postgres")]
             postgres_db: tokio::sync::OnceCell::new(),
+            #[cfg(feature = "redis")]
+            redis_db: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -127,6 +139,10 @@ impl Stores {
             #[cfg(feature = "postgres")]
             Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresKeyValueStore::new(
                 self.postgres_db().await?,
+            ))),
+            #[cfg(feature = "redis")]
+            Backend::Redis => Ok(Arc::new(memory_redis::RedisKeyValueStore::new(
+                self.redis_db().await?,
             ))),
             other => Err(unavailable(Role::Kv, other)),
         }
@@ -233,6 +249,10 @@ impl Stores {
             Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresKeyValueStore::new(
                 self.postgres_db().await?,
             ))),
+            #[cfg(feature = "redis")]
+            Backend::Redis => Ok(Arc::new(memory_redis::RedisKeyValueStore::new(
+                self.redis_db().await?,
+            ))),
             other => Err(unavailable(Role::Kv, other)),
         }
     }
@@ -266,6 +286,29 @@ impl Stores {
                     .schema(settings.schema)
                     .max_connections(settings.max_connections);
                 Ok::<_, ComposeError>(memory_postgres::PostgresDatabase::connect(config).await?)
+            })
+            .await?;
+        Ok(db.clone())
+    }
+
+    /// The Redis deployment of `[storage.redis]`, connected once; the URL comes from the
+    /// environment variable the settings name.
+    #[cfg(feature = "redis")]
+    async fn redis_db(&self) -> Result<memory_redis::RedisDatabase> {
+        let settings = self.storage.redis.clone().ok_or(ComposeError::Invalid(
+            "a role uses redis but [storage.redis] is missing".into(),
+        ))?;
+        let db = self
+            .redis_db
+            .get_or_try_init(|| async move {
+                let url = std::env::var(&settings.url_env).map_err(|_| {
+                    ComposeError::Invalid(format!(
+                        "[storage] uses redis: set {} to the server's URL",
+                        settings.url_env
+                    ))
+                })?;
+                let config = memory_redis::RedisConfig::new(url).key_prefix(settings.key_prefix);
+                Ok::<_, ComposeError>(memory_redis::RedisDatabase::connect(config).await?)
             })
             .await?;
         Ok(db.clone())

@@ -1,0 +1,91 @@
+//! `[storage] kv = "redis"`: the CLI's context blocks and prompts live on a real Redis
+//! (`scripts/setup-redis.sh`; the test command requires it), under the deployment's key
+//! prefix, and deleting a session removes its keys.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::Command;
+
+use memory_redis::{RedisConfig, RedisDatabase};
+
+fn run(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("memory"))
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "memory {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn context_blocks_live_on_redis_under_the_prefix() {
+    let Ok(url) = std::env::var("MEMORY_REDIS_URL") else {
+        assert!(
+            std::env::var("MEMORY_REQUIRE_REDIS").is_err(),
+            "MEMORY_REQUIRE_REDIS is set but MEMORY_REDIS_URL is not"
+        );
+        eprintln!("skipped: MEMORY_REDIS_URL is not set");
+        return;
+    };
+    let prefix = format!("memorytest:cli:{}:", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        format!(
+            "[[blocks]]\nlabel = \"notes\"\nkind = \"writable\"\nmax_tokens = 200\nscope = \"session\"\n\n\
+             [[blocks]]\nlabel = \"team\"\nkind = \"writable\"\nmax_tokens = 200\nscope = \"shared\"\n\n\
+             [storage]\nkv = \"redis\"\n\n[storage.redis]\nkey_prefix = \"{prefix}\"\n\n\
+             [memory]\nembedder = \"none\"\n"
+        ),
+    )
+    .unwrap();
+    let d = dir.path();
+    run(d, &["session", "create", "--id", "s1"]);
+    run(d, &["context", "set", "s1", "notes", "Prefers green tea"]);
+    run(
+        d,
+        &["context", "append", "s1", "team", "Deploys on Fridays"],
+    );
+    run(
+        d,
+        &["context", "append", "s1", "team", "Reviews on Mondays"],
+    );
+    assert_eq!(
+        run(d, &["context", "get", "s1", "notes"]).trim(),
+        "Prefers green tea"
+    );
+    assert_eq!(
+        run(d, &["context", "get", "s1", "team"]).trim(),
+        "Deploys on Fridays\nReviews on Mondays"
+    );
+    let prompt = run(d, &["prompt", "s1"]);
+    assert!(prompt.contains("Prefers green tea"), "{prompt}");
+
+    let db = RedisDatabase::connect(RedisConfig::new(url).key_prefix(prefix.clone()))
+        .await
+        .unwrap();
+    let keys = db.all_keys().await.unwrap();
+    assert!(keys.iter().all(|k| k.starts_with(&prefix)));
+    assert!(
+        keys.iter().any(|k| k.contains("s1")),
+        "the session's block is on redis: {keys:?}"
+    );
+
+    run(d, &["session", "delete", "s1"]);
+    let left = db.all_keys().await.unwrap();
+    assert!(
+        left.iter().all(|k| !k.contains("s1")),
+        "keys of the deleted session remain: {left:?}"
+    );
+    assert!(
+        left.iter().any(|k| k.contains("team")),
+        "the shared block outlives the session: {left:?}"
+    );
+    db.drop_all().await.unwrap();
+}
