@@ -8,13 +8,16 @@
 //! - [`RedisSessionRegistry`]: a hash per session and one ordered index, changed together
 //!   in Lua scripts;
 //! - [`RedisKeyValueStore`]: values with a sorted index of their keys (prefix listings in
-//!   byte order, without scanning the keyspace).
+//!   byte order, without scanning the keyspace), compare-and-set in Lua;
+//! - [`RedisJobQueue`]: a hash per job with its lease token, the claimable jobs in sorted
+//!   sets, claims and lease-checked writes in Lua (times from the caller, as the port
+//!   requires).
 //!
 //! Durability is the server's: [`RedisDatabase::connect`] reads its persistence settings
 //! and warns when acknowledged writes can be lost in a crash ([`Durability`]).
 //!
-//! `memory-compose` opens it for `[storage] kv = "redis"`. Not here yet (issue 14
-//! continues): the message tree and the job queue on streams.
+//! `memory-compose` opens it for `[storage] kv = "redis"` and `jobs = "redis"`. Not here
+//! yet (issue 14 continues): the message tree.
 //!
 //! ```no_run
 //! # async fn demo() -> memory_core::Result<()> {
@@ -29,11 +32,13 @@
 mod config;
 mod database;
 mod error;
+mod job_queue;
 mod key_value_store;
 mod session_registry;
 
 pub use config::RedisConfig;
 pub use database::{Durability, RedisDatabase};
 pub use error::RedisAdapterError;
+pub use job_queue::RedisJobQueue;
 pub use key_value_store::RedisKeyValueStore;
 pub use session_registry::RedisSessionRegistry;

@@ -2,10 +2,12 @@
 //! test command requires it). Each test works under a key prefix of its own and deletes it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use memory_core::ports::{KeyValueStore, SessionRegistry};
+use std::sync::Arc;
+
+use memory_core::ports::{JobQueue, KeyValueStore, SessionRegistry};
 use memory_core::{NewSession, SessionId, Timestamp};
 use memory_redis::{
-    Durability, RedisConfig, RedisDatabase, RedisKeyValueStore, RedisSessionRegistry,
+    Durability, RedisConfig, RedisDatabase, RedisJobQueue, RedisKeyValueStore, RedisSessionRegistry,
 };
 use memory_testkit::contract;
 
@@ -49,6 +51,37 @@ async fn redis_session_registry_passes_the_contract() {
         return;
     };
     contract::session_registry::run_all(&RedisSessionRegistry::new(db.clone())).await;
+    db.drop_all().await.unwrap();
+}
+
+#[tokio::test]
+async fn redis_job_queue_passes_the_contract() {
+    let Some(db) = fresh_database("jobs").await else {
+        return;
+    };
+    contract::job_queue::run_all(Arc::new(RedisJobQueue::new(db.clone()))).await;
+    db.drop_all().await.unwrap();
+}
+
+/// Four instances, each with its own connection (as four worker processes hold), claiming
+/// from one queue at once: every job goes to exactly one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_through_separate_connections_never_share_a_job() {
+    let Some(db) = fresh_database("jobs-multi").await else {
+        return;
+    };
+    let url = std::env::var("MEMORY_REDIS_URL").unwrap();
+    let mut queues: Vec<Arc<dyn JobQueue>> = Vec::new();
+    for _ in 0..4 {
+        let own = RedisDatabase::connect(RedisConfig::new(url.clone()).key_prefix(db.prefix()))
+            .await
+            .unwrap();
+        queues.push(Arc::new(RedisJobQueue::new(own)));
+    }
+    for _ in 0..5 {
+        contract::job_queue::concurrent_claims_across_instances_never_share_a_job(queues.clone())
+            .await;
+    }
     db.drop_all().await.unwrap();
 }
 

@@ -40,7 +40,7 @@ async fn context_blocks_live_on_redis_under_the_prefix() {
         format!(
             "[[blocks]]\nlabel = \"notes\"\nkind = \"writable\"\nmax_tokens = 200\nscope = \"session\"\n\n\
              [[blocks]]\nlabel = \"team\"\nkind = \"writable\"\nmax_tokens = 200\nscope = \"shared\"\n\n\
-             [storage]\nkv = \"redis\"\n\n[storage.redis]\nkey_prefix = \"{prefix}\"\n\n\
+             [storage]\nkv = \"redis\"\njobs = \"redis\"\n\n[storage.redis]\nkey_prefix = \"{prefix}\"\n\n\
              [memory]\nembedder = \"none\"\n"
         ),
     )
@@ -75,6 +75,47 @@ async fn context_blocks_live_on_redis_under_the_prefix() {
     assert!(
         keys.iter().any(|k| k.contains("s1")),
         "the session's block is on redis: {keys:?}"
+    );
+
+    // Ingest jobs queue on Redis, and the background worker runs them from there.
+    let chat = d.join("chat.jsonl");
+    std::fs::write(
+        &chat,
+        r#"{"id":"m1","role":"user","parts":[{"type":"text","text":"The boiler was serviced in May."}]}"#,
+    )
+    .unwrap();
+    let queued: serde_json::Value = serde_json::from_str(&run(
+        d,
+        &[
+            "profile",
+            "ingest",
+            "home",
+            "--session",
+            "c1",
+            "--json",
+            chat.to_str().unwrap(),
+        ],
+    ))
+    .unwrap();
+    let job = queued["jobs"][0]["id"].as_str().unwrap().to_owned();
+    let mut status = String::new();
+    for _ in 0..100 {
+        let jobs: serde_json::Value =
+            serde_json::from_str(&run(d, &["profile", "jobs", "home", "--json"])).unwrap();
+        status = jobs["jobs"][0]["status"].as_str().unwrap().to_owned();
+        if status == "done" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(status, "done");
+    assert!(
+        db.all_keys()
+            .await
+            .unwrap()
+            .iter()
+            .any(|k| k.ends_with(&format!("job:{job}"))),
+        "the job is on redis"
     );
 
     run(d, &["session", "delete", "s1"]);

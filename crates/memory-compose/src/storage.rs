@@ -26,7 +26,7 @@ fn unavailable(role: Role, backend: Backend) -> ComposeError {
         Backend::Redis => ComposeError::NotAvailable {
             role,
             backend,
-            reason: "memory-redis serves only kv so far",
+            reason: "memory-redis serves only kv and jobs so far",
         },
         #[cfg(not(feature = "redis"))]
         Backend::Redis => ComposeError::NotBuilt { role, backend },
@@ -233,6 +233,10 @@ impl Stores {
             #[cfg(feature = "postgres")]
             Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresJobQueue::new(
                 self.postgres_db().await?,
+            ))),
+            #[cfg(feature = "redis")]
+            Backend::Redis => Ok(Arc::new(memory_redis::RedisJobQueue::new(
+                self.redis_db().await?,
             ))),
             other => Err(unavailable(Role::Jobs, other)),
         }

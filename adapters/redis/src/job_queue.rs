@@ -1,0 +1,574 @@
+//! The job queue on Redis: a hash per job (the authoritative record, with its lease token),
+//! an order of every job and of each profile's (sorted sets by enqueue sequence), and the
+//! claimable ones (queued or running) in their own sorted sets, so a claim looks only at
+//! jobs it could take. Claims and lease-checked writes are Lua scripts: atomic on the
+//! server, so of any number of concurrent claims exactly one gets a job.
+//!
+//! Times come from the caller (`now`), as the port requires, so a lease expires by the
+//! workers' clock, never the server's. The job body is stored as the caller's JSON text and
+//! never parsed on the server.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use memory_core::ports::{JobFilter, JobLease, JobPage, JobQueue, JobRecord, JobState, NewJob};
+use memory_core::{MemoryError, Result, Timestamp};
+
+use crate::database::RedisDatabase;
+use crate::error::{corrupt, redis};
+
+/// Enqueues unless the id exists. KEYS: job, order, profile order, claimable, profile
+/// claimable, sequence. ARGV: id, kind, profile, stage, body, now. The sequence, or 0.
+const ENQUEUE: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local seq = redis.call('INCR', KEYS[6])
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'kind', ARGV[2], 'profile', ARGV[3],
+  'state', 'queued', 'stage', ARGV[4], 'body', ARGV[5], 'attempts', 0,
+  'created_at', ARGV[6], 'updated_at', ARGV[6], 'seq', seq)
+for i = 2, 5 do redis.call('ZADD', KEYS[i], seq, ARGV[1]) end
+return seq
+";
+
+/// Claims the oldest claimable job of a set, or one job by id. KEYS: the claimable set to
+/// look in. ARGV: key prefix, kind filter (empty: any), now, lease expiry, worker, token,
+/// wanted id (empty: the oldest). The job's fields, or nil.
+const CLAIM: &str = r"
+local prefix, kind, now, expires = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local worker, token, wanted = ARGV[5], ARGV[6], ARGV[7]
+local function claimable(key)
+  local state = redis.call('HGET', key, 'state')
+  if state == 'queued' then return true end
+  if state == 'running' then
+    local lease = tonumber(redis.call('HGET', key, 'lease_expires_at'))
+    return lease ~= nil and lease < now
+  end
+  return false
+end
+local function take(key)
+  redis.call('HSET', key, 'state', 'running', 'worker', worker,
+    'lease_expires_at', expires, 'token', token, 'updated_at', ARGV[3])
+  return redis.call('HGETALL', key)
+end
+if wanted ~= '' then
+  local key = prefix .. 'job:' .. wanted
+  if redis.call('EXISTS', key) == 1 and claimable(key) then return take(key) end
+  return nil
+end
+local start = 0
+while true do
+  local ids = redis.call('ZRANGE', KEYS[1], start, start + 99)
+  if #ids == 0 then return nil end
+  for _, id in ipairs(ids) do
+    local key = prefix .. 'job:' .. id
+    if (kind == '' or redis.call('HGET', key, 'kind') == kind) and claimable(key) then
+      return take(key)
+    end
+  end
+  start = start + 100
+end
+";
+
+/// A write under a lease: refused (0) unless the job is running under this token. KEYS: the
+/// job. ARGV: key prefix, token, operation, stage, body, retry (`1`/`0`), now, lease expiry.
+const LEASED: &str = r"
+if redis.call('HGET', KEYS[1], 'state') ~= 'running'
+  or redis.call('HGET', KEYS[1], 'token') ~= ARGV[2] then return 0 end
+local op, now = ARGV[3], ARGV[7]
+local function unclaimable()
+  local id = redis.call('HGET', KEYS[1], 'id')
+  local profile = redis.call('HGET', KEYS[1], 'profile')
+  redis.call('ZREM', ARGV[1] .. 'jobs:claimable', id)
+  redis.call('ZREM', ARGV[1] .. 'jobs:claimable:' .. profile, id)
+end
+if op == 'heartbeat' then
+  redis.call('HSET', KEYS[1], 'lease_expires_at', ARGV[8], 'updated_at', now)
+  return 1
+end
+if op == 'checkpoint' then
+  redis.call('HSET', KEYS[1], 'stage', ARGV[4], 'body', ARGV[5], 'updated_at', now)
+  return 1
+end
+redis.call('HDEL', KEYS[1], 'worker', 'lease_expires_at', 'token')
+if op == 'complete' then
+  redis.call('HSET', KEYS[1], 'state', 'done', 'stage', ARGV[4], 'body', ARGV[5], 'updated_at', now)
+  unclaimable()
+elseif op == 'fail' then
+  redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+  local state = 'failed'
+  if ARGV[6] == '1' then state = 'queued' end
+  redis.call('HSET', KEYS[1], 'state', state, 'stage', ARGV[4], 'body', ARGV[5], 'updated_at', now)
+  if state == 'failed' then unclaimable() end
+else
+  redis.call('HSET', KEYS[1], 'state', 'queued', 'updated_at', now)
+end
+return 1
+";
+
+/// Queues a failed job again. KEYS: the job. ARGV: key prefix, now. 1 when retried.
+const RETRY: &str = r"
+if redis.call('HGET', KEYS[1], 'state') ~= 'failed' then return 0 end
+redis.call('HSET', KEYS[1], 'state', 'queued', 'updated_at', ARGV[2])
+local id = redis.call('HGET', KEYS[1], 'id')
+local seq = redis.call('HGET', KEYS[1], 'seq')
+redis.call('ZADD', ARGV[1] .. 'jobs:claimable', seq, id)
+redis.call('ZADD', ARGV[1] .. 'jobs:claimable:' .. redis.call('HGET', KEYS[1], 'profile'), seq, id)
+return 1
+";
+
+/// Cancels any job that is not done, even under a live lease. KEYS: the job. ARGV: key
+/// prefix, body, now. 1 when cancelled.
+const CANCEL: &str = r"
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state or state == 'done' then return 0 end
+redis.call('HDEL', KEYS[1], 'worker', 'lease_expires_at', 'token')
+redis.call('HSET', KEYS[1], 'state', 'cancelled', 'body', ARGV[2], 'updated_at', ARGV[3])
+local id = redis.call('HGET', KEYS[1], 'id')
+redis.call('ZREM', ARGV[1] .. 'jobs:claimable', id)
+redis.call('ZREM', ARGV[1] .. 'jobs:claimable:' .. redis.call('HGET', KEYS[1], 'profile'), id)
+return 1
+";
+
+/// Jobs read per round trip while listing.
+const LIST_BATCH: usize = 200;
+
+/// [`JobQueue`] on Redis.
+#[derive(Debug, Clone)]
+pub struct RedisJobQueue {
+    db: RedisDatabase,
+    enqueue: redis::Script,
+    claim: redis::Script,
+    leased: redis::Script,
+    retry: redis::Script,
+    cancel: redis::Script,
+}
+
+fn lost(lease: &JobLease) -> MemoryError {
+    MemoryError::Conflict {
+        message: format!(
+            "job {} is no longer leased to worker {:?} (the lease expired and another worker took it, or the job was cancelled)",
+            lease.job_id, lease.worker
+        ),
+    }
+}
+
+/// A record from `HGETALL`'s field/value pairs.
+fn record(pairs: &[String]) -> Result<JobRecord> {
+    let map: HashMap<&str, &str> = pairs
+        .chunks(2)
+        .filter_map(|pair| Some((pair.first()?.as_str(), pair.get(1)?.as_str())))
+        .collect();
+    let text = |field: &str| -> Result<String> {
+        map.get(field)
+            .map(|v| (*v).to_owned())
+            .ok_or_else(|| corrupt("job", format!("no {field}")))
+    };
+    let number = |field: &str| -> Result<i64> {
+        text(field)?
+            .parse()
+            .map_err(|e| corrupt("job", format!("{field}: {e}")))
+    };
+    let body =
+        serde_json::from_str(&text("body")?).map_err(|e| corrupt("job", format!("body: {e}")))?;
+    Ok(JobRecord {
+        id: text("id")?,
+        kind: text("kind")?,
+        profile: text("profile")?,
+        state: JobState::parse(&text("state")?)?,
+        stage: text("stage")?,
+        body,
+        attempts: u32::try_from(number("attempts")?).unwrap_or(u32::MAX),
+        worker: map.get("worker").map(|v| (*v).to_owned()),
+        lease_expires_at: map
+            .get("lease_expires_at")
+            .map(|v| v.parse().map(Timestamp))
+            .transpose()
+            .map_err(|e| corrupt("job", format!("lease_expires_at: {e}")))?,
+        created_at: Timestamp(number("created_at")?),
+        updated_at: Timestamp(number("updated_at")?),
+    })
+}
+
+impl RedisJobQueue {
+    /// The job queue of `db`.
+    pub fn new(db: RedisDatabase) -> Self {
+        Self {
+            db,
+            enqueue: redis::Script::new(ENQUEUE),
+            claim: redis::Script::new(CLAIM),
+            leased: redis::Script::new(LEASED),
+            retry: redis::Script::new(RETRY),
+            cancel: redis::Script::new(CANCEL),
+        }
+    }
+
+    fn job(&self, id: &str) -> String {
+        self.db.key(&format!("job:{id}"))
+    }
+
+    fn order(&self, profile: Option<&str>) -> String {
+        match profile {
+            Some(p) => self.db.key(&format!("jobs:order:{p}")),
+            None => self.db.key("jobs:order"),
+        }
+    }
+
+    fn claimable(&self, profile: Option<&str>) -> String {
+        match profile {
+            Some(p) => self.db.key(&format!("jobs:claimable:{p}")),
+            None => self.db.key("jobs:claimable"),
+        }
+    }
+
+    async fn claim_one(
+        &self,
+        set: String,
+        kind: Option<&str>,
+        wanted: Option<&str>,
+        worker: &str,
+        lease_millis: u64,
+        now: Timestamp,
+    ) -> Result<Option<(JobRecord, JobLease)>> {
+        let expires = Timestamp(
+            now.millis()
+                .saturating_add(i64::try_from(lease_millis).unwrap_or(i64::MAX)),
+        );
+        let token = uuid::Uuid::new_v4().to_string();
+        let mut connection = self.db.connection.clone();
+        let fields: Option<Vec<String>> = self
+            .claim
+            .key(set)
+            .arg(self.db.prefix())
+            .arg(kind.unwrap_or_default())
+            .arg(now.millis())
+            .arg(expires.millis())
+            .arg(worker)
+            .arg(&token)
+            .arg(wanted.unwrap_or_default())
+            .invoke_async(&mut connection)
+            .await
+            .map_err(redis)?;
+        let Some(fields) = fields else {
+            return Ok(None);
+        };
+        let record = record(&fields)?;
+        let lease = JobLease {
+            job_id: record.id.clone(),
+            worker: worker.to_owned(),
+            token,
+            expires_at: expires,
+        };
+        Ok(Some((record, lease)))
+    }
+
+    async fn leased(&self, lease: &JobLease, write: Write<'_>, now: Timestamp) -> Result<()> {
+        let null = serde_json::Value::Null;
+        let (op, stage, body, retry, expires) = match write {
+            Write::Heartbeat(expires) => ("heartbeat", "", &null, false, expires),
+            Write::Checkpoint(stage, body) => ("checkpoint", stage, body, false, now),
+            Write::Complete(stage, body) => ("complete", stage, body, false, now),
+            Write::Fail(stage, body, retry) => ("fail", stage, body, retry, now),
+            Write::Release => ("release", "", &null, false, now),
+        };
+        let mut connection = self.db.connection.clone();
+        let done: i64 = self
+            .leased
+            .key(self.job(&lease.job_id))
+            .arg(self.db.prefix())
+            .arg(&lease.token)
+            .arg(op)
+            .arg(stage)
+            .arg(serde_json::to_string(body)?)
+            .arg(if retry { "1" } else { "0" })
+            .arg(now.millis())
+            .arg(expires.millis())
+            .invoke_async(&mut connection)
+            .await
+            .map_err(redis)?;
+        if done == 0 {
+            return Err(lost(lease));
+        }
+        Ok(())
+    }
+}
+
+/// A write under a lease.
+enum Write<'a> {
+    /// Renew the lease until the time given.
+    Heartbeat(Timestamp),
+    /// Record the stage reached and its checkpoint.
+    Checkpoint(&'a str, &'a serde_json::Value),
+    /// Finish.
+    Complete(&'a str, &'a serde_json::Value),
+    /// Record a failed run (queued again when `true`).
+    Fail(&'a str, &'a serde_json::Value, bool),
+    /// Give the job back.
+    Release,
+}
+
+#[async_trait]
+impl JobQueue for RedisJobQueue {
+    fn backend_name(&self) -> &'static str {
+        "redis"
+    }
+
+    async fn enqueue(&self, job: NewJob, now: Timestamp) -> Result<JobRecord> {
+        let body = serde_json::to_string(&job.body)?;
+        let mut connection = self.db.connection.clone();
+        let seq: i64 = self
+            .enqueue
+            .key(self.job(&job.id))
+            .key(self.order(None))
+            .key(self.order(Some(&job.profile)))
+            .key(self.claimable(None))
+            .key(self.claimable(Some(&job.profile)))
+            .key(self.db.key("jobs:seq"))
+            .arg(&job.id)
+            .arg(&job.kind)
+            .arg(&job.profile)
+            .arg(&job.stage)
+            .arg(body)
+            .arg(now.millis())
+            .invoke_async(&mut connection)
+            .await
+            .map_err(redis)?;
+        if seq == 0 {
+            return Err(MemoryError::AlreadyExists {
+                kind: "job",
+                id: job.id,
+            });
+        }
+        Ok(JobRecord {
+            id: job.id,
+            kind: job.kind,
+            profile: job.profile,
+            state: JobState::Queued,
+            stage: job.stage,
+            body: job.body,
+            attempts: 0,
+            worker: None,
+            lease_expires_at: None,
+            created_at: now,
+            updated_at: now,
+        })
+    }
+
+    async fn claim(
+        &self,
+        filter: &JobFilter,
+        worker: &str,
+        lease_millis: u64,
+        now: Timestamp,
+    ) -> Result<Option<(JobRecord, JobLease)>> {
+        let set = self.claimable(filter.profile.as_deref());
+        self.claim_one(set, filter.kind.as_deref(), None, worker, lease_millis, now)
+            .await
+    }
+
+    async fn claim_id(
+        &self,
+        id: &str,
+        worker: &str,
+        lease_millis: u64,
+        now: Timestamp,
+    ) -> Result<Option<(JobRecord, JobLease)>> {
+        let set = self.claimable(None);
+        self.claim_one(set, None, Some(id), worker, lease_millis, now)
+            .await
+    }
+
+    async fn heartbeat(
+        &self,
+        lease: &JobLease,
+        lease_millis: u64,
+        now: Timestamp,
+    ) -> Result<JobLease> {
+        let expires = Timestamp(
+            now.millis()
+                .saturating_add(i64::try_from(lease_millis).unwrap_or(i64::MAX)),
+        );
+        self.leased(lease, Write::Heartbeat(expires), now).await?;
+        Ok(JobLease {
+            expires_at: expires,
+            ..lease.clone()
+        })
+    }
+
+    async fn checkpoint(
+        &self,
+        lease: &JobLease,
+        stage: &str,
+        body: serde_json::Value,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.leased(lease, Write::Checkpoint(stage, &body), now)
+            .await
+    }
+
+    async fn complete(
+        &self,
+        lease: &JobLease,
+        stage: &str,
+        body: serde_json::Value,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.leased(lease, Write::Complete(stage, &body), now).await
+    }
+
+    async fn fail(
+        &self,
+        lease: &JobLease,
+        stage: &str,
+        body: serde_json::Value,
+        retry: bool,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.leased(lease, Write::Fail(stage, &body, retry), now)
+            .await
+    }
+
+    async fn release(&self, lease: &JobLease, now: Timestamp) -> Result<()> {
+        self.leased(lease, Write::Release, now).await
+    }
+
+    async fn retry(&self, id: &str, now: Timestamp) -> Result<bool> {
+        let mut connection = self.db.connection.clone();
+        let done: i64 = self
+            .retry
+            .key(self.job(id))
+            .arg(self.db.prefix())
+            .arg(now.millis())
+            .invoke_async(&mut connection)
+            .await
+            .map_err(redis)?;
+        Ok(done == 1)
+    }
+
+    async fn cancel(&self, id: &str, body: serde_json::Value, now: Timestamp) -> Result<bool> {
+        let mut connection = self.db.connection.clone();
+        let done: i64 = self
+            .cancel
+            .key(self.job(id))
+            .arg(self.db.prefix())
+            .arg(serde_json::to_string(&body)?)
+            .arg(now.millis())
+            .invoke_async(&mut connection)
+            .await
+            .map_err(redis)?;
+        Ok(done == 1)
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<JobRecord>> {
+        let mut connection = self.db.connection.clone();
+        let pairs: Vec<String> = redis::cmd("HGETALL")
+            .arg(self.job(id))
+            .query_async(&mut connection)
+            .await
+            .map_err(redis)?;
+        if pairs.is_empty() {
+            return Ok(None);
+        }
+        record(&pairs).map(Some)
+    }
+
+    async fn list(
+        &self,
+        filter: &JobFilter,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<JobPage> {
+        let mut after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
+        let order = self.order(filter.profile.as_deref());
+        let mut connection = self.db.connection.clone();
+        let mut jobs = Vec::new();
+        let mut last = None;
+        let mut more = false;
+        'pages: loop {
+            let page: Vec<(String, i64)> = redis::cmd("ZRANGEBYSCORE")
+                .arg(&order)
+                .arg(format!("({after}"))
+                .arg("+inf")
+                .arg("WITHSCORES")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(LIST_BATCH)
+                .query_async(&mut connection)
+                .await
+                .map_err(redis)?;
+            if page.is_empty() {
+                break;
+            }
+            let mut pipe = redis::pipe();
+            for (id, _) in &page {
+                pipe.cmd("HGETALL").arg(self.job(id));
+            }
+            let records: Vec<Vec<String>> =
+                pipe.query_async(&mut connection).await.map_err(redis)?;
+            for ((_, seq), pairs) in page.iter().zip(records) {
+                after = *seq;
+                if pairs.is_empty() {
+                    continue; // deleted between the two reads
+                }
+                let job = record(&pairs)?;
+                let wanted = filter.kind.as_ref().is_none_or(|k| *k == job.kind)
+                    && filter.state.is_none_or(|s| s == job.state)
+                    && filter.profile.as_ref().is_none_or(|p| *p == job.profile);
+                if !wanted {
+                    continue;
+                }
+                if jobs.len() == limit {
+                    more = true;
+                    break 'pages;
+                }
+                last = Some(*seq);
+                jobs.push(job);
+            }
+            if page.len() < LIST_BATCH {
+                break;
+            }
+        }
+        Ok(JobPage {
+            jobs,
+            next_cursor: if more {
+                last.map(memory_core::cursor::position)
+            } else {
+                None
+            },
+        })
+    }
+
+    async fn delete_profile_jobs(&self, profile: &str) -> Result<u64> {
+        let mut connection = self.db.connection.clone();
+        let ids: Vec<String> = redis::cmd("ZRANGE")
+            .arg(self.order(Some(profile)))
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut connection)
+            .await
+            .map_err(redis)?;
+        let mut removed = 0u64;
+        for chunk in ids.chunks(LIST_BATCH) {
+            let jobs: Vec<String> = chunk.iter().map(|id| self.job(id)).collect();
+            let (deleted, _, _): (u64, u64, u64) = redis::pipe()
+                .atomic()
+                .cmd("UNLINK")
+                .arg(&jobs)
+                .cmd("ZREM")
+                .arg(self.order(None))
+                .arg(chunk)
+                .cmd("ZREM")
+                .arg(self.claimable(None))
+                .arg(chunk)
+                .query_async(&mut connection)
+                .await
+                .map_err(redis)?;
+            removed += deleted;
+        }
+        redis::cmd("UNLINK")
+            .arg(self.order(Some(profile)))
+            .arg(self.claimable(Some(profile)))
+            .query_async::<()>(&mut connection)
+            .await
+            .map_err(redis)?;
+        Ok(removed)
+    }
+}
