@@ -8,11 +8,21 @@ use std::time::Duration;
 /// let config = memory_redis::RedisConfig::new("redis://127.0.0.1:6379/").key_prefix("memory:acme:");
 /// assert_eq!(config.prefix(), "memory:acme:");
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RedisConfig {
     pub(crate) url: String,
     pub(crate) prefix: String,
     pub(crate) response_timeout: Duration,
+}
+
+impl std::fmt::Debug for RedisConfig {
+    /// The URL is left out: it may hold a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("prefix", &self.prefix)
+            .field("response_timeout", &self.response_timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RedisConfig {
@@ -26,7 +36,9 @@ impl RedisConfig {
     }
 
     /// Every key of the deployment starts with `prefix` (it must end in `:`); deleting a
-    /// session or a profile removes only keys under it.
+    /// session or a profile removes only keys under it. Two deployments on one server need
+    /// prefixes of which neither starts with the other (`memory:a:` and `memory:b:`, not
+    /// `memory:` and `memory:b:`).
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self

@@ -18,6 +18,9 @@ pub enum Durability {
     /// No AOF (`appendfsync no`, or snapshots only, or nothing): acknowledged writes since
     /// the last snapshot are lost when the server crashes.
     Snapshots,
+    /// The server does not say (`CONFIG` is disabled, as on several managed services, or
+    /// the user may not run it): the operator must know the setting.
+    Unknown,
 }
 
 /// A Redis deployment: one multiplexed, self-reconnecting connection and the key prefix.
@@ -60,9 +63,15 @@ impl RedisDatabase {
         let connection = ConnectionManager::new_with_config(client, manager_config)
             .await
             .map_err(redis)?;
-        let durability = read_durability(&mut connection.clone()).await?;
+        let durability = match read_durability(&mut connection.clone()).await {
+            Ok(durability) => durability,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read redis's persistence settings (CONFIG GET refused); durability unknown");
+                Durability::Unknown
+            }
+        };
         match durability {
-            Durability::EveryWrite => {}
+            Durability::EveryWrite | Durability::Unknown => {}
             Durability::AboutASecond => tracing::warn!(
                 "redis runs with appendfsync everysec: up to a second of acknowledged writes can be lost in a crash"
             ),

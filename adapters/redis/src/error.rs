@@ -1,6 +1,7 @@
 //! Redis's errors mapped into the one public error: a lost connection, a timeout or a
-//! server that is loading or failing over is `Transient` (a retry may succeed); anything
-//! else is `Backend`, with the driver's error kept as the source.
+//! server that is loading, busy or failing over (`LOADING`, `TRYAGAIN`, `READONLY`, ...) is
+//! `Transient` (a retry may succeed); anything else (a wrong password, a reply that does not
+//! parse) is `Backend`, with the driver's error kept as the source.
 
 use memory_core::MemoryError;
 use redis::{RedisError, RetryMethod};
@@ -21,7 +22,7 @@ pub(crate) fn redis(error: RedisError) -> MemoryError {
         || error.is_connection_refusal()
         || matches!(
             error.retry_method(),
-            RetryMethod::Reconnect | RetryMethod::RetryImmediately | RetryMethod::WaitAndRetry
+            RetryMethod::WaitAndRetry | RetryMethod::RefreshSlotsAndRetry
         );
     if transient {
         MemoryError::transient("redis", error)

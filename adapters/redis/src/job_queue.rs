@@ -537,38 +537,42 @@ impl JobQueue for RedisJobQueue {
     }
 
     async fn delete_profile_jobs(&self, profile: &str) -> Result<u64> {
+        // Batch by batch, each batch leaving every index in one transaction, until the
+        // profile's order is empty: a job enqueued meanwhile is taken by a later batch.
         let mut connection = self.db.connection.clone();
-        let ids: Vec<String> = redis::cmd("ZRANGE")
-            .arg(self.order(Some(profile)))
-            .arg(0)
-            .arg(-1)
-            .query_async(&mut connection)
-            .await
-            .map_err(redis)?;
         let mut removed = 0u64;
-        for chunk in ids.chunks(LIST_BATCH) {
-            let jobs: Vec<String> = chunk.iter().map(|id| self.job(id)).collect();
-            let (deleted, _, _): (u64, u64, u64) = redis::pipe()
+        loop {
+            let ids: Vec<String> = redis::cmd("ZRANGE")
+                .arg(self.order(Some(profile)))
+                .arg(0)
+                .arg(LIST_BATCH - 1)
+                .query_async(&mut connection)
+                .await
+                .map_err(redis)?;
+            if ids.is_empty() {
+                return Ok(removed);
+            }
+            let jobs: Vec<String> = ids.iter().map(|id| self.job(id)).collect();
+            let (deleted, _, _, _, _): (u64, u64, u64, u64, u64) = redis::pipe()
                 .atomic()
                 .cmd("UNLINK")
                 .arg(&jobs)
                 .cmd("ZREM")
                 .arg(self.order(None))
-                .arg(chunk)
+                .arg(&ids)
                 .cmd("ZREM")
                 .arg(self.claimable(None))
-                .arg(chunk)
+                .arg(&ids)
+                .cmd("ZREM")
+                .arg(self.order(Some(profile)))
+                .arg(&ids)
+                .cmd("ZREM")
+                .arg(self.claimable(Some(profile)))
+                .arg(&ids)
                 .query_async(&mut connection)
                 .await
                 .map_err(redis)?;
             removed += deleted;
         }
-        redis::cmd("UNLINK")
-            .arg(self.order(Some(profile)))
-            .arg(self.claimable(Some(profile)))
-            .query_async::<()>(&mut connection)
-            .await
-            .map_err(redis)?;
-        Ok(removed)
     }
 }

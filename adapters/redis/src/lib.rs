@@ -13,6 +13,9 @@
 //!   sets, claims and lease-checked writes in Lua (times from the caller, as the port
 //!   requires).
 //!
+//! One Redis server (or a primary with replicas): the Lua scripts touch several keys of the
+//! deployment, which Redis Cluster would refuse across slots.
+//!
 //! Durability is the server's: [`RedisDatabase::connect`] reads its persistence settings
 //! and warns when acknowledged writes can be lost in a crash ([`Durability`]).
 //!

@@ -129,8 +129,8 @@ impl RedisSessionRegistry {
             .key(self.order())
             .arg(id.as_str())
             .arg(encode_time(now.millis()))
-            .arg(usage.input_tokens)
-            .arg(usage.output_tokens)
+            .arg(usage.input_tokens.min(i64::MAX as u64))
+            .arg(usage.output_tokens.min(i64::MAX as u64))
             .arg(if usage.cost == 0.0 {
                 "0".to_owned()
             } else {
@@ -155,9 +155,11 @@ impl RedisSessionRegistry {
 
 /// The stored fields of a record (absent optionals are absent fields).
 fn fields(info: &SessionInfo) -> Vec<(&'static str, String)> {
+    // Counters are 64-bit signed on the server (HINCRBY): clamped, as PostgreSQL does.
+    let clamp = |n: u64| n.min(i64::MAX as u64).to_string();
     let mut out = vec![
-        ("input_tokens", info.usage.input_tokens.to_string()),
-        ("output_tokens", info.usage.output_tokens.to_string()),
+        ("input_tokens", clamp(info.usage.input_tokens)),
+        ("output_tokens", clamp(info.usage.output_tokens)),
         ("cost", info.usage.cost.to_string()),
         ("created_at", info.created_at.millis().to_string()),
         ("updated_at", info.updated_at.millis().to_string()),

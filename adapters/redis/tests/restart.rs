@@ -20,23 +20,41 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn start(dir: &std::path::Path, port: u16) -> Child {
-    Command::new("redis-server")
-        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-        .arg("--dir")
-        .arg(dir)
-        .args([
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-            "--save",
-            "",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+/// A server process killed when dropped (a failed assertion leaves nothing running).
+struct Server(Child);
+
+impl Server {
+    fn kill(&mut self) {
+        let _ = self.0.kill(); // SIGKILL
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn start(dir: &std::path::Path, port: u16) -> Server {
+    Server(
+        Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .arg("--dir")
+            .arg(dir)
+            .args([
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 async fn connect(port: u16) -> RedisDatabase {
@@ -87,8 +105,7 @@ async fn acknowledged_writes_survive_a_killed_server() {
         };
         jobs.enqueue(job, Timestamp(i)).await.unwrap();
     }
-    server.kill().unwrap(); // SIGKILL, right after the last acknowledgement
-    server.wait().unwrap();
+    server.kill(); // SIGKILL, right after the last acknowledgement
 
     let mut server = start(dir.path(), port);
     let db = connect(port).await;
@@ -110,6 +127,5 @@ async fn acknowledged_writes_survive_a_killed_server() {
         let job = jobs.get(&format!("job-{i}")).await.unwrap().unwrap();
         assert_eq!(job.body, serde_json::json!({ "n": i }));
     }
-    server.kill().unwrap();
-    server.wait().unwrap();
+    server.kill();
 }
