@@ -1,7 +1,8 @@
 //! The job queue on Redis: a hash per job (the authoritative record, with its lease token),
-//! an order of every job and of each profile's (sorted sets by enqueue sequence), and the
-//! claimable ones (queued or running) in their own sorted sets, so a claim looks only at
-//! jobs it could take. Claims and lease-checked writes are Lua scripts: atomic on the
+//! an order of every job and of each profile's (sorted sets by enqueue sequence), the queued
+//! jobs (by enqueue sequence) and the running ones (by lease expiry) in sorted sets of their
+//! own, so a claim reads only jobs it could take: the oldest queued, and those whose lease
+//! has run out, never the many running under live leases. Claims and lease-checked writes are Lua scripts: atomic on the
 //! server, so of any number of concurrent claims exactly one gets a job.
 //!
 //! Times come from the caller (`now`), as the port requires, so a lease expires by the
@@ -17,8 +18,32 @@ use memory_core::{MemoryError, Result, Timestamp};
 use crate::database::RedisDatabase;
 use crate::error::{corrupt, redis};
 
-/// Enqueues unless the id exists. KEYS: job, order, profile order, claimable, profile
-/// claimable, sequence. ARGV: id, kind, profile, stage, body, now. The sequence, or 0.
+/// Lua helpers every script below starts with: `place` moves a job into the queued sets
+/// (score: its enqueue sequence), the running sets (score: its lease expiry) or neither.
+macro_rules! lua_index {
+    () => {
+        r"
+local function place(prefix, key, where, score)
+  local id = redis.call('HGET', key, 'id')
+  local profile = redis.call('HGET', key, 'profile')
+  local sets = { prefix .. 'jobs:queued', prefix .. 'jobs:queued:' .. profile,
+                 prefix .. 'jobs:running', prefix .. 'jobs:running:' .. profile }
+  for _, set in ipairs(sets) do redis.call('ZREM', set, id) end
+  if where == 'queued' then
+    local seq = redis.call('HGET', key, 'seq')
+    redis.call('ZADD', sets[1], seq, id)
+    redis.call('ZADD', sets[2], seq, id)
+  elseif where == 'running' then
+    redis.call('ZADD', sets[3], score, id)
+    redis.call('ZADD', sets[4], score, id)
+  end
+end
+"
+    };
+}
+
+/// Enqueues unless the id exists. KEYS: job, order, profile order, queued, profile queued,
+/// sequence. ARGV: id, kind, profile, stage, body, now. The sequence, or 0.
 const ENQUEUE: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local seq = redis.call('INCR', KEYS[6])
@@ -29,10 +54,15 @@ for i = 2, 5 do redis.call('ZADD', KEYS[i], seq, ARGV[1]) end
 return seq
 ";
 
-/// Claims the oldest claimable job of a set, or one job by id. KEYS: the claimable set to
-/// look in. ARGV: key prefix, kind filter (empty: any), now, lease expiry, worker, token,
-/// wanted id (empty: the oldest). The job's fields, or nil.
-const CLAIM: &str = r"
+/// Claims the oldest claimable job (queued, or running under an expired lease; oldest by
+/// enqueue order), or one job by id. KEYS: the queued set and the running set to look in.
+/// ARGV: key prefix, kind filter (empty: any), now, lease expiry, worker, token, wanted id
+/// (empty: the oldest). The job's fields, or nil. A claim reads the queued jobs up to the
+/// first of its kind and the running jobs whose lease has expired: never the jobs running
+/// under live leases.
+const CLAIM: &str = concat!(
+    lua_index!(),
+    r"
 local prefix, kind, now, expires = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local worker, token, wanted = ARGV[5], ARGV[6], ARGV[7]
 local function claimable(key)
@@ -47,41 +77,53 @@ end
 local function take(key)
   redis.call('HSET', key, 'state', 'running', 'worker', worker,
     'lease_expires_at', expires, 'token', token, 'updated_at', ARGV[3])
+  place(prefix, key, 'running', expires)
   return redis.call('HGETALL', key)
+end
+local function of_kind(key)
+  return kind == '' or redis.call('HGET', key, 'kind') == kind
 end
 if wanted ~= '' then
   local key = prefix .. 'job:' .. wanted
   if redis.call('EXISTS', key) == 1 and claimable(key) then return take(key) end
   return nil
 end
+local best, best_seq = nil, nil
 local start = 0
-while true do
-  local ids = redis.call('ZRANGE', KEYS[1], start, start + 99)
-  if #ids == 0 then return nil end
-  for _, id in ipairs(ids) do
-    local key = prefix .. 'job:' .. id
-    if (kind == '' or redis.call('HGET', key, 'kind') == kind) and claimable(key) then
-      return take(key)
+while best == nil do
+  local ids = redis.call('ZRANGE', KEYS[1], start, start + 99, 'WITHSCORES')
+  if #ids == 0 then break end
+  for i = 1, #ids, 2 do
+    if of_kind(prefix .. 'job:' .. ids[i]) then
+      best, best_seq = ids[i], tonumber(ids[i + 1])
+      break
     end
   end
   start = start + 100
 end
-";
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[3])) do
+  local key = prefix .. 'job:' .. id
+  if of_kind(key) then
+    local seq = tonumber(redis.call('HGET', key, 'seq'))
+    if best_seq == nil or seq < best_seq then best, best_seq = id, seq end
+  end
+end
+if best == nil then return nil end
+return take(prefix .. 'job:' .. best)
+"
+);
 
 /// A write under a lease: refused (0) unless the job is running under this token. KEYS: the
 /// job. ARGV: key prefix, token, operation, stage, body, retry (`1`/`0`), now, lease expiry.
-const LEASED: &str = r"
+const LEASED: &str = concat!(
+    lua_index!(),
+    r"
 if redis.call('HGET', KEYS[1], 'state') ~= 'running'
   or redis.call('HGET', KEYS[1], 'token') ~= ARGV[2] then return 0 end
-local op, now = ARGV[3], ARGV[7]
-local function unclaimable()
-  local id = redis.call('HGET', KEYS[1], 'id')
-  local profile = redis.call('HGET', KEYS[1], 'profile')
-  redis.call('ZREM', ARGV[1] .. 'jobs:claimable', id)
-  redis.call('ZREM', ARGV[1] .. 'jobs:claimable:' .. profile, id)
-end
+local prefix, op, now = ARGV[1], ARGV[3], ARGV[7]
 if op == 'heartbeat' then
   redis.call('HSET', KEYS[1], 'lease_expires_at', ARGV[8], 'updated_at', now)
+  place(prefix, KEYS[1], 'running', ARGV[8])
   return 1
 end
 if op == 'checkpoint' then
@@ -91,42 +133,45 @@ end
 redis.call('HDEL', KEYS[1], 'worker', 'lease_expires_at', 'token')
 if op == 'complete' then
   redis.call('HSET', KEYS[1], 'state', 'done', 'stage', ARGV[4], 'body', ARGV[5], 'updated_at', now)
-  unclaimable()
+  place(prefix, KEYS[1], 'none', 0)
 elseif op == 'fail' then
   redis.call('HINCRBY', KEYS[1], 'attempts', 1)
   local state = 'failed'
   if ARGV[6] == '1' then state = 'queued' end
   redis.call('HSET', KEYS[1], 'state', state, 'stage', ARGV[4], 'body', ARGV[5], 'updated_at', now)
-  if state == 'failed' then unclaimable() end
+  if state == 'queued' then place(prefix, KEYS[1], 'queued', 0) else place(prefix, KEYS[1], 'none', 0) end
 else
   redis.call('HSET', KEYS[1], 'state', 'queued', 'updated_at', now)
+  place(prefix, KEYS[1], 'queued', 0)
 end
 return 1
-";
+"
+);
 
 /// Queues a failed job again. KEYS: the job. ARGV: key prefix, now. 1 when retried.
-const RETRY: &str = r"
+const RETRY: &str = concat!(
+    lua_index!(),
+    r"
 if redis.call('HGET', KEYS[1], 'state') ~= 'failed' then return 0 end
 redis.call('HSET', KEYS[1], 'state', 'queued', 'updated_at', ARGV[2])
-local id = redis.call('HGET', KEYS[1], 'id')
-local seq = redis.call('HGET', KEYS[1], 'seq')
-redis.call('ZADD', ARGV[1] .. 'jobs:claimable', seq, id)
-redis.call('ZADD', ARGV[1] .. 'jobs:claimable:' .. redis.call('HGET', KEYS[1], 'profile'), seq, id)
+place(ARGV[1], KEYS[1], 'queued', 0)
 return 1
-";
+"
+);
 
 /// Cancels any job that is not done, even under a live lease. KEYS: the job. ARGV: key
 /// prefix, body, now. 1 when cancelled.
-const CANCEL: &str = r"
+const CANCEL: &str = concat!(
+    lua_index!(),
+    r"
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state or state == 'done' then return 0 end
 redis.call('HDEL', KEYS[1], 'worker', 'lease_expires_at', 'token')
 redis.call('HSET', KEYS[1], 'state', 'cancelled', 'body', ARGV[2], 'updated_at', ARGV[3])
-local id = redis.call('HGET', KEYS[1], 'id')
-redis.call('ZREM', ARGV[1] .. 'jobs:claimable', id)
-redis.call('ZREM', ARGV[1] .. 'jobs:claimable:' .. redis.call('HGET', KEYS[1], 'profile'), id)
+place(ARGV[1], KEYS[1], 'none', 0)
 return 1
-";
+"
+);
 
 /// Jobs read per round trip while listing.
 const LIST_BATCH: usize = 200;
@@ -212,16 +257,23 @@ impl RedisJobQueue {
         }
     }
 
-    fn claimable(&self, profile: Option<&str>) -> String {
+    fn queued(&self, profile: Option<&str>) -> String {
         match profile {
-            Some(p) => self.db.key(&format!("jobs:claimable:{p}")),
-            None => self.db.key("jobs:claimable"),
+            Some(p) => self.db.key(&format!("jobs:queued:{p}")),
+            None => self.db.key("jobs:queued"),
+        }
+    }
+
+    fn running(&self, profile: Option<&str>) -> String {
+        match profile {
+            Some(p) => self.db.key(&format!("jobs:running:{p}")),
+            None => self.db.key("jobs:running"),
         }
     }
 
     async fn claim_one(
         &self,
-        set: String,
+        profile: Option<&str>,
         kind: Option<&str>,
         wanted: Option<&str>,
         worker: &str,
@@ -236,7 +288,8 @@ impl RedisJobQueue {
         let mut connection = self.db.connection.clone();
         let fields: Option<Vec<String>> = self
             .claim
-            .key(set)
+            .key(self.queued(profile))
+            .key(self.running(profile))
             .arg(self.db.prefix())
             .arg(kind.unwrap_or_default())
             .arg(now.millis())
@@ -319,8 +372,8 @@ impl JobQueue for RedisJobQueue {
             .key(self.job(&job.id))
             .key(self.order(None))
             .key(self.order(Some(&job.profile)))
-            .key(self.claimable(None))
-            .key(self.claimable(Some(&job.profile)))
+            .key(self.queued(None))
+            .key(self.queued(Some(&job.profile)))
             .key(self.db.key("jobs:seq"))
             .arg(&job.id)
             .arg(&job.kind)
@@ -359,9 +412,15 @@ impl JobQueue for RedisJobQueue {
         lease_millis: u64,
         now: Timestamp,
     ) -> Result<Option<(JobRecord, JobLease)>> {
-        let set = self.claimable(filter.profile.as_deref());
-        self.claim_one(set, filter.kind.as_deref(), None, worker, lease_millis, now)
-            .await
+        self.claim_one(
+            filter.profile.as_deref(),
+            filter.kind.as_deref(),
+            None,
+            worker,
+            lease_millis,
+            now,
+        )
+        .await
     }
 
     async fn claim_id(
@@ -371,8 +430,7 @@ impl JobQueue for RedisJobQueue {
         lease_millis: u64,
         now: Timestamp,
     ) -> Result<Option<(JobRecord, JobLease)>> {
-        let set = self.claimable(None);
-        self.claim_one(set, None, Some(id), worker, lease_millis, now)
+        self.claim_one(None, None, Some(id), worker, lease_millis, now)
             .await
     }
 
@@ -553,25 +611,19 @@ impl JobQueue for RedisJobQueue {
                 return Ok(removed);
             }
             let jobs: Vec<String> = ids.iter().map(|id| self.job(id)).collect();
-            let (deleted, _, _, _, _): (u64, u64, u64, u64, u64) = redis::pipe()
-                .atomic()
-                .cmd("UNLINK")
-                .arg(&jobs)
-                .cmd("ZREM")
-                .arg(self.order(None))
-                .arg(&ids)
-                .cmd("ZREM")
-                .arg(self.claimable(None))
-                .arg(&ids)
-                .cmd("ZREM")
-                .arg(self.order(Some(profile)))
-                .arg(&ids)
-                .cmd("ZREM")
-                .arg(self.claimable(Some(profile)))
-                .arg(&ids)
-                .query_async(&mut connection)
-                .await
-                .map_err(redis)?;
+            let mut pipe = redis::pipe();
+            pipe.atomic().cmd("UNLINK").arg(&jobs);
+            for set in [
+                self.order(None),
+                self.order(Some(profile)),
+                self.queued(None),
+                self.queued(Some(profile)),
+                self.running(None),
+                self.running(Some(profile)),
+            ] {
+                pipe.cmd("ZREM").arg(set).arg(&ids).ignore();
+            }
+            let (deleted,): (u64,) = pipe.query_async(&mut connection).await.map_err(redis)?;
             removed += deleted;
         }
     }

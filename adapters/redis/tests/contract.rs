@@ -139,3 +139,64 @@ async fn a_prefix_that_could_collide_is_refused() {
         assert!(error.to_string().contains("prefix"), "{error}");
     }
 }
+
+/// A claim takes the oldest by enqueue order among queued jobs and jobs whose lease ran
+/// out, and never one running under a live lease, however many there are.
+#[tokio::test]
+async fn claims_merge_expired_leases_with_the_queue_in_enqueue_order() {
+    use memory_core::ports::{JobFilter, NewJob};
+    let Some(db) = fresh_database("jobs-order").await else {
+        return;
+    };
+    let queue = RedisJobQueue::new(db.clone());
+    let job = |id: &str| NewJob {
+        id: id.into(),
+        kind: "ingest".into(),
+        profile: "p".into(),
+        stage: "queued".into(),
+        body: serde_json::json!({}),
+    };
+    for (i, id) in ["a", "b", "c"].iter().enumerate() {
+        queue.enqueue(job(id), Timestamp(i as i64)).await.unwrap();
+    }
+    for i in 0..50 {
+        queue
+            .enqueue(job(&format!("live-{i}")), Timestamp(10))
+            .await
+            .unwrap();
+        queue
+            .claim_id(&format!("live-{i}"), "busy", 1_000_000, Timestamp(10))
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let any = JobFilter::default();
+    let claim = |now: i64, lease: u64| {
+        let (queue, any) = (&queue, &any);
+        async move {
+            queue
+                .claim(any, "w", lease, Timestamp(now))
+                .await
+                .unwrap()
+                .map(|(record, _)| record.id)
+        }
+    };
+    assert_eq!(claim(100, 1_000_000).await.as_deref(), Some("a"));
+    assert_eq!(
+        claim(100, 100).await.as_deref(),
+        Some("b"),
+        "b's lease ends at 200"
+    );
+    assert_eq!(
+        claim(300, 1_000_000).await.as_deref(),
+        Some("b"),
+        "b (expired) before c (queued later)"
+    );
+    assert_eq!(claim(300, 1_000_000).await.as_deref(), Some("c"));
+    assert_eq!(
+        claim(300, 1_000_000).await,
+        None,
+        "the 50 live leases are never taken"
+    );
+    db.drop_all().await.unwrap();
+}
