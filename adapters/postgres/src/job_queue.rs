@@ -40,22 +40,6 @@ fn from_row(r: &PgRow) -> Result<JobRecord> {
     })
 }
 
-fn expiry(now: Timestamp, lease_millis: u64) -> Timestamp {
-    Timestamp(
-        now.millis()
-            .saturating_add(i64::try_from(lease_millis).unwrap_or(i64::MAX)),
-    )
-}
-
-fn lost(lease: &JobLease) -> MemoryError {
-    MemoryError::Conflict {
-        message: format!(
-            "job {} is no longer leased to worker {:?} (the lease expired and another worker took it, or the job was cancelled)",
-            lease.job_id, lease.worker
-        ),
-    }
-}
-
 /// `WHERE` clause of a claimable job at `?now`.
 const CLAIMABLE: &str = "(state = 'queued' OR (state = 'running' AND lease_expires_at < $4))";
 
@@ -69,7 +53,7 @@ impl PostgresJobQueue {
         now: Timestamp,
     ) -> Result<Option<(JobRecord, JobLease)>> {
         let token = uuid::Uuid::new_v4().to_string();
-        let expires = expiry(now, lease_millis);
+        let expires = JobLease::expiry(now, lease_millis);
         let sql = format!(
             "UPDATE job_queue SET state = 'running', worker = $1, lease_token = $2, lease_expires_at = $3, updated_at = $4 \
              WHERE seq = (SELECT seq FROM job_queue WHERE {CLAIMABLE} AND {condition} ORDER BY seq LIMIT 1 \
@@ -116,7 +100,7 @@ impl PostgresJobQueue {
             .map_err(db)?
             .rows_affected();
         if changed == 0 {
-            return Err(lost(lease));
+            return Err(lease.lost());
         }
         Ok(())
     }
@@ -197,7 +181,7 @@ impl JobQueue for PostgresJobQueue {
         lease_millis: u64,
         now: Timestamp,
     ) -> Result<JobLease> {
-        let expires = expiry(now, lease_millis);
+        let expires = JobLease::expiry(now, lease_millis);
         self.leased_write(
             lease,
             "lease_expires_at = $3, updated_at = $4",

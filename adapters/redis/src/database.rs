@@ -144,6 +144,14 @@ impl RedisDatabase {
     }
 }
 
+/// The field/value pairs of an `HGETALL` reply as a map.
+pub(crate) fn hash_fields(pairs: &[String]) -> std::collections::HashMap<&str, &str> {
+    pairs
+        .chunks(2)
+        .filter_map(|pair| Some((pair.first()?.as_str(), pair.get(1)?.as_str())))
+        .collect()
+}
+
 /// `glob` with Redis's pattern characters escaped.
 fn escape_glob(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

@@ -9,8 +9,6 @@
 //! workers' clock, never the server's. The job body is stored as the caller's JSON text and
 //! never parsed on the server.
 
-use std::collections::HashMap;
-
 use async_trait::async_trait;
 use memory_core::ports::{JobFilter, JobLease, JobPage, JobQueue, JobRecord, JobState, NewJob};
 use memory_core::{MemoryError, Result, Timestamp};
@@ -187,21 +185,9 @@ pub struct RedisJobQueue {
     cancel: redis::Script,
 }
 
-fn lost(lease: &JobLease) -> MemoryError {
-    MemoryError::Conflict {
-        message: format!(
-            "job {} is no longer leased to worker {:?} (the lease expired and another worker took it, or the job was cancelled)",
-            lease.job_id, lease.worker
-        ),
-    }
-}
-
 /// A record from `HGETALL`'s field/value pairs.
 fn record(pairs: &[String]) -> Result<JobRecord> {
-    let map: HashMap<&str, &str> = pairs
-        .chunks(2)
-        .filter_map(|pair| Some((pair.first()?.as_str(), pair.get(1)?.as_str())))
-        .collect();
+    let map = crate::database::hash_fields(pairs);
     let text = |field: &str| -> Result<String> {
         map.get(field)
             .map(|v| (*v).to_owned())
@@ -280,10 +266,7 @@ impl RedisJobQueue {
         lease_millis: u64,
         now: Timestamp,
     ) -> Result<Option<(JobRecord, JobLease)>> {
-        let expires = Timestamp(
-            now.millis()
-                .saturating_add(i64::try_from(lease_millis).unwrap_or(i64::MAX)),
-        );
+        let expires = JobLease::expiry(now, lease_millis);
         let token = uuid::Uuid::new_v4().to_string();
         let mut connection = self.db.connection.clone();
         let fields: Option<Vec<String>> = self
@@ -338,7 +321,7 @@ impl RedisJobQueue {
             .await
             .map_err(redis)?;
         if done == 0 {
-            return Err(lost(lease));
+            return Err(lease.lost());
         }
         Ok(())
     }
@@ -440,10 +423,7 @@ impl JobQueue for RedisJobQueue {
         lease_millis: u64,
         now: Timestamp,
     ) -> Result<JobLease> {
-        let expires = Timestamp(
-            now.millis()
-                .saturating_add(i64::try_from(lease_millis).unwrap_or(i64::MAX)),
-        );
+        let expires = JobLease::expiry(now, lease_millis);
         self.leased(lease, Write::Heartbeat(expires), now).await?;
         Ok(JobLease {
             expires_at: expires,

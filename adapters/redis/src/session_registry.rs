@@ -3,8 +3,6 @@
 //! ties by most recently created. Every change of `updated_at` moves the member in the same
 //! Lua script, so the order and the records never disagree.
 
-use std::collections::HashMap;
-
 use async_trait::async_trait;
 use memory_core::ports::SessionRegistry;
 use memory_core::{
@@ -184,10 +182,7 @@ fn fields(info: &SessionInfo) -> Vec<(&'static str, String)> {
 
 /// A record from `HGETALL`'s field/value pairs.
 fn from_pairs(id: &SessionId, pairs: &[String]) -> Result<SessionInfo> {
-    let map: HashMap<&str, &str> = pairs
-        .chunks(2)
-        .filter_map(|pair| Some((pair.first()?.as_str(), pair.get(1)?.as_str())))
-        .collect();
+    let map = crate::database::hash_fields(pairs);
     let text = |field: &str| map.get(field).map(|v| (*v).to_owned());
     let number = |field: &str| -> Result<i64> {
         map.get(field)

@@ -63,20 +63,12 @@ fn an_mcp_client_remembers_recalls_and_is_refused_clearly() {
     create_session(dir.path(), "s1");
     let script = dir.path().join("client.py");
     std::fs::write(&script, CLIENT).unwrap();
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(assert_cmd::cargo::cargo_bin("memory"))
-        .arg(dir.path())
-        .env("PYTHONPATH", &path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let memory = assert_cmd::cargo::cargo_bin("memory");
+    let result = run_client(
+        &script,
+        &path,
+        &[memory.as_os_str(), dir.path().as_os_str()],
     );
-    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         result["tools"],
         serde_json::json!([
@@ -122,6 +114,27 @@ fn an_mcp_client_remembers_recalls_and_is_refused_clearly() {
         "the connection names one"
     );
     assert_eq!(block(dir.path(), "s1", "notes"), "Prefers green tea");
+}
+
+/// Runs a Python MCP client script with `args`; its JSON output (it must succeed).
+fn run_client(
+    script: &std::path::Path,
+    python_path: &str,
+    args: &[&std::ffi::OsStr],
+) -> serde_json::Value {
+    let out = Command::new("python3")
+        .arg(script)
+        .args(args)
+        .env("PYTHONPATH", python_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// A writable block of 50 tokens per session, no embedder.
@@ -199,21 +212,10 @@ fn an_mcp_client_over_http_reaches_the_served_profile() {
     let (mut server, address, _) = common::spawn_server(dir.path(), &["--mcp-profile", "office"]);
     let script = dir.path().join("http_client.py");
     std::fs::write(&script, HTTP_CLIENT).unwrap();
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(format!("http://{address}/mcp?session=desk"))
-        .env("PYTHONPATH", &path)
-        .output()
-        .unwrap();
+    let url = format!("http://{address}/mcp?session=desk");
+    let result = run_client(&script, &path, &[std::ffi::OsStr::new(&url)]);
     server.kill().unwrap();
     server.wait().unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["tools"].as_array().unwrap().len(), 6, "{result}");
     assert!(
         result["recall"].as_str().unwrap().contains("fern"),
@@ -295,20 +297,12 @@ fn an_mcp_client_uses_every_context_tool_of_a_named_session() {
     create_session(dir.path(), "s1");
     let script = dir.path().join("context_client.py");
     std::fs::write(&script, CONTEXT_CLIENT).unwrap();
-    let out = Command::new("python3")
-        .arg(&script)
-        .arg(assert_cmd::cargo::cargo_bin("memory"))
-        .arg(dir.path())
-        .env("PYTHONPATH", &path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let memory = assert_cmd::cargo::cargo_bin("memory");
+    let result = run_client(
+        &script,
+        &path,
+        &[memory.as_os_str(), dir.path().as_os_str()],
     );
-    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     for tool in [
         "set_context",
         "search_context",

@@ -2,25 +2,11 @@
 //! embedded default behind it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
+mod common;
 
-use memory_server::AppState;
+use common::{Server, get_json, post_json, text};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-
-struct Server {
-    base: String,
-    _dir: tempfile::TempDir,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
 
 async fn start() -> Server {
     start_with(memory_server::Limits::default()).await
@@ -30,6 +16,7 @@ async fn start_with(limits: memory_server::Limits) -> Server {
     start_full(limits, true).await
 }
 
+/// A server over a deployment with one shared writable block of 50 tokens.
 async fn start_full(limits: memory_server::Limits, run_jobs: bool) -> Server {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -38,54 +25,8 @@ async fn start_full(limits: memory_server::Limits, run_jobs: bool) -> Server {
          max_tokens = 50\nscope = \"shared\"\n\n[memory]\nembedder = \"none\"\n",
     )
     .unwrap();
-    let deployment = memory_compose::Deployment::open(dir.path()).unwrap();
-    let sessions = Arc::new(deployment.session_manager().await.unwrap());
-    let (memory, _) = deployment.memory_service().await.unwrap();
-    let state = AppState::new(sessions, Arc::new(memory), run_jobs, "default");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
-    tokio::spawn(async move {
-        memory_server::serve(
-            state,
-            limits,
-            "127.0.0.1:0".parse().unwrap(),
-            move |address| {
-                let _ = bound_tx.send(address);
-            },
-            async move {
-                let _ = stopped.await;
-            },
-        )
-        .await
-        .unwrap();
-    });
-    let address = bound_rx.await.unwrap();
-    Server {
-        base: format!("http://{address}"),
-        _dir: dir,
-        stop: Some(stop),
-    }
-}
-
-/// The JSON body of a GET.
-async fn get_json(http: &reqwest::Client, url: &str) -> Value {
-    http.get(url).send().await.unwrap().json().await.unwrap()
-}
-
-/// The JSON body of a POST of `body`.
-async fn post_json(http: &reqwest::Client, url: &str, body: Value) -> Value {
-    http.post(url)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-fn text(id: &str, role: &str, text: &str) -> Value {
-    json!({"id": id, "role": role, "parts": [{"type": "text", "text": text}]})
+    let state = common::services(dir.path(), run_jobs).await;
+    common::serve(state, limits).await.keeping(dir)
 }
 
 #[tokio::test]
@@ -293,13 +234,7 @@ async fn a_non_loopback_address_is_refused_without_api_keys() {
     let server = start().await;
     drop(server);
     let dir = tempfile::tempdir().unwrap();
-    let deployment = memory_compose::Deployment::open(dir.path()).unwrap();
-    let state = AppState::new(
-        Arc::new(deployment.session_manager().await.unwrap()),
-        Arc::new(deployment.memory_service().await.unwrap().0),
-        true,
-        "default",
-    );
+    let state = common::services(dir.path(), true).await;
     let error = memory_server::serve(
         state,
         memory_server::Limits::default(),

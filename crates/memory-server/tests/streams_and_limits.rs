@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use common::text;
+use common::{get_json, post_json, text};
 use memory_core::UiMessage;
 use memory_core::ports::{TokenCounter, TokenUsage};
 use memory_engine::CompactionSettings;
@@ -262,39 +262,17 @@ async fn compaction_runs_over_http_and_its_tokens_reach_the_metrics() {
         ],
     )
     .await;
-    let done: Value = http
-        .post(server.url("/v1/sessions/c/compact"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let done: Value = post_json(&http, &server.url("/v1/sessions/c/compact"), json!({})).await;
     assert_eq!(done["compacted"], true, "{done}");
     assert_eq!(done["from_message_id"], "u1");
     assert_eq!(done["to_message_id"], "a1");
-    let overlays: Value = http
-        .get(server.url("/v1/sessions/c/compactions"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let overlays: Value = get_json(&http, &server.url("/v1/sessions/c/compactions")).await;
     assert_eq!(overlays["compactions"].as_array().unwrap().len(), 1);
     assert_eq!(
         overlays["compactions"][0]["overlay"]["summary"],
         "The user planned a trip."
     );
-    let history: Value = http
-        .get(server.url("/v1/sessions/c/history"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history: Value = get_json(&http, &server.url("/v1/sessions/c/history")).await;
     let ids: Vec<&str> = history["messages"]
         .as_array()
         .unwrap()
@@ -355,14 +333,7 @@ async fn limits_and_errors_outside_the_handlers_answer_in_the_json_shape() {
     assert_eq!(too_big.status(), StatusCode::PAYLOAD_TOO_LARGE);
     let body: Value = too_big.json().await.unwrap();
     assert_eq!(error_code(&body), "too_large");
-    let history: Value = http
-        .get(server.url("/v1/sessions/s/history"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history: Value = get_json(&http, &server.url("/v1/sessions/s/history")).await;
     assert!(
         history["messages"].as_array().unwrap().is_empty(),
         "nothing stored"
@@ -435,14 +406,7 @@ async fn blocks_are_written_through_their_checks_and_recall_explains_on_request(
         .send()
         .await
         .unwrap();
-    let prompt_before: Value = http
-        .get(server.url("/v1/sessions/b/prompt"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let prompt_before: Value = get_json(&http, &server.url("/v1/sessions/b/prompt")).await;
     let written = http
         .put(server.url("/v1/sessions/b/context/memory"))
         .json(&json!({"content": "Prefers short answers"}))
@@ -450,14 +414,7 @@ async fn blocks_are_written_through_their_checks_and_recall_explains_on_request(
         .await
         .unwrap();
     assert_eq!(written.status(), StatusCode::OK);
-    let block: Value = http
-        .get(server.url("/v1/sessions/b/context/memory"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let block: Value = get_json(&http, &server.url("/v1/sessions/b/context/memory")).await;
     assert_eq!(block["content"], "Prefers short answers", "{block}");
     let read_only = http
         .put(server.url("/v1/sessions/b/context/persona"))
@@ -473,14 +430,7 @@ async fn blocks_are_written_through_their_checks_and_recall_explains_on_request(
         .await
         .unwrap();
     assert_eq!(over.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    let block: Value = http
-        .get(server.url("/v1/sessions/b/context/memory"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let block: Value = get_json(&http, &server.url("/v1/sessions/b/context/memory")).await;
     assert_eq!(
         block["content"], "Prefers short answers",
         "a refused write changes nothing"
@@ -491,26 +441,12 @@ async fn blocks_are_written_through_their_checks_and_recall_explains_on_request(
         .await
         .unwrap();
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
-    let prompt_after: Value = http
-        .get(server.url("/v1/sessions/b/prompt"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let prompt_after: Value = get_json(&http, &server.url("/v1/sessions/b/prompt")).await;
     assert_eq!(
         prompt_after, prompt_before,
         "the frozen prompt holds until refreshed"
     );
-    let refreshed: Value = http
-        .get(server.url("/v1/sessions/b/prompt?refresh=true"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let refreshed: Value = get_json(&http, &server.url("/v1/sessions/b/prompt?refresh=true")).await;
     assert!(
         refreshed["prompt"]
             .as_str()
@@ -523,28 +459,22 @@ async fn blocks_are_written_through_their_checks_and_recall_explains_on_request(
         .send()
         .await
         .unwrap();
-    let plain: Value = http
-        .post(server.url("/v1/profiles/team/recall"))
-        .json(&json!({"query": "when do deploys happen?"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let plain: Value = post_json(
+        &http,
+        &server.url("/v1/profiles/team/recall"),
+        json!({"query": "when do deploys happen?"}),
+    )
+    .await;
     assert!(
         plain["hits"][0]["ranks"].as_array().unwrap().is_empty(),
         "{plain}"
     );
-    let explained: Value = http
-        .post(server.url("/v1/profiles/team/recall"))
-        .json(&json!({"query": "when do deploys happen?", "explain": true}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let explained: Value = post_json(
+        &http,
+        &server.url("/v1/profiles/team/recall"),
+        json!({"query": "when do deploys happen?", "explain": true}),
+    )
+    .await;
     assert!(
         !explained["hits"][0]["ranks"].as_array().unwrap().is_empty(),
         "{explained}"

@@ -110,6 +110,33 @@ pub struct JobLease {
     pub expires_at: Timestamp,
 }
 
+impl JobLease {
+    /// When a lease of `lease_millis` taken at `now` runs out (saturating).
+    ///
+    /// ```
+    /// use memory_core::Timestamp;
+    /// use memory_core::ports::JobLease;
+    /// assert_eq!(JobLease::expiry(Timestamp(100), 1_000), Timestamp(1_100));
+    /// assert_eq!(JobLease::expiry(Timestamp(1), u64::MAX), Timestamp(i64::MAX));
+    /// ```
+    pub fn expiry(now: Timestamp, lease_millis: u64) -> Timestamp {
+        Timestamp(
+            now.millis()
+                .saturating_add(i64::try_from(lease_millis).unwrap_or(i64::MAX)),
+        )
+    }
+
+    /// The [`crate::MemoryError::Conflict`] of a write under this lease after it was lost.
+    pub fn lost(&self) -> crate::MemoryError {
+        crate::MemoryError::Conflict {
+            message: format!(
+                "job {} is no longer leased to worker {:?} (the lease expired and another worker took it, or the job was cancelled)",
+                self.job_id, self.worker
+            ),
+        }
+    }
+}
+
 /// Which jobs to claim or list; every set field must match.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct JobFilter {

@@ -19,12 +19,19 @@ pub struct Server {
     /// `http://127.0.0.1:PORT`.
     pub base: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+    dir: Option<tempfile::TempDir>,
 }
 
 impl Server {
     /// The URL of `path`.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// Keeps `dir` (the deployment's data) as long as the server.
+    pub fn keeping(mut self, dir: tempfile::TempDir) -> Self {
+        self.dir = Some(dir);
+        self
     }
 }
 
@@ -78,7 +85,25 @@ pub async fn serve(tenants: impl Into<Tenants>, limits: memory_server::Limits) -
     Server {
         base: format!("http://{address}"),
         stop: Some(stop),
+        dir: None,
     }
+}
+
+/// The JSON body of a GET.
+pub async fn get_json(http: &reqwest::Client, url: &str) -> Value {
+    http.get(url).send().await.unwrap().json().await.unwrap()
+}
+
+/// The JSON body of a POST of `body`.
+pub async fn post_json(http: &reqwest::Client, url: &str, body: Value) -> Value {
+    http.post(url)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
 }
 
 /// A UIMessage with one text part.

@@ -43,7 +43,7 @@ impl InMemoryJobQueue {
             claimable && pick(job)
         })?;
         let token = format!("lease-{}", self.tokens.fetch_add(1, Ordering::Relaxed));
-        let expires = expiry(now, lease_millis);
+        let expires = JobLease::expiry(now, lease_millis);
         record.state = JobState::Running;
         record.worker = Some(worker.to_owned());
         record.lease_expires_at = Some(expires);
@@ -69,12 +69,7 @@ impl InMemoryJobQueue {
                 && token.as_deref() == Some(lease.token.as_str())
         });
         let Some((job, token)) = held else {
-            return Err(MemoryError::Conflict {
-                message: format!(
-                    "job {} is no longer leased to worker {:?}",
-                    lease.job_id, lease.worker
-                ),
-            });
+            return Err(lease.lost());
         };
         change(job);
         if job.state != JobState::Running {
@@ -84,13 +79,6 @@ impl InMemoryJobQueue {
         }
         Ok(())
     }
-}
-
-fn expiry(now: Timestamp, lease_millis: u64) -> Timestamp {
-    Timestamp(
-        now.millis()
-            .saturating_add(i64::try_from(lease_millis).unwrap_or(i64::MAX)),
-    )
 }
 
 #[async_trait]
@@ -160,7 +148,7 @@ impl JobQueue for InMemoryJobQueue {
         lease_millis: u64,
         now: Timestamp,
     ) -> Result<JobLease> {
-        let expires = expiry(now, lease_millis);
+        let expires = JobLease::expiry(now, lease_millis);
         self.with_lease(lease, |job| {
             job.lease_expires_at = Some(expires);
             job.updated_at = now;
