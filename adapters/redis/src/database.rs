@@ -101,6 +101,17 @@ impl RedisDatabase {
         format!("{}{parts}", self.prefix)
     }
 
+    /// Runs a prepared script on the shared connection.
+    pub(crate) async fn invoke<T: redis::FromRedisValue>(
+        &self,
+        invocation: &redis::ScriptInvocation<'_>,
+    ) -> Result<T> {
+        invocation
+            .invoke_async(&mut self.connection.clone())
+            .await
+            .map_err(redis)
+    }
+
     /// Every key under the prefix (a SCAN: for audits and tests, not the hot path).
     pub async fn all_keys(&self) -> Result<Vec<String>> {
         let mut connection = self.connection.clone();

@@ -2,9 +2,10 @@
 //! prefix is listed in byte order without scanning the keyspace.
 
 use async_trait::async_trait;
-use memory_core::Result;
 use memory_core::ports::KeyValueStore;
+use memory_core::{MemoryError, Result};
 
+use crate::MAX_MESSAGE_BYTES;
 use crate::database::RedisDatabase;
 use crate::error::redis;
 
@@ -24,6 +25,17 @@ redis.call('SET', KEYS[1], ARGV[3])
 redis.call('ZADD', KEYS[2], 0, ARGV[4])
 return 1
 ";
+
+/// Refuses a value over the adapter's row limit ([`MAX_MESSAGE_BYTES`]) before any write.
+fn check_size(key: &str, value: &str) -> Result<()> {
+    if value.len() as u64 > MAX_MESSAGE_BYTES {
+        return Err(MemoryError::invalid(format!(
+            "value of {key:?} is {} bytes; the redis adapter stores at most {MAX_MESSAGE_BYTES}",
+            value.len()
+        )));
+    }
+    Ok(())
+}
 
 /// [`KeyValueStore`] on Redis: `<prefix>kv:v:<key>` holds each value and `<prefix>kv:index`
 /// lists the keys (a sorted set, all scores 0, so members sort in byte order).
@@ -76,6 +88,7 @@ impl KeyValueStore for RedisKeyValueStore {
     }
 
     async fn set(&self, key: &str, value: &str) -> Result<()> {
+        check_size(key, value)?;
         let mut connection = self.db.connection.clone();
         redis::pipe()
             .atomic()
@@ -126,6 +139,7 @@ impl KeyValueStore for RedisKeyValueStore {
         expected: Option<String>,
         value: &str,
     ) -> Result<bool> {
+        check_size(key, value)?;
         let mut connection = self.db.connection.clone();
         let set: i64 = self
             .compare_and_set

@@ -8,9 +8,11 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use memory_core::Timestamp;
-use memory_core::ports::{JobQueue, KeyValueStore, NewJob};
-use memory_redis::{Durability, RedisConfig, RedisDatabase, RedisJobQueue, RedisKeyValueStore};
+use memory_core::ports::{JobQueue, KeyValueStore, MessageStore, NewJob};
+use memory_core::{NewMessage, Role, SessionId, Timestamp, UiMessage};
+use memory_redis::{
+    Durability, RedisConfig, RedisDatabase, RedisJobQueue, RedisKeyValueStore, RedisMessageStore,
+};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -105,6 +107,17 @@ async fn acknowledged_writes_survive_a_killed_server() {
         };
         jobs.enqueue(job, Timestamp(i)).await.unwrap();
     }
+    let messages = RedisMessageStore::new(db.clone());
+    let session = SessionId::new("s").unwrap();
+    for i in 0..100 {
+        let batch = (0..2)
+            .map(|j| {
+                let id = format!("m{i}-{j}");
+                NewMessage::new(UiMessage::text_message(id, Role::User, "kept"))
+            })
+            .collect();
+        messages.append(&session, batch).await.unwrap();
+    }
     server.kill(); // SIGKILL, right after the last acknowledgement
 
     let mut server = start(dir.path(), port);
@@ -127,5 +140,9 @@ async fn acknowledged_writes_survive_a_killed_server() {
         let job = jobs.get(&format!("job-{i}")).await.unwrap().unwrap();
         assert_eq!(job.body, serde_json::json!({ "n": i }));
     }
+    let messages = RedisMessageStore::new(db.clone());
+    let history = messages.history(&session, None).await.unwrap();
+    assert_eq!(history.len(), 200, "acknowledged appends lost");
+    assert_eq!(history[199].id, "m99-1");
     server.kill();
 }

@@ -1,6 +1,7 @@
-//! `[storage] kv = "redis"`: the CLI's context blocks and prompts live on a real Redis
+//! `[storage] sessions = "redis"`, `kv = "redis"`, `jobs = "redis"`: the CLI's sessions,
+//! messages, context blocks, prompts and ingest jobs live on a real Redis
 //! (`scripts/setup-redis.sh`; the test command requires it), under the deployment's key
-//! prefix, and deleting a session removes its keys.
+//! prefix; search runs on the embedded index; deleting a session removes its keys.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::Path;
@@ -40,7 +41,7 @@ async fn context_blocks_live_on_redis_under_the_prefix() {
         format!(
             "[[blocks]]\nlabel = \"notes\"\nkind = \"writable\"\nmax_tokens = 200\nscope = \"session\"\n\n\
              [[blocks]]\nlabel = \"team\"\nkind = \"writable\"\nmax_tokens = 200\nscope = \"shared\"\n\n\
-             [storage]\nkv = \"redis\"\njobs = \"redis\"\n\n[storage.redis]\nkey_prefix = \"{prefix}\"\n\n\
+             [storage]\nsessions = \"redis\"\nkv = \"redis\"\njobs = \"redis\"\n\n[storage.redis]\nkey_prefix = \"{prefix}\"\n\n\
              [memory]\nembedder = \"none\"\n"
         ),
     )
@@ -64,6 +65,12 @@ async fn context_blocks_live_on_redis_under_the_prefix() {
         run(d, &["context", "get", "s1", "team"]).trim(),
         "Deploys on Fridays\nReviews on Mondays"
     );
+    let message = r#"{"id":"u1","role":"user","parts":[{"type":"text","text":"The heron nests by the river."}]}"#;
+    run(d, &["message", "append", "s1", message]);
+    let history = run(d, &["history", "s1", "--json"]);
+    assert!(history.contains("heron"), "{history}");
+    let hits = run(d, &["search", "heron", "--json"]);
+    assert!(hits.contains("\"u1\""), "{hits}");
     let prompt = run(d, &["prompt", "s1"]);
     assert!(prompt.contains("Prefers green tea"), "{prompt}");
 
@@ -75,6 +82,11 @@ async fn context_blocks_live_on_redis_under_the_prefix() {
     assert!(
         keys.iter().any(|k| k.contains("s1")),
         "the session's block is on redis: {keys:?}"
+    );
+    assert!(
+        keys.iter().any(|k| k.ends_with("messages:s1:content"))
+            && keys.iter().any(|k| k.ends_with("session:s1")),
+        "the session's record and messages are on redis: {keys:?}"
     );
 
     // Ingest jobs queue on Redis, and the background worker runs them from there.

@@ -26,7 +26,7 @@ fn unavailable(role: Role, backend: Backend) -> ComposeError {
         Backend::Redis => ComposeError::NotAvailable {
             role,
             backend,
-            reason: "memory-redis serves only kv and jobs so far",
+            reason: "memory-redis does not serve this role",
         },
         #[cfg(not(feature = "redis"))]
         Backend::Redis => ComposeError::NotBuilt { role, backend },
@@ -80,7 +80,7 @@ impl Stores {
 
     /// The history tree.
     pub(crate) async fn message_store(&self) -> Result<Arc<dyn MessageStore>> {
-        match self.backend(Role::Records) {
+        match self.backend(Role::Sessions) {
             #[cfg(feature = "sqlite")]
             Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteMessageStore::new(
                 self.sessions_db().await?,
@@ -89,13 +89,17 @@ impl Stores {
             Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresMessageStore::new(
                 self.postgres_db().await?,
             ))),
-            other => Err(unavailable(Role::Records, other)),
+            #[cfg(feature = "redis")]
+            Backend::Redis => Ok(Arc::new(memory_redis::RedisMessageStore::new(
+                self.redis_db().await?,
+            ))),
+            other => Err(unavailable(Role::Sessions, other)),
         }
     }
 
     /// Session metadata.
     pub(crate) async fn session_registry(&self) -> Result<Arc<dyn SessionRegistry>> {
-        match self.backend(Role::Records) {
+        match self.backend(Role::Sessions) {
             #[cfg(feature = "sqlite")]
             Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteSessionRegistry::new(
                 self.sessions_db().await?,
@@ -104,13 +108,17 @@ impl Stores {
             Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresSessionRegistry::new(
                 self.postgres_db().await?,
             ))),
-            other => Err(unavailable(Role::Records, other)),
+            #[cfg(feature = "redis")]
+            Backend::Redis => Ok(Arc::new(memory_redis::RedisSessionRegistry::new(
+                self.redis_db().await?,
+            ))),
+            other => Err(unavailable(Role::Sessions, other)),
         }
     }
 
-    /// Stored skills of a block (records backend).
+    /// Stored skills of a block (the session tier's backend).
     pub(crate) async fn skill_store(&self) -> Result<SkillStores> {
-        match self.backend(Role::Records) {
+        match self.backend(Role::Sessions) {
             #[cfg(feature = "sqlite")]
             Backend::Sqlite => {
                 let db = self.sessions_db().await?;
@@ -125,7 +133,14 @@ impl Stores {
                     Arc::new(memory_postgres::PostgresSkillStore::new(db.clone(), label))
                 }))
             }
-            other => Err(unavailable(Role::Records, other)),
+            #[cfg(feature = "redis")]
+            Backend::Redis => {
+                let db = self.redis_db().await?;
+                Ok(Box::new(move |label: &str| -> Arc<dyn SkillStore> {
+                    Arc::new(memory_redis::RedisSkillStore::new(db.clone(), label))
+                }))
+            }
+            other => Err(unavailable(Role::Sessions, other)),
         }
     }
 
@@ -148,10 +163,10 @@ impl Stores {
         }
     }
 
-    /// The `messages` index: the one the store writes when text and records share a
-    /// database (both SQLite, or both Postgres), else an index the engine keeps in step.
+    /// The `messages` index: the one the store writes when text and the session tier share
+    /// a database (both SQLite, or both Postgres), else an index the engine keeps in step.
     pub(crate) async fn message_index(&self) -> Result<Arc<dyn TextIndex>> {
-        match (self.backend(Role::Text), self.backend(Role::Records)) {
+        match (self.backend(Role::Text), self.backend(Role::Sessions)) {
             #[cfg(feature = "sqlite")]
             (Backend::Sqlite, Backend::Sqlite) => Ok(Arc::new(
                 memory_sqlite::SqliteMessageIndex::new(self.sessions_db().await?),

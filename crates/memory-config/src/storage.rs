@@ -2,7 +2,8 @@
 //!
 //! ```toml
 //! [storage]
-//! records = "postgres"     # sessions, messages, long-term records
+//! records = "postgres"     # long-term records (and sessions, unless `sessions` says)
+//! sessions = "redis"       # sessions, messages, overlays, stored skills (default: records')
 //! text = "tantivy"         # full-text indexes
 //! vectors = "lancedb"      # embeddings
 //! jobs = "redis"           # the ingest job queue
@@ -59,8 +60,8 @@ impl Backend {
     pub fn roles(self) -> &'static [Role] {
         use Role::*;
         match self {
-            Self::Sqlite | Self::Postgres => &[Records, Text, Vectors, Jobs, Kv],
-            Self::Redis => &[Records, Jobs, Kv],
+            Self::Sqlite | Self::Postgres => &[Records, Sessions, Text, Vectors, Jobs, Kv],
+            Self::Redis => &[Sessions, Jobs, Kv],
             Self::S3 | Self::Fs => &[Blobs],
             Self::Tantivy => &[Text],
             Self::Lancedb => &[Vectors],
@@ -77,8 +78,11 @@ impl fmt::Display for Backend {
 /// A storage role: one kind of data, served by one backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
-    /// Sessions, messages and long-term records.
+    /// Long-term records (profiles: raw messages and typed memories).
     Records,
+    /// The session tier: session metadata, the message tree with its overlays, and stored
+    /// skills. Served by the records' backend unless `[storage] sessions` names another.
+    Sessions,
     /// Full-text indexes.
     Text,
     /// Embeddings.
@@ -93,8 +97,9 @@ pub enum Role {
 
 impl Role {
     /// Every role, in the order `[storage]` lists them.
-    pub const ALL: [Role; 6] = [
+    pub const ALL: [Role; 7] = [
         Role::Records,
+        Role::Sessions,
         Role::Text,
         Role::Vectors,
         Role::Blobs,
@@ -106,6 +111,7 @@ impl Role {
     pub fn key(self) -> &'static str {
         match self {
             Self::Records => "records",
+            Self::Sessions => "sessions",
             Self::Text => "text",
             Self::Vectors => "vectors",
             Self::Blobs => "blobs",
@@ -181,8 +187,10 @@ pub struct DirectorySettings {
 /// A validated `[storage]` section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StorageConfig {
-    /// Sessions, messages and long-term records.
+    /// Long-term records.
     pub records: Backend,
+    /// Sessions, messages, overlays and stored skills.
+    pub sessions: Backend,
     /// Full-text indexes.
     pub text: Backend,
     /// Embeddings.
@@ -214,6 +222,7 @@ impl StorageConfig {
     pub fn embedded(data_dir: &Path) -> Self {
         Self {
             records: Backend::Sqlite,
+            sessions: Backend::Sqlite,
             text: Backend::Sqlite,
             vectors: Backend::Sqlite,
             blobs: Backend::Fs,
@@ -240,6 +249,7 @@ impl StorageConfig {
     pub fn backend(&self, role: Role) -> Backend {
         match role {
             Role::Records => self.records,
+            Role::Sessions => self.sessions,
             Role::Text => self.text,
             Role::Vectors => self.vectors,
             Role::Blobs => self.blobs,
@@ -266,6 +276,7 @@ impl StorageConfig {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawStorage {
     pub records: Option<Backend>,
+    pub sessions: Option<Backend>,
     pub text: Option<Backend>,
     pub vectors: Option<Backend>,
     pub blobs: Option<Backend>,
@@ -360,6 +371,8 @@ impl RawStorage {
         let mut config = StorageConfig::embedded(base);
         let picks = [
             (Role::Records, self.records),
+            // The session tier follows the records unless it is named.
+            (Role::Sessions, self.sessions.or(self.records)),
             (Role::Text, self.text),
             (Role::Vectors, self.vectors),
             (Role::Blobs, self.blobs),
@@ -381,6 +394,7 @@ impl RawStorage {
             }
             match role {
                 Role::Records => config.records = backend,
+                Role::Sessions => config.sessions = backend,
                 Role::Text => config.text = backend,
                 Role::Vectors => config.vectors = backend,
                 Role::Blobs => config.blobs = backend,

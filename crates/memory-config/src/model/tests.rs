@@ -194,6 +194,11 @@ region = "auto"
         .unwrap();
         let storage = config.storage(Path::new("/ignored"));
         assert_eq!(storage.backend(Role::Records), Backend::Postgres);
+        assert_eq!(
+            storage.backend(Role::Sessions),
+            Backend::Postgres,
+            "the session tier follows the records unless named"
+        );
         assert_eq!(storage.backend(Role::Text), Backend::Tantivy);
         assert_eq!(storage.backend(Role::Vectors), Backend::Lancedb);
         assert_eq!(storage.backend(Role::Jobs), Backend::Redis);
@@ -227,6 +232,28 @@ region = "auto"
             "memory.toml:1: `storage.vectors`: tantivy cannot serve vectors; it serves text"
         );
         assert!(err("[storage]\nrecords = \"s3\"\n").contains("`storage.records`"));
+        assert_eq!(
+            err("[storage]\nrecords = \"redis\"\n"),
+            "memory.toml:1: `storage.records`: redis cannot serve records; it serves sessions, jobs, kv"
+        );
+    }
+
+    #[test]
+    fn the_session_tier_can_live_apart_from_the_records() {
+        let config = MemoryConfig::parse(
+            "[storage]\nrecords = \"postgres\"\nsessions = \"redis\"\n",
+            Path::new("/etc/memory"),
+        )
+        .unwrap();
+        let storage = config.storage(Path::new("/ignored"));
+        assert_eq!(storage.backend(Role::Records), Backend::Postgres);
+        assert_eq!(storage.backend(Role::Sessions), Backend::Redis);
+        assert!(storage.redis.is_some() && storage.postgres.is_some());
+        let embedded = MemoryConfig::parse("", Path::new("/etc/memory")).unwrap();
+        assert_eq!(
+            embedded.storage(Path::new("/d")).backend(Role::Sessions),
+            Backend::Sqlite
+        );
         assert!(err("[storage]\ntext = \"elastic\"\n").contains("unknown variant"));
         assert!(err("[storage]\nrecord = \"sqlite\"\n").contains("unknown field"));
     }

@@ -2,15 +2,15 @@
 //!
 //! | port | what it owns | adapters today |
 //! |---|---|---|
-//! | [`MessageStore`] | the history tree and overlay records | in-memory, SQLite |
-//! | [`SessionRegistry`] | session metadata and usage | in-memory, SQLite |
-//! | [`KeyValueStore`] | small named values (blocks, cached prompts, index outbox) | in-memory, SQLite |
+//! | [`MessageStore`] | the history tree and overlay records | in-memory, SQLite, PostgreSQL, Redis |
+//! | [`SessionRegistry`] | session metadata and usage | in-memory, SQLite, PostgreSQL, Redis |
+//! | [`KeyValueStore`] | small named values (blocks, cached prompts, index outbox) | in-memory, SQLite, PostgreSQL, Redis |
 //! | [`ContextProvider`] and kin | what a context block reads and writes | engine providers over ports |
-//! | [`TextIndex`] / [`TextIndexes`] | full-text search over documents with fields | in-memory, SQLite |
-//! | [`VectorIndex`] / [`VectorIndexes`] | embeddings with nearest-neighbour search | in-memory, SQLite |
-//! | [`SkillStore`] | loadable documents with descriptions | in-memory, SQLite, Markdown files |
-//! | [`RawMessageStore`] + [`MemoryRecordStore`] ([`MemoryProfiles`]) | a profile's raw messages and typed memories | in-memory, SQLite |
-//! | [`JobQueue`] | durable background jobs with leases | in-memory, SQLite |
+//! | [`TextIndex`] / [`TextIndexes`] | full-text search over documents with fields | in-memory, SQLite, PostgreSQL |
+//! | [`VectorIndex`] / [`VectorIndexes`] | embeddings with nearest-neighbour search | in-memory, SQLite, PostgreSQL (pgvector) |
+//! | [`SkillStore`] | loadable documents with descriptions | in-memory, SQLite, PostgreSQL, Redis, Markdown files |
+//! | [`RawMessageStore`] + [`MemoryRecordStore`] ([`MemoryProfiles`]) | a profile's raw messages and typed memories | in-memory, SQLite, PostgreSQL |
+//! | [`JobQueue`] | durable background jobs with leases | in-memory, SQLite, PostgreSQL, Redis |
 //! | [`LanguageModel`] | chat completion, structured JSON output | OpenAI-compatible, scripted fake |
 //! | [`Embedder`] | batch text embedding | local MiniLM, OpenAI-compatible, hashing fake |
 //! | [`TokenCounter`] | text to token counts | heuristic, tiktoken, fixed ratio |

@@ -1,0 +1,813 @@
+//! The message tree on Redis. Each session's tree lives in eight keys under
+//! `<prefix>messages:<session>:`, written together by Lua scripts:
+//!
+//! | key | type | holds |
+//! |---|---|---|
+//! | `meta` | hash | `version` (bumped by every append and delete), `next` (the next sequence number), `gen` (a token of this incarnation of the session), `cnext` (overlay counter) |
+//! | `ids` | hash | message id → sequence number |
+//! | `nodes` | hash | sequence number → `parent|run|role|bytes|id` |
+//! | `content` | hash | sequence number → the message's JSON |
+//! | `order` | sorted set | sequence numbers by themselves (latest leaf, pages) |
+//! | `runs` | sorted set | `<run>:<seq>` (16 digits each, all scores 0): one lexicographic range per linear run |
+//! | `kids` | hash | sequence number → its children's sequence numbers, in insertion order |
+//! | `compactions` | hash | overlay number → the overlay record |
+//!
+//! A root-to-leaf path is read by one script that hops run to run (one range per run, never
+//! one lookup per message); contents then come in one pipelined round trip of `HMGET`s.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory_core::append_plan::TreeNode;
+use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
+use memory_core::{
+    AppendOutcome, CompactionRecord, MemoryError, MessagePage, NewCompaction, NewMessage, Parent,
+    PathEntry, Result, Role, SessionId, StoredMessage, Timestamp, UiMessage, validate_message_id,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::MAX_MESSAGE_BYTES;
+use crate::append;
+use crate::database::RedisDatabase;
+use crate::error::{corrupt, redis};
+
+/// How often an append reads and plans again after losing a race, before it reports
+/// [`MemoryError::Conflict`].
+const APPEND_ATTEMPTS: u32 = 64;
+/// How often a history read starts again after a message on its path was deleted under it.
+const READ_ATTEMPTS: u32 = 8;
+/// Fields per `HMGET` of a pipelined read (and per `unpack` inside scripts).
+const CHUNK: usize = 1_000;
+/// Most messages one page of [`MessageStore::messages`] returns.
+const MAX_PAGE: usize = 1_000;
+
+/// The path to a leaf: KEYS = ids, nodes, order, runs, meta; ARGV = the leaf id (empty for
+/// the latest leaf), and `nodes` to reply with each message's node or `seqs` for its
+/// sequence number. Replies with the session's generation token, then the path root first;
+/// nil when the named leaf is not in the session.
+const PATH: &str = r"
+local leaf
+if ARGV[1] == '' then
+  local top = redis.call('ZREVRANGE', KEYS[3], 0, 0)
+  if #top == 0 then return {''} end
+  leaf = top[1]
+else
+  leaf = redis.call('HGET', KEYS[1], ARGV[1])
+  if not leaf then return false end
+end
+local segments = {}
+local cur = leaf
+while cur do
+  local node = redis.call('HGET', KEYS[2], cur)
+  local run = tonumber(node:match('^[^|]*|([^|]*)|'))
+  local members = redis.call('ZRANGEBYLEX', KEYS[4], '[' .. string.format('%016d:', run),
+    '[' .. string.format('%016d:%016d', run, tonumber(cur)))
+  segments[#segments + 1] = members
+  local first = redis.call('HGET', KEYS[2], string.format('%d', tonumber(members[1]:sub(18))))
+  local parent = first:match('^([^|]*)|')
+  if parent == '' then cur = nil else cur = parent end
+end
+local out = {redis.call('HGET', KEYS[5], 'gen') or ''}
+for i = #segments, 1, -1 do
+  for _, member in ipairs(segments[i]) do
+    out[#out + 1] = string.format('%d', tonumber(member:sub(18)))
+  end
+end
+if ARGV[2] == 'nodes' then
+  for i = 2, #out, 1000 do
+    local last = math.min(i + 999, #out)
+    local nodes = redis.call('HMGET', KEYS[2], unpack(out, i, last))
+    for j = 1, #nodes do out[i + j - 1] = nodes[j] end
+  end
+end
+return out
+";
+
+/// The latest leaf's id: KEYS = order, nodes.
+const LATEST_LEAF: &str = r"
+local top = redis.call('ZREVRANGE', KEYS[1], 0, 0)
+if #top == 0 then return false end
+return redis.call('HGET', KEYS[2], top[1]):match('^[^|]*|[^|]*|[^|]*|[^|]*|(.*)$')
+";
+
+/// One message's node and JSON: KEYS = ids, nodes, content; ARGV = id. Nil when absent.
+const GET: &str = r"
+local seq = redis.call('HGET', KEYS[1], ARGV[1])
+if not seq then return false end
+return {seq, redis.call('HGET', KEYS[2], seq), redis.call('HGET', KEYS[3], seq)}
+";
+
+/// Several messages' JSON, in the order asked (nil for an absent one): KEYS = ids, content;
+/// ARGV = ids.
+const GET_MANY: &str = r"
+local out = {}
+for i = 1, #ARGV, 1000 do
+  local seqs = redis.call('HMGET', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  for _, seq in ipairs(seqs) do
+    if seq then out[#out + 1] = redis.call('HGET', KEYS[2], seq) else out[#out + 1] = false end
+  end
+end
+return out
+";
+
+/// A message's children's JSON in insertion order: KEYS = ids, kids, content; ARGV = id.
+/// Nil when the message is absent.
+const CHILDREN: &str = r"
+local seq = redis.call('HGET', KEYS[1], ARGV[1])
+if not seq then return false end
+local kids = redis.call('HGET', KEYS[2], seq)
+local out = {}
+if kids then
+  for kid in string.gmatch(kids, '[^,]+') do out[#out + 1] = redis.call('HGET', KEYS[3], kid) end
+end
+return out
+";
+
+/// A page of messages after a sequence number: KEYS = order, content, nodes; ARGV = the
+/// exclusive lower bound, how many. Three values per message: seq, JSON, parent id (or nil).
+const PAGE: &str = r"
+local seqs = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'LIMIT', 0, ARGV[2])
+local out = {}
+for _, seq in ipairs(seqs) do
+  out[#out + 1] = seq
+  out[#out + 1] = redis.call('HGET', KEYS[2], seq)
+  local parent = redis.call('HGET', KEYS[3], seq):match('^([^|]*)|')
+  if parent == '' then
+    out[#out + 1] = false
+  else
+    out[#out + 1] = redis.call('HGET', KEYS[3], parent):match('^[^|]*|[^|]*|[^|]*|[^|]*|(.*)$')
+  end
+end
+return out
+";
+
+/// Replaces a message's JSON if its node is still the one read: KEYS = nodes, content;
+/// ARGV = seq, node read, new node, JSON. 1 when replaced.
+const UPDATE: &str = r"
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
+return 1
+";
+
+/// Deletes messages, re-linking each one's children to its parent (children stay in
+/// insertion order): KEYS = meta, ids, nodes, content, order, runs, kids; ARGV = ids. How
+/// many were deleted.
+const DELETE: &str = r"
+local deleted = 0
+for _, id in ipairs(ARGV) do
+  local seq = redis.call('HGET', KEYS[2], id)
+  if seq then
+    local parent, run = redis.call('HGET', KEYS[3], seq):match('^([^|]*)|([^|]*)|')
+    local kids = redis.call('HGET', KEYS[7], seq)
+    if kids then
+      for kid in string.gmatch(kids, '[^,]+') do
+        local rest = redis.call('HGET', KEYS[3], kid):match('^[^|]*(|.*)$')
+        redis.call('HSET', KEYS[3], kid, parent .. rest)
+      end
+      redis.call('HDEL', KEYS[7], seq)
+    end
+    if parent ~= '' then
+      local list = {}
+      local siblings = redis.call('HGET', KEYS[7], parent)
+      if siblings then
+        for k in string.gmatch(siblings, '[^,]+') do
+          if k ~= seq then list[#list + 1] = tonumber(k) end
+        end
+      end
+      if kids then
+        for k in string.gmatch(kids, '[^,]+') do list[#list + 1] = tonumber(k) end
+      end
+      table.sort(list)
+      if #list == 0 then
+        redis.call('HDEL', KEYS[7], parent)
+      else
+        for i, k in ipairs(list) do list[i] = string.format('%d', k) end
+        redis.call('HSET', KEYS[7], parent, table.concat(list, ','))
+      end
+    end
+    redis.call('HDEL', KEYS[2], id)
+    redis.call('HDEL', KEYS[3], seq)
+    redis.call('HDEL', KEYS[4], seq)
+    redis.call('ZREM', KEYS[5], seq)
+    redis.call('ZREM', KEYS[6], string.format('%016d:%016d', tonumber(run), tonumber(seq)))
+    deleted = deleted + 1
+  end
+end
+if deleted > 0 then redis.call('HINCRBY', KEYS[1], 'version', 1) end
+return deleted
+";
+
+/// Records an overlay if both ends exist: KEYS = meta, ids, compactions; ARGV = from id, to
+/// id, the record. Its number, or the missing id as `missing:<id>`.
+const ADD_COMPACTION: &str = r"
+for i = 1, 2 do
+  if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 0 then return 'missing:' .. ARGV[i] end
+end
+local seq = redis.call('HINCRBY', KEYS[1], 'cnext', 1)
+redis.call('HSET', KEYS[3], seq, ARGV[3])
+return tostring(seq)
+";
+
+/// The keys of one session's tree.
+pub(crate) struct SessionKeys {
+    pub(crate) meta: String,
+    pub(crate) ids: String,
+    pub(crate) nodes: String,
+    pub(crate) content: String,
+    pub(crate) order: String,
+    pub(crate) runs: String,
+    pub(crate) kids: String,
+    pub(crate) compactions: String,
+}
+
+impl SessionKeys {
+    fn new(db: &RedisDatabase, session: &SessionId) -> Self {
+        // The suffix never holds ':', so no session's keys can be another's.
+        let key = |suffix: &str| db.key(&format!("messages:{session}:{suffix}"));
+        Self {
+            meta: key("meta"),
+            ids: key("ids"),
+            nodes: key("nodes"),
+            content: key("content"),
+            order: key("order"),
+            runs: key("runs"),
+            kids: key("kids"),
+            compactions: key("compactions"),
+        }
+    }
+
+    fn all(&self) -> [&str; 8] {
+        [
+            &self.meta,
+            &self.ids,
+            &self.nodes,
+            &self.content,
+            &self.order,
+            &self.runs,
+            &self.kids,
+            &self.compactions,
+        ]
+    }
+}
+
+/// A message encoded for storage.
+pub(crate) struct Encoded {
+    pub(crate) id: String,
+    pub(crate) role: Role,
+    pub(crate) json: String,
+}
+
+fn encode(message: &UiMessage) -> Result<Encoded> {
+    validate_message_id(&message.id)?;
+    let json = serde_json::to_string(message)?;
+    if json.len() as u64 > MAX_MESSAGE_BYTES {
+        return Err(MemoryError::invalid(format!(
+            "message {:?} is {} bytes; the redis adapter stores at most {MAX_MESSAGE_BYTES}",
+            message.id,
+            json.len()
+        )));
+    }
+    Ok(Encoded {
+        id: message.id.clone(),
+        role: message.role,
+        json,
+    })
+}
+
+fn decode(json: &str) -> Result<UiMessage> {
+    serde_json::from_str(json).map_err(|e| {
+        MemoryError::serialization(format!("stored message is not a valid UIMessage: {e}"))
+    })
+}
+
+/// A stored node: `parent|run|role|bytes|id` (the id last: it may hold `|`).
+pub(crate) struct Node {
+    parent: Option<i64>,
+    run: i64,
+    role: Role,
+    bytes: u64,
+    id: String,
+}
+
+impl Node {
+    pub(crate) fn parse(text: &str) -> Result<Self> {
+        let bad = || corrupt("message node", text);
+        let mut parts = text.splitn(5, '|');
+        let mut next = || parts.next().ok_or_else(bad);
+        let parent = next()?;
+        let parent = if parent.is_empty() {
+            None
+        } else {
+            Some(parent.parse().map_err(|_| bad())?)
+        };
+        let run = next()?.parse().map_err(|_| bad())?;
+        let role = Role::parse(next()?)?;
+        let bytes = next()?.parse().map_err(|_| bad())?;
+        let id = next()?.to_owned();
+        Ok(Self {
+            parent,
+            run,
+            role,
+            bytes,
+            id,
+        })
+    }
+
+    fn render(&self) -> String {
+        let parent = self.parent.map(|p| p.to_string()).unwrap_or_default();
+        format!(
+            "{parent}|{}|{}|{}|{}",
+            self.run,
+            self.role.as_str(),
+            self.bytes,
+            self.id
+        )
+    }
+
+    pub(crate) fn tree_node(self, seq: i64) -> TreeNode {
+        TreeNode {
+            seq,
+            run_id: self.run,
+            id: self.id,
+        }
+    }
+}
+
+/// An overlay record as stored (its number is the hash field).
+#[derive(Serialize, Deserialize)]
+struct StoredCompaction {
+    summary: String,
+    from_message_id: String,
+    to_message_id: String,
+    created_at: i64,
+}
+
+/// The [`MessageStore`] on Redis. Appends are optimistic: a batch is planned on what one
+/// script read and written by a second script only if no append or delete of the session
+/// came between (else it is read and planned again), so writers in any number of processes
+/// lose nothing and leave one latest leaf. Full-text search is not here: pair it with a text
+/// index through the engine's `IndexedMessageStore` (`memory-compose` does).
+#[derive(Debug, Clone)]
+pub struct RedisMessageStore {
+    db: RedisDatabase,
+    scripts: Scripts,
+}
+
+#[derive(Debug, Clone)]
+struct Scripts {
+    probe: redis::Script,
+    commit: redis::Script,
+    path: redis::Script,
+    latest_leaf: redis::Script,
+    get: redis::Script,
+    get_many: redis::Script,
+    children: redis::Script,
+    page: redis::Script,
+    update: redis::Script,
+    delete: redis::Script,
+    add_compaction: redis::Script,
+}
+
+impl RedisMessageStore {
+    /// The message store of `db`.
+    pub fn new(db: RedisDatabase) -> Self {
+        Self {
+            db,
+            scripts: Scripts {
+                probe: redis::Script::new(append::PROBE),
+                commit: redis::Script::new(append::COMMIT),
+                path: redis::Script::new(PATH),
+                latest_leaf: redis::Script::new(LATEST_LEAF),
+                get: redis::Script::new(GET),
+                get_many: redis::Script::new(GET_MANY),
+                children: redis::Script::new(CHILDREN),
+                page: redis::Script::new(PAGE),
+                update: redis::Script::new(UPDATE),
+                delete: redis::Script::new(DELETE),
+                add_compaction: redis::Script::new(ADD_COMPACTION),
+            },
+        }
+    }
+
+    fn keys(&self, session: &SessionId) -> SessionKeys {
+        SessionKeys::new(&self.db, session)
+    }
+
+    fn connection(&self) -> redis::aio::ConnectionManager {
+        self.db.connection.clone()
+    }
+
+    /// The path script's reply: the generation token and the path (sequence numbers or
+    /// nodes); [`MemoryError::NotFound`] for an unknown leaf.
+    async fn read_path(
+        &self,
+        keys: &SessionKeys,
+        leaf: &Option<String>,
+        mode: &str,
+    ) -> Result<(String, Vec<String>)> {
+        let reply: Option<Vec<Option<String>>> = self
+            .db
+            .invoke(
+                self.scripts
+                    .path
+                    .key(&keys.ids)
+                    .key(&keys.nodes)
+                    .key(&keys.order)
+                    .key(&keys.runs)
+                    .key(&keys.meta)
+                    .arg(leaf.as_deref().unwrap_or(""))
+                    .arg(mode),
+            )
+            .await?;
+        let Some(reply) = reply else {
+            return Err(MemoryError::not_found(
+                "message",
+                leaf.clone().unwrap_or_default(),
+            ));
+        };
+        let mut values = reply.into_iter();
+        let generation = values.next().flatten().unwrap_or_default();
+        let path = values
+            .map(|v| v.ok_or_else(|| corrupt("message path", "a node is missing")))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((generation, path))
+    }
+}
+
+#[async_trait]
+impl MessageStore for RedisMessageStore {
+    fn backend_name(&self) -> &'static str {
+        "redis"
+    }
+
+    fn capabilities(&self) -> StoreCapabilities {
+        StoreCapabilities {
+            max_message_bytes: Some(MAX_MESSAGE_BYTES),
+        }
+    }
+
+    async fn append(
+        &self,
+        session: &SessionId,
+        messages: Vec<NewMessage>,
+    ) -> Result<Vec<AppendOutcome>> {
+        let batch = messages
+            .iter()
+            .map(|m| encode(&m.message))
+            .collect::<Result<Vec<_>>>()?;
+        let parents: Vec<Parent> = messages.into_iter().map(|m| m.parent).collect();
+        let explicit = append::explicit_parents(&parents);
+        let keys = self.keys(session);
+        let mut connection = self.connection();
+        for attempt in 0..APPEND_ATTEMPTS {
+            let probe = append::probe(
+                &keys,
+                &self.scripts.probe,
+                &mut connection,
+                &batch,
+                &explicit,
+            )
+            .await?;
+            let plan = append::plan(&probe, &batch, parents.clone())?;
+            if append::commit(
+                &keys,
+                &self.scripts.commit,
+                &mut connection,
+                &probe,
+                &batch,
+                &plan.rows,
+            )
+            .await?
+            {
+                return Ok(plan.outcomes);
+            }
+            // Another writer of this session came first: back off a little, growing, so
+            // that a crowd of writers spreads out.
+            tokio::time::sleep(Duration::from_micros(100 * u64::from(attempt + 1))).await;
+        }
+        Err(MemoryError::Conflict {
+            message: format!(
+                "append to session {session} lost the race to other writers {APPEND_ATTEMPTS} times; retry"
+            ),
+        })
+    }
+
+    async fn update(&self, session: &SessionId, mut message: UiMessage) -> Result<()> {
+        validate_message_id(&message.id)?;
+        let keys = self.keys(session);
+        for _ in 0..APPEND_ATTEMPTS {
+            let found: Option<(String, String, String)> = self
+                .db
+                .invoke(
+                    self.scripts
+                        .get
+                        .key(&keys.ids)
+                        .key(&keys.nodes)
+                        .key(&keys.content)
+                        .arg(&message.id),
+                )
+                .await?;
+            let (seq, old_node, _) =
+                found.ok_or_else(|| MemoryError::not_found("message", message.id.as_str()))?;
+            let mut node = Node::parse(&old_node)?;
+            message.role = node.role;
+            let enc = encode(&message)?;
+            node.bytes = enc.json.len() as u64;
+            let replaced: i64 = self
+                .db
+                .invoke(
+                    self.scripts
+                        .update
+                        .key(&keys.nodes)
+                        .key(&keys.content)
+                        .arg(&seq)
+                        .arg(&old_node)
+                        .arg(node.render())
+                        .arg(&enc.json),
+                )
+                .await?;
+            if replaced == 1 {
+                return Ok(());
+            }
+            // Deleted, re-linked or updated since the read: read again.
+        }
+        Err(MemoryError::Conflict {
+            message: format!(
+                "update of message {:?} kept racing other writers; retry",
+                message.id
+            ),
+        })
+    }
+
+    async fn delete(&self, session: &SessionId, ids: &[String]) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let keys = self.keys(session);
+        self.db
+            .invoke(
+                self.scripts
+                    .delete
+                    .key(&keys.meta)
+                    .key(&keys.ids)
+                    .key(&keys.nodes)
+                    .key(&keys.content)
+                    .key(&keys.order)
+                    .key(&keys.runs)
+                    .key(&keys.kids)
+                    .arg(ids),
+            )
+            .await
+    }
+
+    async fn clear(&self, session: &SessionId) -> Result<()> {
+        let keys = self.keys(session);
+        let _: u64 = redis::cmd("UNLINK")
+            .arg(&keys.all()[..])
+            .query_async(&mut self.connection())
+            .await
+            .map_err(redis)?;
+        Ok(())
+    }
+
+    async fn get(&self, session: &SessionId, id: &str) -> Result<Option<UiMessage>> {
+        let keys = self.keys(session);
+        let found: Option<(String, String, String)> = self
+            .db
+            .invoke(
+                self.scripts
+                    .get
+                    .key(&keys.ids)
+                    .key(&keys.nodes)
+                    .key(&keys.content)
+                    .arg(id),
+            )
+            .await?;
+        found.map(|(_, _, json)| decode(&json)).transpose()
+    }
+
+    async fn get_many(&self, session: &SessionId, ids: &[String]) -> Result<Vec<UiMessage>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys = self.keys(session);
+        let found: Vec<Option<String>> = self
+            .db
+            .invoke(
+                self.scripts
+                    .get_many
+                    .key(&keys.ids)
+                    .key(&keys.content)
+                    .arg(ids),
+            )
+            .await?;
+        // Each message once, as the other stores answer.
+        let mut seen = std::collections::HashSet::new();
+        ids.iter()
+            .zip(&found)
+            .filter(|(id, _)| seen.insert(id.as_str()))
+            .filter_map(|(_, json)| json.as_deref())
+            .map(decode)
+            .collect()
+    }
+
+    async fn latest_leaf(&self, session: &SessionId) -> Result<Option<String>> {
+        let keys = self.keys(session);
+        self.db
+            .invoke(self.scripts.latest_leaf.key(&keys.order).key(&keys.nodes))
+            .await
+    }
+
+    async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>> {
+        let keys = self.keys(session);
+        let found: Option<Vec<String>> = self
+            .db
+            .invoke(
+                self.scripts
+                    .children
+                    .key(&keys.ids)
+                    .key(&keys.kids)
+                    .key(&keys.content)
+                    .arg(id),
+            )
+            .await?;
+        let found = found.ok_or_else(|| MemoryError::not_found("message", id))?;
+        found.iter().map(|json| decode(json)).collect()
+    }
+
+    async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>> {
+        let (_, nodes) = self.read_path(&self.keys(session), &leaf, "nodes").await?;
+        nodes
+            .iter()
+            .map(|text| {
+                let node = Node::parse(text)?;
+                Ok(PathEntry {
+                    id: node.id,
+                    role: node.role,
+                    bytes: node.bytes,
+                })
+            })
+            .collect()
+    }
+
+    async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>> {
+        let keys = self.keys(session);
+        for _ in 0..READ_ATTEMPTS {
+            let (generation, seqs) = self.read_path(&keys, &leaf, "seqs").await?;
+            if seqs.is_empty() {
+                return Ok(Vec::new());
+            }
+            // The contents in one round trip; the generation check catches a session
+            // cleared and written again in between (its sequence numbers start over).
+            let mut pipe = redis::pipe();
+            for chunk in seqs.chunks(CHUNK) {
+                pipe.cmd("HMGET").arg(&keys.content).arg(chunk);
+            }
+            pipe.cmd("HMGET").arg(&keys.meta).arg("gen");
+            let mut replies: Vec<Vec<Option<String>>> = pipe
+                .query_async(&mut self.connection())
+                .await
+                .map_err(redis)?;
+            let now = replies.pop().and_then(|r| r.into_iter().next().flatten());
+            let contents: Vec<Option<String>> = replies.into_iter().flatten().collect();
+            if now.as_deref() != Some(generation.as_str()) || contents.iter().any(Option::is_none) {
+                // A message of the path was deleted (or the session cleared) under the
+                // read: read the path again.
+                continue;
+            }
+            return contents.iter().flatten().map(|json| decode(json)).collect();
+        }
+        Err(MemoryError::Conflict {
+            message: format!(
+                "the history of session {session} kept changing under the read; retry"
+            ),
+        })
+    }
+
+    async fn messages(
+        &self,
+        session: &SessionId,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<MessagePage> {
+        let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
+        let take = limit.min(MAX_PAGE);
+        let keys = self.keys(session);
+        let reply: Vec<Option<String>> = self
+            .db
+            .invoke(
+                self.scripts
+                    .page
+                    .key(&keys.order)
+                    .key(&keys.content)
+                    .key(&keys.nodes)
+                    .arg(after)
+                    .arg(take + 1),
+            )
+            .await?;
+        let rows: Vec<&[Option<String>]> = reply.chunks(3).collect();
+        let more = rows.len() > take;
+        let mut messages = Vec::with_capacity(rows.len().min(take));
+        let mut last = None;
+        for row in rows.iter().take(take) {
+            let [Some(seq), Some(json), parent] = row else {
+                return Err(corrupt("message page", "a message without content"));
+            };
+            last = Some(append::parse_seq(seq)?);
+            messages.push(StoredMessage {
+                message: decode(json)?,
+                parent_id: parent.clone(),
+            });
+        }
+        Ok(MessagePage {
+            messages,
+            next_cursor: if more {
+                last.map(memory_core::cursor::position)
+            } else {
+                None
+            },
+        })
+    }
+
+    async fn add_compaction(
+        &self,
+        session: &SessionId,
+        compaction: NewCompaction,
+    ) -> Result<CompactionRecord> {
+        let stored = StoredCompaction {
+            summary: compaction.summary,
+            from_message_id: compaction.from_message_id,
+            to_message_id: compaction.to_message_id,
+            created_at: SystemClock.now().millis(),
+        };
+        let keys = self.keys(session);
+        let reply: String = self
+            .db
+            .invoke(
+                self.scripts
+                    .add_compaction
+                    .key(&keys.meta)
+                    .key(&keys.ids)
+                    .key(&keys.compactions)
+                    .arg(&stored.from_message_id)
+                    .arg(&stored.to_message_id)
+                    .arg(serde_json::to_string(&stored)?),
+            )
+            .await?;
+        if let Some(missing) = reply.strip_prefix("missing:") {
+            return Err(MemoryError::not_found("message", missing));
+        }
+        let seq = append::parse_seq(&reply)?;
+        Ok(compaction_record(seq, stored))
+    }
+
+    async fn compactions(&self, session: &SessionId) -> Result<Vec<CompactionRecord>> {
+        let keys = self.keys(session);
+        let pairs: Vec<String> = redis::cmd("HGETALL")
+            .arg(&keys.compactions)
+            .query_async(&mut self.connection())
+            .await
+            .map_err(redis)?;
+        let mut records = pairs
+            .chunks_exact(2)
+            .map(|pair| {
+                let seq = append::parse_seq(&pair[0])?;
+                let stored: StoredCompaction = serde_json::from_str(&pair[1])
+                    .map_err(|e| corrupt("compaction record", e.to_string()))?;
+                Ok(compaction_record(seq, stored))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        records.sort_by_key(|r| r.seq);
+        Ok(records)
+    }
+}
+
+fn compaction_record(seq: i64, stored: StoredCompaction) -> CompactionRecord {
+    CompactionRecord {
+        id: seq.to_string(),
+        summary: stored.summary,
+        from_message_id: stored.from_message_id,
+        to_message_id: stored.to_message_id,
+        created_at: Timestamp(stored.created_at),
+        seq,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_round_trips_with_a_bar_in_its_id() {
+        let text = "12|7|assistant|345|a|b";
+        let node = Node::parse(text).unwrap();
+        assert_eq!((node.parent, node.run, node.bytes), (Some(12), 7, 345));
+        assert_eq!(node.id, "a|b");
+        assert_eq!(node.render(), text);
+        let root = Node::parse("|3|user|1|r").unwrap();
+        assert_eq!(root.parent, None);
+        assert!(Node::parse("x|3|user|1|r").is_err());
+        assert!(Node::parse("|3|user").is_err());
+    }
+}
