@@ -12,10 +12,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use memory_core::Timestamp;
-use memory_core::ports::{JobFilter, JobQueue, KeyValueStore, NewJob};
-use memory_redis::{RedisConfig, RedisDatabase, RedisJobQueue, RedisKeyValueStore};
-use memory_sqlite::{SqliteConfig, SqliteDatabase, SqliteJobQueue, SqliteKeyValueStore};
+use memory_core::ports::{JobFilter, JobQueue, KeyValueStore, MessageStore, NewJob};
+use memory_core::{NewMessage, Role, SessionId, Timestamp, UiMessage};
+use memory_redis::{
+    RedisConfig, RedisDatabase, RedisJobQueue, RedisKeyValueStore, RedisMessageStore,
+};
+use memory_sqlite::{
+    SqliteConfig, SqliteDatabase, SqliteJobQueue, SqliteKeyValueStore, SqliteMessageStore,
+};
 
 struct Row {
     what: String,
@@ -101,6 +105,204 @@ async fn claims(queues: Vec<Arc<dyn JobQueue>>, jobs: usize) -> f64 {
     jobs as f64 / started.elapsed().as_secs_f64()
 }
 
+fn message(id: String) -> UiMessage {
+    UiMessage::text_message(
+        id,
+        Role::User,
+        "a message of about the length agents send, with a few words in it",
+    )
+}
+
+/// Times `work` `runs` times; the samples in ms and the total seconds.
+async fn timed<F, Fut>(runs: usize, mut work: F) -> (Vec<f64>, f64)
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let started = Instant::now();
+    let mut samples = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let t = Instant::now();
+        work(i).await;
+        samples.push(t.elapsed().as_secs_f64() * 1_000.0);
+    }
+    (samples, started.elapsed().as_secs_f64())
+}
+
+/// The message tree: single appends, batches of 100, history of 10K and 100K messages and
+/// the latest leaf, on one store.
+async fn message_tree(store: &dyn MessageStore, name: &str, ops: usize, rows: &mut Vec<Row>) {
+    let single = SessionId::new("single").unwrap();
+    let (samples, elapsed) = timed(ops, |i| {
+        let session = single.clone();
+        async move {
+            let batch = vec![NewMessage::new(message(format!("s{i}")))];
+            store.append(&session, batch).await.unwrap();
+        }
+    })
+    .await;
+    rows.push(row(
+        &format!("single append, {name}"),
+        samples,
+        elapsed,
+        ops,
+    ));
+    let batches = (ops / 100).max(1);
+    let (samples, elapsed) = timed(batches, |b| {
+        let session = single.clone();
+        async move {
+            let batch = (0..100)
+                .map(|i| NewMessage::new(message(format!("b{b}-{i}"))))
+                .collect();
+            store.append(&session, batch).await.unwrap();
+        }
+    })
+    .await;
+    let mut r = row(
+        &format!("batch append (100 per call; per second = messages), {name}"),
+        samples,
+        elapsed,
+        batches,
+    );
+    r.per_second *= 100.0;
+    rows.push(r);
+    for (len, runs) in [(10_000usize, 50usize), (100_000, 10)] {
+        let session = SessionId::new(format!("chain-{len}")).unwrap();
+        for start in (0..len).step_by(1_000) {
+            let batch = (start..start + 1_000)
+                .map(|i| NewMessage::new(message(format!("c{i}"))))
+                .collect();
+            store.append(&session, batch).await.unwrap();
+        }
+        let (samples, elapsed) = timed(runs, |_| {
+            let session = session.clone();
+            async move {
+                assert_eq!(store.history(&session, None).await.unwrap().len(), len);
+            }
+        })
+        .await;
+        rows.push(row(
+            &format!("history of {len}, {name}"),
+            samples,
+            elapsed,
+            runs,
+        ));
+    }
+    let session = SessionId::new("chain-100000").unwrap();
+    let (samples, elapsed) = timed(ops, |_| {
+        let session = session.clone();
+        async move {
+            assert!(store.latest_leaf(&session).await.unwrap().is_some());
+        }
+    })
+    .await;
+    rows.push(row(
+        &format!("latest leaf (100K session), {name}"),
+        samples,
+        elapsed,
+        ops,
+    ));
+}
+
+/// The floor for the same work in raw Redis: a session as one list of JSON values (no
+/// tree, no ids, no atomic insert-if-absent): `RPUSH`, `RPUSH` of 100, `LRANGE 0 -1`,
+/// `LINDEX -1`.
+async fn raw_message_list(
+    raw: &mut redis::aio::MultiplexedConnection,
+    prefix: &str,
+    ops: usize,
+    rows: &mut Vec<Row>,
+) {
+    let json = serde_json::to_string(&message("raw".into())).unwrap();
+    let list = format!("{prefix}raw:list:single");
+    let (samples, elapsed) = timed(ops, |_| {
+        let (mut raw, list, json) = (raw.clone(), list.clone(), json.clone());
+        async move {
+            let _: u64 = redis::cmd("RPUSH")
+                .arg(&list)
+                .arg(&json)
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+        }
+    })
+    .await;
+    rows.push(row("raw RPUSH (the floor)", samples, elapsed, ops));
+    let batches = (ops / 100).max(1);
+    let (samples, elapsed) = timed(batches, |_| {
+        let (mut raw, list, json) = (raw.clone(), list.clone(), json.clone());
+        async move {
+            let _: u64 = redis::cmd("RPUSH")
+                .arg(&list)
+                .arg(vec![json; 100])
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+        }
+    })
+    .await;
+    let mut r = row("raw RPUSH of 100 (the floor)", samples, elapsed, batches);
+    r.per_second *= 100.0;
+    rows.push(r);
+    for (len, runs) in [(10_000usize, 50usize), (100_000, 10)] {
+        let chain = format!("{prefix}raw:list:{len}");
+        for _ in (0..len).step_by(1_000) {
+            let _: u64 = redis::cmd("RPUSH")
+                .arg(&chain)
+                .arg(vec![json.clone(); 1_000])
+                .query_async(raw)
+                .await
+                .unwrap();
+        }
+        let (samples, elapsed) = timed(runs, |_| {
+            let (mut raw, chain) = (raw.clone(), chain.clone());
+            async move {
+                let all: Vec<String> = redis::cmd("LRANGE")
+                    .arg(&chain)
+                    .arg(0)
+                    .arg(-1)
+                    .query_async(&mut raw)
+                    .await
+                    .unwrap();
+                let decoded: Vec<UiMessage> = all
+                    .iter()
+                    .map(|j| serde_json::from_str(j).unwrap())
+                    .collect();
+                assert_eq!(decoded.len(), len);
+            }
+        })
+        .await;
+        rows.push(row(
+            &format!("raw LRANGE 0 -1 of {len}, decoded (the floor)"),
+            samples,
+            elapsed,
+            runs,
+        ));
+    }
+    let chain = format!("{prefix}raw:list:100000");
+    let (samples, elapsed) = timed(ops, |_| {
+        let (mut raw, chain) = (raw.clone(), chain.clone());
+        async move {
+            let last: Option<String> = redis::cmd("LINDEX")
+                .arg(&chain)
+                .arg(-1)
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            assert!(last.is_some());
+        }
+    })
+    .await;
+    rows.push(row("raw LINDEX -1 (the floor)", samples, elapsed, ops));
+    let _: u64 = redis::cmd("UNLINK")
+        .arg(&list)
+        .arg(format!("{prefix}raw:list:10000"))
+        .arg(&chain)
+        .query_async(raw)
+        .await
+        .unwrap();
+}
+
 #[tokio::main]
 async fn main() {
     let Ok(url) = std::env::var("MEMORY_REDIS_URL") else {
@@ -119,6 +321,25 @@ async fn main() {
         .await
         .unwrap();
     let mut rows = Vec::new();
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut raw = client.get_multiplexed_async_connection().await.unwrap();
+
+    // The message tree.
+    message_tree(
+        &RedisMessageStore::new(db.clone()),
+        "memory-redis",
+        ops,
+        &mut rows,
+    )
+    .await;
+    message_tree(
+        &SqliteMessageStore::new(sqlite.clone()),
+        "memory-sqlite",
+        ops,
+        &mut rows,
+    )
+    .await;
+    raw_message_list(&mut raw, &prefix, ops, &mut rows).await;
 
     // Block writes with compare-and-set.
     let (samples, elapsed) = block_writes(&RedisKeyValueStore::new(db.clone()), "block", ops).await;
@@ -136,8 +357,6 @@ async fn main() {
         elapsed,
         ops,
     ));
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut raw = client.get_multiplexed_async_connection().await.unwrap();
     let raw_key = format!("{prefix}raw:block");
     let started = Instant::now();
     let mut samples = Vec::with_capacity(ops);

@@ -12,7 +12,7 @@ use memory_core::append_plan::{
 use memory_core::{Parent, Result};
 
 use crate::error::corrupt;
-use crate::message_store::{Encoded, Node, SessionKeys};
+use crate::message_store::{Encoded, Node, SessionKeys, run_member};
 
 /// Reads what planning needs: KEYS = meta, ids, nodes, kids, order; ARGV = how many batch
 /// ids follow, the batch ids, then the explicit parent ids. Replies with the version, the
@@ -51,29 +51,58 @@ return out
 
 /// Writes planned rows if the session is unchanged: KEYS = meta, ids, nodes, content,
 /// order, runs, kids; ARGV = the version read, a generation token (kept only by the first
-/// write of the session), then seven values per row: seq, id, parent seq (empty for a root),
-/// run, role, bytes, JSON. 1 when written, 0 when the version moved.
+/// write of the session), then six values per row: seq, id, node, run member, parent seq
+/// (empty for a root), JSON. Each key is written once for the whole batch. 1 when written,
+/// 0 when the version moved.
 pub(crate) const COMMIT: &str = r"
 local version = redis.call('HGET', KEYS[1], 'version') or '0'
 if version ~= ARGV[1] then return 0 end
-local last = 0
-for i = 3, #ARGV, 7 do
-  local seq, id, parent, run = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  redis.call('HSET', KEYS[2], id, seq)
-  redis.call('HSET', KEYS[3], seq, parent .. '|' .. run .. '|' .. ARGV[i + 4] .. '|' .. ARGV[i + 5] .. '|' .. id)
-  redis.call('HSET', KEYS[4], seq, ARGV[i + 6])
-  redis.call('ZADD', KEYS[5], seq, seq)
-  redis.call('ZADD', KEYS[6], 0, string.format('%016d:%016d', tonumber(run), tonumber(seq)))
+local ids, nodes, content, order, runs = {}, {}, {}, {}, {}
+local kids, parents, fresh = {}, {}, {}
+local last
+for i = 3, #ARGV, 6 do
+  local seq, id, parent = ARGV[i], ARGV[i + 1], ARGV[i + 4]
+  ids[#ids + 1] = id
+  ids[#ids + 1] = seq
+  nodes[#nodes + 1] = seq
+  nodes[#nodes + 1] = ARGV[i + 2]
+  content[#content + 1] = seq
+  content[#content + 1] = ARGV[i + 5]
+  order[#order + 1] = seq
+  order[#order + 1] = seq
+  runs[#runs + 1] = '0'
+  runs[#runs + 1] = ARGV[i + 3]
+  fresh[seq] = true
   if parent ~= '' then
-    local kids = redis.call('HGET', KEYS[7], parent)
-    if kids then kids = kids .. ',' .. seq else kids = seq end
-    redis.call('HSET', KEYS[7], parent, kids)
+    if kids[parent] then
+      kids[parent] = kids[parent] .. ',' .. seq
+    else
+      parents[#parents + 1] = parent
+      local stored = (not fresh[parent]) and redis.call('HGET', KEYS[7], parent)
+      if stored then kids[parent] = stored .. ',' .. seq else kids[parent] = seq end
+    end
   end
-  last = tonumber(seq)
+  last = seq
 end
+local pairs_of_kids = {}
+for _, parent in ipairs(parents) do
+  pairs_of_kids[#pairs_of_kids + 1] = parent
+  pairs_of_kids[#pairs_of_kids + 1] = kids[parent]
+end
+local function write(command, key, list)
+  for i = 1, #list, 2000 do
+    redis.call(command, key, unpack(list, i, math.min(i + 1999, #list)))
+  end
+end
+write('HSET', KEYS[2], ids)
+write('HSET', KEYS[3], nodes)
+write('HSET', KEYS[4], content)
+write('ZADD', KEYS[5], order)
+write('ZADD', KEYS[6], runs)
+write('HSET', KEYS[7], pairs_of_kids)
 redis.call('HSETNX', KEYS[1], 'gen', ARGV[2])
 redis.call('HSET', KEYS[1], 'version', string.format('%d', tonumber(version) + 1),
-  'next', string.format('%d', last + 1))
+  'next', string.format('%d', tonumber(last) + 1))
 return 1
 ";
 
@@ -213,13 +242,19 @@ pub(crate) async fn commit(
         .arg(uuid::Uuid::new_v4().simple().to_string());
     for row in rows {
         let e = &batch[row.index];
+        let node = Node {
+            parent: row.parent_seq,
+            run: row.run_id,
+            role: e.role,
+            bytes: e.json.len() as u64,
+            id: e.id.clone(),
+        };
         invocation
             .arg(row.seq)
             .arg(&e.id)
+            .arg(node.render())
+            .arg(run_member(row.run_id, row.seq))
             .arg(row.parent_seq.map(|p| p.to_string()).unwrap_or_default())
-            .arg(row.run_id)
-            .arg(e.role.as_str())
-            .arg(e.json.len())
             .arg(&e.json);
     }
     let written: i64 = invocation

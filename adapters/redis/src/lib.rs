@@ -47,6 +47,7 @@ mod error;
 mod job_queue;
 mod key_value_store;
 mod message_store;
+mod path;
 mod session_registry;
 mod skill_store;
 

@@ -12,8 +12,7 @@
 //! | `kids` | hash | sequence number → its children's sequence numbers, in insertion order |
 //! | `compactions` | hash | overlay number → the overlay record |
 //!
-//! A root-to-leaf path is read by one script that hops run to run (one range per run, never
-//! one lookup per message); contents then come in one pipelined round trip of `HMGET`s.
+//! A root-to-leaf path is read in three round trips whatever its length ([`crate::path`]).
 
 use std::time::Duration;
 
@@ -30,58 +29,13 @@ use crate::MAX_MESSAGE_BYTES;
 use crate::append;
 use crate::database::RedisDatabase;
 use crate::error::{corrupt, redis};
+use crate::path;
 
 /// How often an append reads and plans again after losing a race, before it reports
 /// [`MemoryError::Conflict`].
 const APPEND_ATTEMPTS: u32 = 64;
-/// How often a history read starts again after a message on its path was deleted under it.
-const READ_ATTEMPTS: u32 = 8;
-/// Fields per `HMGET` of a pipelined read (and per `unpack` inside scripts).
-const CHUNK: usize = 1_000;
 /// Most messages one page of [`MessageStore::messages`] returns.
 const MAX_PAGE: usize = 1_000;
-
-/// The path to a leaf: KEYS = ids, nodes, order, runs, meta; ARGV = the leaf id (empty for
-/// the latest leaf), and `nodes` to reply with each message's node or `seqs` for its
-/// sequence number. Replies with the session's generation token, then the path root first;
-/// nil when the named leaf is not in the session.
-const PATH: &str = r"
-local leaf
-if ARGV[1] == '' then
-  local top = redis.call('ZREVRANGE', KEYS[3], 0, 0)
-  if #top == 0 then return {''} end
-  leaf = top[1]
-else
-  leaf = redis.call('HGET', KEYS[1], ARGV[1])
-  if not leaf then return false end
-end
-local segments = {}
-local cur = leaf
-while cur do
-  local node = redis.call('HGET', KEYS[2], cur)
-  local run = tonumber(node:match('^[^|]*|([^|]*)|'))
-  local members = redis.call('ZRANGEBYLEX', KEYS[4], '[' .. string.format('%016d:', run),
-    '[' .. string.format('%016d:%016d', run, tonumber(cur)))
-  segments[#segments + 1] = members
-  local first = redis.call('HGET', KEYS[2], string.format('%d', tonumber(members[1]:sub(18))))
-  local parent = first:match('^([^|]*)|')
-  if parent == '' then cur = nil else cur = parent end
-end
-local out = {redis.call('HGET', KEYS[5], 'gen') or ''}
-for i = #segments, 1, -1 do
-  for _, member in ipairs(segments[i]) do
-    out[#out + 1] = string.format('%d', tonumber(member:sub(18)))
-  end
-end
-if ARGV[2] == 'nodes' then
-  for i = 2, #out, 1000 do
-    local last = math.min(i + 999, #out)
-    local nodes = redis.call('HMGET', KEYS[2], unpack(out, i, last))
-    for j = 1, #nodes do out[i + j - 1] = nodes[j] end
-  end
-end
-return out
-";
 
 /// The latest leaf's id: KEYS = order, nodes.
 const LATEST_LEAF: &str = r"
@@ -283,11 +237,26 @@ fn decode(json: &str) -> Result<UiMessage> {
 
 /// A stored node: `parent|run|role|bytes|id` (the id last: it may hold `|`).
 pub(crate) struct Node {
-    parent: Option<i64>,
-    run: i64,
-    role: Role,
-    bytes: u64,
-    id: String,
+    pub(crate) parent: Option<i64>,
+    pub(crate) run: i64,
+    pub(crate) role: Role,
+    pub(crate) bytes: u64,
+    pub(crate) id: String,
+}
+
+/// A message's member in the `runs` set: run and sequence number, 16 digits each, so one
+/// lexicographic range holds a run up to a message, in order.
+pub(crate) fn run_member(run: i64, seq: i64) -> String {
+    format!("{run:016}:{seq:016}")
+}
+
+/// The sequence number of a `runs` member.
+pub(crate) fn member_seq(member: &str) -> Result<String> {
+    member
+        .get(17..)
+        .and_then(|seq| seq.parse::<i64>().ok())
+        .map(|seq| seq.to_string())
+        .ok_or_else(|| corrupt("run member", member))
 }
 
 impl Node {
@@ -314,7 +283,7 @@ impl Node {
         })
     }
 
-    fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let parent = self.parent.map(|p| p.to_string()).unwrap_or_default();
         format!(
             "{parent}|{}|{}|{}|{}",
@@ -358,7 +327,7 @@ pub struct RedisMessageStore {
 struct Scripts {
     probe: redis::Script,
     commit: redis::Script,
-    path: redis::Script,
+    segments: redis::Script,
     latest_leaf: redis::Script,
     get: redis::Script,
     get_many: redis::Script,
@@ -377,7 +346,7 @@ impl RedisMessageStore {
             scripts: Scripts {
                 probe: redis::Script::new(append::PROBE),
                 commit: redis::Script::new(append::COMMIT),
-                path: redis::Script::new(PATH),
+                segments: redis::Script::new(path::SEGMENTS),
                 latest_leaf: redis::Script::new(LATEST_LEAF),
                 get: redis::Script::new(GET),
                 get_many: redis::Script::new(GET_MANY),
@@ -396,42 +365,6 @@ impl RedisMessageStore {
 
     fn connection(&self) -> redis::aio::ConnectionManager {
         self.db.connection.clone()
-    }
-
-    /// The path script's reply: the generation token and the path (sequence numbers or
-    /// nodes); [`MemoryError::NotFound`] for an unknown leaf.
-    async fn read_path(
-        &self,
-        keys: &SessionKeys,
-        leaf: &Option<String>,
-        mode: &str,
-    ) -> Result<(String, Vec<String>)> {
-        let reply: Option<Vec<Option<String>>> = self
-            .db
-            .invoke(
-                self.scripts
-                    .path
-                    .key(&keys.ids)
-                    .key(&keys.nodes)
-                    .key(&keys.order)
-                    .key(&keys.runs)
-                    .key(&keys.meta)
-                    .arg(leaf.as_deref().unwrap_or(""))
-                    .arg(mode),
-            )
-            .await?;
-        let Some(reply) = reply else {
-            return Err(MemoryError::not_found(
-                "message",
-                leaf.clone().unwrap_or_default(),
-            ));
-        };
-        let mut values = reply.into_iter();
-        let generation = values.next().flatten().unwrap_or_default();
-        let path = values
-            .map(|v| v.ok_or_else(|| corrupt("message path", "a node is missing")))
-            .collect::<Result<Vec<_>>>()?;
-        Ok((generation, path))
     }
 }
 
@@ -637,7 +570,8 @@ impl MessageStore for RedisMessageStore {
     }
 
     async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>> {
-        let (_, nodes) = self.read_path(&self.keys(session), &leaf, "nodes").await?;
+        let keys = self.keys(session);
+        let nodes = path::read(&self.db, &self.scripts.segments, &keys, &leaf, &keys.nodes).await?;
         nodes
             .iter()
             .map(|text| {
@@ -653,36 +587,15 @@ impl MessageStore for RedisMessageStore {
 
     async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>> {
         let keys = self.keys(session);
-        for _ in 0..READ_ATTEMPTS {
-            let (generation, seqs) = self.read_path(&keys, &leaf, "seqs").await?;
-            if seqs.is_empty() {
-                return Ok(Vec::new());
-            }
-            // The contents in one round trip; the generation check catches a session
-            // cleared and written again in between (its sequence numbers start over).
-            let mut pipe = redis::pipe();
-            for chunk in seqs.chunks(CHUNK) {
-                pipe.cmd("HMGET").arg(&keys.content).arg(chunk);
-            }
-            pipe.cmd("HMGET").arg(&keys.meta).arg("gen");
-            let mut replies: Vec<Vec<Option<String>>> = pipe
-                .query_async(&mut self.connection())
-                .await
-                .map_err(redis)?;
-            let now = replies.pop().and_then(|r| r.into_iter().next().flatten());
-            let contents: Vec<Option<String>> = replies.into_iter().flatten().collect();
-            if now.as_deref() != Some(generation.as_str()) || contents.iter().any(Option::is_none) {
-                // A message of the path was deleted (or the session cleared) under the
-                // read: read the path again.
-                continue;
-            }
-            return contents.iter().flatten().map(|json| decode(json)).collect();
-        }
-        Err(MemoryError::Conflict {
-            message: format!(
-                "the history of session {session} kept changing under the read; retry"
-            ),
-        })
+        let contents = path::read(
+            &self.db,
+            &self.scripts.segments,
+            &keys,
+            &leaf,
+            &keys.content,
+        )
+        .await?;
+        contents.iter().map(|json| decode(json)).collect()
     }
 
     async fn messages(

@@ -322,3 +322,62 @@ async fn claims_merge_expired_leases_with_the_queue_in_enqueue_order() {
     );
     db.drop_all().await.unwrap();
 }
+
+/// History reads while another connection deletes messages of the same path (re-linking
+/// their children) and appends to it: every read is one whole path, in order, never an
+/// error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_reads_under_concurrent_deletes_see_whole_paths() {
+    use memory_core::ports::MessageStore;
+    use memory_core::{NewMessage, Role, UiMessage};
+    let Some(db) = fresh_database("messages-reads").await else {
+        return;
+    };
+    let url = std::env::var("MEMORY_REDIS_URL").unwrap();
+    let session = SessionId::new("busy").unwrap();
+    let store = RedisMessageStore::new(db.clone());
+    let message =
+        |i: usize| NewMessage::new(UiMessage::text_message(format!("m{i:05}"), Role::User, "x"));
+    store
+        .append(&session, (0..3_000).map(message).collect())
+        .await
+        .unwrap();
+    let writer = {
+        let own = RedisDatabase::connect(RedisConfig::new(url).key_prefix(db.prefix()))
+            .await
+            .unwrap();
+        let store = RedisMessageStore::new(own);
+        let session = session.clone();
+        tokio::spawn(async move {
+            for i in 1..300 {
+                store
+                    .delete(&session, &[format!("m{:05}", i * 7)])
+                    .await
+                    .unwrap();
+                store
+                    .append(&session, vec![message(3_000 + i)])
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    let mut reads = 0;
+    loop {
+        let history = store.history(&session, None).await.unwrap();
+        assert_eq!(history[0].id, "m00000");
+        assert!(
+            history.windows(2).all(|w| w[0].id < w[1].id),
+            "a path out of order"
+        );
+        assert!(history.len() >= 3_000 - 300);
+        reads += 1;
+        if writer.is_finished() {
+            break;
+        }
+    }
+    writer.await.unwrap();
+    assert!(reads > 0);
+    let history = store.history(&session, None).await.unwrap();
+    assert_eq!(history.len(), 3_000 - 299 + 299);
+    db.drop_all().await.unwrap();
+}
