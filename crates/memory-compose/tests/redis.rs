@@ -23,12 +23,16 @@ fn redis_url() -> Option<String> {
     Some(url)
 }
 
-/// A deployment whose session tier and key-value store are on Redis under a fresh prefix.
+/// A deployment whose session tier and key-value store are on Redis under a fresh prefix,
+/// with a per-session block, a shared block and a block of stored skills.
 fn deployment(dir: &std::path::Path, prefix: &str) -> Deployment {
     std::fs::write(
         dir.join("memory.toml"),
         format!(
-            "[storage]\nsessions = \"redis\"\nkv = \"redis\"\n\n[storage.redis]\nkey_prefix = \"{prefix}\"\n\n\
+            "[[blocks]]\nlabel = \"notes\"\nkind = \"writable\"\nmax_tokens = 200\n\n\
+             [[blocks]]\nlabel = \"team\"\nkind = \"writable\"\nmax_tokens = 200\nscope = \"shared\"\n\n\
+             [[blocks]]\nlabel = \"playbooks\"\nkind = \"skill\"\n\n\
+             [storage]\nsessions = \"redis\"\nkv = \"redis\"\n\n[storage.redis]\nkey_prefix = \"{prefix}\"\n\n\
              [memory]\nembedder = \"none\"\n"
         ),
     )
@@ -123,5 +127,102 @@ async fn a_session_on_redis_is_searchable_and_leaves_no_key_when_deleted() {
             .unwrap()
             .is_empty()
     );
+    db.drop_all().await.unwrap();
+}
+
+/// Two servers (two deployments, each with its own connection and its own session handles)
+/// on one Redis: what one writes, refreshes or loads is what the other reads next. No
+/// in-process copy goes stale, and concurrent changes of the loaded skills both land.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_redis_see_one_session() {
+    let Some(url) = redis_url() else {
+        return;
+    };
+    let prefix = format!("memorytest:coherence:{}:", uuid::Uuid::new_v4().simple());
+    let dir = tempfile::tempdir().unwrap();
+    let a = deployment(dir.path(), &prefix)
+        .session_manager()
+        .await
+        .unwrap();
+    let b = deployment(dir.path(), &prefix)
+        .session_manager()
+        .await
+        .unwrap();
+    let id = a.create(Default::default()).await.unwrap().id;
+    let (sa, sb) = (a.session(&id).await.unwrap(), b.session(&id).await.unwrap());
+
+    let frozen = sa.freeze_system_prompt().await.unwrap();
+    assert_eq!(
+        sb.freeze_system_prompt().await.unwrap(),
+        frozen,
+        "one frozen prompt"
+    );
+    sb.context()
+        .replace("notes", "Prefers green tea")
+        .await
+        .unwrap();
+    assert_eq!(
+        sa.context().get("notes").await.unwrap().content,
+        "Prefers green tea",
+        "a read after another server's write sees it"
+    );
+    assert_eq!(
+        sa.freeze_system_prompt().await.unwrap(),
+        frozen,
+        "writes never change the frozen prompt"
+    );
+    let refreshed = sb.refresh_system_prompt().await.unwrap();
+    assert!(refreshed.contains("Prefers green tea"));
+    assert_eq!(
+        sa.freeze_system_prompt().await.unwrap(),
+        refreshed,
+        "another server's refresh is the frozen prompt everywhere"
+    );
+
+    for (key, body) in [("alpha", "First playbook"), ("beta", "Second playbook")] {
+        sa.context()
+            .set_entry("playbooks", body, Some(key), None)
+            .await
+            .unwrap();
+    }
+    let keys: Vec<String> = sa
+        .context()
+        .blocks()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|b| b.label == "playbooks")
+        .map(|b| b.content)
+        .collect();
+    assert!(
+        keys[0].contains("alpha") && keys[0].contains("beta"),
+        "{keys:?}"
+    );
+    for _ in 0..10 {
+        let (ca, cb) = (sa.context().clone(), sb.context().clone());
+        let (x, y) = tokio::join!(
+            tokio::spawn(async move { ca.load_skill("playbooks", "alpha").await.unwrap() }),
+            tokio::spawn(async move { cb.load_skill("playbooks", "beta").await.unwrap() }),
+        );
+        assert!(x.unwrap().is_some() && y.unwrap().is_some());
+        assert_eq!(
+            sa.context().loaded_skills().await.unwrap(),
+            ["playbooks:alpha", "playbooks:beta"],
+            "both loads land"
+        );
+        sa.context()
+            .unload_skill("playbooks", "alpha")
+            .await
+            .unwrap();
+        sb.context()
+            .unload_skill("playbooks", "beta")
+            .await
+            .unwrap();
+        assert!(sb.context().loaded_skills().await.unwrap().is_empty());
+    }
+
+    let db = RedisDatabase::connect(RedisConfig::new(url).key_prefix(prefix))
+        .await
+        .unwrap();
     db.drop_all().await.unwrap();
 }

@@ -64,20 +64,27 @@ pub struct Unloaded {
     pub key: String,
 }
 
+/// What an instance keeps in memory: only what no store holds for it. With a prompt store
+/// (and a loaded-skill store) wired, nothing mutable is kept here, so several processes
+/// sharing the stores see one frozen prompt and one loaded set.
 #[derive(Default)]
 struct State {
-    /// Loaded blocks, in declaration order; `None` until the first load.
-    blocks: Option<Vec<ContextBlock>>,
-    /// The frozen prompt of this instance.
+    /// The frozen prompt, when no prompt store is wired.
     snapshot: Option<String>,
-    /// `label:key` of loaded skills; `None` until read from the store.
-    loaded: Option<BTreeSet<String>>,
+    /// `label:key` of loaded skills, when no loaded-skill store is wired.
+    loaded: BTreeSet<String>,
 }
 
 /// A session's context blocks.
 ///
 /// Writes go to the providers at once and never change the frozen prompt; the prompt is
 /// re-rendered only by [`refresh_system_prompt`](Self::refresh_system_prompt).
+///
+/// Coherent across processes: block contents are read from their providers on every read
+/// (never from a copy another process could have made stale); the frozen prompt and the
+/// loaded-skill set live in the key-value store when one is wired, the first freeze and
+/// every change of the loaded set by compare-and-set. A refresh or a skill load in one
+/// process is what every other process sees next.
 pub struct ContextBlocks {
     configs: Vec<BlockConfig>,
     counter: Arc<dyn TokenCounter>,
@@ -209,41 +216,23 @@ impl ContextBlocks {
         Ok(self.block_from(config, content.unwrap_or_default()))
     }
 
-    /// Reads every provider (initialising declared defaults) and caches the result.
+    /// Reads every provider (initialising declared defaults).
     pub async fn load(&self) -> Result<Vec<ContextBlock>> {
         let mut blocks = Vec::with_capacity(self.configs.len());
         for config in &self.configs {
             blocks.push(self.read(config).await?);
         }
-        self.state().blocks = Some(blocks.clone());
         Ok(blocks)
     }
 
-    /// Every block (loaded on first use).
+    /// Every block, as its provider holds it now.
     pub async fn blocks(&self) -> Result<Vec<ContextBlock>> {
-        if let Some(blocks) = self.state().blocks.clone() {
-            return Ok(blocks);
-        }
         self.load().await
     }
 
-    /// One block.
+    /// One block, as its provider holds it now.
     pub async fn get(&self, label: &str) -> Result<ContextBlock> {
-        self.config(label)?;
-        self.blocks()
-            .await?
-            .into_iter()
-            .find(|b| b.label == label)
-            .ok_or_else(|| MemoryError::not_found("block", label))
-    }
-
-    fn cache(&self, block: ContextBlock) {
-        let mut state = self.state();
-        if let Some(blocks) = state.blocks.as_mut()
-            && let Some(slot) = blocks.iter_mut().find(|b| b.label == block.label)
-        {
-            *slot = block;
-        }
+        self.read(self.config(label)?).await
     }
 
     fn writable(
@@ -283,7 +272,6 @@ impl ContextBlocks {
         let block = self.block_from(config, content.to_owned());
         self.check_budget(config, block.tokens)?;
         provider.set(content).await?;
-        self.cache(block.clone());
         Ok(block)
     }
 
@@ -313,14 +301,10 @@ impl ContextBlocks {
                 .compare_and_set(stored.as_deref(), &block.content)
                 .await
             {
-                Ok(true) => {
-                    self.cache(block.clone());
-                    return Ok(block);
-                }
+                Ok(true) => return Ok(block),
                 Ok(false) => continue,
                 Err(MemoryError::NotSupported { .. }) => {
                     provider.set(&block.content).await?;
-                    self.cache(block.clone());
                     return Ok(block);
                 }
                 Err(e) => return Err(e),
@@ -338,9 +322,7 @@ impl ContextBlocks {
         let (config, provider) = self.writable(label)?;
         let content = config.default_content.clone().unwrap_or_default();
         provider.set(&content).await?;
-        let block = self.block_from(config, content);
-        self.cache(block.clone());
-        Ok(block)
+        Ok(self.block_from(config, content))
     }
 
     /// Resets every writable block to its default.
@@ -386,8 +368,6 @@ impl ContextBlocks {
                 )));
             }
         }
-        let block = self.read(config).await?;
-        self.cache(block);
         Ok(key)
     }
 
@@ -401,27 +381,44 @@ impl ContextBlocks {
         }
     }
 
-    async fn loaded_set(&self) -> Result<BTreeSet<String>> {
-        if let Some(set) = self.state().loaded.clone() {
-            return Ok(set);
+    /// The loaded set and, with a store, the stored value it was read from.
+    async fn loaded_set(&self) -> Result<(BTreeSet<String>, Option<String>)> {
+        match &self.loaded_store {
+            Some((kv, key)) => {
+                let stored = kv.get(key).await?;
+                let set = match &stored {
+                    Some(json) => serde_json::from_str(json)?,
+                    None => BTreeSet::new(),
+                };
+                Ok((set, stored))
+            }
+            None => Ok((self.state().loaded.clone(), None)),
         }
-        let set: BTreeSet<String> = match &self.loaded_store {
-            Some((kv, key)) => match kv.get(key).await? {
-                Some(json) => serde_json::from_str(&json)?,
-                None => BTreeSet::new(),
-            },
-            None => BTreeSet::new(),
-        };
-        self.state().loaded = Some(set.clone());
-        Ok(set)
     }
 
-    async fn save_loaded(&self, set: BTreeSet<String>) -> Result<()> {
-        if let Some((kv, key)) = &self.loaded_store {
-            kv.set(key, &serde_json::to_string(&set)?).await?;
+    /// Applies `change` to the loaded set (compare-and-set on the store, retried when another
+    /// process changed it first); `change` says whether it changed anything.
+    async fn change_loaded(&self, change: impl Fn(&mut BTreeSet<String>) -> bool) -> Result<bool> {
+        let Some((kv, key)) = &self.loaded_store else {
+            return Ok(change(&mut self.state().loaded));
+        };
+        for _ in 0..APPEND_ATTEMPTS {
+            let (mut set, stored) = self.loaded_set().await?;
+            if !change(&mut set) {
+                return Ok(false);
+            }
+            if kv
+                .compare_and_set(key, stored, &serde_json::to_string(&set)?)
+                .await?
+            {
+                return Ok(true);
+            }
         }
-        self.state().loaded = Some(set);
-        Ok(())
+        Err(MemoryError::Conflict {
+            message: format!(
+                "the loaded skills changed under {APPEND_ATTEMPTS} attempts to change them; try again"
+            ),
+        })
     }
 
     /// Loads a skill's document and records it as loaded; `None` for an unknown key.
@@ -434,10 +431,8 @@ impl ContextBlocks {
         let Some(content) = provider.load(key).await? else {
             return Ok(None);
         };
-        let mut set = self.loaded_set().await?;
-        if set.insert(format!("{label}:{key}")) {
-            self.save_loaded(set).await?;
-        }
+        let entry = format!("{label}:{key}");
+        self.change_loaded(|set| set.insert(entry.clone())).await?;
         Ok(Some(content))
     }
 
@@ -448,11 +443,10 @@ impl ContextBlocks {
                 "\"{label}\" is not a skill block"
             )));
         }
-        let mut set = self.loaded_set().await?;
-        if !set.remove(&format!("{label}:{key}")) {
+        let entry = format!("{label}:{key}");
+        if !self.change_loaded(|set| set.remove(&entry)).await? {
             return Ok(None);
         }
-        self.save_loaded(set).await?;
         Ok(Some(Unloaded {
             label: label.to_owned(),
             key: key.to_owned(),
@@ -461,60 +455,67 @@ impl ContextBlocks {
 
     /// `label:key` of every loaded skill, sorted.
     pub async fn loaded_skills(&self) -> Result<Vec<String>> {
-        Ok(self.loaded_set().await?.into_iter().collect())
+        Ok(self.loaded_set().await?.0.into_iter().collect())
     }
 
     /// Forgets every loaded skill (after the history is cleared).
     pub async fn clear_loaded_skills(&self) -> Result<()> {
-        self.save_loaded(BTreeSet::new()).await
+        match &self.loaded_store {
+            Some((kv, key)) => {
+                kv.set(key, &serde_json::to_string(&BTreeSet::<String>::new())?)
+                    .await
+            }
+            None => {
+                self.state().loaded.clear();
+                Ok(())
+            }
+        }
     }
 
     /// The frozen system prompt: rendered once and returned unchanged afterwards, even after
-    /// writes (so the provider's prefix cache stays warm). With a prompt store, a new process
-    /// returns the stored string (an empty prompt included) without reading providers.
+    /// writes (so the provider's prefix cache stays warm). With a prompt store the store holds
+    /// it: every process returns the stored string (an empty prompt included) without reading
+    /// providers, and when two freeze at once the first stored wins for both.
     pub async fn freeze_system_prompt(&self) -> Result<String> {
-        if let Some(snapshot) = self.state().snapshot.clone() {
-            return Ok(snapshot);
-        }
-        if let Some((kv, key)) = &self.prompt_store
-            && let Some(stored) = kv.get(key).await?
-        {
-            self.state().snapshot = Some(stored.clone());
+        let Some((kv, key)) = &self.prompt_store else {
+            if let Some(snapshot) = self.state().snapshot.clone() {
+                return Ok(snapshot);
+            }
+            let prompt = render_prompt(&self.blocks().await?);
+            // Concurrent freezes agree: the first snapshot wins.
+            return Ok(self.state().snapshot.get_or_insert(prompt).clone());
+        };
+        if let Some(stored) = kv.get(key).await? {
             return Ok(stored);
         }
         let prompt = render_prompt(&self.blocks().await?);
-        self.persist(&prompt).await?;
-        let mut state = self.state();
-        // Concurrent freezes agree: the first snapshot wins.
-        Ok(state.snapshot.get_or_insert(prompt).clone())
+        if kv.compare_and_set(key, None, &prompt).await? {
+            return Ok(prompt);
+        }
+        // Another process froze it first (or refreshed it meanwhile): its prompt is the one.
+        Ok(kv.get(key).await?.unwrap_or(prompt))
     }
 
-    /// Re-reads every provider, re-renders, persists and returns the new frozen prompt.
+    /// Re-reads every provider, re-renders, stores and returns the new frozen prompt.
     pub async fn refresh_system_prompt(&self) -> Result<String> {
         let prompt = render_prompt(&self.load().await?);
-        self.persist(&prompt).await?;
-        self.state().snapshot = Some(prompt.clone());
+        match &self.prompt_store {
+            Some((kv, key)) => kv.set(key, &prompt).await?,
+            None => self.state().snapshot = Some(prompt.clone()),
+        }
         Ok(prompt)
     }
 
-    /// The prompt for token estimates, never persisting anything: the snapshot, else the
-    /// stored prompt, else a fresh render.
+    /// The prompt for token estimates, never storing anything: the frozen prompt if there is
+    /// one, else a fresh render.
     pub async fn system_prompt_for_estimate(&self) -> Result<String> {
-        if let Some(snapshot) = self.state().snapshot.clone() {
-            return Ok(snapshot);
+        let frozen = match &self.prompt_store {
+            Some((kv, key)) => kv.get(key).await?,
+            None => self.state().snapshot.clone(),
+        };
+        match frozen {
+            Some(prompt) => Ok(prompt),
+            None => Ok(render_prompt(&self.blocks().await?)),
         }
-        if let Some((kv, key)) = &self.prompt_store
-            && let Some(stored) = kv.get(key).await?
-        {
-            return Ok(stored);
-        }
-        Ok(render_prompt(&self.blocks().await?))
-    }
-
-    async fn persist(&self, prompt: &str) -> Result<()> {
-        if let Some((kv, key)) = &self.prompt_store {
-            kv.set(key, prompt).await?;
-        }
-        Ok(())
     }
 }
