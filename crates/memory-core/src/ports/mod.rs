@@ -8,6 +8,7 @@
 //! | [`ContextProvider`] and kin | what a context block reads and writes | engine providers over ports |
 //! | [`TextIndex`] / [`TextIndexes`] | full-text search over documents with fields | in-memory, SQLite, PostgreSQL |
 //! | [`VectorIndex`] / [`VectorIndexes`] | embeddings with nearest-neighbour search | in-memory, SQLite, PostgreSQL (pgvector) |
+//! | [`BlobStore`] | whole artefacts by key (skills, exports, backups), streamed when large | in-memory, directory, S3/R2 |
 //! | [`SkillStore`] | loadable documents with descriptions | in-memory, SQLite, PostgreSQL, Redis, Markdown files |
 //! | [`RawMessageStore`] + [`MemoryRecordStore`] ([`MemoryProfiles`]) | a profile's raw messages and typed memories | in-memory, SQLite, PostgreSQL |
 //! | [`JobQueue`] | durable background jobs with leases | in-memory, SQLite, PostgreSQL, Redis |
@@ -17,6 +18,7 @@
 //! | [`Clock`] | the current time | system, manual |
 //! | [`CompactionObserver`] | receives compacted ranges | (engine callers) |
 
+mod blob_store;
 mod clock;
 mod compaction_observer;
 mod context_provider;
@@ -34,6 +36,10 @@ mod text_index;
 mod token_counter;
 mod vector_index;
 
+pub use blob_store::{
+    BlobCapabilities, BlobDownload, BlobMeta, BlobPage, BlobStore, BlobStoreExt, BlobUpload,
+    PutMode, validate_blob_key, validate_blob_prefix,
+};
 pub use clock::{Clock, SystemClock};
 pub use compaction_observer::{CompactionEvent, CompactionObserver};
 pub use context_provider::{

@@ -5,6 +5,7 @@
 //! Every function works in freshly named sessions and keys, so it is safe on a shared store.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod blob_store;
 pub mod embedder;
 pub mod job_queue;
 pub mod key_value_store;

@@ -1,6 +1,7 @@
 //! In-memory adapters for every port. Correct, simple and single-process: the reference
 //! behaviour the contract suite holds real adapters to.
 
+mod blob_store;
 mod clock;
 mod context;
 mod job_queue;
@@ -15,6 +16,7 @@ mod text_search;
 mod token_counter;
 mod vector_index;
 
+pub use blob_store::InMemoryBlobStore;
 pub use clock::ManualClock;
 pub use context::{InMemoryBlock, StaticBlock};
 pub use job_queue::InMemoryJobQueue;
