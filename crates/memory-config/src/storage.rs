@@ -175,6 +175,12 @@ pub struct S3Settings {
     pub access_key_env: String,
     /// The environment variable holding the secret key (default `AWS_SECRET_ACCESS_KEY`).
     pub secret_key_env: String,
+    /// A named profile of `~/.aws/credentials`, used when the key variables are unset.
+    pub profile: Option<String>,
+    /// Whether the server honours conditional writes (`If-None-Match`, `If-Match`; default
+    /// true: AWS, R2, SeaweedFS and MinIO do). Off: create-only writes are refused as not
+    /// supported instead of racing.
+    pub conditional_writes: bool,
 }
 
 /// A directory backend (`[storage.tantivy]`, `[storage.lancedb]`, `[storage.fs]`).
@@ -324,6 +330,8 @@ pub(crate) struct RawS3 {
     pub region: Option<String>,
     pub access_key_env: Option<String>,
     pub secret_key_env: Option<String>,
+    pub profile: Option<String>,
+    pub conditional_writes: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -438,9 +446,16 @@ impl RawStorage {
                 if raw.bucket.is_empty() {
                     return Err(problem("storage.s3.bucket", "name the bucket"));
                 }
+                let prefix = raw.prefix.unwrap_or_default();
+                if !(prefix.is_empty() || prefix.ends_with('/')) || prefix.starts_with('/') {
+                    return Err(problem(
+                        "storage.s3.prefix",
+                        format!("{prefix:?} must be empty or end in '/' (and not start with one)"),
+                    ));
+                }
                 config.s3 = Some(S3Settings {
                     bucket: raw.bucket,
-                    prefix: raw.prefix.unwrap_or_default(),
+                    prefix,
                     endpoint: raw.endpoint,
                     region: raw.region.unwrap_or_else(|| "us-east-1".into()),
                     access_key_env: env_name(
@@ -453,6 +468,8 @@ impl RawStorage {
                         raw.secret_key_env,
                         "AWS_SECRET_ACCESS_KEY",
                     )?,
+                    profile: raw.profile,
+                    conditional_writes: raw.conditional_writes.unwrap_or(true),
                 });
             }
             None if uses(Backend::S3) => {
