@@ -34,6 +34,7 @@ mod message_store;
 mod profile_index;
 mod session_registry;
 mod skill_store;
+mod snapshot;
 mod store_written_index;
 mod text_index;
 mod vector_index;
@@ -49,6 +50,7 @@ pub use message_store::SqliteMessageStore;
 pub use profile_index::SqliteProfileIndex;
 pub use session_registry::SqliteSessionRegistry;
 pub use skill_store::SqliteSkillStore;
+pub use snapshot::snapshot;
 pub use text_index::SqliteTextIndex;
 pub use vector_index::SqliteVectorIndex;
 

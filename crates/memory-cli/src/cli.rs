@@ -142,6 +142,10 @@ pub enum Command {
     /// API keys for `memory serve --keys`.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Back up the embedded databases into the deployment's blob store (`[storage] blobs`:
+    /// the data directory's `blobs/`, or an S3/R2 bucket), list backups, restore one.
+    #[command(subcommand)]
+    Backup(BackupCommand),
     /// Run ingest jobs from the deployment's job queue, every profile's, until Ctrl-C: any
     /// number of workers (on any machine sharing the queue) each claim a job under a lease.
     /// Ctrl-C lets the current job finish and claims no more.
@@ -185,6 +189,35 @@ pub enum Command {
         /// no rate; more get 429 with Retry-After.
         #[arg(long, default_value_t = 100)]
         rate_per_key: u32,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BackupCommand {
+    /// Take a backup now: a consistent copy of every SQLite database (taken while the
+    /// deployment runs), with SHA-256 checksums and a manifest.
+    Create {
+        /// Keep only the newest N backups afterwards.
+        #[arg(long)]
+        keep: Option<usize>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// List the complete backups, oldest first.
+    List {
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Restore a backup into an empty data directory (every checksum verified first).
+    Restore {
+        /// The backup (the newest when absent).
+        #[arg(long)]
+        id: Option<String>,
+        /// The data directory to restore into; no database file may exist there yet.
+        #[arg(long)]
+        into: std::path::PathBuf,
+        #[command(flatten)]
+        format: Format,
     },
 }
 

@@ -17,6 +17,8 @@
 //! A role whose backend this build leaves out is [`ComposeError::NotBuilt`]; a backend no
 //! adapter serves yet is [`ComposeError::NotAvailable`]: never a silent fallback.
 
+#[cfg(feature = "sqlite")]
+pub mod backup;
 mod blocks;
 mod error;
 mod models;
@@ -148,6 +150,29 @@ impl Deployment {
     /// The blob store of `[storage] blobs` (a directory by default, or an S3 bucket).
     pub async fn blob_store(&self) -> Result<Arc<dyn memory_core::ports::BlobStore>> {
         self.stores.blob_store().await
+    }
+
+    /// Backs up the embedded databases into the blob store (see [`backup`]), keeping the
+    /// newest `keep` backups when given.
+    #[cfg(feature = "sqlite")]
+    pub async fn backup(&self, keep: Option<usize>) -> Result<backup::BackupManifest> {
+        let blobs = self.blob_store().await?;
+        Ok(backup::backup(blobs.as_ref(), self.storage(), &self.data_dir, keep).await?)
+    }
+
+    /// Every complete backup in the blob store, oldest first.
+    #[cfg(feature = "sqlite")]
+    pub async fn backups(&self) -> Result<Vec<backup::BackupManifest>> {
+        let blobs = self.blob_store().await?;
+        Ok(backup::list(blobs.as_ref()).await?)
+    }
+
+    /// Restores backup `id` (the newest when `None`) from the blob store into the empty data
+    /// directory `into`.
+    #[cfg(feature = "sqlite")]
+    pub async fn restore(&self, id: Option<&str>, into: &Path) -> Result<backup::BackupManifest> {
+        let blobs = self.blob_store().await?;
+        Ok(backup::restore(blobs.as_ref(), id, into).await?)
     }
 
     /// The long-term tier's backends.

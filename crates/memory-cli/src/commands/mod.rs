@@ -1,5 +1,6 @@
 //! Command handlers.
 
+mod backup;
 mod bench;
 mod bench_serve;
 mod context;
@@ -82,6 +83,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     }
     if let Command::Keys(crate::cli::KeysCommand::New { tenant, label }) = &cli.command {
         return serve::new_key(tenant, label.as_deref());
+    }
+    if let Command::Backup(command) = cli.command {
+        return backup::run(&app::data_dir(cli.data_dir), command).await;
     }
     if let Command::Worker {
         poll_ms,
@@ -203,6 +207,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Worker { .. }
         | Command::Mcp { .. }
         | Command::Keys(_)
+        | Command::Backup(_)
         | Command::Bench(_) => Ok(()),
     };
     app.close().await;
