@@ -152,6 +152,39 @@ impl Deployment {
         self.stores.blob_store().await
     }
 
+    /// The blob store and key of a location `s3://bucket/key` (reached like `[storage.s3]`),
+    /// for moving exports between deployments through a bucket; `None` when `location` is not
+    /// an `s3://` URL.
+    pub async fn remote_blob(
+        &self,
+        location: &str,
+    ) -> Result<Option<(Arc<dyn memory_core::ports::BlobStore>, String)>> {
+        let Some(rest) = location.strip_prefix("s3://") else {
+            return Ok(None);
+        };
+        let Some((bucket, key)) = rest.split_once('/') else {
+            return Err(ComposeError::Invalid(format!(
+                "{location}: write s3://BUCKET/KEY"
+            )));
+        };
+        memory_core::ports::validate_blob_key(key)?;
+        #[cfg(feature = "s3")]
+        {
+            Ok(Some((
+                self.stores.bucket_blobs(bucket).await?,
+                key.to_owned(),
+            )))
+        }
+        #[cfg(not(feature = "s3"))]
+        {
+            let _ = bucket;
+            Err(ComposeError::NotBuilt {
+                role: memory_config::Role::Blobs,
+                backend: memory_config::Backend::S3,
+            })
+        }
+    }
+
     /// Backs up the embedded databases into the blob store (see [`backup`]), keeping the
     /// newest `keep` backups when given.
     #[cfg(feature = "sqlite")]

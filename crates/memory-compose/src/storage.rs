@@ -303,6 +303,26 @@ impl Stores {
         }
     }
 
+    /// The blobs of another bucket (an `s3://bucket/key` location), reached like
+    /// `[storage.s3]` (endpoint, region, credentials) when that section exists, else through
+    /// AWS's defaults; keys are not prefixed.
+    #[cfg(feature = "s3")]
+    pub(crate) async fn bucket_blobs(&self, bucket: &str) -> Result<Arc<dyn BlobStore>> {
+        let mut config = memory_s3::S3Config::new(bucket);
+        if let Some(settings) = &self.storage.s3 {
+            config = config
+                .region(&settings.region)
+                .conditional_writes(settings.conditional_writes);
+            if let Some(endpoint) = &settings.endpoint {
+                config = config.endpoint(endpoint);
+            }
+            config = config.credentials(credentials(settings));
+        }
+        Ok(Arc::new(memory_s3::S3BlobStore::new(
+            memory_s3::S3Bucket::connect(config).await?,
+        )))
+    }
+
     /// The bucket of `[storage.s3]`, connected once. Credentials: the key variables it
     /// names when they are set, else its named profile, else the SDK's default chain.
     #[cfg(feature = "s3")]
@@ -320,17 +340,7 @@ impl Stores {
                 if let Some(endpoint) = &settings.endpoint {
                     config = config.endpoint(endpoint);
                 }
-                let keys = (
-                    std::env::var(&settings.access_key_env),
-                    std::env::var(&settings.secret_key_env),
-                );
-                config = match (keys, &settings.profile) {
-                    ((Ok(id), Ok(secret)), _) => config.static_credentials(id, secret),
-                    (_, Some(profile)) => {
-                        config.credentials(memory_s3::Credentials::Profile(profile.clone()))
-                    }
-                    _ => config.credentials(memory_s3::Credentials::Default),
-                };
+                config = config.credentials(credentials(&settings));
                 Ok::<_, ComposeError>(memory_s3::S3Bucket::connect(config).await?)
             })
             .await?;
@@ -398,6 +408,24 @@ impl Stores {
         {
             db.close().await;
         }
+    }
+}
+
+/// The credentials `[storage.s3]` names: its key variables when they are set, else its
+/// named profile, else the SDK's default chain.
+#[cfg(feature = "s3")]
+fn credentials(settings: &memory_config::S3Settings) -> memory_s3::Credentials {
+    let keys = (
+        std::env::var(&settings.access_key_env),
+        std::env::var(&settings.secret_key_env),
+    );
+    match (keys, &settings.profile) {
+        ((Ok(access_key_id), Ok(secret_access_key)), _) => memory_s3::Credentials::Static {
+            access_key_id,
+            secret_access_key,
+        },
+        (_, Some(profile)) => memory_s3::Credentials::Profile(profile.clone()),
+        _ => memory_s3::Credentials::Default,
     }
 }
 

@@ -9,6 +9,7 @@ mod eval;
 mod message;
 mod profile;
 mod read;
+mod remote;
 mod serve;
 mod session;
 mod transfer;

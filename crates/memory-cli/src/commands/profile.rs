@@ -458,6 +458,22 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             output,
             vectors,
         } => {
+            if let Some(location) = output.as_deref().and_then(super::remote::location) {
+                let staged = tempfile::NamedTempFile::new()
+                    .map_err(|e| CliError::io("creating a temporary file", e))?;
+                let staged_path = staged.path().to_owned();
+                Box::pin(run(
+                    data_dir,
+                    ProfileCommand::Export {
+                        profile,
+                        output: Some(staged_path.clone()),
+                        vectors,
+                    },
+                ))
+                .await?;
+                let deployment = memory_compose::Deployment::open(data_dir)?;
+                return super::remote::upload(&deployment, location, &staged_path).await;
+            }
             let sink: Box<dyn std::io::Write + Send> = match &output {
                 Some(path) => Box::new(
                     std::fs::File::create(path)
@@ -481,6 +497,19 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             file,
             format,
         } => {
+            if let Some(location) = super::remote::location(&file) {
+                let deployment = memory_compose::Deployment::open(data_dir)?;
+                let staged = super::remote::download(&deployment, location).await?;
+                return Box::pin(run(
+                    data_dir,
+                    ProfileCommand::Import {
+                        profile,
+                        file: staged.path().to_owned(),
+                        format,
+                    },
+                ))
+                .await;
+            }
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| CliError::io(format!("reading {}", file.display()), e))?;
             let lines: Vec<String> = text.lines().map(str::to_owned).collect();

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use memory_core::MemoryError;
 use serde_json::json;
 
-use super::CliError;
+use super::{CliError, remote};
 use crate::app::{App, session_id};
 use crate::cli::Format;
 use crate::output;
@@ -17,6 +17,12 @@ use crate::output;
 const PAGE: usize = 1_000;
 
 pub async fn export(app: &App, session: &str, output: Option<PathBuf>) -> Result<(), CliError> {
+    if let Some(location) = output.as_deref().and_then(remote::location) {
+        let staged = tempfile::NamedTempFile::new()
+            .map_err(|e| CliError::io("creating a temporary file", e))?;
+        Box::pin(export(app, session, Some(staged.path().to_owned()))).await?;
+        return remote::upload(&app.deployment, location, staged.path()).await;
+    }
     let id = session_id(session)?;
     // The first page proves the session exists before a file is created.
     let mut page = app.manager.export_page(&id, None, PAGE).await?;
@@ -82,6 +88,10 @@ fn in_file(path: &Path, error: MemoryError) -> CliError {
 /// imports: session records exactly as exported, messages in batches (insert-if-absent, so a
 /// second import, or two at once, changes nothing).
 pub async fn import(app: &App, path: &Path, format: Format) -> Result<(), CliError> {
+    if let Some(location) = remote::location(path) {
+        let staged = remote::download(&app.deployment, location).await?;
+        return Box::pin(import(app, staged.path(), format)).await;
+    }
     let total = app
         .manager
         .validate_import(lines(path)?)
