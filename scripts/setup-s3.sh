@@ -55,26 +55,35 @@ if [[ ! -x "$weed" ]]; then
   chmod a+x "$weed"
 fi
 
-up() { curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/" 2>/dev/null | grep -q '^[1-5]'; }
+filer="${MEMORY_S3_FILER_PORT:-8888}"
+# HTTP status of a loopback URL (000 when nothing answers); python3 is there for pip anyway.
+status() {
+  python3 - "$1" <<'PY'
+import sys, urllib.request, urllib.error
+try:
+    print(urllib.request.urlopen(sys.argv[1], timeout=2).status)
+except urllib.error.HTTPError as e:
+    print(e.code)
+except Exception:
+    print("000")
+PY
+}
+up() { [[ "$(status "http://127.0.0.1:$port/")" != 000 ]]; }
+# The bucket exists once the filer holds its directory.
+bucket_ready() { [[ "$(status "http://127.0.0.1:$filer/buckets/memory-test/")" == 200 ]]; }
 
 if ! up; then
   mkdir -p "$data"
   nohup "$weed" mini -dir="$data" -ip=127.0.0.1 -ip.bind=127.0.0.1 -admin.ui=false \
-    -s3.port="$port" -bucket=memory-test >"$log" 2>&1 &
+    -s3.port="$port" -filer.port="$filer" -bucket=memory-test >"$log" 2>&1 &
   echo $! >"$pidfile"
-  for _ in $(seq 1 120); do
-    if up; then break; fi
-    sleep 0.5
-  done
-  if ! up; then
-    echo "setup-s3: the server did not start; see $log" >&2
-    exit 1
-  fi
-  # The bucket is created shortly after the port opens.
-  for _ in $(seq 1 60); do
-    code="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/memory-test")"
-    [[ "$code" == 403 || "$code" == 200 ]] && break
-    sleep 0.5
-  done
+fi
+for _ in $(seq 1 120); do
+  if up && bucket_ready; then break; fi
+  sleep 0.5
+done
+if ! up || ! bucket_ready; then
+  echo "setup-s3: the server or its bucket did not come up; see $log" >&2
+  exit 1
 fi
 echo "http://127.0.0.1:$port"
