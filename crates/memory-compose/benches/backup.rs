@@ -14,7 +14,7 @@
 use std::time::Instant;
 
 use memory_compose::Deployment;
-use memory_core::ports::{BlobStore, BlobStoreExt, SkillStore};
+use memory_core::ports::{BlobStoreExt, SkillStore};
 use memory_core::{NewMessage, Parent, Role, UiMessage};
 
 fn var(name: &str, default: &str) -> String {
