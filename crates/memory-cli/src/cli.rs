@@ -362,6 +362,18 @@ pub enum SessionCommand {
         #[command(flatten)]
         format: Format,
     },
+    /// Move a session's messages, overlays and blocks to the blob store (`[storage] blobs`);
+    /// its record stays listed, and the next read or append brings it back. With
+    /// `--idle-days`, every session not updated for that long.
+    Archive {
+        /// The session (or none, with `--idle-days`).
+        id: Option<String>,
+        /// Archive every session idle for at least this many days.
+        #[arg(long)]
+        idle_days: Option<f64>,
+        #[command(flatten)]
+        format: Format,
+    },
     /// Delete a session with all its messages and search entries.
     Delete {
         /// Session id.

@@ -67,3 +67,32 @@ fn a_restored_data_directory_answers_like_the_original() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("empty data directory"));
 }
+
+#[test]
+fn an_archived_session_comes_back_on_the_next_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    run(d, &["session", "create", "--id", "cold"]);
+    let message = serde_json::json!({"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Old news."}]});
+    run(d, &["message", "append", "cold", &message.to_string()]);
+    let before = run(d, &["history", "cold", "--json"]);
+    let archived: serde_json::Value =
+        serde_json::from_str(&run(d, &["session", "archive", "cold", "--json"])).unwrap();
+    assert_eq!(archived[0]["messages"], 1);
+    assert!(
+        d.join("blobs")
+            .join(archived[0]["key"].as_str().unwrap())
+            .is_file()
+    );
+    assert!(
+        run(d, &["session", "list"]).contains("cold"),
+        "the record stays listed"
+    );
+    assert_eq!(run(d, &["history", "cold", "--json"]), before);
+    let moved: serde_json::Value = serde_json::from_str(&run(
+        d,
+        &["session", "archive", "--idle-days", "0", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(moved.as_array().unwrap().len(), 1);
+}

@@ -146,6 +146,29 @@ async fn main() {
     })
     .await;
 
+    // Archive and bring back a 10,000-message session.
+    let cold = manager.create(Default::default()).await.unwrap().id;
+    for batch in 0..10 {
+        let messages = (0..1_000)
+            .map(|i| {
+                let n = batch * 1_000 + i;
+                NewMessage::with_parent(
+                    UiMessage::text_message(format!("c{n}"), Role::User, text(n, 1_024)),
+                    Parent::LatestLeaf,
+                )
+            })
+            .collect();
+        store.append(&cold, messages).await.unwrap();
+    }
+    let (report, archive_secs) = timed(manager.archive(&cold)).await;
+    let archived_bytes = report.unwrap().bytes;
+    let (back, rehydrate_secs) = timed(async {
+        let session = manager.session(&cold).await.unwrap();
+        session.history(None).await.unwrap().len()
+    })
+    .await;
+    assert_eq!(back, 10_000);
+
     // The skill index at 1,000 skills.
     let bucket_handle = memory_s3::S3Bucket::connect(
         memory_s3::S3Config::new(&bucket)
@@ -208,6 +231,13 @@ async fn main() {
     println!(
         "| plain download of the same bytes, same SDK (the floor) | {download_secs:.2} | {:.1} |",
         mb(uploaded, download_secs)
+    );
+    println!();
+    println!("| a 10,000-message session ({archived_bytes} bytes archived) | seconds |");
+    println!("|---|---:|");
+    println!("| archive (export, upload, clear) | {archive_secs:.2} |");
+    println!(
+        "| bring back on the next read (download, import, first history) | {rehydrate_secs:.2} |"
     );
     println!();
     println!("| skill index, 1,000 skills | p50 ms |");

@@ -125,7 +125,8 @@ impl Deployment {
         let counter = Arc::clone(&wiring.counter);
         let mut manager = SessionManager::new(store, registry, Arc::clone(&self.clock))
             .with_context(wiring)
-            .with_search(self.stores.message_index().await?, kv);
+            .with_search(self.stores.message_index().await?, Arc::clone(&kv))
+            .with_archive(self.stores.blob_store().await?, kv);
         if let Some(llm) = &self.config.llm {
             let compaction = &self.config.compaction;
             let options = CompactorOptions {

@@ -24,6 +24,7 @@
 //! # });
 //! ```
 
+mod archive;
 pub mod compaction;
 pub mod context;
 mod indexed_message_store;
@@ -34,6 +35,7 @@ mod session;
 mod session_manager;
 pub mod session_transfer;
 
+pub use archive::ArchiveReport;
 pub use indexed_message_store::IndexedMessageStore;
 pub use message_search::{MessageSearch, ReindexReport};
 pub use session::{AppendReport, CompactionSettings, CompactionStatus, Session};

@@ -30,6 +30,7 @@ pub struct SessionManager {
     compaction: Option<Arc<CompactionSettings>>,
     search: Option<MessageSearch>,
     sessions: Arc<Mutex<HashMap<SessionId, Session>>>,
+    pub(crate) archive: Option<crate::archive::Archive>,
 }
 
 impl SessionManager {
@@ -47,7 +48,30 @@ impl SessionManager {
             compaction: None,
             search: None,
             sessions: Arc::new(Mutex::new(HashMap::new())),
+            archive: None,
         }
+    }
+
+    /// Enables archiving cold sessions into `blobs` ([`SessionManager::archive`]), with
+    /// their markers in `kv`. Every handle on a session then checks (one key-value read)
+    /// whether it must come back first.
+    pub fn with_archive(
+        mut self,
+        blobs: Arc<dyn memory_core::ports::BlobStore>,
+        kv: Arc<dyn KeyValueStore>,
+    ) -> Self {
+        self.archive = Some(crate::archive::Archive { blobs, kv });
+        self
+    }
+
+    /// The manager's clock's now.
+    pub(crate) fn now(&self) -> memory_core::Timestamp {
+        self.clock.now()
+    }
+
+    /// Drops the cached handle of a session.
+    pub(crate) fn forget_handle(&self, id: &SessionId) {
+        self.cached().remove(id);
     }
 
     /// Enables full-text search over every session through `index` (its `messages`
@@ -172,6 +196,8 @@ impl SessionManager {
     /// Shared blocks stay. Not-found if the session is not registered.
     pub async fn delete(&self, id: &SessionId) -> Result<()> {
         self.require(id).await?;
+        // An archived session's archive goes with it (brought back, then cleared below).
+        self.rehydrate(id).await?;
         self.store.clear(id).await?;
         self.context.delete_session(id).await?;
         self.registry.delete(id).await?;
@@ -183,6 +209,9 @@ impl SessionManager {
     /// A handle on a registered session, with its context blocks. Not-found if it is not
     /// registered. Handles are cached, so the frozen prompt of a session is one value.
     pub async fn session(&self, id: &SessionId) -> Result<Session> {
+        if self.rehydrate(id).await? {
+            self.forget_handle(id);
+        }
         if let Some(session) = self.cached().get(id).cloned() {
             return Ok(session);
         }
@@ -294,6 +323,7 @@ impl SessionManager {
         name: Option<String>,
     ) -> Result<SessionInfo> {
         let source = self.require(id).await?;
+        self.rehydrate(id).await?;
         let path = self.store.history(id, Some(at.to_owned())).await?;
         let info = self
             .create(NewSession {

@@ -75,6 +75,7 @@ impl SessionManager {
     ) -> Result<ExportPage> {
         let mut lines = Vec::new();
         if cursor.is_none() {
+            self.rehydrate(id).await?;
             let info = self
                 .get(id)
                 .await?

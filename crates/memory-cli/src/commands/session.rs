@@ -72,6 +72,34 @@ pub async fn run(app: &App, command: SessionCommand) -> Result<(), CliError> {
                 Ok(())
             }
         }
+        SessionCommand::Archive {
+            id,
+            idle_days,
+            format,
+        } => {
+            let reports = match (id, idle_days) {
+                (Some(id), None) => vec![app.manager.archive(&session_id(&id)?).await?],
+                (None, Some(days)) if days >= 0.0 => {
+                    let idle = (days * memory_core::DAY_MILLIS as f64) as i64;
+                    app.manager.archive_idle(idle).await?
+                }
+                _ => {
+                    return Err(CliError::Input(
+                        "name one session, or give --idle-days (not both)".into(),
+                    ));
+                }
+            };
+            if format.json {
+                return output::json(&reports);
+            }
+            for report in &reports {
+                println!(
+                    "archived {} ({} messages, {} bytes) to {}",
+                    report.session, report.messages, report.bytes, report.key
+                );
+            }
+            Ok(())
+        }
         SessionCommand::Delete { id } => {
             let id = session_id(&id)?;
             app.manager.delete(&id).await?;
