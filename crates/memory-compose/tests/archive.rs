@@ -174,3 +174,61 @@ async fn sessions_archive_to_an_s3_bucket_and_come_back() {
     let dir = tempfile::tempdir().unwrap();
     round_trip(dir.path(), &config).await;
 }
+
+/// A session id may hold `:`: deleting or archiving session `a` touches nothing of session
+/// `a:b` (whose keys start with `a`'s key prefix).
+#[tokio::test]
+async fn a_session_whose_id_extends_another_keeps_its_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("memory.toml"), BLOCKS).unwrap();
+    let manager = Deployment::open(dir.path())
+        .unwrap()
+        .session_manager()
+        .await
+        .unwrap();
+    let ids: Vec<memory_core::SessionId> = ["a", "a:b"]
+        .iter()
+        .map(|id| memory_core::SessionId::new(*id).unwrap())
+        .collect();
+    for id in &ids {
+        let spec = memory_core::NewSession {
+            id: Some(id.clone()),
+            ..Default::default()
+        };
+        manager.create(spec).await.unwrap();
+        let session = manager.session(id).await.unwrap();
+        session
+            .context()
+            .replace("notes", &format!("notes of {id}"))
+            .await
+            .unwrap();
+        session.freeze_system_prompt().await.unwrap();
+    }
+    let notes = |id: usize| {
+        let (manager, id) = (manager.clone(), ids[id].clone());
+        async move {
+            manager
+                .session(&id)
+                .await
+                .unwrap()
+                .context()
+                .get("notes")
+                .await
+                .unwrap()
+                .content
+        }
+    };
+    manager.archive(&ids[0]).await.unwrap();
+    assert_eq!(
+        notes(1).await,
+        "notes of a:b",
+        "archiving a leaves a:b alone"
+    );
+    assert_eq!(notes(0).await, "notes of a", "a comes back whole");
+    manager.delete(&ids[0]).await.unwrap();
+    assert_eq!(
+        notes(1).await,
+        "notes of a:b",
+        "deleting a leaves a:b alone"
+    );
+}

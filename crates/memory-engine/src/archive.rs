@@ -23,7 +23,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::SessionManager;
-use crate::context::storage_keys;
 
 /// Messages read per export page while archiving.
 const PAGE: usize = 1_000;
@@ -103,11 +102,11 @@ impl SessionManager {
             }
         }
         messages = messages.saturating_sub(1); // the session record
-        let prefix = storage_keys::session_prefix(id);
-        for entry in archive.kv.keys(&prefix).await? {
-            if let Some(value) = archive.kv.get(&entry).await? {
+        let owned = self.context_wiring().session_keys(id);
+        for entry in &owned {
+            if let Some(value) = archive.kv.get(entry).await? {
                 lines.push(serde_json::to_string(&ArchiveLine::Entry {
-                    key: entry,
+                    key: entry.clone(),
                     value,
                 })?);
             }
@@ -126,7 +125,9 @@ impl SessionManager {
         archive.kv.set(&marker(id), &key).await?;
         self.forget_handle(id);
         self.store().clear(id).await?;
-        archive.kv.delete_prefix(&prefix).await?;
+        for entry in &owned {
+            archive.kv.delete(entry).await?;
+        }
         tracing::info!(session = %id, %key, messages, bytes, "session archived");
         Ok(ArchiveReport {
             session: id.as_str().to_owned(),

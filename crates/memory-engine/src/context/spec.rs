@@ -12,7 +12,9 @@ use super::providers::{IndexedEntries, KvBlock};
 pub mod keys {
     use memory_core::{BlockScope, SessionId};
 
-    /// Prefix of everything stored for one session (deleted with the session).
+    /// Prefix of everything stored for one session. Also the start of the keys of a session
+    /// whose id extends this one's after a `:`: delete by exact key
+    /// ([`ContextWiring::session_keys`](super::ContextWiring::session_keys)), never by prefix.
     pub fn session_prefix(session: &SessionId) -> String {
         format!("session:{session}:")
     }
@@ -195,11 +197,27 @@ impl ContextWiring {
         Ok(blocks)
     }
 
+    /// The key-value entries one session owns: its frozen prompt, its loaded skills and its
+    /// declared session-scoped writable blocks. Exact keys, never a prefix: a session id may
+    /// hold `:`, so `session:a:` is also the start of session `a:b`'s keys.
+    pub fn session_keys(&self, session: &SessionId) -> Vec<String> {
+        let mut owned = vec![keys::prompt(session), keys::loaded_skills(session)];
+        for spec in &self.specs {
+            if matches!(spec.source, BlockSource::KeyValue) && spec.scope == BlockScope::Session {
+                owned.push(keys::block(spec.scope, session, &spec.label));
+            }
+        }
+        owned
+    }
+
     /// Removes everything stored for one session: its key-value entries (blocks, prompt,
-    /// loaded skills) and its searchable blocks' namespaces. Shared values stay.
+    /// loaded skills: [`session_keys`](Self::session_keys)) and its searchable blocks'
+    /// namespaces. Shared values stay, and so does every other session's.
     pub async fn delete_session(&self, session: &SessionId) -> Result<()> {
         if let Some(kv) = &self.kv {
-            kv.delete_prefix(&keys::session_prefix(session)).await?;
+            for key in self.session_keys(session) {
+                kv.delete(&key).await?;
+            }
         }
         if let Some(index) = &self.index {
             for spec in &self.specs {
