@@ -142,8 +142,8 @@ pub enum Command {
     /// API keys for `memory serve --keys`.
     #[command(subcommand)]
     Keys(KeysCommand),
-    /// Back up the embedded databases into the deployment's blob store (`[storage] blobs`:
-    /// the data directory's `blobs/`, or an S3/R2 bucket), list backups, restore one.
+    /// Back up the deployment into its blob store (`[storage] blobs`: the data directory's
+    /// `blobs/`, or an S3/R2 bucket), list backups, restore one.
     #[command(subcommand)]
     Backup(BackupCommand),
     /// Run ingest jobs from the deployment's job queue, every profile's, until Ctrl-C: any
@@ -194,8 +194,9 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum BackupCommand {
-    /// Take a backup now: a consistent copy of every SQLite database (taken while the
-    /// deployment runs), with SHA-256 checksums and a manifest.
+    /// Take a backup now, with SHA-256 checksums and a manifest: a consistent copy of every
+    /// SQLite database (taken while the deployment runs) when every role is on SQLite, else
+    /// every session (with overlays and blocks) and profile as export lines.
     Create {
         /// Keep only the newest N backups afterwards.
         #[arg(long)]
@@ -213,7 +214,10 @@ pub enum BackupCommand {
         /// The backup (the newest when absent).
         #[arg(long)]
         id: Option<String>,
-        /// The data directory to restore into; no database file may exist there yet.
+        /// The data directory to restore into. A file backup (every role on SQLite): no
+        /// database file may exist there yet. A logical backup (roles on PostgreSQL or
+        /// Redis): its memory.toml names the target backends, which must hold no session and
+        /// no profile yet.
         #[arg(long)]
         into: std::path::PathBuf,
         #[command(flatten)]

@@ -11,6 +11,8 @@
 use std::path::{Path, PathBuf};
 
 use memory_config::{Backend, Role};
+
+use crate::Deployment;
 use memory_core::ports::{BlobStore, BlobStoreExt, PutMode};
 use memory_core::{MemoryError, Result};
 use serde::{Deserialize, Serialize};
@@ -48,8 +50,17 @@ pub struct BackupManifest {
     pub format: u32,
     /// When it was taken (Unix milliseconds).
     pub created_at: i64,
+    /// `files` (copies of the SQLite databases, restored into a data directory) or `logical`
+    /// (every session and profile as export lines, for deployments with roles off SQLite,
+    /// restored into an empty deployment of any backends).
+    #[serde(default = "files_mode")]
+    pub mode: String,
     /// Its files.
     pub files: Vec<BackupFile>,
+}
+
+fn files_mode() -> String {
+    "files".into()
 }
 
 /// The database files of an embedded deployment: `(kind, name, path)`.
@@ -138,14 +149,13 @@ async fn upload_file(blobs: &dyn BlobStore, path: &Path, key: &str) -> Result<(u
     Ok((size, hex(&hasher.finalize())))
 }
 
-/// Takes a backup of the embedded databases into `blobs`, then keeps the newest `keep`.
-pub(crate) async fn backup(
-    blobs: &dyn BlobStore,
-    storage: &memory_config::StorageConfig,
-    scratch: &Path,
-    keep: Option<usize>,
-) -> Result<BackupManifest> {
-    let foreign: Vec<&str> = [
+/// Takes a backup of the deployment into its blob store, then keeps the newest `keep`: file
+/// copies when every role is on SQLite, else a logical backup through the export lines.
+pub(crate) async fn backup(deployment: &Deployment, keep: Option<usize>) -> Result<BackupManifest> {
+    let blobs = deployment.blob_store().await.map_err(into_memory)?;
+    let blobs = blobs.as_ref();
+    let storage = deployment.storage();
+    let all_sqlite = [
         Role::Records,
         Role::Sessions,
         Role::Text,
@@ -154,46 +164,25 @@ pub(crate) async fn backup(
         Role::Kv,
     ]
     .into_iter()
-    .filter(|role| storage.backend(*role) != Backend::Sqlite)
-    .map(Role::key)
-    .collect();
-    if !foreign.is_empty() {
-        return Err(MemoryError::NotSupported {
-            operation: "a file backup of roles not on SQLite (move them with the export streams)",
-            backend: "backup",
-        });
-    }
+    .all(|role| storage.backend(role) == Backend::Sqlite);
     let created_at = memory_core::ports::SystemClock.now().millis();
     let id = format!(
         "{created_at:013}-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     );
-    let work = tempfile::Builder::new()
-        .prefix(".backup-")
-        .tempdir_in(scratch)
-        .map_err(|e| io(scratch.display(), e))?;
-    let mut files = Vec::new();
-    for (kind, name, path) in database_files(&storage.sqlite.path, &storage.sqlite.profiles)? {
-        let copy = work.path().join(format!("{kind}-{name}"));
-        memory_sqlite::snapshot(&path, &copy).await?;
-        let key = format!("{ROOT}{id}/files/{kind}/{name}");
-        let (size, sha256) = upload_file(blobs, &copy, &key).await?;
-        tokio::fs::remove_file(&copy)
-            .await
-            .map_err(|e| io(copy.display(), e))?;
-        tracing::info!(%key, size, "backed up");
-        files.push(BackupFile {
-            kind,
-            name,
-            key,
-            size,
-            sha256,
-        });
-    }
+    let (mode, files) = if all_sqlite {
+        (
+            "files",
+            file_copies(blobs, storage, deployment.data_dir(), &id).await?,
+        )
+    } else {
+        ("logical", logical_copy(deployment, blobs, &id).await?)
+    };
     let manifest = BackupManifest {
         id: id.clone(),
         format: FORMAT,
         created_at,
+        mode: mode.into(),
         files,
     };
     let written = blobs
@@ -228,6 +217,143 @@ pub(crate) async fn backup(
 }
 
 use memory_core::ports::Clock as _;
+
+fn into_memory(error: crate::ComposeError) -> MemoryError {
+    match error {
+        crate::ComposeError::Memory(e) => e,
+        other => MemoryError::invalid(other.to_string()),
+    }
+}
+
+/// Copies every SQLite database (`VACUUM INTO`) and uploads it.
+async fn file_copies(
+    blobs: &dyn BlobStore,
+    storage: &memory_config::StorageConfig,
+    scratch: &Path,
+    id: &str,
+) -> Result<Vec<BackupFile>> {
+    let work = tempfile::Builder::new()
+        .prefix(".backup-")
+        .tempdir_in(scratch)
+        .map_err(|e| io(scratch.display(), e))?;
+    let mut files = Vec::new();
+    for (kind, name, path) in database_files(&storage.sqlite.path, &storage.sqlite.profiles)? {
+        let copy = work.path().join(format!("{kind}-{name}"));
+        memory_sqlite::snapshot(&path, &copy).await?;
+        let key = format!("{ROOT}{id}/files/{kind}/{name}");
+        let (size, sha256) = upload_file(blobs, &copy, &key).await?;
+        tokio::fs::remove_file(&copy)
+            .await
+            .map_err(|e| io(copy.display(), e))?;
+        tracing::info!(%key, size, "backed up");
+        files.push(BackupFile {
+            kind,
+            name,
+            key,
+            size,
+            sha256,
+        });
+    }
+    Ok(files)
+}
+
+/// Streams text into a blob with its SHA-256.
+struct HashedUpload {
+    upload: Box<dyn memory_core::ports::BlobUpload>,
+    hasher: Sha256,
+    size: u64,
+    buffer: Vec<u8>,
+}
+
+impl HashedUpload {
+    async fn start(blobs: &dyn BlobStore, key: &str) -> Result<Self> {
+        Ok(Self {
+            upload: blobs.upload(key).await?,
+            hasher: Sha256::new(),
+            size: 0,
+            buffer: Vec::new(),
+        })
+    }
+
+    async fn write(&mut self, text: &str) -> Result<()> {
+        self.hasher.update(text.as_bytes());
+        self.size += text.len() as u64;
+        self.buffer.extend_from_slice(text.as_bytes());
+        if self.buffer.len() >= CHUNK {
+            self.upload.write(std::mem::take(&mut self.buffer)).await?;
+        }
+        Ok(())
+    }
+
+    async fn finish(mut self, kind: &str, name: &str, key: String) -> Result<BackupFile> {
+        if !self.buffer.is_empty() {
+            self.upload.write(std::mem::take(&mut self.buffer)).await?;
+        }
+        self.upload.finish().await?;
+        Ok(BackupFile {
+            kind: kind.into(),
+            name: name.into(),
+            key,
+            size: self.size,
+            sha256: hex(&self.hasher.finalize()),
+        })
+    }
+}
+
+/// Every session (with its overlays and blocks) and every profile as export lines.
+async fn logical_copy(
+    deployment: &Deployment,
+    blobs: &dyn BlobStore,
+    id: &str,
+) -> Result<Vec<BackupFile>> {
+    let manager = deployment.session_manager().await.map_err(into_memory)?;
+    let mut files = Vec::new();
+    let key = format!("{ROOT}{id}/logical/sessions.jsonl");
+    let mut sessions = HashedUpload::start(blobs, &key).await?;
+    let mut offset = 0;
+    loop {
+        let page = manager.list(1_000, offset).await?;
+        if page.is_empty() {
+            break;
+        }
+        offset += page.len();
+        for info in page {
+            sessions
+                .write(&manager.session_snapshot(&info.id).await?)
+                .await?;
+        }
+    }
+    files.push(sessions.finish("sessions", "sessions.jsonl", key).await?);
+    let key = format!("{ROOT}{id}/logical/shared.jsonl");
+    let mut shared = HashedUpload::start(blobs, &key).await?;
+    if let Some(kv) = &manager.context_wiring().kv {
+        for entry in manager.context_wiring().shared_keys() {
+            if let Some(value) = kv.get(&entry).await? {
+                let line = serde_json::json!({ "key": entry, "value": value });
+                shared.write(&format!("{line}\n")).await?;
+            }
+        }
+    }
+    files.push(shared.finish("shared", "shared.jsonl", key).await?);
+    let (memory, _) = deployment.memory_service().await.map_err(into_memory)?;
+    for profile in memory.list_profiles().await? {
+        let key = format!("{ROOT}{id}/logical/profiles/{profile}.jsonl");
+        let mut out = HashedUpload::start(blobs, &key).await?;
+        let mut cursor = None;
+        loop {
+            let page = memory.export_page(&profile, true, cursor).await?;
+            for line in &page.lines {
+                out.write(&format!("{line}\n")).await?;
+            }
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        files.push(out.finish("profile", &profile, key).await?);
+    }
+    Ok(files)
+}
 
 /// Every complete backup, oldest first.
 pub(crate) async fn list(blobs: &dyn BlobStore) -> Result<Vec<BackupManifest>> {
@@ -282,6 +408,10 @@ pub(crate) async fn restore(
             "backup {} has format {}; this version reads {FORMAT}",
             manifest.id, manifest.format
         )));
+    }
+    if manifest.mode == "logical" {
+        restore_logical(blobs, &manifest, into).await?;
+        return Ok(manifest);
     }
     let target = |file: &BackupFile| -> Result<PathBuf> {
         if file.name.contains('/') || file.name.starts_with('.') {
@@ -348,4 +478,103 @@ pub(crate) async fn restore(
             .map_err(|e| io(path.display(), e))?;
     }
     Ok(manifest)
+}
+
+/// Downloads a logical backup file whole, checking its size and SHA-256.
+async fn fetch_checked(blobs: &dyn BlobStore, file: &BackupFile) -> Result<String> {
+    let bytes = blobs
+        .get(&file.key)
+        .await?
+        .ok_or_else(|| MemoryError::not_found("backup file", file.key.as_str()))?;
+    let sha256 = hex(&Sha256::digest(&bytes));
+    if bytes.len() as u64 != file.size || sha256 != file.sha256 {
+        return Err(MemoryError::backend(
+            "backup",
+            format!("{} does not match its manifest", file.key),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| MemoryError::serialization(format!("{}: {e}", file.key)))
+}
+
+/// Restores a logical backup into the deployment configured in `into` (its `memory.toml`
+/// names the target backends), which must hold no session and no profile yet.
+async fn restore_logical(
+    blobs: &dyn BlobStore,
+    manifest: &BackupManifest,
+    into: &Path,
+) -> Result<()> {
+    let target = Deployment::open(into).map_err(into_memory)?;
+    let manager = target.session_manager().await.map_err(into_memory)?;
+    let (memory, _) = target.memory_service().await.map_err(into_memory)?;
+    if !manager.list(1, 0).await?.is_empty() || !memory.list_profiles().await?.is_empty() {
+        return Err(MemoryError::AlreadyExists {
+            kind: "data (restore only into an empty deployment)",
+            id: into.display().to_string(),
+        });
+    }
+    // Every checksum first: nothing is written from a damaged backup.
+    let mut texts = Vec::with_capacity(manifest.files.len());
+    for file in &manifest.files {
+        texts.push((file, fetch_checked(blobs, file).await?));
+    }
+    for (file, text) in &texts {
+        match file.kind.as_str() {
+            "sessions" => {
+                // One session's lines run from its header to the next header.
+                let mut current: Option<(memory_core::SessionId, String)> = None;
+                for line in text.lines() {
+                    let header: Option<serde_json::Value> =
+                        serde_json::from_str::<serde_json::Value>(line)
+                            .ok()
+                            .and_then(|v| v.get("header").cloned());
+                    if let Some(header) = header {
+                        if let Some((id, lines)) = current.take() {
+                            manager.restore_snapshot(&id, &lines, &file.key).await?;
+                        }
+                        let session =
+                            header
+                                .get("session")
+                                .and_then(|s| s.as_str())
+                                .ok_or_else(|| {
+                                    MemoryError::invalid(format!(
+                                        "{}: a header without a session",
+                                        file.key
+                                    ))
+                                })?;
+                        current = Some((memory_core::SessionId::new(session)?, String::new()));
+                    }
+                    if let Some((_, lines)) = current.as_mut() {
+                        lines.push_str(line);
+                        lines.push('\n');
+                    }
+                }
+                if let Some((id, lines)) = current.take() {
+                    manager.restore_snapshot(&id, &lines, &file.key).await?;
+                }
+            }
+            "shared" => {
+                if let Some(kv) = &manager.context_wiring().kv {
+                    for line in text.lines() {
+                        let entry: serde_json::Value = serde_json::from_str(line)?;
+                        if let (Some(key), Some(value)) =
+                            (entry["key"].as_str(), entry["value"].as_str())
+                        {
+                            kv.set(key, value).await?;
+                        }
+                    }
+                }
+            }
+            "profile" => {
+                let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+                memory.import(&file.name, &lines).await?;
+            }
+            other => {
+                return Err(MemoryError::invalid(format!(
+                    "unknown backup file kind {other:?}"
+                )));
+            }
+        }
+    }
+    target.close().await;
+    Ok(())
 }

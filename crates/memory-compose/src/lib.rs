@@ -186,12 +186,12 @@ impl Deployment {
         }
     }
 
-    /// Backs up the embedded databases into the blob store (see [`backup`]), keeping the
-    /// newest `keep` backups when given.
+    /// Backs up the deployment into its blob store (see [`backup`]): file copies of the
+    /// SQLite databases when every role is on SQLite, else every session and profile as
+    /// export lines. Keeps the newest `keep` backups when given.
     #[cfg(feature = "sqlite")]
     pub async fn backup(&self, keep: Option<usize>) -> Result<backup::BackupManifest> {
-        let blobs = self.blob_store().await?;
-        Ok(backup::backup(blobs.as_ref(), self.storage(), &self.data_dir, keep).await?)
+        Ok(backup::backup(self, keep).await?)
     }
 
     /// Every complete backup in the blob store, oldest first.

@@ -217,19 +217,73 @@ async fn a_backup_in_an_s3_bucket_restores_byte_for_byte() {
     round_trip(source.path(), &config).await;
 }
 
-/// A deployment with a role off SQLite is refused (the export streams move those).
+/// A deployment with every role on PostgreSQL is backed up logically (every session with
+/// its overlays and blocks, every profile, through the export lines) and restored into an
+/// empty deployment on another schema: the exports match byte for byte.
 #[tokio::test]
-async fn roles_off_sqlite_are_refused_clearly() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("memory.toml"),
-        "[storage]\nkv = \"redis\"\n",
-    )
-    .unwrap();
-    let error = Deployment::open(dir.path())
+async fn a_postgres_deployment_backs_up_logically_and_restores_into_another_schema() {
+    let Ok(url) = std::env::var("MEMORY_POSTGRES_URL") else {
+        assert!(
+            std::env::var("MEMORY_REQUIRE_POSTGRES").is_err(),
+            "MEMORY_REQUIRE_POSTGRES is set but MEMORY_POSTGRES_URL is not"
+        );
+        eprintln!("skipped: MEMORY_POSTGRES_URL is not set");
+        return;
+    };
+    let suffix = &uuid::Uuid::new_v4().simple().to_string()[..10];
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let config = |schema: &str| {
+        format!(
+            "{CONFIG}\n{}",
+            memory_config::all_on_postgres(&format!("backup_{schema}_{suffix}"))
+        )
+    };
+    std::fs::write(a.path().join("memory.toml"), config("a")).unwrap();
+    std::fs::write(b.path().join("memory.toml"), config("b")).unwrap();
+    let source = Deployment::open(a.path()).unwrap();
+    let sessions = seed(&source).await;
+    let manager = source.session_manager().await.unwrap();
+    manager
+        .session(&sessions[0])
+        .await
         .unwrap()
-        .backup(None)
+        .add_compaction("the first messages", "m0", "m2")
+        .await
+        .unwrap();
+    let before = exports(&source, &sessions).await;
+
+    let backup = source.backup(None).await.unwrap();
+    assert_eq!(backup.mode, "logical");
+    let restored = source.restore(Some(&backup.id), b.path()).await.unwrap();
+    assert_eq!(restored.id, backup.id);
+    let copy = Deployment::open(b.path()).unwrap();
+    assert_eq!(exports(&copy, &sessions).await, before, "byte for byte");
+    let overlays = copy
+        .session_manager()
+        .await
+        .unwrap()
+        .session(&sessions[0])
+        .await
+        .unwrap()
+        .compactions()
+        .await
+        .unwrap();
+    assert_eq!(overlays.len(), 1);
+    // A second restore into the now non-empty deployment is refused.
+    let error = source
+        .restore(Some(&backup.id), b.path())
         .await
         .unwrap_err();
-    assert!(error.to_string().contains("not on SQLite"), "{error}");
+    assert!(error.to_string().contains("empty deployment"), "{error}");
+    source.close().await;
+    copy.close().await;
+    for schema in ["a", "b"] {
+        let db = memory_postgres::PostgresDatabase::connect(
+            memory_postgres::PostgresConfig::new(url.clone())
+                .schema(format!("backup_{schema}_{suffix}")),
+        )
+        .await
+        .unwrap();
+        db.drop_schema().await.unwrap();
+    }
 }

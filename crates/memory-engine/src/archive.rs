@@ -82,38 +82,8 @@ impl SessionManager {
         let archive = self.archive_settings()?;
         self.session(id).await?; // registered, and back from any earlier archive
         let key = blob_key(id)?;
-        let mut lines = vec![serde_json::to_string(&ArchiveLine::Header {
-            format: 1,
-            session: id.as_str().to_owned(),
-        })?];
-        let mut messages = 0u64;
-        let mut cursor = None;
-        loop {
-            let page = self.export_page(id, cursor, PAGE).await?;
-            for line in &page.lines {
-                lines.push(serde_json::to_string(&ArchiveLine::Export(
-                    serde_json::from_str(line)?,
-                ))?);
-            }
-            messages += page.lines.len() as u64;
-            match page.next {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
-        messages = messages.saturating_sub(1); // the session record
+        let (lines, messages) = self.snapshot_lines(id).await?;
         let owned = self.context_wiring().session_keys(id);
-        for entry in &owned {
-            if let Some(value) = archive.kv.get(entry).await? {
-                lines.push(serde_json::to_string(&ArchiveLine::Entry {
-                    key: entry.clone(),
-                    value,
-                })?);
-            }
-        }
-        for record in self.store().compactions(id).await? {
-            lines.push(serde_json::to_string(&ArchiveLine::Compaction(record))?);
-        }
         let mut body = lines.join("\n");
         body.push('\n');
         let bytes = body.len() as u64;
@@ -135,6 +105,108 @@ impl SessionManager {
             messages,
             bytes,
         })
+    }
+
+    /// The archive lines of a session in the hot stores, and how many messages they hold.
+    async fn snapshot_lines(&self, id: &SessionId) -> Result<(Vec<String>, u64)> {
+        let mut lines = vec![serde_json::to_string(&ArchiveLine::Header {
+            format: 1,
+            session: id.as_str().to_owned(),
+        })?];
+        let mut messages = 0u64;
+        let mut cursor = None;
+        loop {
+            let page = self.export_page(id, cursor, PAGE).await?;
+            for line in &page.lines {
+                lines.push(serde_json::to_string(&ArchiveLine::Export(
+                    serde_json::from_str(line)?,
+                ))?);
+            }
+            messages += page.lines.len() as u64;
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        if let Some(kv) = &self.context_wiring().kv {
+            for entry in self.context_wiring().session_keys(id) {
+                if let Some(value) = kv.get(&entry).await? {
+                    lines.push(serde_json::to_string(&ArchiveLine::Entry {
+                        key: entry,
+                        value,
+                    })?);
+                }
+            }
+        }
+        for record in self.store().compactions(id).await? {
+            lines.push(serde_json::to_string(&ArchiveLine::Compaction(record))?);
+        }
+        Ok((lines, messages.saturating_sub(1)))
+    }
+
+    /// Everything of one session as archive lines (record, messages, overlays, per-session
+    /// blocks), for a logical backup; an archived session is read from its archive, not
+    /// brought back. Feed the text to [`restore_snapshot`](Self::restore_snapshot).
+    pub async fn session_snapshot(&self, id: &SessionId) -> Result<String> {
+        if let Some(archive) = &self.archive
+            && let Some(key) = archive.kv.get(&marker(id)).await?
+            && let Some(body) = archive.blobs.get(&key).await?
+        {
+            return String::from_utf8(body)
+                .map_err(|e| MemoryError::serialization(format!("archive {key}: {e}")));
+        }
+        let (lines, _) = self.snapshot_lines(id).await?;
+        let mut text = lines.join("\n");
+        text.push('\n');
+        Ok(text)
+    }
+
+    /// Writes a session's archive lines into the hot stores, insert-if-absent (a second
+    /// restore changes nothing). `source` names the lines in errors.
+    pub async fn restore_snapshot(&self, id: &SessionId, text: &str, source: &str) -> Result<()> {
+        let mut exports = Vec::new();
+        let mut entries = Vec::new();
+        let mut compactions = Vec::new();
+        for (number, line) in text.lines().enumerate() {
+            let parsed: ArchiveLine = serde_json::from_str(line)
+                .map_err(|e| MemoryError::serialization(format!("{source}:{}: {e}", number + 1)))?;
+            match parsed {
+                ArchiveLine::Header { session, .. } if session != id.as_str() => {
+                    return Err(MemoryError::invalid(format!(
+                        "{source} holds session {session}, not {id}"
+                    )));
+                }
+                ArchiveLine::Header { .. } => {}
+                ArchiveLine::Export(value) => exports.push(Ok(value.to_string())),
+                ArchiveLine::Entry { key, value } => entries.push((key, value)),
+                ArchiveLine::Compaction(record) => compactions.push(record),
+            }
+        }
+        self.import_lines(exports.into_iter(), &mut |_| {}).await?;
+        if let Some(kv) = &self.context_wiring().kv {
+            for (entry, value) in entries {
+                if kv.get(&entry).await?.is_none() {
+                    kv.set(&entry, &value).await?;
+                }
+            }
+        }
+        let present = self.store().compactions(id).await?;
+        for record in compactions {
+            let known = present.iter().any(|p| {
+                p.summary == record.summary
+                    && p.from_message_id == record.from_message_id
+                    && p.to_message_id == record.to_message_id
+            });
+            if !known {
+                let overlay = NewCompaction {
+                    summary: record.summary,
+                    from_message_id: record.from_message_id,
+                    to_message_id: record.to_message_id,
+                };
+                self.store().add_compaction(id, overlay).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Archives every session not updated for `idle_millis`; returns what moved.
@@ -188,49 +260,9 @@ impl SessionManager {
         })?;
         let text = String::from_utf8(body)
             .map_err(|e| MemoryError::serialization(format!("archive {key}: {e}")))?;
-        let mut exports = Vec::new();
-        let mut entries = Vec::new();
-        let mut compactions = Vec::new();
-        for (number, line) in text.lines().enumerate() {
-            let parsed: ArchiveLine = serde_json::from_str(line).map_err(|e| {
-                MemoryError::serialization(format!("archive {key}:{}: {e}", number + 1))
-            })?;
-            match parsed {
-                ArchiveLine::Header { session, .. } if session != id.as_str() => {
-                    return Err(MemoryError::invalid(format!(
-                        "archive {key} holds session {session}, not {id}"
-                    )));
-                }
-                ArchiveLine::Header { .. } => {}
-                ArchiveLine::Export(value) => exports.push(Ok(value.to_string())),
-                ArchiveLine::Entry { key, value } => entries.push((key, value)),
-                ArchiveLine::Compaction(record) => compactions.push(record),
-            }
-        }
         // Insert-if-absent throughout: a second rehydration (two servers at once, or after
         // an interruption) changes nothing.
-        self.import_lines(exports.into_iter(), &mut |_| {}).await?;
-        for (entry, value) in entries {
-            if archive.kv.get(&entry).await?.is_none() {
-                archive.kv.set(&entry, &value).await?;
-            }
-        }
-        let present = self.store().compactions(id).await?;
-        for record in compactions {
-            let known = present.iter().any(|p| {
-                p.summary == record.summary
-                    && p.from_message_id == record.from_message_id
-                    && p.to_message_id == record.to_message_id
-            });
-            if !known {
-                let overlay = NewCompaction {
-                    summary: record.summary,
-                    from_message_id: record.from_message_id,
-                    to_message_id: record.to_message_id,
-                };
-                self.store().add_compaction(id, overlay).await?;
-            }
-        }
+        self.restore_snapshot(id, &text, &key).await?;
         archive.kv.delete(&marker(id)).await?;
         archive.blobs.delete(&key).await?;
         tracing::info!(session = %id, %key, "session brought back from its archive");

@@ -210,6 +210,21 @@ impl ContextWiring {
         owned
     }
 
+    /// The key-value entries of the declared shared-scope writable blocks.
+    pub fn shared_keys(&self) -> Vec<String> {
+        let any = SessionId::new("shared").map_err(|_| ()).ok();
+        self.specs
+            .iter()
+            .filter(|spec| {
+                matches!(spec.source, BlockSource::KeyValue) && spec.scope == BlockScope::Shared
+            })
+            .filter_map(|spec| {
+                any.as_ref()
+                    .map(|s| keys::block(spec.scope, s, &spec.label))
+            })
+            .collect()
+    }
+
     /// Removes everything stored for one session: its key-value entries (blocks, prompt,
     /// loaded skills: [`session_keys`](Self::session_keys)) and its searchable blocks'
     /// namespaces. Shared values stay, and so does every other session's.
