@@ -139,3 +139,62 @@ async fn a_missing_bucket_or_bad_credentials_fail_at_connect() {
         .unwrap_err();
     assert!(matches!(error, MemoryError::InvalidInput { .. }), "{error}");
 }
+
+/// A server that answers every request with 503 SlowDown: the adapter retries with backoff
+/// (every attempt reaches the server), then reports `Transient`, never `Backend`.
+#[tokio::test]
+async fn throttling_is_retried_then_reported_as_transient() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let requests = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&requests);
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let counted = Arc::clone(&counted);
+            tokio::spawn(async move {
+                let mut buffer = vec![0; 64 * 1024];
+                // One request per connection is enough for the SDK's retries.
+                if socket.read(&mut buffer).await.unwrap_or(0) > 0 {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    let body = "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
+                    let reply = format!(
+                        "HTTP/1.1 503 Slow Down\r\ncontent-type: application/xml\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = socket.write_all(reply.as_bytes()).await;
+                }
+            });
+        }
+    });
+    let config = S3Config::new("throttled")
+        .endpoint(format!("http://127.0.0.1:{port}"))
+        .region("auto")
+        .static_credentials("key", "secret")
+        .max_attempts(3);
+    let error = S3Bucket::connect(config).await.unwrap_err();
+    assert!(matches!(error, MemoryError::Transient { .. }), "{error}");
+    assert_eq!(
+        requests.load(Ordering::SeqCst),
+        3,
+        "each attempt reached the server"
+    );
+
+    // Nothing listening: transient as well (the connection is refused).
+    drop(requests);
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead = closed.local_addr().unwrap().port();
+    drop(closed);
+    let config = S3Config::new("nowhere")
+        .endpoint(format!("http://127.0.0.1:{dead}"))
+        .region("auto")
+        .static_credentials("key", "secret")
+        .max_attempts(2);
+    let error = S3Bucket::connect(config).await.unwrap_err();
+    assert!(matches!(error, MemoryError::Transient { .. }), "{error}");
+}
