@@ -2,23 +2,11 @@
 //! data directory answers like the original.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-fn run(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(assert_cmd::cargo::cargo_bin("memory"))
-        .arg("--data-dir")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "memory {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use common::run;
+
+use std::process::Command;
 
 #[test]
 fn a_restored_data_directory_answers_like_the_original() {

@@ -4,25 +4,11 @@
 //! prefix; search runs on the embedded index; deleting a session removes its keys.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
-use std::process::Command;
+mod common;
+
+use common::run;
 
 use memory_redis::{RedisConfig, RedisDatabase};
-
-fn run(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(assert_cmd::cargo::cargo_bin("memory"))
-        .arg("--data-dir")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "memory {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 #[tokio::test]
 async fn context_blocks_live_on_redis_under_the_prefix() {

@@ -3,25 +3,11 @@
 //! (`scripts/setup-s3.sh`; the test command requires one).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
-use std::process::Command;
+mod common;
+
+use common::run;
 
 use memory_core::ports::{BlobStore, BlobStoreExt};
-
-fn run(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(assert_cmd::cargo::cargo_bin("memory"))
-        .arg("--data-dir")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "memory {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 #[tokio::test]
 async fn a_session_and_a_profile_move_between_deployments_through_a_bucket() {

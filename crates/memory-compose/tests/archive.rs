@@ -4,6 +4,8 @@
 //! everything back.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::Path;
 
 use memory_compose::Deployment;
@@ -156,21 +158,11 @@ async fn sessions_archive_to_the_data_directory_and_come_back() {
 
 #[tokio::test]
 async fn sessions_archive_to_an_s3_bucket_and_come_back() {
-    let Ok(endpoint) = std::env::var("MEMORY_S3_ENDPOINT") else {
-        assert!(
-            std::env::var("MEMORY_REQUIRE_S3").is_err(),
-            "MEMORY_REQUIRE_S3 is set but MEMORY_S3_ENDPOINT is not"
-        );
-        eprintln!("skipped: MEMORY_S3_ENDPOINT is not set");
+    let prefix = format!("memorytest/archive-{}/", uuid::Uuid::new_v4().simple());
+    let Some(s3) = common::s3_blobs_section(&prefix) else {
         return;
     };
-    let bucket = std::env::var("MEMORY_S3_BUCKET").unwrap_or_else(|_| "memory-test".into());
-    let prefix = format!("memorytest/archive-{}/", uuid::Uuid::new_v4().simple());
-    let config = format!(
-        "{BLOCKS}\n[storage]\nblobs = \"s3\"\n\n[storage.s3]\nbucket = \"{bucket}\"\nprefix = \"{prefix}\"\n\
-         endpoint = \"{endpoint}\"\nregion = \"auto\"\naccess_key_env = \"MEMORY_S3_ACCESS_KEY_ID\"\n\
-         secret_key_env = \"MEMORY_S3_SECRET_ACCESS_KEY\"\n"
-    );
+    let config = format!("{BLOCKS}\n{s3}");
     let dir = tempfile::tempdir().unwrap();
     round_trip(dir.path(), &config).await;
 }

@@ -4,6 +4,8 @@
 //! byte.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::Path;
 
 use memory_compose::Deployment;
@@ -198,21 +200,11 @@ async fn a_backup_in_the_data_directory_restores_byte_for_byte() {
 
 #[tokio::test]
 async fn a_backup_in_an_s3_bucket_restores_byte_for_byte() {
-    let Ok(endpoint) = std::env::var("MEMORY_S3_ENDPOINT") else {
-        assert!(
-            std::env::var("MEMORY_REQUIRE_S3").is_err(),
-            "MEMORY_REQUIRE_S3 is set but MEMORY_S3_ENDPOINT is not"
-        );
-        eprintln!("skipped: MEMORY_S3_ENDPOINT is not set");
+    let prefix = format!("memorytest/backup-{}/", uuid::Uuid::new_v4().simple());
+    let Some(s3) = common::s3_blobs_section(&prefix) else {
         return;
     };
-    let bucket = std::env::var("MEMORY_S3_BUCKET").unwrap_or_else(|_| "memory-test".into());
-    let prefix = format!("memorytest/backup-{}/", uuid::Uuid::new_v4().simple());
-    let config = format!(
-        "{CONFIG}\n[storage]\nblobs = \"s3\"\n\n[storage.s3]\nbucket = \"{bucket}\"\nprefix = \"{prefix}\"\n\
-         endpoint = \"{endpoint}\"\nregion = \"auto\"\naccess_key_env = \"MEMORY_S3_ACCESS_KEY_ID\"\n\
-         secret_key_env = \"MEMORY_S3_SECRET_ACCESS_KEY\"\n"
-    );
+    let config = format!("{CONFIG}\n{s3}");
     let source = tempfile::tempdir().unwrap();
     round_trip(source.path(), &config).await;
 }

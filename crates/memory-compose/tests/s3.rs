@@ -3,6 +3,8 @@
 //! configured prefix; the default keeps blobs in the data directory.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use memory_compose::Deployment;
 use memory_core::ports::{BlobStoreExt, PutMode};
 
@@ -24,33 +26,15 @@ async fn blobs_default_to_the_data_directory() {
 
 #[tokio::test]
 async fn skills_and_blobs_live_in_the_bucket() {
-    let Ok(endpoint) = std::env::var("MEMORY_S3_ENDPOINT") else {
-        assert!(
-            std::env::var("MEMORY_REQUIRE_S3").is_err(),
-            "MEMORY_REQUIRE_S3 is set but MEMORY_S3_ENDPOINT is not"
-        );
-        eprintln!("skipped: MEMORY_S3_ENDPOINT is not set");
+    let prefix = format!("memorytest/compose-{}/", uuid::Uuid::new_v4().simple());
+    let Some(s3) = common::s3_blobs_section(&prefix) else {
         return;
     };
-    let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.into());
-    // The keys come from the variables the config names, never from the file (the test
-    // command exports them for its own server).
-    for name in ["MEMORY_S3_ACCESS_KEY_ID", "MEMORY_S3_SECRET_ACCESS_KEY"] {
-        assert!(
-            std::env::var(name).is_ok(),
-            "{name} is not set (scripts/test.sh sets it)"
-        );
-    }
-    let prefix = format!("memorytest/compose-{}/", uuid::Uuid::new_v4().simple());
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("memory.toml"),
         format!(
-            "[[blocks]]\nlabel = \"playbooks\"\nkind = \"skill\"\n\n\
-             [storage]\nblobs = \"s3\"\n\n[storage.s3]\nbucket = \"{}\"\nprefix = \"{prefix}\"\n\
-             endpoint = \"{endpoint}\"\nregion = \"auto\"\naccess_key_env = \"MEMORY_S3_ACCESS_KEY_ID\"\n\
-             secret_key_env = \"MEMORY_S3_SECRET_ACCESS_KEY\"\n\n[memory]\nembedder = \"none\"\n",
-            var("MEMORY_S3_BUCKET", "memory-test")
+            "[[blocks]]\nlabel = \"playbooks\"\nkind = \"skill\"\n\n[memory]\nembedder = \"none\"\n\n{s3}"
         ),
     )
     .unwrap();

@@ -31,3 +31,19 @@ pub fn spawn_server(dir: &Path, extra: &[&str]) -> (Child, String, String) {
         }
     }
 }
+
+/// Runs `memory --data-dir DIR ARGS...`, asserts success, and returns its standard output.
+pub fn run(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("memory"))
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "memory {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
