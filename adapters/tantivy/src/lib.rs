@@ -1,0 +1,21 @@
+//! # memory-tantivy
+//!
+//! The text-index port on Tantivy: [`TantivyTextIndex`] keeps every namespace of a
+//! deployment in one index on disk, ranks by BM25 with Tantivy's top-k pruning (block-max
+//! WAND: a search for common words skips most postings), analyzes English with stemming and
+//! stop words, and matches phrases by positions. User words are analyzed into terms and
+//! never reach a query parser.
+//!
+//! ```no_run
+//! # async fn demo() -> memory_core::Result<()> {
+//! use memory_core::ports::{TextDocument, TextIndex, TextQuery};
+//! let index = memory_tantivy::TantivyTextIndex::open("data/tantivy")?;
+//! index.upsert("notes", vec![TextDocument::new("n1", "deploys run on Fridays")]).await?;
+//! let hits = index.search("notes", &TextQuery::new("deploy friday", 5)).await?;
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod text_index;
+
+pub use text_index::TantivyTextIndex;
