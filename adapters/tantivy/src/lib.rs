@@ -4,7 +4,8 @@
 //! deployment in one index on disk, ranks by BM25 with Tantivy's top-k pruning (block-max
 //! WAND: a search for common words skips most postings), analyzes English with stemming and
 //! stop words, and matches phrases by positions. User words are analyzed into terms and
-//! never reach a query parser.
+//! never reach a query parser. [`TantivyTextIndexes`] gives each long-term profile an index
+//! of its own.
 //!
 //! ```no_run
 //! # async fn demo() -> memory_core::Result<()> {
@@ -17,5 +18,7 @@
 
 mod error;
 mod text_index;
+mod text_indexes;
 
 pub use text_index::TantivyTextIndex;
+pub use text_indexes::TantivyTextIndexes;

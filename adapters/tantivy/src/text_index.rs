@@ -221,6 +221,15 @@ impl TantivyTextIndex {
         Ok(out)
     }
 
+    /// Removes every document of every namespace.
+    pub async fn clear_all(&self) -> Result<()> {
+        self.write(|writer, _| {
+            writer.delete_all_documents().map_err(tantivy_error)?;
+            Ok(())
+        })
+        .await
+    }
+
     fn term(&self, field: Field, value: &str) -> Term {
         Term::from_field_text(field, value)
     }

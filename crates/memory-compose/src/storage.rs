@@ -32,6 +32,8 @@ fn unavailable(role: Role, backend: Backend) -> ComposeError {
         Backend::Redis => ComposeError::NotBuilt { role, backend },
         #[cfg(not(feature = "s3"))]
         Backend::S3 => ComposeError::NotBuilt { role, backend },
+        #[cfg(not(feature = "tantivy"))]
+        Backend::Tantivy => ComposeError::NotBuilt { role, backend },
         _ => ComposeError::NotAvailable {
             role,
             backend,
@@ -55,6 +57,10 @@ pub(crate) struct Stores {
     redis_db: tokio::sync::OnceCell<memory_redis::RedisDatabase>,
     #[cfg(feature = "s3")]
     s3_bucket: tokio::sync::OnceCell<memory_s3::S3Bucket>,
+    #[cfg(feature = "tantivy")]
+    tantivy_general: tokio::sync::OnceCell<memory_tantivy::TantivyTextIndex>,
+    #[cfg(feature = "tantivy")]
+    tantivy_profiles: std::sync::OnceLock<Arc<memory_tantivy::TantivyTextIndexes>>,
 }
 
 impl Stores {
@@ -73,6 +79,10 @@ impl Stores {
             redis_db: tokio::sync::OnceCell::new(),
             #[cfg(feature = "s3")]
             s3_bucket: tokio::sync::OnceCell::new(),
+            #[cfg(feature = "tantivy")]
+            tantivy_general: tokio::sync::OnceCell::new(),
+            #[cfg(feature = "tantivy")]
+            tantivy_profiles: std::sync::OnceLock::new(),
         }
     }
 
@@ -204,6 +214,8 @@ impl Stores {
             Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresTextIndex::new(
                 self.postgres_db().await?,
             ))),
+            #[cfg(feature = "tantivy")]
+            Backend::Tantivy => Ok(Arc::new(self.tantivy_general().await?)),
             other => Err(unavailable(Role::Text, other)),
         }
     }
@@ -230,6 +242,14 @@ impl Stores {
             (Backend::Postgres, _) => Ok(Arc::new(memory_postgres::PostgresTextIndexes::new(
                 self.postgres_db().await?,
             ))),
+            #[cfg(feature = "tantivy")]
+            (Backend::Tantivy, _) => {
+                let root = self.tantivy_root()?.join("profiles");
+                Ok(Arc::clone(
+                    self.tantivy_profiles
+                        .get_or_init(|| Arc::new(memory_tantivy::TantivyTextIndexes::new(root))),
+                ) as Arc<dyn TextIndexes>)
+            }
             (Backend::Sqlite, _) => Err(ComposeError::NotAvailable {
                 role: Role::Text,
                 backend: Backend::Sqlite,
@@ -321,6 +341,37 @@ impl Stores {
         Ok(Arc::new(memory_s3::S3BlobStore::new(
             memory_s3::S3Bucket::connect(config).await?,
         )))
+    }
+
+    /// The directory of `[storage.tantivy]`.
+    #[cfg(feature = "tantivy")]
+    fn tantivy_root(&self) -> Result<std::path::PathBuf> {
+        self.storage
+            .tantivy
+            .as_ref()
+            .map(|t| t.path.clone())
+            .ok_or(ComposeError::Invalid(
+                "text = \"tantivy\" but [storage.tantivy] is missing".into(),
+            ))
+    }
+
+    /// The general Tantivy index (messages and searchable blocks), opened once: it holds the
+    /// index's writer lock while the deployment is open.
+    #[cfg(feature = "tantivy")]
+    async fn tantivy_general(&self) -> Result<memory_tantivy::TantivyTextIndex> {
+        let path = self.tantivy_root()?.join("general");
+        let index = self
+            .tantivy_general
+            .get_or_try_init(|| async move {
+                let opened = tokio::task::spawn_blocking(move || {
+                    memory_tantivy::TantivyTextIndex::open(path)
+                })
+                .await
+                .map_err(|e| ComposeError::Invalid(format!("opening the tantivy index: {e}")))?;
+                Ok::<_, ComposeError>(opened?)
+            })
+            .await?;
+        Ok(index.clone())
     }
 
     /// The bucket of `[storage.s3]`, connected once. Credentials: the key variables it
