@@ -148,6 +148,13 @@ impl Deployment {
         Ok(manager)
     }
 
+    /// The text index holding the `messages` namespace, as session search uses it (the
+    /// store's own when it writes one, as SQLite beside SQLite does; then its writes are
+    /// `NotSupported`).
+    pub async fn message_text_index(&self) -> Result<Arc<dyn memory_core::ports::TextIndex>> {
+        self.stores.message_index().await
+    }
+
     /// The blob store of `[storage] blobs` (a directory by default, or an S3 bucket).
     pub async fn blob_store(&self) -> Result<Arc<dyn memory_core::ports::BlobStore>> {
         self.stores.blob_store().await

@@ -76,3 +76,42 @@ async fn sessions_and_profiles_search_through_tantivy() {
             .is_empty()
     );
 }
+
+/// `reindex` rebuilds the Tantivy messages index from the store: after the index lost a
+/// session's documents (cleared behind the engine's back), search finds them again.
+#[tokio::test]
+async fn reindex_rebuilds_the_tantivy_index_from_the_store() {
+    use memory_core::ports::namespaces;
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = deployment(dir.path());
+    let manager = deployment.session_manager().await.unwrap();
+    let id = manager.create(Default::default()).await.unwrap().id;
+    for i in 0..50 {
+        let text = format!("lighthouse log entry {i}");
+        manager
+            .append(
+                &id,
+                UiMessage::text_message(format!("m{i}"), Speaker::User, text),
+                Parent::LatestLeaf,
+            )
+            .await
+            .unwrap();
+    }
+    let all = SearchQuery::new("lighthouse").limit(100);
+    assert_eq!(manager.search(&all).await.unwrap().len(), 50);
+    deployment
+        .message_text_index()
+        .await
+        .unwrap()
+        .clear(namespaces::MESSAGES)
+        .await
+        .unwrap();
+    assert!(
+        manager.search(&all).await.unwrap().is_empty(),
+        "the index lost them"
+    );
+    let report = manager.reindex().await.unwrap();
+    assert!(report.rebuilt);
+    assert_eq!(report.documents, 50);
+    assert_eq!(manager.search(&all).await.unwrap().len(), 50);
+}
