@@ -70,7 +70,7 @@ pub(crate) async fn get_object(bucket: &S3Bucket, object: &str) -> Result<Option
         .await
     {
         Ok(output) => output,
-        Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => return Ok(None),
+        // NoSuchKey (and any other 404): absent.
         Err(e) if status(&e) == Some(404) => return Ok(None),
         Err(e) => return Err(s3("GetObject", e)),
     };
@@ -272,7 +272,6 @@ impl BlobStore for S3BlobStore {
                 size: output.content_length().unwrap_or(0).max(0) as u64,
                 modified: millis(output.last_modified()),
             })),
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(None),
             Err(e) if status(&e) == Some(404) => Ok(None),
             Err(e) => Err(s3("HeadObject", e)),
         }
@@ -354,9 +353,6 @@ impl BlobStore for S3BlobStore {
             .await
         {
             Ok(output) => output,
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => {
-                return Ok(None);
-            }
             Err(e) if status(&e) == Some(404) => return Ok(None),
             Err(e) => return Err(s3("GetObject", e)),
         };

@@ -62,9 +62,6 @@ impl S3SkillStore {
             .await
         {
             Ok(output) => output,
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => {
-                return Ok((Index::new(), None));
-            }
             Err(e) if status(&e) == Some(404) => return Ok((Index::new(), None)),
             Err(e) => return Err(s3("GetObject", e)),
         };

@@ -104,49 +104,40 @@ fn io(what: impl std::fmt::Display, error: std::io::Error) -> MemoryError {
     MemoryError::backend("fs", format!("{what}: {error}"))
 }
 
-/// Uploads `path` to `key`, streamed; returns its size and SHA-256.
-async fn upload_file(blobs: &dyn BlobStore, path: &Path, key: &str) -> Result<(u64, String)> {
+/// Uploads `path` to `key`, streamed, as backup file `kind`/`name` with its SHA-256.
+async fn upload_file(
+    blobs: &dyn BlobStore,
+    path: &Path,
+    key: String,
+    kind: &str,
+    name: &str,
+) -> Result<BackupFile> {
     let mut file = tokio::fs::File::open(path)
         .await
         .map_err(|e| io(path.display(), e))?;
-    let mut upload = blobs.upload(key).await?;
-    let mut hasher = Sha256::new();
-    let mut size = 0u64;
+    let mut upload = HashedUpload::start(blobs, &key).await?;
     let sent: Result<()> = async {
+        let mut buffer = vec![0; CHUNK];
         loop {
-            let mut buffer = vec![0; CHUNK];
-            let mut filled = 0;
-            while filled < CHUNK {
-                let n = file
-                    .read(&mut buffer[filled..])
-                    .await
-                    .map_err(|e| io(path.display(), e))?;
-                if n == 0 {
-                    break;
-                }
-                filled += n;
-            }
-            if filled == 0 {
+            let n = file
+                .read(&mut buffer)
+                .await
+                .map_err(|e| io(path.display(), e))?;
+            if n == 0 {
                 return Ok(());
             }
-            buffer.truncate(filled);
-            hasher.update(&buffer);
-            size += filled as u64;
-            upload.write(buffer).await?;
+            upload.write(&buffer[..n]).await?;
         }
     }
     .await;
     match sent {
-        Ok(()) => {
-            upload.finish().await?;
-        }
+        Ok(()) => upload.finish(kind, name, key).await,
         Err(e) => {
             // Nothing half-written stays behind.
-            let _ = upload.abort().await;
-            return Err(e);
+            upload.abort().await;
+            Err(e)
         }
     }
-    Ok((size, hex(&hasher.finalize())))
 }
 
 /// Takes a backup of the deployment into its blob store, then keeps the newest `keep`: file
@@ -241,23 +232,17 @@ async fn file_copies(
         let copy = work.path().join(format!("{kind}-{name}"));
         memory_sqlite::snapshot(&path, &copy).await?;
         let key = format!("{ROOT}{id}/files/{kind}/{name}");
-        let (size, sha256) = upload_file(blobs, &copy, &key).await?;
+        let file = upload_file(blobs, &copy, key, &kind, &name).await?;
         tokio::fs::remove_file(&copy)
             .await
             .map_err(|e| io(copy.display(), e))?;
-        tracing::info!(%key, size, "backed up");
-        files.push(BackupFile {
-            kind,
-            name,
-            key,
-            size,
-            sha256,
-        });
+        tracing::info!(key = %file.key, size = file.size, "backed up");
+        files.push(file);
     }
     Ok(files)
 }
 
-/// Streams text into a blob with its SHA-256.
+/// Streams bytes into a blob in chunks, hashing them on the way.
 struct HashedUpload {
     upload: Box<dyn memory_core::ports::BlobUpload>,
     hasher: Sha256,
@@ -275,14 +260,19 @@ impl HashedUpload {
         })
     }
 
-    async fn write(&mut self, text: &str) -> Result<()> {
-        self.hasher.update(text.as_bytes());
-        self.size += text.len() as u64;
-        self.buffer.extend_from_slice(text.as_bytes());
+    async fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.hasher.update(bytes);
+        self.size += bytes.len() as u64;
+        self.buffer.extend_from_slice(bytes);
         if self.buffer.len() >= CHUNK {
             self.upload.write(std::mem::take(&mut self.buffer)).await?;
         }
         Ok(())
+    }
+
+    /// Discards what was sent (best effort: the upload is invisible until finished).
+    async fn abort(self) {
+        let _ = self.upload.abort().await;
     }
 
     async fn finish(mut self, kind: &str, name: &str, key: String) -> Result<BackupFile> {
@@ -319,7 +309,7 @@ async fn logical_copy(
         offset += page.len();
         for info in page {
             sessions
-                .write(&manager.session_snapshot(&info.id).await?)
+                .write(manager.session_snapshot(&info.id).await?.as_bytes())
                 .await?;
         }
     }
@@ -330,7 +320,7 @@ async fn logical_copy(
         for entry in manager.context_wiring().shared_keys() {
             if let Some(value) = kv.get(&entry).await? {
                 let line = serde_json::json!({ "key": entry, "value": value });
-                shared.write(&format!("{line}\n")).await?;
+                shared.write(format!("{line}\n").as_bytes()).await?;
             }
         }
     }
@@ -343,7 +333,7 @@ async fn logical_copy(
         loop {
             let page = memory.export_page(&profile, true, cursor).await?;
             for line in &page.lines {
-                out.write(&format!("{line}\n")).await?;
+                out.write(format!("{line}\n").as_bytes()).await?;
             }
             match page.next {
                 Some(next) => cursor = Some(next),

@@ -65,14 +65,14 @@ fn marker(session: &SessionId) -> String {
     format!("archive:session:{session}")
 }
 
-fn blob_key(session: &SessionId) -> Result<String> {
+fn blob_key(session: &SessionId) -> String {
     // Session ids may hold characters a blob key may not: hex keeps every id a valid name.
     let hex: String = session
         .as_str()
         .bytes()
         .map(|b| format!("{b:02x}"))
         .collect();
-    Ok(format!("archive/sessions/{hex}.jsonl"))
+    format!("archive/sessions/{hex}.jsonl")
 }
 
 impl SessionManager {
@@ -81,7 +81,7 @@ impl SessionManager {
     pub async fn archive(&self, id: &SessionId) -> Result<ArchiveReport> {
         let archive = self.archive_settings()?;
         self.session(id).await?; // registered, and back from any earlier archive
-        let key = blob_key(id)?;
+        let key = blob_key(id);
         let (lines, messages) = self.snapshot_lines(id).await?;
         let owned = self.context_wiring().session_keys(id);
         let mut body = lines.join("\n");
