@@ -21,6 +21,7 @@ pub struct PostgresMessageIndex {
 
 const STORE_WRITTEN: TextIndexCapabilities = TextIndexCapabilities {
     written_by_store: true,
+    language: memory_core::TextLanguage::English,
     ..CAPABILITIES
 };
 

@@ -18,6 +18,7 @@ pub(crate) const CAPABILITIES: TextIndexCapabilities = TextIndexCapabilities {
     phrase: true,
     rarity_ranking: false,
     written_by_store: false,
+    language: memory_core::TextLanguage::English,
 };
 
 /// The [`TextIndex`] on PostgreSQL for any namespace: a stored `tsvector` with a GIN index.

@@ -11,6 +11,7 @@ use crate::text_index::FTS5_CAPABILITIES;
 /// The capabilities of an index its store writes.
 pub(crate) const STORE_WRITTEN: TextIndexCapabilities = TextIndexCapabilities {
     written_by_store: true,
+    language: memory_core::TextLanguage::English,
     ..FTS5_CAPABILITIES
 };
 

@@ -17,6 +17,7 @@ pub(crate) const FTS5_CAPABILITIES: TextIndexCapabilities = TextIndexCapabilitie
     phrase: true,
     rarity_ranking: true,
     written_by_store: false,
+    language: memory_core::TextLanguage::English,
 };
 
 /// The [`TextIndex`] on SQLite for any namespace: documents with fields and an FTS5 index

@@ -16,9 +16,15 @@
 //! # Ok(()) }
 //! ```
 
+mod cjk;
+mod committer;
 mod error;
+mod language;
+mod options;
+mod schema;
 mod text_index;
 mod text_indexes;
 
+pub use options::{Erasure, TantivyOptions};
 pub use text_index::TantivyTextIndex;
 pub use text_indexes::TantivyTextIndexes;

@@ -2,91 +2,40 @@
 //! `namespace` term, so a search is one query over one set of segments.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::ports::{
     TextDocument, TextFields, TextHit, TextIndex, TextIndexCapabilities, TextQuery,
 };
-use memory_core::{MemoryError, Result, SearchMode, Timestamp};
+use memory_core::{MemoryError, Result, SearchMode, TextLanguage, Timestamp};
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{BooleanQuery, Occur, PhraseQuery, Query, RangeQuery, TermQuery};
-use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
-    TextOptions, Value,
-};
-use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
-};
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::schema::{Field, IndexRecordOption, Value};
+use tantivy::{Index, IndexReader, IndexSettings, ReloadPolicy, TantivyDocument, Term};
 
+use crate::committer::{Change, Committer};
 use crate::error::{BACKEND, tantivy_error};
+use crate::language::{analyzer, analyzer_name, has_stop_words, stems};
+use crate::options::TantivyOptions;
+use crate::schema::{Fields, recorded_analyzer, schema, unique_key};
 
-/// The analyzer of the text field, recorded in the index's schema: a reopen with another
-/// analyzer is refused.
-const ANALYZER: &str = "memory_en_stem";
 /// Memory the writer may use before it flushes a segment.
 const WRITER_HEAP: usize = 64 * 1024 * 1024;
 
-/// English with stemming and stop words, as the analyzer of the index.
-fn english() -> Result<TextAnalyzer> {
-    let stop = StopWordFilter::new(Language::English)
-        .ok_or_else(|| MemoryError::backend(BACKEND, "tantivy has no English stop-word list"))?;
-    Ok(TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(64))
-        .filter(LowerCaser)
-        .filter(stop)
-        .filter(Stemmer::new(Language::English))
-        .build())
-}
-
-/// The fields of the schema.
-#[derive(Clone, Copy)]
-struct Fields {
-    namespace: Field,
-    /// `namespace \0 id`: the unique key, for replace and delete.
-    key: Field,
-    id: Field,
-    text: Field,
-    session: Field,
-    role: Field,
-    kind: Field,
-    topic: Field,
-    time: Field,
-}
-
-fn schema() -> (Schema, Fields) {
-    let mut builder = Schema::builder();
-    let text_options = TextOptions::default().set_stored().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer(ANALYZER)
-            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
-    );
-    let fields = Fields {
-        namespace: builder.add_text_field("namespace", STRING),
-        key: builder.add_text_field("key", STRING),
-        id: builder.add_text_field("id", STRING | STORED),
-        text: builder.add_text_field("text", text_options),
-        session: builder.add_text_field("session", STRING | STORED),
-        role: builder.add_text_field("role", STRING | STORED),
-        kind: builder.add_text_field("kind", STRING | STORED),
-        topic: builder.add_text_field("topic", STRING | STORED),
-        time: builder.add_i64_field("time", INDEXED | STORED | FAST),
-    };
-    (builder.build(), fields)
-}
-
-fn unique_key(namespace: &str, id: &str) -> String {
-    format!("{namespace}\0{id}")
-}
-
 /// [`TextIndex`] on a Tantivy index in a directory: BM25 ranking with Tantivy's top-k
-/// pruning (block-max WAND), English stemming and stop words, phrases by positions.
+/// pruning (block-max WAND), text analyzed in the index's [`TextLanguage`] (stemming and
+/// stop words, or CJK two-character pieces), phrases by positions.
 ///
-/// One writer per index: Tantivy's lock file keeps a second process from opening it for
-/// writing ([`TantivyTextIndex::open`] then fails with a clear `Conflict`, and nothing is
-/// touched). Every write commits before it returns and the reader reloads at once, so a
-/// write is visible to the next search with no delay.
+/// - **One writer per index.** Tantivy's lock file keeps a second process from opening it
+///   for writing: [`TantivyTextIndex::open`] then fails with a clear `Conflict`, and nothing
+///   is touched.
+/// - **Group commit.** Writes go to one writer thread that commits them together (see
+///   [`TantivyOptions::commit_interval`]); a write returns after its commit and the reader's
+///   reload, so it is durable and visible to the next search, with no delay.
+/// - **Erasure.** Deleting documents rewrites the segments that held them, so their text
+///   leaves the files ([`crate::Erasure`]).
+/// - **The language is recorded** in the index: reopening it as another language is refused.
 #[derive(Clone)]
 pub struct TantivyTextIndex {
     inner: Arc<Inner>,
@@ -94,47 +43,53 @@ pub struct TantivyTextIndex {
 
 struct Inner {
     path: PathBuf,
-    index: Index,
+    language: TextLanguage,
     reader: IndexReader,
-    writer: Mutex<IndexWriter>,
+    index: Index,
     fields: Fields,
+    committer: Committer,
 }
 
 impl std::fmt::Debug for TantivyTextIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TantivyTextIndex")
             .field("path", &self.inner.path)
+            .field("language", &self.inner.language)
             .finish_non_exhaustive()
     }
 }
 
 impl TantivyTextIndex {
-    /// Opens (creating if needed) the index in `dir` and takes its writer lock.
+    /// Opens (creating if needed) the English index in `dir` and takes its writer lock.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(dir, TantivyOptions::default())
+    }
+
+    /// Opens (creating if needed) the index in `dir` with `options` and takes its writer
+    /// lock. An index made in another language is refused with an error naming both.
+    pub fn open_with(dir: impl AsRef<Path>, options: TantivyOptions) -> Result<Self> {
         let path = dir.as_ref().to_owned();
         std::fs::create_dir_all(&path).map_err(|e| {
             MemoryError::backend(BACKEND, format!("creating {}: {e}", path.display()))
         })?;
-        let (schema, fields) = schema();
+        let language = options.language;
+        let (schema, fields) = schema(language);
         let directory = tantivy::directory::MmapDirectory::open(&path).map_err(|e| {
             MemoryError::backend(BACKEND, format!("opening {}: {e}", path.display()))
         })?;
-        let index = Index::open_or_create(directory, schema.clone()).map_err(|e| match e {
-            tantivy::TantivyError::SchemaError(message) => MemoryError::invalid(format!(
-                "{}: the index was made with another schema or analyzer ({message}); \
-                     rebuild it with `reindex` into an empty directory",
-                path.display()
-            )),
-            other => tantivy_error(other),
+        let exists = Index::exists(&directory).map_err(|e| {
+            MemoryError::backend(BACKEND, format!("reading {}: {e}", path.display()))
         })?;
-        if index.schema() != schema {
-            return Err(MemoryError::invalid(format!(
-                "{}: the index was made with another schema or analyzer than {ANALYZER:?}; \
-                 rebuild it with `reindex` into an empty directory",
-                path.display()
-            )));
-        }
-        index.tokenizers().register(ANALYZER, english()?);
+        let index = if exists {
+            let index = Index::open(directory).map_err(tantivy_error)?;
+            check_schema(&path, &index.schema(), &schema, language)?;
+            index
+        } else {
+            Index::create(directory, schema, IndexSettings::default()).map_err(tantivy_error)?
+        };
+        index
+            .tokenizers()
+            .register(&analyzer_name(language), analyzer(language));
         let writer = index.writer(WRITER_HEAP).map_err(|e| match e {
             tantivy::TantivyError::LockFailure(..) => MemoryError::Conflict {
                 message: format!(
@@ -149,43 +104,33 @@ impl TantivyTextIndex {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(tantivy_error)?;
+        let committer = Committer::start(
+            index.clone(),
+            writer,
+            IndexReader::clone(&reader),
+            fields,
+            &options,
+        )?;
         Ok(Self {
             inner: Arc::new(Inner {
                 path,
-                index,
+                language,
                 reader,
-                writer: Mutex::new(writer),
+                index,
                 fields,
+                committer,
             }),
         })
     }
 
-    /// Runs `work` on the writer, commits, and reloads the reader (on a blocking thread).
-    async fn write<T: Send + 'static>(
-        &self,
-        work: impl FnOnce(&mut IndexWriter, &Fields) -> Result<T> + Send + 'static,
-    ) -> Result<T> {
-        let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || {
-            let mut writer = inner
-                .writer
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let out = work(&mut writer, &inner.fields);
-            match out {
-                Ok(value) => {
-                    writer.commit().map_err(tantivy_error)?;
-                    inner.reader.reload().map_err(tantivy_error)?;
-                    Ok(value)
-                }
-                Err(e) => {
-                    let _ = writer.rollback();
-                    Err(e)
-                }
-            }
-        })
-        .await
-        .map_err(|e| MemoryError::backend(BACKEND, format!("an index task failed: {e}")))?
+    /// The language the index analyzes text as.
+    pub fn language(&self) -> TextLanguage {
+        self.inner.language
+    }
+
+    /// Commits made since the index was opened (several writes share one under load).
+    pub fn commits(&self) -> u64 {
+        self.inner.committer.commits()
     }
 
     /// The words of `text` as the index's analyzer makes them, with their positions (a
@@ -195,7 +140,7 @@ impl TantivyTextIndex {
             .inner
             .index
             .tokenizers()
-            .get(ANALYZER)
+            .get(&analyzer_name(self.inner.language))
             .ok_or_else(|| MemoryError::backend(BACKEND, "the analyzer is not registered"))?;
         let mut stream = analyzer.token_stream(text);
         let mut out = Vec::new();
@@ -211,7 +156,7 @@ impl TantivyTextIndex {
             .inner
             .index
             .tokenizers()
-            .get(ANALYZER)
+            .get(&analyzer_name(self.inner.language))
             .ok_or_else(|| MemoryError::backend(BACKEND, "the analyzer is not registered"))?;
         let mut stream = analyzer.token_stream(text);
         let mut out = Vec::new();
@@ -221,13 +166,9 @@ impl TantivyTextIndex {
         Ok(out)
     }
 
-    /// Removes every document of every namespace.
+    /// Removes every document of every namespace (and erases their text).
     pub async fn clear_all(&self) -> Result<()> {
-        self.write(|writer, _| {
-            writer.delete_all_documents().map_err(tantivy_error)?;
-            Ok(())
-        })
-        .await
+        self.inner.committer.submit(Change::ClearAll).await
     }
 
     fn term(&self, field: Field, value: &str) -> Term {
@@ -308,12 +249,14 @@ impl TextIndex for TantivyTextIndex {
     }
 
     fn capabilities(&self) -> TextIndexCapabilities {
+        let language = self.inner.language;
         TextIndexCapabilities {
-            stemming: true,
-            stop_words: true,
+            stemming: stems(language),
+            stop_words: has_stop_words(language),
             phrase: true,
             rarity_ranking: true,
             written_by_store: false,
+            language,
         }
     }
 
@@ -321,35 +264,11 @@ impl TextIndex for TantivyTextIndex {
         if documents.is_empty() {
             return Ok(());
         }
-        let namespace = namespace.to_owned();
-        self.write(move |writer, f| {
-            for document in documents {
-                let key = unique_key(&namespace, &document.id);
-                writer.delete_term(Term::from_field_text(f.key, &key));
-                let mut doc = TantivyDocument::default();
-                doc.add_text(f.namespace, &namespace);
-                doc.add_text(f.key, &key);
-                doc.add_text(f.id, &document.id);
-                doc.add_text(f.text, &document.text);
-                let fields = &document.fields;
-                for (field, value) in [
-                    (f.session, &fields.session),
-                    (f.role, &fields.role),
-                    (f.kind, &fields.kind),
-                    (f.topic, &fields.key),
-                ] {
-                    if let Some(value) = value {
-                        doc.add_text(field, value);
-                    }
-                }
-                if let Some(time) = fields.time {
-                    doc.add_i64(f.time, time.millis());
-                }
-                writer.add_document(doc).map_err(tantivy_error)?;
-            }
-            Ok(())
-        })
-        .await
+        let change = Change::Upsert {
+            namespace: namespace.to_owned(),
+            documents,
+        };
+        self.inner.committer.submit(change).await
     }
 
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
@@ -360,13 +279,7 @@ impl TextIndex for TantivyTextIndex {
             existing += self.count_matching(&TermQuery::new(term, IndexRecordOption::Basic))?;
         }
         let keys: Vec<String> = ids.iter().map(|id| unique_key(namespace, id)).collect();
-        self.write(move |writer, f| {
-            for key in keys {
-                writer.delete_term(Term::from_field_text(f.key, &key));
-            }
-            Ok(())
-        })
-        .await?;
+        self.inner.committer.submit(Change::Delete { keys }).await?;
         Ok(existing)
     }
 
@@ -448,11 +361,39 @@ impl TextIndex for TantivyTextIndex {
     }
 
     async fn clear(&self, namespace: &str) -> Result<()> {
-        let namespace = namespace.to_owned();
-        self.write(move |writer, f| {
-            writer.delete_term(Term::from_field_text(f.namespace, &namespace));
-            Ok(())
-        })
-        .await
+        let change = Change::ClearNamespace(namespace.to_owned());
+        self.inner.committer.submit(change).await
     }
+}
+
+/// Refuses an existing index whose schema is not the one `language` makes, naming the
+/// language it was made with when it is one of ours.
+fn check_schema(
+    path: &Path,
+    found: &tantivy::schema::Schema,
+    wanted: &tantivy::schema::Schema,
+    language: TextLanguage,
+) -> Result<()> {
+    if found == wanted {
+        return Ok(());
+    }
+    let message = match recorded_analyzer(found) {
+        Some((_, Some(recorded))) if recorded != language => format!(
+            "{}: the index was made for {recorded} text and is opened as {language}; \
+             set the language back to {recorded}, or rebuild it with `reindex` into an empty \
+             directory",
+            path.display()
+        ),
+        Some((name, None)) => format!(
+            "{}: the index was made with the analyzer {name:?}, which this version does not \
+             know; rebuild it with `reindex` into an empty directory",
+            path.display()
+        ),
+        _ => format!(
+            "{}: the index was made with another schema; rebuild it with `reindex` into an \
+             empty directory",
+            path.display()
+        ),
+    };
+    Err(MemoryError::invalid(message))
 }

@@ -145,6 +145,15 @@ impl Deployment {
             settings.threshold = compaction.compact_after;
             manager = manager.with_compaction(settings);
         }
+        // Index updates a crash left in the outbox are replayed at start (and again before
+        // any search, so a failure here only delays them).
+        match manager.catch_up_search().await {
+            Ok(0) => {}
+            Ok(replayed) => tracing::info!(replayed, "message index caught up at start"),
+            Err(e) => {
+                tracing::warn!(error = %e, "message index catch-up failed; retried at the next search")
+            }
+        }
         Ok(manager)
     }
 

@@ -244,11 +244,19 @@ impl Stores {
             ))),
             #[cfg(feature = "tantivy")]
             (Backend::Tantivy, _) => {
-                let root = self.tantivy_root()?.join("profiles");
-                Ok(Arc::clone(
-                    self.tantivy_profiles
-                        .get_or_init(|| Arc::new(memory_tantivy::TantivyTextIndexes::new(root))),
-                ) as Arc<dyn TextIndexes>)
+                let settings = self.tantivy_settings()?;
+                Ok(Arc::clone(self.tantivy_profiles.get_or_init(|| {
+                    // A profile's index is small: a purge rewrites its segments at once.
+                    let options =
+                        tantivy_options(settings).erasure(memory_tantivy::Erasure::BeforeReturn);
+                    let mut indexes =
+                        memory_tantivy::TantivyTextIndexes::new(settings.path.join("profiles"))
+                            .with_options(options);
+                    for (profile, language) in &settings.profile_languages {
+                        indexes = indexes.with_profile_language(profile.clone(), *language);
+                    }
+                    Arc::new(indexes)
+                })) as Arc<dyn TextIndexes>)
             }
             (Backend::Sqlite, _) => Err(ComposeError::NotAvailable {
                 role: Role::Text,
@@ -343,28 +351,28 @@ impl Stores {
         )))
     }
 
-    /// The directory of `[storage.tantivy]`.
+    /// `[storage.tantivy]`.
     #[cfg(feature = "tantivy")]
-    fn tantivy_root(&self) -> Result<std::path::PathBuf> {
-        self.storage
-            .tantivy
-            .as_ref()
-            .map(|t| t.path.clone())
-            .ok_or(ComposeError::Invalid(
-                "text = \"tantivy\" but [storage.tantivy] is missing".into(),
-            ))
+    fn tantivy_settings(&self) -> Result<&memory_config::TantivySettings> {
+        self.storage.tantivy.as_ref().ok_or(ComposeError::Invalid(
+            "text = \"tantivy\" but [storage.tantivy] is missing".into(),
+        ))
     }
 
     /// The general Tantivy index (messages and searchable blocks), opened once: it holds the
     /// index's writer lock while the deployment is open.
     #[cfg(feature = "tantivy")]
     async fn tantivy_general(&self) -> Result<memory_tantivy::TantivyTextIndex> {
-        let path = self.tantivy_root()?.join("general");
+        let settings = self.tantivy_settings()?;
+        let path = settings.path.join("general");
+        // The general index holds every session's messages: deleting one session must not
+        // wait for a rewrite of segments that may hold millions of documents.
+        let options = tantivy_options(settings).erasure(memory_tantivy::Erasure::InBackground);
         let index = self
             .tantivy_general
             .get_or_try_init(|| async move {
                 let opened = tokio::task::spawn_blocking(move || {
-                    memory_tantivy::TantivyTextIndex::open(path)
+                    memory_tantivy::TantivyTextIndex::open_with(path, options)
                 })
                 .await
                 .map_err(|e| ComposeError::Invalid(format!("opening the tantivy index: {e}")))?;
@@ -525,4 +533,14 @@ impl Stores {
             )
         }))
     }
+}
+
+/// The index options `[storage.tantivy]` sets (language and commit interval).
+#[cfg(feature = "tantivy")]
+fn tantivy_options(settings: &memory_config::TantivySettings) -> memory_tantivy::TantivyOptions {
+    memory_tantivy::TantivyOptions::default()
+        .language(settings.language)
+        .commit_interval(std::time::Duration::from_millis(
+            settings.commit_interval_ms,
+        ))
 }

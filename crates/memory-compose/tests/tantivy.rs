@@ -8,6 +8,16 @@ use memory_core::{Parent, Role as Speaker, SearchQuery, UiMessage};
 use memory_engine::long_term::{RecallRequest, RememberRequest};
 use memory_testkit::contract;
 
+/// A plain memory to remember.
+fn note(content: impl Into<String>) -> RememberRequest {
+    RememberRequest {
+        content: content.into(),
+        session_id: None,
+        kind: None,
+        key: None,
+    }
+}
+
 fn deployment(dir: &std::path::Path) -> Deployment {
     std::fs::write(
         dir.join("memory.toml"),
@@ -46,15 +56,7 @@ async fn sessions_and_profiles_search_through_tantivy() {
 
     let (memory, _) = deployment.memory_service().await.unwrap();
     memory
-        .remember(
-            "home",
-            RememberRequest {
-                content: "The boiler was serviced in May.".into(),
-                session_id: None,
-                kind: None,
-                key: None,
-            },
-        )
+        .remember("home", note("The boiler was serviced in May."))
         .await
         .unwrap();
     let recalled = memory
@@ -114,4 +116,254 @@ async fn reindex_rebuilds_the_tantivy_index_from_the_store() {
     assert!(report.rebuilt);
     assert_eq!(report.documents, 50);
     assert_eq!(manager.search(&all).await.unwrap().len(), 50);
+}
+
+/// `[storage.tantivy]` sets the language of the general index and of each profile; a
+/// deployment reopened with another language is refused with a clear error.
+#[tokio::test]
+async fn the_language_comes_from_the_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = |language: &str| {
+        format!(
+            "[storage]\ntext = \"tantivy\"\n\n[storage.tantivy]\nlanguage = \"{language}\"\n\n\
+             [storage.tantivy.profile_languages]\nmarie = \"french\"\n\n\
+             [memory]\nembedder = \"none\"\n"
+        )
+    };
+    std::fs::write(dir.path().join("memory.toml"), config("cjk")).unwrap();
+    let deployment = Deployment::open(dir.path()).unwrap();
+    let manager = deployment.session_manager().await.unwrap();
+    let id = manager.create(Default::default()).await.unwrap().id;
+    manager
+        .append(
+            &id,
+            UiMessage::text_message("u1", Speaker::User, "明日は東京都庁で会議があります"),
+            Parent::LatestLeaf,
+        )
+        .await
+        .unwrap();
+    let hits = manager.search(&SearchQuery::new("都庁")).await.unwrap();
+    assert_eq!(hits.len(), 1, "CJK text found without spaces");
+
+    let (memory, _) = deployment.memory_service().await.unwrap();
+    memory
+        .remember("marie", note("Les chanteuses répètent le mardi."))
+        .await
+        .unwrap();
+    let recalled = memory
+        .recall("marie", RecallRequest::new("chanteuse", 5))
+        .await
+        .unwrap();
+    assert_eq!(recalled.hits.len(), 1, "French stemming in marie's profile");
+    drop((manager, memory, deployment));
+
+    std::fs::write(dir.path().join("memory.toml"), config("english")).unwrap();
+    let reopened = Deployment::open(dir.path()).unwrap();
+    let error = reopened
+        .session_manager()
+        .await
+        .err()
+        .expect("a mismatched language is refused");
+    let message = error.to_string();
+    assert!(
+        message.contains("made for cjk") && message.contains("opened as english"),
+        "{message}"
+    );
+}
+
+/// Purging a memory (with its sources) leaves its text in no file of the profile's index:
+/// the marker is found there before the purge (the positive control) and nowhere after.
+#[tokio::test]
+async fn a_purge_leaves_no_text_in_the_profile_index_files() {
+    const MARKER: &str = "qzvxmarkerjwk";
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = deployment(dir.path());
+    let (memory, _) = deployment.memory_service().await.unwrap();
+    for i in 0..20 {
+        memory
+            .remember("vault", note(format!("ordinary fact number {i}")))
+            .await
+            .unwrap();
+    }
+    let secret = memory
+        .remember("vault", note(format!("the alarm code is {MARKER}")))
+        .await
+        .unwrap();
+    let index_dir = dir.path().join("tantivy/profiles/vault");
+    let scan = || files_containing(&index_dir, MARKER);
+    assert!(
+        !scan().is_empty(),
+        "positive control: the marker is in the index files"
+    );
+    memory.purge("vault", &secret.id, true).await.unwrap();
+    assert_eq!(
+        scan(),
+        Vec::<String>::new(),
+        "purged text left in the index files"
+    );
+    let recalled = memory
+        .recall("vault", RecallRequest::new("ordinary fact", 50))
+        .await
+        .unwrap();
+    assert_eq!(recalled.hits.len(), 20, "the other memories stay");
+}
+
+/// The files under `dir` (recursively) whose bytes contain `needle`.
+fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(files_containing(&path, needle));
+        } else if std::fs::read(&path)
+            .unwrap()
+            .windows(needle.len())
+            .any(|w| w == needle.as_bytes())
+        {
+            found.push(path.display().to_string());
+        }
+    }
+    found
+}
+
+/// Where the child process of the crash test writes (set only in the child).
+const CRASH_CHILD_DIR: &str = "MEMORY_TANTIVY_CRASH_CHILD_DIR";
+/// Sessions the child appends to at once.
+const CRASH_SESSIONS: usize = 4;
+
+/// The child of `kill_9_during_indexing_loses_nothing_acknowledged`: appends to four
+/// sessions at once, printing each message id once its append returned, until it is
+/// killed (or 5,000 messages, so it always ends). Does nothing in a normal test run.
+#[tokio::test]
+async fn crash_child_appends_until_killed() {
+    let Ok(dir) = std::env::var(CRASH_CHILD_DIR) else {
+        return;
+    };
+    let deployment = Deployment::open(std::path::Path::new(&dir)).unwrap();
+    let manager = std::sync::Arc::new(deployment.session_manager().await.unwrap());
+    let mut writers = Vec::new();
+    for s in 0..CRASH_SESSIONS {
+        let manager = std::sync::Arc::clone(&manager);
+        writers.push(tokio::spawn(async move {
+            let id = memory_core::SessionId::new(format!("crash-{s}")).unwrap();
+            for i in 0..1_250 {
+                let text = format!("lighthouse entry {i} of session {s}");
+                manager
+                    .append(
+                        &id,
+                        UiMessage::text_message(format!("m{i}"), Speaker::User, text),
+                        Parent::LatestLeaf,
+                    )
+                    .await
+                    .unwrap();
+                println!("ack crash-{s} m{i}");
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.unwrap();
+    }
+}
+
+/// `kill -9` while messages are being indexed: every append that returned is in the store,
+/// and at the next start the engine's catch-up makes the Tantivy index hold exactly the
+/// store's messages (none missing, none extra), with the index's writer lock released.
+#[tokio::test]
+async fn kill_9_during_indexing_loses_nothing_acknowledged() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    drop(deployment(dir.path()));
+    {
+        let manager = Deployment::open(dir.path())
+            .unwrap()
+            .session_manager()
+            .await
+            .unwrap();
+        for s in 0..CRASH_SESSIONS {
+            let id = memory_core::SessionId::new(format!("crash-{s}")).unwrap();
+            manager
+                .create(memory_core::NewSession {
+                    id: Some(id),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+        }
+    }
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash_child_appends_until_killed", "--nocapture"])
+        .env(CRASH_CHILD_DIR, dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut acknowledged = Vec::new();
+    for line in stdout.lines() {
+        let line = line.unwrap();
+        if let Some(ack) = line.strip_prefix("ack ") {
+            acknowledged.push(ack.to_owned());
+            if acknowledged.len() == 400 {
+                child.kill().unwrap(); // SIGKILL
+                break;
+            }
+        }
+    }
+    child.wait().unwrap();
+    assert_eq!(
+        acknowledged.len(),
+        400,
+        "the child acknowledged 400 appends before the kill"
+    );
+
+    let deployment = Deployment::open(dir.path()).unwrap();
+    let manager = deployment.session_manager().await.unwrap(); // catches up at start
+    let index = deployment.message_text_index().await.unwrap();
+    let mut stored_total = 0;
+    for s in 0..CRASH_SESSIONS {
+        let id = memory_core::SessionId::new(format!("crash-{s}")).unwrap();
+        let stored: Vec<String> = manager
+            .session(&id)
+            .await
+            .unwrap()
+            .history(None)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
+        for ack in acknowledged
+            .iter()
+            .filter(|a| a.starts_with(&format!("crash-{s} ")))
+        {
+            let message = ack.split(' ').nth(1).unwrap();
+            assert!(
+                stored.iter().any(|m| m == message),
+                "{ack} acknowledged but lost"
+            );
+        }
+        let hits = manager
+            .search(
+                &SearchQuery::new("lighthouse")
+                    .in_session(id.clone())
+                    .limit(10_000),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            hits.len(),
+            stored.len(),
+            "crash-{s}: the index holds the store's messages"
+        );
+        stored_total += stored.len();
+    }
+    assert!(stored_total >= 400);
+    assert_eq!(
+        index
+            .count(memory_core::ports::namespaces::MESSAGES)
+            .await
+            .unwrap() as usize,
+        stored_total,
+        "no document more or fewer than the store's messages"
+    );
 }

@@ -29,7 +29,7 @@ pub use model::{
     LlmConfig, LongTermMemoryConfig, MemoryConfig, StructuredOutputMode, TokenizerConfig,
 };
 pub use storage::{
-    Backend, DirectorySettings, PostgresSettings, RedisSettings, Role, S3Settings, SqliteSettings,
-    StorageConfig, all_on_postgres,
+    Backend, DirectorySettings, MAX_COMMIT_INTERVAL_MS, PostgresSettings, RedisSettings, Role,
+    S3Settings, SqliteSettings, StorageConfig, TantivySettings, all_on_postgres,
 };
 pub use tenant::{MAX_TENANT_NAME, TenantName};

@@ -17,10 +17,15 @@
 //! Every role defaults to the embedded SQLite files in the data directory (blobs to plain
 //! files), so an absent section is the zero-configuration default.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use memory_core::{TextLanguage, validate_profile_name};
 use serde::Deserialize;
+
+/// The longest `commit_interval_ms` accepted: a write never waits longer to be committed.
+pub const MAX_COMMIT_INTERVAL_MS: u64 = 10_000;
 
 /// A storage backend a deployment can pick for a role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -190,6 +195,30 @@ pub struct DirectorySettings {
     pub path: PathBuf,
 }
 
+/// `[storage.tantivy]`: where the indexes live and the language they analyze text as.
+///
+/// ```toml
+/// [storage.tantivy]
+/// path = "tantivy"
+/// language = "english"          # the general index and every profile's, by default
+/// commit_interval_ms = 0         # how long a write waits to share a commit
+///
+/// [storage.tantivy.profile_languages]
+/// kenji = "cjk"                  # this profile's memories are Japanese
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TantivySettings {
+    /// Where the indexes live (relative paths resolve against the config file's directory).
+    pub path: PathBuf,
+    /// The language of the general index (messages, blocks) and of profiles not named in
+    /// `profile_languages`.
+    pub language: TextLanguage,
+    /// How long the first write of a batch waits for others to share its commit.
+    pub commit_interval_ms: u64,
+    /// Profiles whose text is in another language.
+    pub profile_languages: BTreeMap<String, TextLanguage>,
+}
+
 /// A validated `[storage]` section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StorageConfig {
@@ -216,7 +245,7 @@ pub struct StorageConfig {
     /// `[storage.s3]`, when a role uses it.
     pub s3: Option<S3Settings>,
     /// `[storage.tantivy]`, when a role uses it.
-    pub tantivy: Option<DirectorySettings>,
+    pub tantivy: Option<TantivySettings>,
     /// `[storage.lancedb]`, when a role uses it.
     pub lancedb: Option<DirectorySettings>,
     /// `[storage.fs]` (blobs as files).
@@ -292,9 +321,19 @@ pub(crate) struct RawStorage {
     pub postgres: Option<RawPostgres>,
     pub redis: Option<RawRedis>,
     pub s3: Option<RawS3>,
-    pub tantivy: Option<RawDirectory>,
+    pub tantivy: Option<RawTantivy>,
     pub lancedb: Option<RawDirectory>,
     pub fs: Option<RawDirectory>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTantivy {
+    pub path: Option<String>,
+    pub language: Option<String>,
+    pub commit_interval_ms: Option<u64>,
+    #[serde(default)]
+    pub profile_languages: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -481,8 +520,33 @@ impl RawStorage {
             None => {}
         }
         if uses(Backend::Tantivy) || self.tantivy.is_some() {
-            config.tantivy = Some(DirectorySettings {
-                path: resolve(self.tantivy.unwrap_or_default().path, "tantivy"),
+            let raw = self.tantivy.unwrap_or_default();
+            let language = |key: String, name: &str| {
+                name.parse::<TextLanguage>()
+                    .map_err(|e| problem(key, e.to_string()))
+            };
+            let mut profile_languages = BTreeMap::new();
+            for (profile, name) in &raw.profile_languages {
+                let key = format!("storage.tantivy.profile_languages.{profile}");
+                validate_profile_name(profile).map_err(|e| problem(key.clone(), e.to_string()))?;
+                profile_languages.insert(profile.clone(), language(key, name)?);
+            }
+            config.tantivy = Some(TantivySettings {
+                path: resolve(raw.path, "tantivy"),
+                language: match raw.language {
+                    Some(name) => language("storage.tantivy.language".into(), &name)?,
+                    None => TextLanguage::default(),
+                },
+                commit_interval_ms: match raw.commit_interval_ms.unwrap_or(0) {
+                    ms if ms > MAX_COMMIT_INTERVAL_MS => {
+                        return Err(problem(
+                            "storage.tantivy.commit_interval_ms",
+                            format!("{ms} is over the limit of {MAX_COMMIT_INTERVAL_MS} ms"),
+                        ));
+                    }
+                    ms => ms,
+                },
+                profile_languages,
             });
         }
         if uses(Backend::Lancedb) || self.lancedb.is_some() {

@@ -91,8 +91,11 @@ impl StorageConfig {
         if let Some(s3) = &mut out.s3 {
             s3.prefix = format!("{}tenants/{tenant}/", s3.prefix);
         }
-        for directory in [&mut out.tantivy, &mut out.lancedb].into_iter().flatten() {
-            directory.path = tenant_path(&directory.path, tenant);
+        if let Some(tantivy) = &mut out.tantivy {
+            tantivy.path = tenant_path(&tantivy.path, tenant);
+        }
+        if let Some(lancedb) = &mut out.lancedb {
+            lancedb.path = tenant_path(&lancedb.path, tenant);
         }
         out
     }

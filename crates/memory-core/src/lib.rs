@@ -16,6 +16,7 @@ pub mod cursor;
 pub mod error;
 pub mod history;
 pub mod ids;
+pub mod language;
 pub mod message;
 pub mod ports;
 pub mod search;
@@ -32,6 +33,7 @@ pub use history::{
     RecentHistory, StoredMessage,
 };
 pub use ids::{COMPACTION_PREFIX, SessionId, validate_message_id, validate_profile_name};
+pub use language::TextLanguage;
 pub use message::{Part, Role, ToolPart, ToolState, UiMessage};
 pub use search::{
     MAX_SEARCH_TERMS, SearchHit, SearchMode, SearchQuery, phrase_terms, search_messages,

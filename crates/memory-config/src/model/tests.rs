@@ -226,6 +226,50 @@ region = "auto"
     }
 
     #[test]
+    fn tantivy_takes_a_language_per_deployment_and_per_profile() {
+        let config = MemoryConfig::parse(
+            r#"
+[storage]
+text = "tantivy"
+
+[storage.tantivy]
+language = "french"
+commit_interval_ms = 5
+
+[storage.tantivy.profile_languages]
+kenji = "cjk"
+"#,
+            Path::new("/etc/memory"),
+        )
+        .unwrap();
+        let tantivy = config.storage(Path::new("/ignored")).tantivy.unwrap();
+        assert_eq!(tantivy.language, memory_core::TextLanguage::French);
+        assert_eq!(tantivy.commit_interval_ms, 5);
+        assert_eq!(
+            tantivy.profile_languages.get("kenji"),
+            Some(&memory_core::TextLanguage::Cjk)
+        );
+        let defaults = MemoryConfig::parse("[storage]\ntext = \"tantivy\"\n", Path::new("/d"))
+            .unwrap()
+            .storage(Path::new("/ignored"))
+            .tantivy
+            .unwrap();
+        assert_eq!(defaults.language, memory_core::TextLanguage::English);
+        assert_eq!(defaults.commit_interval_ms, 0);
+
+        let unknown =
+            err("[storage]\ntext = \"tantivy\"\n[storage.tantivy]\nlanguage = \"klingon\"\n");
+        assert!(
+            unknown.contains("`storage.tantivy.language`") && unknown.contains("cjk"),
+            "{unknown}"
+        );
+        let bad_profile = err("[storage.tantivy.profile_languages]\n\"../x\" = \"cjk\"\n");
+        assert!(bad_profile.contains("profile_languages"), "{bad_profile}");
+        let slow = err("[storage.tantivy]\ncommit_interval_ms = 60000\n");
+        assert!(slow.contains("commit_interval_ms"), "{slow}");
+    }
+
+    #[test]
     fn a_backend_that_cannot_serve_a_role_is_refused_with_the_key() {
         assert_eq!(
             err("[storage]\nvectors = \"tantivy\"\n"),

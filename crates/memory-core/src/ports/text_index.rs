@@ -3,7 +3,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::{Result, SearchMode, Timestamp, search::search_terms};
+use crate::{Result, SearchMode, TextLanguage, Timestamp, search::search_terms};
 
 /// The fields a document carries beside its text, for filtering and for showing a hit.
 ///
@@ -179,6 +179,9 @@ pub struct TextIndexCapabilities {
     /// cannot lose a document); its own writes are `NotSupported`, and the engine does not
     /// write it. When false, the engine writes it after the store, through a durable outbox.
     pub written_by_store: bool,
+    /// The language text is analyzed as (what [`Self::stemming`] and [`Self::stop_words`]
+    /// apply to).
+    pub language: TextLanguage,
 }
 
 /// Full-text search over documents with fields, partitioned into namespaces (message history,

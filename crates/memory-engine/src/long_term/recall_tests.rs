@@ -508,6 +508,7 @@ async fn fusion_orders_key_over_memory_text_over_raw_text() {
             phrase: true,
             rarity_ranking: true,
             written_by_store: true,
+            language: memory_core::TextLanguage::English,
         });
     text.expect_search().returning(|namespace, _| {
         let (id, score) = if namespace == namespaces::MEMORIES {

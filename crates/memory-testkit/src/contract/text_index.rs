@@ -215,8 +215,10 @@ pub async fn modes_match_as_declared(index: &dyn TextIndex, caps: TextIndexCapab
     } else {
         assert!(matches!(phrase, Err(MemoryError::NotSupported { .. })));
     }
+    // The suite's words are English: stemming and stop words are checked on English indexes.
+    let english = caps.language == memory_core::TextLanguage::English;
     let stemmed = ids(index, &ns, &all("deploy")).await;
-    if caps.stemming {
+    if caps.stemming && english {
         assert_eq!(stemmed, ["m5"], "stemming declared: deploy finds deploys");
     }
     if caps.rarity_ranking {
@@ -224,9 +226,9 @@ pub async fn modes_match_as_declared(index: &dyn TextIndex, caps: TextIndexCapab
         assert_eq!(ranked, ["m3", "m4"], "the denser match ranks first");
     }
     let the = ids(index, &ns, &all("the")).await;
-    if caps.stop_words {
+    if caps.stop_words && english {
         assert!(the.is_empty(), "stop words declared: 'the' matches nothing");
-    } else {
+    } else if !caps.stop_words {
         assert_eq!(the, ["m1"]);
     }
 }

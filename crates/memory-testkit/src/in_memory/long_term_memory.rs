@@ -344,6 +344,7 @@ impl TextIndex for InMemoryProfileIndex {
     fn capabilities(&self) -> TextIndexCapabilities {
         TextIndexCapabilities {
             written_by_store: true,
+            language: memory_core::TextLanguage::English,
             ..IN_MEMORY_CAPABILITIES
         }
     }

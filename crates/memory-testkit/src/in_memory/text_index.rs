@@ -16,6 +16,7 @@ pub(crate) const IN_MEMORY_CAPABILITIES: TextIndexCapabilities = TextIndexCapabi
     phrase: true,
     rarity_ranking: true,
     written_by_store: false,
+    language: memory_core::TextLanguage::English,
 };
 
 /// Documents of one namespace: id to (insertion order, document).

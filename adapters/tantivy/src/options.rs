@@ -1,0 +1,78 @@
+//! How a [`crate::TantivyTextIndex`] is opened: its language, how long a write may wait to
+//! share a commit, and when deleted text leaves the files.
+
+use std::time::Duration;
+
+use memory_core::TextLanguage;
+
+/// When deleted documents' text leaves the index files. A Tantivy delete is a tombstone:
+/// the document is unsearchable at once, but its text stays in its segment until the
+/// segment is rewritten by a merge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Erasure {
+    /// Every segment holding a deleted document is rewritten before the delete returns (a
+    /// purge is then gone from the disk when it is acknowledged). Costs a rewrite of those
+    /// segments per delete: right for small indexes, such as a profile's.
+    #[default]
+    BeforeReturn,
+    /// The rewrite starts when the delete is committed and runs in the background (deletes
+    /// return at once; the text leaves the files when the merge ends, or at the next merge if
+    /// the segment was already being merged). Right for a large shared index.
+    InBackground,
+}
+
+/// Options of a [`crate::TantivyTextIndex`].
+///
+/// ```
+/// use std::time::Duration;
+/// use memory_core::TextLanguage;
+/// use memory_tantivy::{Erasure, TantivyOptions};
+/// let options = TantivyOptions::default()
+///     .language(TextLanguage::French)
+///     .commit_interval(Duration::from_millis(5))
+///     .erasure(Erasure::InBackground);
+/// assert_eq!(options.language, TextLanguage::French);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TantivyOptions {
+    /// The language text is analyzed as (recorded in the index; a reopen as another language
+    /// is refused). Default: English.
+    pub language: TextLanguage,
+    /// How long the committer waits, after the first write of a batch, for more writes to
+    /// share its commit. Zero (the default) commits at once; writes that arrive while a
+    /// commit runs share the next one. A write returns once its commit is done and the
+    /// reader reloaded, so it is visible to the next search whatever the interval.
+    pub commit_interval: Duration,
+    /// When deleted text leaves the files.
+    pub erasure: Erasure,
+}
+
+impl Default for TantivyOptions {
+    fn default() -> Self {
+        Self {
+            language: TextLanguage::English,
+            commit_interval: Duration::ZERO,
+            erasure: Erasure::BeforeReturn,
+        }
+    }
+}
+
+impl TantivyOptions {
+    /// Sets the language.
+    pub fn language(mut self, language: TextLanguage) -> Self {
+        self.language = language;
+        self
+    }
+
+    /// Sets the commit interval.
+    pub fn commit_interval(mut self, interval: Duration) -> Self {
+        self.commit_interval = interval;
+        self
+    }
+
+    /// Sets when deleted text leaves the files.
+    pub fn erasure(mut self, erasure: Erasure) -> Self {
+        self.erasure = erasure;
+        self
+    }
+}
