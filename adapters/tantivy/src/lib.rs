@@ -2,10 +2,12 @@
 //!
 //! The text-index port on Tantivy: [`TantivyTextIndex`] keeps every namespace of a
 //! deployment in one index on disk, ranks by BM25 with Tantivy's top-k pruning (block-max
-//! WAND: a search for common words skips most postings), analyzes English with stemming and
-//! stop words, and matches phrases by positions. User words are analyzed into terms and
-//! never reach a query parser. [`TantivyTextIndexes`] gives each long-term profile an index
-//! of its own.
+//! WAND: a search for common words skips most postings), analyzes text in the index's
+//! language (any of Tantivy's stemmers, or CJK two-character pieces; see
+//! [`memory_core::TextLanguage`]), and matches phrases by positions. User words are analyzed
+//! into terms and never reach a query parser. One writer thread commits writes in groups and
+//! answers each after its commit; deletes rewrite the segments that held the text
+//! ([`Erasure`]). [`TantivyTextIndexes`] gives each long-term profile an index of its own.
 //!
 //! ```no_run
 //! # async fn demo() -> memory_core::Result<()> {

@@ -67,12 +67,16 @@ impl Deployment {
         }
     }
 
-    /// Everything embedded under `data_dir`, long-term profiles under `profiles` (the eval
-    /// and the benchmarks use scratch directories this way).
+    /// Everything embedded under `data_dir`, long-term profiles under `profiles`, and the
+    /// Tantivy indexes (when text is on Tantivy) under `profiles/tantivy` (the eval and the
+    /// benchmarks use scratch directories this way).
     pub fn with_profiles_dir(config: MemoryConfig, data_dir: &Path, profiles: &Path) -> Self {
         let mut deployment = Self::with_config(config, data_dir);
         let mut storage = deployment.stores.storage().clone();
         storage.sqlite.profiles = profiles.to_owned();
+        if let Some(tantivy) = &mut storage.tantivy {
+            tantivy.path = profiles.join("tantivy");
+        }
         deployment.stores = Stores::new(storage);
         deployment
     }

@@ -12,6 +12,7 @@
 //! against a store that already holds data, but they do write to it.
 
 pub mod contract;
+pub mod corpus;
 pub mod faults;
 pub mod in_memory;
 pub mod mocks;
