@@ -367,3 +367,52 @@ async fn kill_9_during_indexing_loses_nothing_acknowledged() {
         "no document more or fewer than the store's messages"
     );
 }
+
+/// A searchable context block's entries are indexed in the general Tantivy index: found by
+/// stemmed words through `search_context`, replaced by key, in the block's language.
+#[tokio::test]
+async fn searchable_blocks_search_through_tantivy() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[storage]\ntext = \"tantivy\"\n\n[memory]\nembedder = \"none\"\n\n\
+         [[blocks]]\nlabel = \"knowledge\"\nkind = \"searchable\"\n\
+         description = \"Project notes\"\nscope = \"shared\"\n",
+    )
+    .unwrap();
+    let deployment = Deployment::open(dir.path()).unwrap();
+    let manager = deployment.session_manager().await.unwrap();
+    let id = manager.create(Default::default()).await.unwrap().id;
+    let session = manager.session(&id).await.unwrap();
+    let set = |content: &str| json!({"label": "knowledge", "content": content, "metadata": {"title": "Deploy day"}});
+    let out = session
+        .execute_tool("set_context", &set("Deploys happen on Fridays"))
+        .await
+        .unwrap();
+    assert!(out.contains("Indexed"), "{out}");
+    let search = json!({"label": "knowledge", "query": "deploying friday"});
+    let found = session
+        .execute_tool("search_context", &search)
+        .await
+        .unwrap();
+    assert!(found.contains("Deploys happen on Fridays"), "{found}");
+    session
+        .execute_tool("set_context", &set("Deploys moved to Tuesdays"))
+        .await
+        .unwrap();
+    let found = session
+        .execute_tool("search_context", &search)
+        .await
+        .unwrap();
+    assert!(
+        !found.contains("Fridays"),
+        "the entry was replaced: {found}"
+    );
+    let tuesday = json!({"label": "knowledge", "query": "tuesday"});
+    let found = session
+        .execute_tool("search_context", &tuesday)
+        .await
+        .unwrap();
+    assert!(found.contains("Deploys moved to Tuesdays"), "{found}");
+}
