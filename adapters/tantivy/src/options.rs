@@ -45,6 +45,9 @@ pub struct TantivyOptions {
     pub commit_interval: Duration,
     /// When deleted text leaves the files.
     pub erasure: Erasure,
+    /// Indexing threads of the writer; 0 (the default) lets Tantivy pick one per core, at
+    /// most 8. Each thread may buffer up to 32 MiB before it writes a segment.
+    pub writer_threads: usize,
 }
 
 impl Default for TantivyOptions {
@@ -53,6 +56,7 @@ impl Default for TantivyOptions {
             language: TextLanguage::English,
             commit_interval: Duration::ZERO,
             erasure: Erasure::BeforeReturn,
+            writer_threads: 0,
         }
     }
 }
@@ -73,6 +77,12 @@ impl TantivyOptions {
     /// Sets when deleted text leaves the files.
     pub fn erasure(mut self, erasure: Erasure) -> Self {
         self.erasure = erasure;
+        self
+    }
+
+    /// Sets the writer's indexing threads (0: Tantivy's choice).
+    pub fn writer_threads(mut self, threads: usize) -> Self {
+        self.writer_threads = threads;
         self
     }
 }

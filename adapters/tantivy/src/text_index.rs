@@ -20,8 +20,8 @@ use crate::language::{analyzer, analyzer_name, has_stop_words, stems};
 use crate::options::TantivyOptions;
 use crate::schema::{Fields, recorded_analyzer, schema, unique_key};
 
-/// Memory the writer may use before it flushes a segment.
-const WRITER_HEAP: usize = 64 * 1024 * 1024;
+/// Memory each indexing thread may use before it writes a segment.
+const HEAP_PER_THREAD: usize = 32 * 1024 * 1024;
 
 /// [`TextIndex`] on a Tantivy index in a directory: BM25 ranking with Tantivy's top-k
 /// pruning (block-max WAND), text analyzed in the index's [`TextLanguage`] (stemming and
@@ -90,15 +90,21 @@ impl TantivyTextIndex {
         index
             .tokenizers()
             .register(&analyzer_name(language), analyzer(language));
-        let writer = index.writer(WRITER_HEAP).map_err(|e| match e {
-            tantivy::TantivyError::LockFailure(..) => MemoryError::Conflict {
-                message: format!(
-                    "{} is open for writing by another process; one writer per index",
-                    path.display()
-                ),
-            },
-            other => tantivy_error(other),
-        })?;
+        let threads = match options.writer_threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
+            n => n,
+        };
+        let writer = index
+            .writer_with_num_threads(threads, threads * HEAP_PER_THREAD)
+            .map_err(|e| match e {
+                tantivy::TantivyError::LockFailure(..) => MemoryError::Conflict {
+                    message: format!(
+                        "{} is open for writing by another process; one writer per index",
+                        path.display()
+                    ),
+                },
+                other => tantivy_error(other),
+            })?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)

@@ -33,11 +33,12 @@ pub struct TantivyTextIndexes {
 }
 
 impl TantivyTextIndexes {
-    /// Profile indexes under `root`, in English, erased before a delete returns.
+    /// Profile indexes under `root`, in English, erased before a delete returns, each
+    /// written by one indexing thread (a deployment may hold many profiles open).
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
-            options: TantivyOptions::default(),
+            options: TantivyOptions::default().writer_threads(1),
             languages: HashMap::new(),
             open: tokio::sync::Mutex::new(HashMap::new()),
         }
