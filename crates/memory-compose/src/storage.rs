@@ -34,6 +34,8 @@ fn unavailable(role: Role, backend: Backend) -> ComposeError {
         Backend::S3 => ComposeError::NotBuilt { role, backend },
         #[cfg(not(feature = "tantivy"))]
         Backend::Tantivy => ComposeError::NotBuilt { role, backend },
+        #[cfg(not(feature = "lancedb"))]
+        Backend::Lancedb => ComposeError::NotBuilt { role, backend },
         _ => ComposeError::NotAvailable {
             role,
             backend,
@@ -61,6 +63,8 @@ pub(crate) struct Stores {
     tantivy_general: tokio::sync::OnceCell<memory_tantivy::TantivyTextIndex>,
     #[cfg(feature = "tantivy")]
     tantivy_profiles: std::sync::OnceLock<Arc<memory_tantivy::TantivyTextIndexes>>,
+    #[cfg(feature = "lancedb")]
+    lancedb_profiles: std::sync::OnceLock<Arc<memory_lancedb::LanceVectorIndexes>>,
 }
 
 impl Stores {
@@ -83,6 +87,8 @@ impl Stores {
             tantivy_general: tokio::sync::OnceCell::new(),
             #[cfg(feature = "tantivy")]
             tantivy_profiles: std::sync::OnceLock::new(),
+            #[cfg(feature = "lancedb")]
+            lancedb_profiles: std::sync::OnceLock::new(),
         }
     }
 
@@ -276,6 +282,26 @@ impl Stores {
             Backend::Postgres => Ok(Arc::new(memory_postgres::PostgresVectorIndexes::new(
                 self.postgres_db().await?,
             ))),
+            #[cfg(feature = "lancedb")]
+            Backend::Lancedb => {
+                let root = self
+                    .storage
+                    .lancedb
+                    .as_ref()
+                    .map(|l| l.path.clone())
+                    .ok_or(ComposeError::Invalid(
+                        "vectors = \"lancedb\" but [storage.lancedb] is missing".into(),
+                    ))?;
+                let root = root.to_str().map(str::to_owned).ok_or_else(|| {
+                    ComposeError::Invalid(format!("{} is not a UTF-8 path", root.display()))
+                })?;
+                Ok(Arc::clone(self.lancedb_profiles.get_or_init(|| {
+                    Arc::new(memory_lancedb::LanceVectorIndexes::new(
+                        root,
+                        memory_lancedb::LanceOptions::default(),
+                    ))
+                })) as Arc<dyn VectorIndexes>)
+            }
             other => Err(unavailable(Role::Vectors, other)),
         }
     }

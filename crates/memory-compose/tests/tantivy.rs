@@ -7,6 +7,7 @@ use memory_config::{Backend, Role};
 use memory_core::{Parent, Role as Speaker, SearchQuery, UiMessage};
 use memory_engine::long_term::{RecallRequest, RememberRequest};
 use memory_testkit::contract;
+use memory_testkit::files::files_containing;
 
 /// A plain memory to remember.
 fn note(content: impl Into<String>) -> RememberRequest {
@@ -190,7 +191,7 @@ async fn a_purge_leaves_no_text_in_the_profile_index_files() {
         .await
         .unwrap();
     let index_dir = dir.path().join("tantivy/profiles/vault");
-    let scan = || files_containing(&index_dir, MARKER);
+    let scan = || files_containing(&index_dir, MARKER.as_bytes());
     assert!(
         !scan().is_empty(),
         "positive control: the marker is in the index files"
@@ -206,24 +207,6 @@ async fn a_purge_leaves_no_text_in_the_profile_index_files() {
         .await
         .unwrap();
     assert_eq!(recalled.hits.len(), 20, "the other memories stay");
-}
-
-/// The files under `dir` (recursively) whose bytes contain `needle`.
-fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            found.extend(files_containing(&path, needle));
-        } else if std::fs::read(&path)
-            .unwrap()
-            .windows(needle.len())
-            .any(|w| w == needle.as_bytes())
-        {
-            found.push(path.display().to_string());
-        }
-    }
-    found
 }
 
 /// Where the child process of the crash test writes (set only in the child).

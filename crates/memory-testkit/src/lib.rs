@@ -14,6 +14,7 @@
 pub mod contract;
 pub mod corpus;
 pub mod faults;
+pub mod files;
 pub mod in_memory;
 pub mod mocks;
 pub mod model;

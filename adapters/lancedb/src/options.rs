@@ -1,0 +1,69 @@
+//! How a [`crate::LanceVectorIndex`] searches and when it builds its approximate index.
+
+use std::time::Duration;
+
+/// Options of a [`crate::LanceVectorIndex`].
+///
+/// ```
+/// use memory_lancedb::LanceOptions;
+/// let options = LanceOptions::default()
+///     .index_threshold(50_000)
+///     .storage_option("aws_endpoint", "http://127.0.0.1:8333");
+/// assert_eq!(options.index_threshold, 50_000);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LanceOptions {
+    /// Rows at which a table gets an approximate (IVF-PQ) index; below it every search is
+    /// exact. Default 100,000 (an exact scan of 100,000 vectors of 384 dimensions is still
+    /// quick).
+    pub index_threshold: usize,
+    /// IVF partitions probed per search (more: closer to exact, slower). Default 20.
+    pub nprobes: usize,
+    /// Candidates re-ranked by exact distance per hit wanted (`k × refine_factor` are read
+    /// back and re-scored, so scores are exact cosine similarities). Default 10.
+    pub refine_factor: u32,
+    /// How stale a read may be against writes of other processes: zero (the default) checks
+    /// for a newer version of the table before every read.
+    pub read_consistency: Duration,
+    /// Options of the object store (`aws_endpoint`, `aws_region`, credentials, ...), passed
+    /// to LanceDB as they are.
+    pub storage_options: Vec<(String, String)>,
+}
+
+impl Default for LanceOptions {
+    fn default() -> Self {
+        Self {
+            index_threshold: 100_000,
+            nprobes: 20,
+            refine_factor: 10,
+            read_consistency: Duration::ZERO,
+            storage_options: Vec::new(),
+        }
+    }
+}
+
+impl LanceOptions {
+    /// Sets the row count at which the approximate index is built.
+    pub fn index_threshold(mut self, rows: usize) -> Self {
+        self.index_threshold = rows;
+        self
+    }
+
+    /// Sets the partitions probed per search.
+    pub fn nprobes(mut self, nprobes: usize) -> Self {
+        self.nprobes = nprobes;
+        self
+    }
+
+    /// Sets the re-ranking factor.
+    pub fn refine_factor(mut self, factor: u32) -> Self {
+        self.refine_factor = factor;
+        self
+    }
+
+    /// Adds an object-store option.
+    pub fn storage_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.storage_options.push((key.into(), value.into()));
+        self
+    }
+}

@@ -1,0 +1,469 @@
+//! The vector-index port on a LanceDB database: one table per namespace, its embedding model
+//! and dimensions recorded in the table's schema, exact search below a size threshold and an
+//! IVF-PQ index with exact re-ranking above it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use lancedb::database::CreateTableMode;
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use lancedb::{Connection, DistanceType, Table};
+use memory_core::ports::{VectorHit, VectorIndex, VectorRecord};
+use memory_core::{MemoryError, Result};
+use tracing::{debug, warn};
+
+use crate::ann;
+use crate::error::{BACKEND, lance_error};
+use crate::model_registry::{Claim, ModelRegistry};
+use crate::options::LanceOptions;
+use crate::records::{self, ID, VECTOR, ids_filter};
+use crate::table_name::table_name;
+
+/// Ids per filter expression (deletes and reads of many ids go in chunks).
+const IDS_PER_FILTER: usize = 1_000;
+/// The distance column LanceDB adds to a vector search's results.
+const DISTANCE: &str = "_distance";
+/// How often, and how long each time, a writer that lost the claim waits for the claimant's
+/// table before creating it itself (about 5 s in all).
+const CLAIMANT_WAITS: usize = 100;
+const CLAIMANT_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// [`VectorIndex`] on LanceDB: a database directory on local disk (`/path/to/db`) or in an
+/// S3-compatible bucket (`s3://bucket/prefix`), one table per namespace.
+///
+/// - **One model per table.** The first write creates the table with the model and the
+///   dimensions in its schema; creating is atomic, so of two first writers with different
+///   models exactly one wins. Every later write and every query is checked against them.
+/// - **Exact, then approximate.** Below [`LanceOptions::index_threshold`] rows a search scans
+///   every vector. Past it an IVF-PQ index is built in the background, searched with
+///   [`LanceOptions::nprobes`] and re-ranked by exact distance
+///   ([`LanceOptions::refine_factor`]); rows added since the index was trained are scanned
+///   exactly beside it, and the index is brought up to date (or retrained when the table has
+///   grown fourfold) in the background.
+/// - **Scores** are cosine similarities (`1 - cosine distance`).
+#[derive(Clone)]
+pub struct LanceVectorIndex {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    uri: String,
+    connection: Connection,
+    registry: ModelRegistry,
+    options: LanceOptions,
+    tables: Mutex<HashMap<String, Table>>,
+    /// Tables whose index is being built or updated.
+    indexing: Mutex<HashSet<String>>,
+    /// Held while an index is built or updated (one at a time: two builds of one table
+    /// would conflict).
+    maintenance: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for LanceVectorIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LanceVectorIndex")
+            .field("uri", &self.inner.uri)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LanceVectorIndex {
+    /// Connects to the database at `uri` (a directory path, or `s3://bucket/prefix` with the
+    /// object-store settings in `options`).
+    pub async fn connect(uri: &str, options: LanceOptions) -> Result<Self> {
+        let connection = lancedb::connect(uri)
+            .storage_options(options.storage_options.clone())
+            .read_consistency_interval(options.read_consistency)
+            .execute()
+            .await
+            .map_err(|e| MemoryError::backend(BACKEND, format!("connecting to {uri}: {e}")))?;
+        let registry = ModelRegistry::open(uri, &options.storage_options)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                uri: uri.to_owned(),
+                connection,
+                registry,
+                maintenance: tokio::sync::Mutex::new(()),
+                options,
+                tables: Mutex::new(HashMap::new()),
+                indexing: Mutex::new(HashSet::new()),
+            }),
+        })
+    }
+
+    /// Where the database lives.
+    pub fn uri(&self) -> &str {
+        &self.inner.uri
+    }
+
+    /// The namespace's table, if it exists.
+    async fn table(&self, namespace: &str) -> Result<Option<Table>> {
+        let name = table_name(namespace);
+        if let Some(table) = self.cached(&name) {
+            return Ok(Some(table));
+        }
+        match self.inner.connection.open_table(&name).execute().await {
+            Ok(table) => {
+                self.cache(&name, &table);
+                Ok(Some(table))
+            }
+            Err(lancedb::Error::TableNotFound { .. }) => Ok(None),
+            Err(e) => Err(lance_error(e)),
+        }
+    }
+
+    fn cached(&self, name: &str) -> Option<Table> {
+        self.lock_tables().get(name).cloned()
+    }
+
+    fn cache(&self, name: &str, table: &Table) {
+        self.lock_tables().insert(name.to_owned(), table.clone());
+    }
+
+    fn forget(&self, name: &str) {
+        self.lock_tables().remove(name);
+    }
+
+    pub(crate) fn forget_all(&self) {
+        self.lock_tables().clear();
+    }
+
+    pub(crate) fn connection(&self) -> &Connection {
+        &self.inner.connection
+    }
+
+    pub(crate) fn registry(&self) -> &ModelRegistry {
+        &self.inner.registry
+    }
+
+    fn lock_tables(&self) -> std::sync::MutexGuard<'_, HashMap<String, Table>> {
+        self.inner
+            .tables
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The model and dimensions a table was made with.
+    async fn recorded(table: &Table) -> Result<(String, usize)> {
+        let schema = table.schema().await.map_err(lance_error)?;
+        records::recorded(&schema)
+    }
+
+    /// Fails unless `table` holds `model`'s `dims`-long vectors.
+    async fn check(namespace: &str, table: &Table, model: &str, dims: usize) -> Result<()> {
+        let (have_model, have_dims) = Self::recorded(table).await?;
+        if have_model != model || have_dims != dims {
+            return Err(refused(namespace, &have_model, have_dims, model, dims));
+        }
+        Ok(())
+    }
+
+    /// Builds (or brings up to date) the namespace's approximate index now; returns whether
+    /// the table has one afterwards. Below the threshold nothing is built.
+    pub async fn optimize_index(&self, namespace: &str) -> Result<bool> {
+        let Some(table) = self.table(namespace).await? else {
+            return Ok(false);
+        };
+        let (_, dims) = Self::recorded(&table).await?;
+        let _one_at_a_time = self.inner.maintenance.lock().await;
+        ann::maintain(&table, dims, self.inner.options.index_threshold).await
+    }
+
+    /// Starts [`Self::optimize_index`] in the background unless it is already running for
+    /// this table.
+    fn optimize_in_background(&self, namespace: &str) {
+        let name = table_name(namespace);
+        {
+            let mut running = self
+                .inner
+                .indexing
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !running.insert(name.clone()) {
+                return;
+            }
+        }
+        let this = self.clone();
+        let namespace = namespace.to_owned();
+        tokio::spawn(async move {
+            // An explicit build may be running; it will have indexed these rows or the next
+            // write starts again.
+            match this.optimize_index(&namespace).await {
+                Ok(indexed) => debug!(namespace, indexed, "vector index maintained"),
+                Err(e) => warn!(namespace, error = %e, "vector index maintenance failed"),
+            }
+            this.inner
+                .indexing
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(&name);
+        });
+    }
+
+    /// True while an index build or update runs in the background.
+    pub fn is_indexing(&self) -> bool {
+        !self
+            .inner
+            .indexing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_empty()
+    }
+
+    /// Rewrites the namespace's files without deleted rows and removes every older version,
+    /// so deleted vectors leave the storage (LanceDB keeps old versions until they are
+    /// pruned).
+    pub async fn erase_deleted(&self, namespace: &str) -> Result<()> {
+        let Some(table) = self.table(namespace).await? else {
+            return Ok(());
+        };
+        ann::erase_deleted(&table).await
+    }
+
+    /// The namespace's table for `model`'s `dims`-long vectors, created empty if it does
+    /// not exist: the writer that claims the namespace creates it, any other waits for it
+    /// (and is refused at once if it brings another model).
+    async fn create(&self, namespace: &str, model: &str, dims: usize) -> Result<Table> {
+        let name = table_name(namespace);
+        if let Claim::Taken {
+            model: have_model,
+            dims: have_dims,
+        } = self.inner.registry.claim(&name, model, dims).await?
+        {
+            if have_model != model || have_dims != dims {
+                return Err(refused(namespace, &have_model, have_dims, model, dims));
+            }
+            // The claimant is creating it; wait a little before creating it ourselves
+            // (it may have died between its claim and its table).
+            for _ in 0..CLAIMANT_WAITS {
+                if let Some(table) = self.table(namespace).await? {
+                    return Ok(table);
+                }
+                tokio::time::sleep(CLAIMANT_WAIT).await;
+            }
+        }
+        let schema = records::schema(model, dims)?;
+        let table = self
+            .inner
+            .connection
+            .create_empty_table(&name, schema)
+            .mode(CreateTableMode::exist_ok(|request| request))
+            .execute()
+            .await
+            .map_err(lance_error)?;
+        self.cache(&name, &table);
+        Ok(table)
+    }
+
+    async fn merge(table: &Table, batch: RecordBatch) -> Result<()> {
+        let schema = batch.schema();
+        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+        let mut merge = table.merge_insert(&[ID]);
+        merge
+            .when_matched_update_all(None)
+            .when_not_matched_insert_all();
+        merge.execute(Box::new(reader)).await.map_err(lance_error)?;
+        Ok(())
+    }
+
+    async fn collect(
+        stream: lancedb::arrow::SendableRecordBatchStream,
+    ) -> Result<Vec<RecordBatch>> {
+        stream.try_collect().await.map_err(lance_error)
+    }
+}
+
+/// The error of a write whose model or dimensions are not the namespace's.
+fn refused(
+    namespace: &str,
+    have_model: &str,
+    have_dims: usize,
+    model: &str,
+    dims: usize,
+) -> MemoryError {
+    MemoryError::invalid(format!(
+        "namespace {namespace:?} holds {have_dims}-dimension vectors of model {have_model:?}; \
+         refusing {dims}-dimension vectors of {model:?} (clear the namespace and re-embed to \
+         change models)"
+    ))
+}
+
+/// The model and dimensions of a batch of records, all alike (else `InvalidInput`).
+fn model_of(records: &[VectorRecord]) -> Result<(String, usize)> {
+    let Some(first) = records.first() else {
+        return Err(MemoryError::invalid("no records"));
+    };
+    let dims = first.vector.len();
+    if dims == 0 {
+        return Err(MemoryError::invalid(
+            "a vector needs at least one dimension",
+        ));
+    }
+    for record in records {
+        if record.model != first.model || record.vector.len() != dims {
+            return Err(MemoryError::invalid(format!(
+                "one upsert mixes models or dimensions ({:?} × {dims}, {:?} × {})",
+                first.model,
+                record.model,
+                record.vector.len()
+            )));
+        }
+        if record.vector.iter().any(|x| !x.is_finite()) {
+            return Err(MemoryError::invalid(format!(
+                "vector {:?} has a value that is not a finite number",
+                record.id
+            )));
+        }
+    }
+    Ok((first.model.clone(), dims))
+}
+
+/// The last record of each id (a merge must not see one id twice).
+fn last_per_id(records: Vec<VectorRecord>) -> Vec<VectorRecord> {
+    let mut seen = HashSet::new();
+    let mut out: Vec<VectorRecord> = records
+        .into_iter()
+        .rev()
+        .filter(|r| seen.insert(r.id.clone()))
+        .collect();
+    out.reverse();
+    out
+}
+
+#[async_trait]
+impl VectorIndex for LanceVectorIndex {
+    async fn upsert(&self, namespace: &str, records: Vec<VectorRecord>) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let (model, dims) = model_of(&records)?;
+        let records = last_per_id(records);
+        let schema = records::schema(&model, dims)?;
+        let batch = records::batch(&schema, &records, dims)?;
+        let table = match self.table(namespace).await? {
+            Some(table) => table,
+            None => self.create(namespace, &model, dims).await?,
+        };
+        Self::check(namespace, &table, &model, dims).await?;
+        Self::merge(&table, batch).await?;
+        if table.count_rows(None).await.map_err(lance_error)? >= self.inner.options.index_threshold
+        {
+            self.optimize_in_background(namespace);
+        }
+        Ok(())
+    }
+
+    async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
+        let Some(table) = self.table(namespace).await? else {
+            return Ok(0);
+        };
+        let mut deleted = 0;
+        for chunk in ids.chunks(IDS_PER_FILTER) {
+            let filter = ids_filter(chunk);
+            let existing = table
+                .count_rows(Some(filter.clone()))
+                .await
+                .map_err(lance_error)?;
+            if existing > 0 {
+                table.delete(filter.as_str()).await.map_err(lance_error)?;
+            }
+            deleted += existing as u64;
+        }
+        Ok(deleted)
+    }
+
+    async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>> {
+        let Some(table) = self.table(namespace).await? else {
+            return Ok(Vec::new());
+        };
+        let (_, dims) = Self::recorded(&table).await?;
+        if vector.len() != dims {
+            return Err(MemoryError::invalid(format!(
+                "a {}-dimension query against {dims}-dimension vectors in {namespace:?}",
+                vector.len()
+            )));
+        }
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let options = &self.inner.options;
+        let query = table
+            .query()
+            .nearest_to(vector)
+            .map_err(lance_error)?
+            .distance_type(DistanceType::Cosine)
+            .nprobes(options.nprobes)
+            .map_err(lance_error)?
+            .refine_factor(options.refine_factor)
+            .limit(k)
+            .select(Select::columns(&[ID]));
+        let batches = Self::collect(query.execute().await.map_err(lance_error)?).await?;
+        let mut hits = Vec::with_capacity(k);
+        for batch in &batches {
+            let ids = records::strings(batch, ID)?;
+            let distances = records::floats(batch, DISTANCE)?;
+            for row in 0..batch.num_rows() {
+                hits.push(VectorHit {
+                    id: ids.value(row).to_owned(),
+                    score: 1.0 - distances.value(row),
+                });
+            }
+        }
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        hits.truncate(k);
+        Ok(hits)
+    }
+
+    async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>> {
+        let Some(table) = self.table(namespace).await? else {
+            return Ok(Vec::new());
+        };
+        let (model, _) = Self::recorded(&table).await?;
+        let mut found: HashMap<String, Vec<f32>> = HashMap::new();
+        for chunk in ids.chunks(IDS_PER_FILTER) {
+            let query = table
+                .query()
+                .only_if(ids_filter(chunk))
+                .select(Select::columns(&[ID, VECTOR]));
+            let batches = Self::collect(query.execute().await.map_err(lance_error)?).await?;
+            for batch in &batches {
+                let ids = records::strings(batch, ID)?;
+                for (row, vector) in records::vectors(batch)?.into_iter().enumerate() {
+                    found.insert(ids.value(row).to_owned(), vector);
+                }
+            }
+        }
+        Ok(ids
+            .iter()
+            .filter_map(|id| {
+                found.get(id).map(|vector| VectorRecord {
+                    id: id.clone(),
+                    vector: vector.clone(),
+                    model: model.clone(),
+                })
+            })
+            .collect())
+    }
+
+    async fn model(&self, namespace: &str) -> Result<Option<String>> {
+        match self.table(namespace).await? {
+            Some(table) => Ok(Some(Self::recorded(&table).await?.0)),
+            None => Ok(None),
+        }
+    }
+
+    async fn clear(&self, namespace: &str) -> Result<()> {
+        let name = table_name(namespace);
+        self.forget(&name);
+        // The claim first: a crash in between leaves vectors with their schema's model,
+        // never a claim without a table that would refuse a new model.
+        self.inner.registry.release(&name).await?;
+        match self.inner.connection.drop_table(&name, &[]).await {
+            Ok(()) | Err(lancedb::Error::TableNotFound { .. }) => Ok(()),
+            Err(e) => Err(lance_error(e)),
+        }
+    }
+}

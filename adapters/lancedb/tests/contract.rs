@@ -1,0 +1,182 @@
+//! The shared vector-index contract on LanceDB on local disk; the model check across two
+//! connections; the approximate index against exact search; erasure checked on the files.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use memory_core::ports::{VectorIndex, VectorIndexes, VectorRecord};
+use memory_lancedb::{LanceOptions, LanceVectorIndex, LanceVectorIndexes};
+use memory_testkit::contract;
+use memory_testkit::files::files_containing;
+
+async fn open(dir: &Path, options: LanceOptions) -> LanceVectorIndex {
+    LanceVectorIndex::connect(dir.to_str().unwrap(), options)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn lancedb_vector_index_passes_the_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path(), LanceOptions::default()).await;
+    contract::vector_index::run_all(&index).await;
+}
+
+#[tokio::test]
+async fn profiles_are_isolated_and_deleted_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let indexes = LanceVectorIndexes::new(dir.path().to_str().unwrap(), LanceOptions::default());
+    contract::vector_index::profile_vectors_are_isolated(&indexes).await;
+    assert!(indexes.vector_index("../x").await.is_err());
+}
+
+/// Two connections on one database (as two processes would have): of two first writers with
+/// different models exactly one wins.
+#[tokio::test]
+async fn the_model_check_is_atomic_across_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let first: Arc<dyn VectorIndex> = Arc::new(open(dir.path(), LanceOptions::default()).await);
+    let second: Arc<dyn VectorIndex> = Arc::new(open(dir.path(), LanceOptions::default()).await);
+    contract::vector_index::the_model_check_is_atomic(first, second).await;
+}
+
+/// A deterministic pseudo-random vector.
+fn vector(seed: u64, dims: usize) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..dims)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 11) as f64 / (1u64 << 53) as f64) as f32 - 0.5
+        })
+        .collect()
+}
+
+/// A vector near one of 64 centres, as embeddings of related texts cluster.
+fn clustered(seed: u64, dims: usize) -> Vec<f32> {
+    let centre = vector(seed % 64 + 10_000_000, dims);
+    let noise = vector(seed, dims);
+    centre
+        .iter()
+        .zip(&noise)
+        .map(|(c, n)| c + 0.35 * n)
+        .collect()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (norm(a) * norm(b))
+}
+
+/// Past the threshold the table gets an IVF-PQ index; searches through it find nearly what
+/// an exact scan finds, with exact scores (re-ranked), and rows added after training are
+/// found too.
+#[tokio::test]
+async fn the_approximate_index_matches_exact_search_closely() {
+    const DIMS: usize = 32;
+    const ROWS: u64 = 4_000;
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path(), LanceOptions::default().index_threshold(3_000)).await;
+    let records: Vec<VectorRecord> = (0..ROWS)
+        .map(|i| VectorRecord {
+            id: format!("v{i}"),
+            vector: clustered(i, DIMS),
+            model: "m".into(),
+        })
+        .collect();
+    for chunk in records.chunks(1_000) {
+        index.upsert("memories", chunk.to_vec()).await.unwrap();
+    }
+    assert!(
+        index.optimize_index("memories").await.unwrap(),
+        "indexed past the threshold"
+    );
+    let late = VectorRecord {
+        id: "late".into(),
+        vector: vector(999_999, DIMS),
+        model: "m".into(),
+    };
+    index.upsert("memories", vec![late.clone()]).await.unwrap();
+
+    let mut overlap = 0;
+    for q in 0..20u64 {
+        let query = clustered(1_000_000 + q, DIMS);
+        let mut exact: Vec<(f32, &str)> = records
+            .iter()
+            .map(|r| (cosine(&query, &r.vector), r.id.as_str()))
+            .collect();
+        exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let hits = index.query("memories", &query, 10).await.unwrap();
+        assert_eq!(hits.len(), 10);
+        for hit in &hits {
+            if let Some(r) = records.iter().find(|r| r.id == hit.id) {
+                let score = cosine(&query, &r.vector);
+                assert!(
+                    (hit.score - score).abs() < 1e-4,
+                    "re-ranked scores are exact"
+                );
+            }
+        }
+        overlap += hits
+            .iter()
+            .filter(|h| exact[..10].iter().any(|(_, id)| *id == h.id))
+            .count();
+    }
+    let recall = overlap as f64 / 200.0;
+    assert!(recall >= 0.9, "recall@10 against exact search: {recall}");
+    let found = index.query("memories", &late.vector, 1).await.unwrap();
+    assert_eq!(
+        found[0].id, "late",
+        "a row added after training is searched too"
+    );
+}
+
+/// A deleted vector leaves the files once its namespace is erased: the old versions that
+/// still held it are pruned. The marker (the record's id) is found before (positive control).
+#[tokio::test]
+async fn erasure_removes_deleted_vectors_from_every_version() {
+    const MARKER: &str = "zqxvectormarkerkw";
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path(), LanceOptions::default()).await;
+    let mut records: Vec<VectorRecord> = (0..50)
+        .map(|i| VectorRecord {
+            id: format!("keep{i}"),
+            vector: vector(i, 8),
+            model: "m".into(),
+        })
+        .collect();
+    records.push(VectorRecord {
+        id: MARKER.into(),
+        vector: vector(77, 8),
+        model: "m".into(),
+    });
+    index.upsert("memories", records).await.unwrap();
+    assert!(!files_containing(dir.path(), MARKER.as_bytes()).is_empty());
+    assert_eq!(
+        index
+            .delete("memories", &[MARKER.to_owned()])
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(
+        !files_containing(dir.path(), MARKER.as_bytes()).is_empty(),
+        "a delete alone leaves the old version on disk"
+    );
+    index.erase_deleted("memories").await.unwrap();
+    assert_eq!(
+        files_containing(dir.path(), MARKER.as_bytes()),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        index
+            .query("memories", &vector(1, 8), 100)
+            .await
+            .unwrap()
+            .len(),
+        50
+    );
+}
