@@ -3,7 +3,13 @@
 //! waits at most the commit interval for others, changes that arrive while a commit runs
 //! join the next one. A caller is answered after its commit and the reader's reload, so what
 //! it wrote is durable and visible to the next search when its call returns.
+//!
+//! The thread also runs every merge (Tantivy's own merge policy is off): it asks
+//! [`LogMergePolicy`] which segments to merge, rewrites segments that hold deleted documents
+//! (erasure), and knows at all times which segments are being merged, so no merge it did not
+//! start can keep deleted text alive behind its back.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError};
@@ -12,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use memory_core::ports::TextDocument;
 use memory_core::{MemoryError, Result};
-use tantivy::index::SegmentId;
+use tantivy::index::{SegmentId, SegmentMeta};
+use tantivy::indexer::{LogMergePolicy, MergePolicy, NoMergePolicy};
 use tantivy::query::AllQuery;
 use tantivy::{Index, IndexReader, IndexWriter, TantivyDocument, Term};
 use tokio::sync::oneshot;
@@ -24,10 +31,9 @@ use crate::schema::{Fields, unique_key};
 
 /// Most changes committed together.
 const MAX_BATCH: usize = 1_024;
-/// How long a delete waits for segments another merge holds before it gives up erasing.
-const ERASE_TIMEOUT: Duration = Duration::from_secs(30);
-/// Pause between attempts to rewrite segments another merge holds.
-const ERASE_RETRY: Duration = Duration::from_millis(20);
+/// How long a delete waits for the merges in flight before it erases (and the thread, when
+/// it stops, for its merges to end).
+const MERGE_WAIT: Duration = Duration::from_secs(60);
 
 /// One change to the index.
 pub(crate) enum Change {
@@ -56,10 +62,20 @@ struct Request {
     reply: oneshot::Sender<Result<()>>,
 }
 
+/// What the writer thread is told.
+enum Message {
+    /// A change to apply and commit.
+    Write(Request),
+    /// A merge the thread started has ended (these segments are free again).
+    MergeEnded(Vec<SegmentId>),
+    /// The index is being closed.
+    Stop,
+}
+
 /// The handle of the writer thread; dropping it lets the thread finish its batch, release
 /// the writer (and its lock) and end.
 pub(crate) struct Committer {
-    sender: Option<Sender<Request>>,
+    sender: Option<Sender<Message>>,
     thread: Option<JoinHandle<()>>,
     commits: Arc<AtomicU64>,
 }
@@ -75,6 +91,7 @@ impl Committer {
     ) -> Result<Self> {
         let (sender, requests) = std::sync::mpsc::channel();
         let commits = Arc::new(AtomicU64::new(0));
+        writer.set_merge_policy(Box::new(NoMergePolicy));
         let worker = Worker {
             index,
             writer,
@@ -83,6 +100,9 @@ impl Committer {
             interval: options.commit_interval,
             erasure: options.erasure,
             commits: Arc::clone(&commits),
+            merging: HashSet::new(),
+            ended: sender.clone(),
+            held: std::collections::VecDeque::new(),
         };
         let thread = std::thread::Builder::new()
             .name("tantivy-commit".into())
@@ -102,7 +122,7 @@ impl Committer {
         self.sender
             .as_ref()
             .ok_or_else(closed)?
-            .send(Request { change, reply })
+            .send(Message::Write(Request { change, reply }))
             .map_err(|_| closed())?;
         answer.await.map_err(|_| closed())?
     }
@@ -115,7 +135,9 @@ impl Committer {
 
 impl Drop for Committer {
     fn drop(&mut self) {
-        self.sender.take();
+        if let Some(sender) = self.sender.take() {
+            let _ = sender.send(Message::Stop);
+        }
         if let Some(thread) = self.thread.take()
             && thread.join().is_err()
         {
@@ -132,55 +154,198 @@ struct Worker {
     interval: Duration,
     erasure: Erasure,
     commits: Arc<AtomicU64>,
+    /// Segments in a merge the thread started.
+    merging: HashSet<SegmentId>,
+    /// Where a merge's end is reported (the thread's own queue).
+    ended: Sender<Message>,
+    /// Writes that arrived while the thread waited for merges, in order.
+    held: std::collections::VecDeque<Request>,
 }
 
 impl Worker {
-    fn run(mut self, requests: Receiver<Request>) {
-        while let Ok(first) = requests.recv() {
+    fn run(mut self, messages: Receiver<Message>) {
+        // Deletes a crash left unerased are erased first.
+        self.schedule_merges();
+        let mut stopping = false;
+        while !stopping {
+            let message = match self.held.pop_front() {
+                Some(request) => Message::Write(request),
+                None => match messages.recv() {
+                    Ok(message) => message,
+                    Err(_) => break,
+                },
+            };
+            let first = match message {
+                Message::Write(request) => request,
+                Message::MergeEnded(segments) => {
+                    self.merge_ended(&segments);
+                    continue;
+                }
+                Message::Stop => break,
+            };
             let mut batch = vec![first];
-            self.gather(&requests, &mut batch);
-            let outcome = self.commit(&batch);
-            if let Err(e) = &outcome {
-                warn!(error = %e, changes = batch.len(), "index commit failed");
+            while batch.len() < MAX_BATCH {
+                match self.held.pop_front() {
+                    Some(request) => batch.push(request),
+                    None => break,
+                }
             }
+            stopping = self.gather(&messages, &mut batch);
+            let outcome = self.commit(&batch, &messages);
             for request in batch {
                 let answer = match &outcome {
-                    Ok(()) => Ok(()),
+                    // Committed; only a delete whose text could not be erased yet fails.
+                    Ok(Some(e)) if request.change.deletes() => {
+                        Err(MemoryError::transient(BACKEND, e.to_string()))
+                    }
+                    Ok(_) => Ok(()),
+                    Err(e) if e.is_transient() => {
+                        Err(MemoryError::transient(BACKEND, e.to_string()))
+                    }
                     Err(e) => Err(MemoryError::backend(BACKEND, e.to_string())),
                 };
                 // The caller may have gone away; its change is committed all the same.
                 let _ = request.reply.send(answer);
             }
         }
-    }
-
-    /// Adds to `batch` what arrives within the commit interval (and whatever is queued).
-    fn gather(&self, requests: &Receiver<Request>, batch: &mut Vec<Request>) {
-        let deadline = Instant::now() + self.interval;
-        while batch.len() < MAX_BATCH {
-            match requests.try_recv() {
-                Ok(request) => {
-                    batch.push(request);
-                    continue;
-                }
-                Err(TryRecvError::Disconnected) => return,
-                Err(TryRecvError::Empty) => {}
-            }
-            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                return;
-            };
-            if left.is_zero() {
-                return;
-            }
-            match requests.recv_timeout(left) {
-                Ok(request) => batch.push(request),
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return,
-            }
+        // Let the merges in flight end (they may be erasing), then collect old files.
+        if !self.wait_for_merges(&messages) {
+            warn!("closing the index with merges still running");
+        }
+        if let Err(e) = self.writer.garbage_collect_files().wait() {
+            warn!(error = %e, "collecting index files at close failed");
         }
     }
 
-    /// Applies the batch, commits it, erases deleted text if it deleted any, reloads.
-    fn commit(&mut self, batch: &[Request]) -> Result<()> {
+    /// A merge ended: its segments are free; what is left to merge is scheduled.
+    fn merge_ended(&mut self, segments: &[SegmentId]) {
+        for segment in segments {
+            self.merging.remove(segment);
+        }
+        if let Err(e) = self.reader.reload() {
+            warn!(error = %e, "reloading after a merge failed");
+        }
+        self.schedule_merges();
+    }
+
+    /// Blocks until every merge in flight has ended (at most [`MERGE_WAIT`]); writes that
+    /// arrive meanwhile are held for the next batch. False when merges are still running.
+    fn wait_for_merges(&mut self, messages: &Receiver<Message>) -> bool {
+        let deadline = Instant::now() + MERGE_WAIT;
+        while !self.merging.is_empty() {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                warn!(
+                    merges = self.merging.len(),
+                    "merges still running after the wait"
+                );
+                break;
+            };
+            match messages.recv_timeout(left) {
+                Ok(Message::MergeEnded(segments)) => {
+                    for segment in &segments {
+                        self.merging.remove(segment);
+                    }
+                }
+                Ok(Message::Write(request)) => self.held.push_back(request),
+                Ok(Message::Stop) => {}
+                Err(_) => break,
+            }
+        }
+        self.merging.is_empty()
+    }
+
+    /// The committed segments no merge holds.
+    fn free_segments(&self) -> Result<Vec<SegmentMeta>> {
+        Ok(self
+            .index
+            .searchable_segment_metas()
+            .map_err(tantivy_error)?
+            .into_iter()
+            .filter(|meta| !self.merging.contains(&meta.id()))
+            .collect())
+    }
+
+    /// Starts a merge of `segments` whose end comes back as a message.
+    fn start_merge(&mut self, segments: Vec<SegmentId>) {
+        self.merging.extend(segments.iter().copied());
+        let merge = self.writer.merge(&segments);
+        let ended = self.ended.clone();
+        let spawned = std::thread::Builder::new()
+            .name("tantivy-merge-wait".into())
+            .spawn(move || {
+                if let Err(e) = merge.wait() {
+                    warn!(error = %e, "an index merge failed; its segments are merged again later");
+                }
+                let _ = ended.send(Message::MergeEnded(segments));
+            });
+        if let Err(e) = spawned {
+            warn!(error = %e, "could not watch a merge");
+        }
+    }
+
+    /// Starts the merges the index needs now: every free segment with deleted documents
+    /// (erasure), then what [`LogMergePolicy`] picks among the rest.
+    fn schedule_merges(&mut self) {
+        let free = match self.free_segments() {
+            Ok(free) => free,
+            Err(e) => {
+                warn!(error = %e, "reading the segments failed");
+                return;
+            }
+        };
+        let (deleted, clean): (Vec<SegmentMeta>, Vec<SegmentMeta>) =
+            free.into_iter().partition(SegmentMeta::has_deletes);
+        if !deleted.is_empty() {
+            self.start_merge(deleted.iter().map(SegmentMeta::id).collect());
+        }
+        for candidate in LogMergePolicy::default().compute_merge_candidates(&clean) {
+            self.start_merge(candidate.0);
+        }
+    }
+
+    /// Adds to `batch` what arrives within the commit interval (and whatever is queued);
+    /// true when the index is being closed.
+    fn gather(&mut self, messages: &Receiver<Message>, batch: &mut Vec<Request>) -> bool {
+        let deadline = Instant::now() + self.interval;
+        while batch.len() < MAX_BATCH {
+            let message = match messages.try_recv() {
+                Ok(message) => message,
+                Err(TryRecvError::Disconnected) => return true,
+                Err(TryRecvError::Empty) => {
+                    let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                        return false;
+                    };
+                    if left.is_zero() {
+                        return false;
+                    }
+                    match messages.recv_timeout(left) {
+                        Ok(message) => message,
+                        Err(RecvTimeoutError::Timeout) => return false,
+                        Err(RecvTimeoutError::Disconnected) => return true,
+                    }
+                }
+            };
+            match message {
+                Message::Write(request) => batch.push(request),
+                Message::MergeEnded(segments) => {
+                    for segment in &segments {
+                        self.merging.remove(segment);
+                    }
+                }
+                Message::Stop => return true,
+            }
+        }
+        false
+    }
+
+    /// Applies the batch, commits it, reloads the reader, and starts (or, before returning,
+    /// finishes) the erasure of what it deleted. `Ok(Some(error))`: committed, but the
+    /// erasure failed (it is retried by later merges).
+    fn commit(
+        &mut self,
+        batch: &[Request],
+        messages: &Receiver<Message>,
+    ) -> Result<Option<MemoryError>> {
         let applied = batch
             .iter()
             .try_for_each(|request| self.apply(&request.change))
@@ -193,10 +358,48 @@ impl Worker {
         }
         self.commits.fetch_add(1, Ordering::Relaxed);
         debug!(changes = batch.len(), "index commit");
-        if batch.iter().any(|r| r.change.deletes()) {
-            self.erase()?;
+        self.reader.reload().map_err(tantivy_error)?;
+        let deletes = batch.iter().any(|r| r.change.deletes());
+        if deletes && self.erasure == Erasure::BeforeReturn {
+            if let Err(e) = self.erase_now(messages) {
+                warn!(error = %e, "erasing deleted text failed");
+                self.schedule_merges();
+                return Ok(Some(e));
+            }
+        } else {
+            self.schedule_merges();
         }
-        self.reader.reload().map_err(tantivy_error)
+        Ok(None)
+    }
+
+    /// Rewrites every segment with deleted documents and waits for it: first the merges in
+    /// flight end (none may be left holding an old copy), then one merge of those segments,
+    /// then the files no segment uses are deleted.
+    fn erase_now(&mut self, messages: &Receiver<Message>) -> Result<()> {
+        if !self.wait_for_merges(messages) {
+            return Err(MemoryError::transient(
+                BACKEND,
+                "index merges did not end in time; the deleted text is erased by a later merge",
+            ));
+        }
+        let deleted: Vec<SegmentId> = self
+            .index
+            .searchable_segment_metas()
+            .map_err(tantivy_error)?
+            .into_iter()
+            .filter(SegmentMeta::has_deletes)
+            .map(|meta| meta.id())
+            .collect();
+        if !deleted.is_empty() {
+            self.writer.merge(&deleted).wait().map_err(tantivy_error)?;
+        }
+        self.writer
+            .garbage_collect_files()
+            .wait()
+            .map_err(tantivy_error)?;
+        self.reader.reload().map_err(tantivy_error)?;
+        self.schedule_merges();
+        Ok(())
     }
 
     fn apply(&self, change: &Change) -> Result<()> {
@@ -259,43 +462,5 @@ impl Worker {
             doc.add_i64(f.time, time.millis());
         }
         doc
-    }
-
-    /// Rewrites every segment that holds deleted documents, so their text leaves the files
-    /// (a merge keeps only live documents; the old files are then collected).
-    fn erase(&mut self) -> Result<()> {
-        let deadline = Instant::now() + ERASE_TIMEOUT;
-        loop {
-            let segments: Vec<SegmentId> = self
-                .index
-                .searchable_segment_metas()
-                .map_err(tantivy_error)?
-                .into_iter()
-                .filter(|meta| meta.has_deletes())
-                .map(|meta| meta.id())
-                .collect();
-            if segments.is_empty() {
-                return Ok(());
-            }
-            let merge = self.writer.merge(&segments);
-            if self.erasure == Erasure::InBackground {
-                return Ok(());
-            }
-            match merge.wait() {
-                Ok(_) if Instant::now() < deadline => {}
-                Err(e) if Instant::now() < deadline => {
-                    // Another merge holds some of the segments; it ends soon.
-                    debug!(error = %e, "segments busy; erasing again");
-                    std::thread::sleep(ERASE_RETRY);
-                }
-                Ok(_) => {
-                    return Err(MemoryError::backend(
-                        BACKEND,
-                        "deleted text still in the index files after the erase timeout",
-                    ));
-                }
-                Err(e) => return Err(tantivy_error(e)),
-            }
-        }
     }
 }

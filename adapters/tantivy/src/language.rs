@@ -17,8 +17,15 @@ pub(crate) fn analyzer_name(language: TextLanguage) -> String {
     format!("memory_{}", language.name())
 }
 
+/// The name of the English analyzer in indexes made before languages were chosen (the same
+/// pipeline as `memory_english`); such indexes open as English under that name.
+pub(crate) const LEGACY_ENGLISH: &str = "memory_en_stem";
+
 /// The language whose analyzer has this name.
 pub(crate) fn language_of(analyzer: &str) -> Option<TextLanguage> {
+    if analyzer == LEGACY_ENGLISH {
+        return Some(TextLanguage::English);
+    }
     TextLanguage::ALL
         .into_iter()
         .find(|l| analyzer_name(*l) == analyzer)
@@ -100,6 +107,7 @@ mod tests {
             assert!(!terms(language, "Hello").is_empty(), "{language}");
         }
         assert_eq!(language_of("default"), None);
+        assert_eq!(language_of(LEGACY_ENGLISH), Some(TextLanguage::English));
     }
 
     #[test]

@@ -16,8 +16,9 @@ pub enum Erasure {
     #[default]
     BeforeReturn,
     /// The rewrite starts when the delete is committed and runs in the background (deletes
-    /// return at once; the text leaves the files when the merge ends, or at the next merge if
-    /// the segment was already being merged). Right for a large shared index.
+    /// return at once; the text leaves the files when the merge ends). Segments already in a
+    /// merge are rewritten as soon as it ends: the writer thread runs every merge and looks
+    /// for deleted documents again each time one ends. Right for a large shared index.
     InBackground,
 }
 

@@ -6,7 +6,7 @@ use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 
-use crate::language::{analyzer_name, language_of};
+use crate::language::language_of;
 
 /// The name of the analyzed text field.
 const TEXT: &str = "text";
@@ -26,12 +26,12 @@ pub(crate) struct Fields {
     pub time: Field,
 }
 
-/// The schema of an index in `language`.
-pub(crate) fn schema(language: TextLanguage) -> (Schema, Fields) {
+/// The schema of an index whose text field is analyzed by the analyzer named `analyzer`.
+pub(crate) fn schema(analyzer: &str) -> (Schema, Fields) {
     let mut builder = Schema::builder();
     let text_options = TextOptions::default().set_stored().set_indexing_options(
         TextFieldIndexing::default()
-            .set_tokenizer(&analyzer_name(language))
+            .set_tokenizer(analyzer)
             .set_index_option(IndexRecordOption::WithFreqsAndPositions),
     );
     let fields = Fields {

@@ -16,7 +16,7 @@ use tantivy::{Index, IndexReader, IndexSettings, ReloadPolicy, TantivyDocument, 
 
 use crate::committer::{Change, Committer};
 use crate::error::{BACKEND, tantivy_error};
-use crate::language::{analyzer, analyzer_name, has_stop_words, stems};
+use crate::language::{LEGACY_ENGLISH, analyzer, analyzer_name, has_stop_words, stems};
 use crate::options::TantivyOptions;
 use crate::schema::{Fields, recorded_analyzer, schema, unique_key};
 
@@ -44,6 +44,8 @@ pub struct TantivyTextIndex {
 struct Inner {
     path: PathBuf,
     language: TextLanguage,
+    /// The analyzer's name in the schema.
+    analyzer: String,
     reader: IndexReader,
     index: Index,
     fields: Fields,
@@ -73,23 +75,34 @@ impl TantivyTextIndex {
             MemoryError::backend(BACKEND, format!("creating {}: {e}", path.display()))
         })?;
         let language = options.language;
-        let (schema, fields) = schema(language);
         let directory = tantivy::directory::MmapDirectory::open(&path).map_err(|e| {
             MemoryError::backend(BACKEND, format!("opening {}: {e}", path.display()))
         })?;
         let exists = Index::exists(&directory).map_err(|e| {
             MemoryError::backend(BACKEND, format!("reading {}: {e}", path.display()))
         })?;
-        let index = if exists {
+        let (index, analyzer_name, fields) = if exists {
             let index = Index::open(directory).map_err(tantivy_error)?;
+            // An English index made before languages were chosen keeps its analyzer's name.
+            let name = match recorded_analyzer(&index.schema()) {
+                Some((name, _)) if name == LEGACY_ENGLISH && language == TextLanguage::English => {
+                    name
+                }
+                _ => analyzer_name(language),
+            };
+            let (schema, fields) = schema(&name);
             check_schema(&path, &index.schema(), &schema, language)?;
-            index
+            (index, name, fields)
         } else {
-            Index::create(directory, schema, IndexSettings::default()).map_err(tantivy_error)?
+            let name = analyzer_name(language);
+            let (schema, fields) = schema(&name);
+            let index = Index::create(directory, schema, IndexSettings::default())
+                .map_err(tantivy_error)?;
+            (index, name, fields)
         };
         index
             .tokenizers()
-            .register(&analyzer_name(language), analyzer(language));
+            .register(&analyzer_name, analyzer(language));
         let threads = match options.writer_threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
             n => n,
@@ -121,6 +134,7 @@ impl TantivyTextIndex {
             inner: Arc::new(Inner {
                 path,
                 language,
+                analyzer: analyzer_name,
                 reader,
                 index,
                 fields,
@@ -132,6 +146,11 @@ impl TantivyTextIndex {
     /// The language the index analyzes text as.
     pub fn language(&self) -> TextLanguage {
         self.inner.language
+    }
+
+    /// Segments the searcher sees now (the writer thread merges them as they accumulate).
+    pub fn segment_count(&self) -> usize {
+        self.inner.reader.searcher().segment_readers().len()
     }
 
     /// Commits made since the index was opened (several writes share one under load).
@@ -146,7 +165,7 @@ impl TantivyTextIndex {
             .inner
             .index
             .tokenizers()
-            .get(&analyzer_name(self.inner.language))
+            .get(&self.inner.analyzer)
             .ok_or_else(|| MemoryError::backend(BACKEND, "the analyzer is not registered"))?;
         let mut stream = analyzer.token_stream(text);
         let mut out = Vec::new();
@@ -158,18 +177,11 @@ impl TantivyTextIndex {
 
     /// The words of `text` as the index's analyzer makes them.
     fn tokens(&self, text: &str) -> Result<Vec<String>> {
-        let mut analyzer = self
-            .inner
-            .index
-            .tokenizers()
-            .get(&analyzer_name(self.inner.language))
-            .ok_or_else(|| MemoryError::backend(BACKEND, "the analyzer is not registered"))?;
-        let mut stream = analyzer.token_stream(text);
-        let mut out = Vec::new();
-        while let Some(token) = stream.next() {
-            out.push(token.text.clone());
-        }
-        Ok(out)
+        Ok(self
+            .positioned_tokens(text)?
+            .into_iter()
+            .map(|(_, token)| token)
+            .collect())
     }
 
     /// Removes every document of every namespace (and erases their text).
@@ -402,4 +414,33 @@ fn check_schema(
         ),
     };
     Err(MemoryError::invalid(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An index made before languages were chosen (its analyzer named `memory_en_stem`)
+    /// opens as English and keeps working; opened as another language it is refused.
+    #[tokio::test]
+    async fn an_index_with_the_old_english_analyzer_name_opens_as_english() {
+        let dir = tempfile::tempdir().unwrap();
+        let directory = tantivy::directory::MmapDirectory::open(dir.path()).unwrap();
+        let (legacy, _) = schema(LEGACY_ENGLISH);
+        drop(Index::create(directory, legacy, IndexSettings::default()).unwrap());
+        let index = TantivyTextIndex::open(dir.path()).unwrap();
+        index
+            .upsert("n", vec![TextDocument::new("d1", "the keepers")])
+            .await
+            .unwrap();
+        let hits = index
+            .search("n", &TextQuery::new("keeper", 5))
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        drop(index);
+        let french = TantivyOptions::default().language(TextLanguage::French);
+        let error = TantivyTextIndex::open_with(dir.path(), french).unwrap_err();
+        assert!(error.to_string().contains("made for english"), "{error}");
+    }
 }

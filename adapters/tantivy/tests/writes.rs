@@ -187,3 +187,28 @@ async fn background_erasure_removes_the_text_soon_after() {
     }
     assert_eq!(index.count("n").await.unwrap(), 100);
 }
+
+/// Merges are the writer thread's own (Tantivy's policy is off): segments made by many
+/// small commits are merged, and every document stays.
+#[tokio::test]
+async fn small_commits_are_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = TantivyTextIndex::open(dir.path()).unwrap();
+    for i in 0..100 {
+        index
+            .upsert("n", vec![TextDocument::new(format!("d{i}"), "a keeper")])
+            .await
+            .unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while index.segment_count() > 16 {
+        assert!(
+            Instant::now() < deadline,
+            "{} segments left unmerged",
+            index.segment_count()
+        );
+        // The reader reloads when a merge ends.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(index.count("n").await.unwrap(), 100);
+}

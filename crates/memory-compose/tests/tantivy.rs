@@ -178,17 +178,31 @@ async fn the_language_comes_from_the_configuration() {
 async fn a_purge_leaves_no_text_in_the_profile_index_files() {
     const MARKER: &str = "qzvxmarkerjwk";
     let dir = tempfile::tempdir().unwrap();
-    let deployment = deployment(dir.path());
+    // A commit interval long enough that the memories below share one commit (and, with
+    // the profile's one writer thread, one segment): a segment whose documents are all
+    // deleted is dropped whole by any commit, which would prove nothing.
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[storage]\ntext = \"tantivy\"\n\n[storage.tantivy]\ncommit_interval_ms = 500\n\n\
+         [memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    let deployment = Deployment::open(dir.path()).unwrap();
     let (memory, _) = deployment.memory_service().await.unwrap();
-    for i in 0..20 {
-        memory
-            .remember("vault", note(format!("ordinary fact number {i}")))
-            .await
-            .unwrap();
-    }
-    let secret = memory
-        .remember("vault", note(format!("the alarm code is {MARKER}")))
-        .await
+    let mut contents: Vec<String> = (0..20)
+        .map(|i| format!("ordinary fact number {i}"))
+        .collect();
+    contents.insert(10, format!("the alarm code is {MARKER}"));
+    let remembered = futures::future::join_all(
+        contents
+            .into_iter()
+            .map(|content| memory.remember("vault", note(content))),
+    )
+    .await;
+    let secret = remembered
+        .into_iter()
+        .map(Result::unwrap)
+        .find(|m| m.content.contains(MARKER))
         .unwrap();
     let index_dir = dir.path().join("tantivy/profiles/vault");
     let scan = || files_containing(&index_dir, MARKER.as_bytes());
@@ -302,6 +316,11 @@ async fn kill_9_during_indexing_loses_nothing_acknowledged() {
     let deployment = Deployment::open(dir.path()).unwrap();
     let manager = deployment.session_manager().await.unwrap(); // catches up at start
     let index = deployment.message_text_index().await.unwrap();
+    // Counted before any search (a search would catch up by itself).
+    let indexed_at_start = index
+        .count(memory_core::ports::namespaces::MESSAGES)
+        .await
+        .unwrap() as usize;
     let mut stored_total = 0;
     for s in 0..CRASH_SESSIONS {
         let id = memory_core::SessionId::new(format!("crash-{s}")).unwrap();
@@ -341,6 +360,10 @@ async fn kill_9_during_indexing_loses_nothing_acknowledged() {
         stored_total += stored.len();
     }
     assert!(stored_total >= 400);
+    assert_eq!(
+        indexed_at_start, stored_total,
+        "caught up at start, before any search"
+    );
     assert_eq!(
         index
             .count(memory_core::ports::namespaces::MESSAGES)
