@@ -106,37 +106,18 @@ async fn postgres_text_index_passes_the_contract() {
 /// leaves the others whole.
 #[tokio::test]
 async fn profile_text_indexes_are_isolated() {
-    use memory_core::ports::{TextDocument, TextIndex, TextIndexes, TextQuery};
+    use memory_core::ports::TextIndex;
     let Some(db) = fresh_database("profiles").await else {
         return;
     };
     let indexes = memory_postgres::PostgresTextIndexes::new(db.clone());
-    let (ada, bob) = (
-        indexes.text_index("ada").await.unwrap(),
-        indexes.text_index("bob").await.unwrap(),
-    );
-    ada.upsert("raw", vec![TextDocument::new("d1", "ada keeps bees")])
-        .await
-        .unwrap();
-    bob.upsert("raw", vec![TextDocument::new("d1", "bob keeps goats")])
-        .await
-        .unwrap();
-    assert!(
-        bob.search("raw", &TextQuery::new("bees", 5))
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    indexes.delete_text_index("ada").await.unwrap();
-    assert_eq!(ada.count("raw").await.unwrap(), 0);
-    assert_eq!(bob.count("raw").await.unwrap(), 1);
+    contract::text_index::profile_indexes_are_isolated(&indexes).await;
     let general = PostgresTextIndex::new(db.clone());
     assert_eq!(
         general.count("raw").await.unwrap(),
         0,
         "the general index is its own scope"
     );
-    assert!(indexes.text_index("../x").await.is_err());
     db.drop_schema().await.unwrap();
 }
 

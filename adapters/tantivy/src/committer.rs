@@ -184,12 +184,6 @@ impl Worker {
                 Message::Stop => break,
             };
             let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
-                match self.held.pop_front() {
-                    Some(request) => batch.push(request),
-                    None => break,
-                }
-            }
             stopping = self.gather(&messages, &mut batch);
             let outcome = self.commit(&batch, &messages);
             for request in batch {
@@ -217,11 +211,16 @@ impl Worker {
         }
     }
 
-    /// A merge ended: its segments are free; what is left to merge is scheduled.
-    fn merge_ended(&mut self, segments: &[SegmentId]) {
+    /// Marks `segments` free (their merge ended).
+    fn forget_merge(&mut self, segments: &[SegmentId]) {
         for segment in segments {
             self.merging.remove(segment);
         }
+    }
+
+    /// A merge ended: its segments are free; what is left to merge is scheduled.
+    fn merge_ended(&mut self, segments: &[SegmentId]) {
+        self.forget_merge(segments);
         if let Err(e) = self.reader.reload() {
             warn!(error = %e, "reloading after a merge failed");
         }
@@ -241,11 +240,7 @@ impl Worker {
                 break;
             };
             match messages.recv_timeout(left) {
-                Ok(Message::MergeEnded(segments)) => {
-                    for segment in &segments {
-                        self.merging.remove(segment);
-                    }
-                }
+                Ok(Message::MergeEnded(segments)) => self.forget_merge(&segments),
                 Ok(Message::Write(request)) => self.held.push_back(request),
                 Ok(Message::Stop) => {}
                 Err(_) => break,
@@ -303,9 +298,15 @@ impl Worker {
         }
     }
 
-    /// Adds to `batch` what arrives within the commit interval (and whatever is queued);
-    /// true when the index is being closed.
+    /// Adds to `batch` the held writes, then what arrives within the commit interval (and
+    /// whatever is queued); true when the index is being closed.
     fn gather(&mut self, messages: &Receiver<Message>, batch: &mut Vec<Request>) -> bool {
+        while batch.len() < MAX_BATCH {
+            match self.held.pop_front() {
+                Some(request) => batch.push(request),
+                None => break,
+            }
+        }
         let deadline = Instant::now() + self.interval;
         while batch.len() < MAX_BATCH {
             let message = match messages.try_recv() {
@@ -327,11 +328,7 @@ impl Worker {
             };
             match message {
                 Message::Write(request) => batch.push(request),
-                Message::MergeEnded(segments) => {
-                    for segment in &segments {
-                        self.merging.remove(segment);
-                    }
-                }
+                Message::MergeEnded(segments) => self.forget_merge(&segments),
                 Message::Stop => return true,
             }
         }
@@ -360,16 +357,16 @@ impl Worker {
         debug!(changes = batch.len(), "index commit");
         self.reader.reload().map_err(tantivy_error)?;
         let deletes = batch.iter().any(|r| r.change.deletes());
-        if deletes && self.erasure == Erasure::BeforeReturn {
-            if let Err(e) = self.erase_now(messages) {
-                warn!(error = %e, "erasing deleted text failed");
-                self.schedule_merges();
-                return Ok(Some(e));
-            }
-        } else {
-            self.schedule_merges();
+        let mut erase_failed = None;
+        if deletes
+            && self.erasure == Erasure::BeforeReturn
+            && let Err(e) = self.erase_now(messages)
+        {
+            warn!(error = %e, "erasing deleted text failed");
+            erase_failed = Some(e);
         }
-        Ok(None)
+        self.schedule_merges();
+        Ok(erase_failed)
     }
 
     /// Rewrites every segment with deleted documents and waits for it: first the merges in
@@ -397,9 +394,7 @@ impl Worker {
             .garbage_collect_files()
             .wait()
             .map_err(tantivy_error)?;
-        self.reader.reload().map_err(tantivy_error)?;
-        self.schedule_merges();
-        Ok(())
+        self.reader.reload().map_err(tantivy_error)
     }
 
     fn apply(&self, change: &Change) -> Result<()> {

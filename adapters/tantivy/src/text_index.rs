@@ -290,13 +290,23 @@ impl TextIndex for TantivyTextIndex {
     }
 
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
-        let f = self.inner.fields;
-        let mut existing = 0;
-        for id in ids {
-            let term = Term::from_field_text(f.key, &unique_key(namespace, id));
-            existing += self.count_matching(&TermQuery::new(term, IndexRecordOption::Basic))?;
+        if ids.is_empty() {
+            return Ok(0);
         }
+        let f = self.inner.fields;
         let keys: Vec<String> = ids.iter().map(|id| unique_key(namespace, id)).collect();
+        // One search counts every key that exists.
+        let any_key: Vec<(Occur, Box<dyn Query>)> = keys
+            .iter()
+            .map(|key| {
+                let term = Term::from_field_text(f.key, key);
+                (
+                    Occur::Should,
+                    Box::new(TermQuery::new(term, IndexRecordOption::Basic)) as Box<dyn Query>,
+                )
+            })
+            .collect();
+        let existing = self.count_matching(&BooleanQuery::new(any_key))?;
         self.inner.committer.submit(Change::Delete { keys }).await?;
         Ok(existing)
     }

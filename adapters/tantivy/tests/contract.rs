@@ -42,25 +42,6 @@ async fn profile_indexes_are_isolated() {
     use memory_core::ports::TextIndexes;
     let dir = tempfile::tempdir().unwrap();
     let indexes = memory_tantivy::TantivyTextIndexes::new(dir.path());
-    let (ada, bob) = (
-        indexes.text_index("ada").await.unwrap(),
-        indexes.text_index("bob").await.unwrap(),
-    );
-    ada.upsert("raw", vec![TextDocument::new("d1", "ada keeps bees")])
-        .await
-        .unwrap();
-    bob.upsert("raw", vec![TextDocument::new("d1", "bob keeps goats")])
-        .await
-        .unwrap();
-    assert!(
-        bob.search("raw", &TextQuery::new("bees", 5))
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    indexes.delete_text_index("ada").await.unwrap();
-    assert_eq!(ada.count("raw").await.unwrap(), 0);
-    assert_eq!(bob.count("raw").await.unwrap(), 1);
-    assert!(indexes.text_index("../x").await.is_err());
+    contract::text_index::profile_indexes_are_isolated(&indexes).await;
     indexes.delete_text_index("never-made").await.unwrap();
 }

@@ -374,3 +374,28 @@ pub async fn limits_are_kept(index: &dyn TextIndex) {
             .is_empty()
     );
 }
+
+/// Each profile's index is its own: documents never cross, deleting one profile's index
+/// leaves the others whole, and a profile name that is not one is refused.
+pub async fn profile_indexes_are_isolated(indexes: &dyn memory_core::ports::TextIndexes) {
+    let (ada, bob) = (
+        indexes.text_index("ada").await.unwrap(),
+        indexes.text_index("bob").await.unwrap(),
+    );
+    ada.upsert("raw", vec![TextDocument::new("d1", "ada keeps bees")])
+        .await
+        .unwrap();
+    bob.upsert("raw", vec![TextDocument::new("d1", "bob keeps goats")])
+        .await
+        .unwrap();
+    assert!(
+        bob.search("raw", &TextQuery::new("bees", 5))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    indexes.delete_text_index("ada").await.unwrap();
+    assert_eq!(ada.count("raw").await.unwrap(), 0);
+    assert_eq!(bob.count("raw").await.unwrap(), 1);
+    assert!(indexes.text_index("../x").await.is_err());
+}
