@@ -15,6 +15,10 @@ use crate::records::VECTOR;
 /// Growth since training after which the index is trained again (its partitions were
 /// learned from a quarter of today's rows).
 const RETRAIN_GROWTH: usize = 4;
+/// Unindexed rows (a share of the indexed ones, and at least a count) before they are added
+/// to the index: searches scan them exactly until then, and each update writes index files.
+const UPDATE_SHARE: usize = 10;
+const UPDATE_AT_LEAST: usize = 1_000;
 
 /// The name of the table's vector index, if it has one.
 async fn vector_index(table: &Table) -> Result<Option<String>> {
@@ -76,7 +80,7 @@ pub(crate) async fn maintain(table: &Table, dims: usize, threshold: usize) -> Re
     let unindexed = stats.as_ref().map_or(rows, |s| s.num_unindexed_rows);
     if indexed.saturating_mul(RETRAIN_GROWTH) <= rows {
         train(table, dims, rows).await?;
-    } else if unindexed > 0 {
+    } else if unindexed >= (indexed / UPDATE_SHARE).max(UPDATE_AT_LEAST) {
         table
             .optimize(OptimizeAction::Index(Default::default()))
             .await

@@ -12,12 +12,14 @@
 //!
 //! ```no_run
 //! # async fn demo() -> memory_core::Result<()> {
-//! use memory_core::ports::{VectorIndex, VectorRecord};
+//! use memory_core::ports::{VectorFields, VectorFilter, VectorIndex, VectorQuery, VectorRecord};
 //! use memory_lancedb::{LanceOptions, LanceVectorIndex};
 //! let index = LanceVectorIndex::connect("data/lancedb", LanceOptions::default()).await?;
-//! let record = VectorRecord { id: "m1".into(), vector: vec![0.1, 0.9], model: "mini".into() };
+//! let fields = VectorFields { kind: Some("fact".into()), ..VectorFields::default() };
+//! let record = VectorRecord::new("m1", vec![0.1, 0.9], "mini").with_fields(fields);
 //! index.upsert("memories", vec![record]).await?;
-//! let hits = index.query("memories", &[0.2, 0.8], 5).await?;
+//! let facts = VectorFilter { kind: Some("fact".into()), ..VectorFilter::default() };
+//! let hits = index.search("memories", &VectorQuery::new(&[0.2, 0.8], 5).filter(facts)).await?;
 //! # Ok(()) }
 //! ```
 

@@ -10,8 +10,9 @@ use async_trait::async_trait;
 use futures::TryStreamExt;
 use lancedb::database::CreateTableMode;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
+use lancedb::table::NewColumnTransform;
 use lancedb::{Connection, DistanceType, Table};
-use memory_core::ports::{VectorHit, VectorIndex, VectorRecord};
+use memory_core::ports::{VectorFilter, VectorHit, VectorIndex, VectorQuery, VectorRecord};
 use memory_core::{MemoryError, Result};
 use tracing::{debug, warn};
 
@@ -19,7 +20,7 @@ use crate::ann;
 use crate::error::{BACKEND, lance_error};
 use crate::model_registry::{Claim, ModelRegistry};
 use crate::options::LanceOptions;
-use crate::records::{self, ID, VECTOR, ids_filter};
+use crate::records::{self, ID, KIND, SESSION, TIME, VECTOR, filter_predicate, ids_filter};
 use crate::table_name::table_name;
 
 /// Ids per filter expression (deletes and reads of many ids go in chunks).
@@ -55,11 +56,9 @@ struct Inner {
     registry: ModelRegistry,
     options: LanceOptions,
     tables: Mutex<HashMap<String, Table>>,
-    /// Tables whose index is being built or updated.
-    indexing: Mutex<HashSet<String>>,
     /// Held while an index is built or updated (one at a time: two builds of one table
     /// would conflict).
-    maintenance: tokio::sync::Mutex<()>,
+    maintenance: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for LanceVectorIndex {
@@ -86,10 +85,9 @@ impl LanceVectorIndex {
                 uri: uri.to_owned(),
                 connection,
                 registry,
-                maintenance: tokio::sync::Mutex::new(()),
+                maintenance: Arc::new(tokio::sync::Mutex::new(())),
                 options,
                 tables: Mutex::new(HashMap::new()),
-                indexing: Mutex::new(HashSet::new()),
             }),
         })
     }
@@ -107,6 +105,7 @@ impl LanceVectorIndex {
         }
         match self.inner.connection.open_table(&name).execute().await {
             Ok(table) => {
+                add_field_columns(&table).await?;
                 self.cache(&name, &table);
                 Ok(Some(table))
             }
@@ -127,16 +126,15 @@ impl LanceVectorIndex {
         self.lock_tables().remove(name);
     }
 
-    pub(crate) fn forget_all(&self) {
+    /// Drops every table of the database (each table's files go with it) and its claims.
+    pub async fn drop_all(&self) -> Result<()> {
         self.lock_tables().clear();
-    }
-
-    pub(crate) fn connection(&self) -> &Connection {
-        &self.inner.connection
-    }
-
-    pub(crate) fn registry(&self) -> &ModelRegistry {
-        &self.inner.registry
+        self.inner.registry.release_all().await?;
+        self.inner
+            .connection
+            .drop_all_tables(&[])
+            .await
+            .map_err(lance_error)
     }
 
     fn lock_tables(&self) -> std::sync::MutexGuard<'_, HashMap<String, Table>> {
@@ -164,53 +162,39 @@ impl LanceVectorIndex {
     /// Builds (or brings up to date) the namespace's approximate index now; returns whether
     /// the table has one afterwards. Below the threshold nothing is built.
     pub async fn optimize_index(&self, namespace: &str) -> Result<bool> {
+        let _one_at_a_time = self.inner.maintenance.lock().await;
+        self.maintain(namespace).await
+    }
+
+    /// [`Self::optimize_index`] with the maintenance lock held.
+    async fn maintain(&self, namespace: &str) -> Result<bool> {
         let Some(table) = self.table(namespace).await? else {
             return Ok(false);
         };
         let (_, dims) = Self::recorded(&table).await?;
-        let _one_at_a_time = self.inner.maintenance.lock().await;
         ann::maintain(&table, dims, self.inner.options.index_threshold).await
     }
 
-    /// Starts [`Self::optimize_index`] in the background unless it is already running for
-    /// this table.
+    /// Starts [`Self::optimize_index`] in the background unless maintenance is already
+    /// running (it will see these rows, or the next write starts it again).
     fn optimize_in_background(&self, namespace: &str) {
-        let name = table_name(namespace);
-        {
-            let mut running = self
-                .inner
-                .indexing
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !running.insert(name.clone()) {
-                return;
-            }
-        }
+        let Ok(guard) = Arc::clone(&self.inner.maintenance).try_lock_owned() else {
+            return;
+        };
         let this = self.clone();
         let namespace = namespace.to_owned();
         tokio::spawn(async move {
-            // An explicit build may be running; it will have indexed these rows or the next
-            // write starts again.
-            match this.optimize_index(&namespace).await {
+            match this.maintain(&namespace).await {
                 Ok(indexed) => debug!(namespace, indexed, "vector index maintained"),
                 Err(e) => warn!(namespace, error = %e, "vector index maintenance failed"),
             }
-            this.inner
-                .indexing
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(&name);
+            drop(guard);
         });
     }
 
-    /// True while an index build or update runs in the background.
+    /// True while an index build or update runs.
     pub fn is_indexing(&self) -> bool {
-        !self
-            .inner
-            .indexing
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_empty()
+        self.inner.maintenance.try_lock().is_err()
     }
 
     /// Rewrites the namespace's files without deleted rows and removes every older version,
@@ -273,6 +257,33 @@ impl LanceVectorIndex {
         stream: lancedb::arrow::SendableRecordBatchStream,
     ) -> Result<Vec<RecordBatch>> {
         stream.try_collect().await.map_err(lance_error)
+    }
+}
+
+/// Gives a table made before vectors had fields its (empty) field columns. Two processes may
+/// race to do it: the loser finds the columns there.
+async fn add_field_columns(table: &Table) -> Result<()> {
+    let has_fields = |schema: arrow_schema::SchemaRef| schema.field_with_name(SESSION).is_ok();
+    if has_fields(table.schema().await.map_err(lance_error)?) {
+        return Ok(());
+    }
+    let added = table
+        .add_columns()
+        .transform(NewColumnTransform::AllNulls(Arc::new(
+            records::field_columns(),
+        )))
+        .execute()
+        .await;
+    match added {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            table.checkout_latest().await.map_err(lance_error)?;
+            if has_fields(table.schema().await.map_err(lance_error)?) {
+                Ok(())
+            } else {
+                Err(lance_error(e))
+            }
+        }
     }
 }
 
@@ -375,7 +386,8 @@ impl VectorIndex for LanceVectorIndex {
         Ok(deleted)
     }
 
-    async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>> {
+    async fn search(&self, namespace: &str, query: &VectorQuery) -> Result<Vec<VectorHit>> {
+        let (vector, k) = (query.vector.as_slice(), query.k);
         let Some(table) = self.table(namespace).await? else {
             return Ok(Vec::new());
         };
@@ -390,7 +402,7 @@ impl VectorIndex for LanceVectorIndex {
             return Ok(Vec::new());
         }
         let options = &self.inner.options;
-        let query = table
+        let mut search = table
             .query()
             .nearest_to(vector)
             .map_err(lance_error)?
@@ -400,7 +412,12 @@ impl VectorIndex for LanceVectorIndex {
             .refine_factor(options.refine_factor)
             .limit(k)
             .select(Select::columns(&[ID]));
-        let batches = Self::collect(query.execute().await.map_err(lance_error)?).await?;
+        // Filtered before the search (LanceDB's default prefilter), so the hits are the
+        // nearest of the matching rows.
+        if let Some(predicate) = filter_predicate(&query.filter) {
+            search = search.only_if(predicate);
+        }
+        let batches = Self::collect(search.execute().await.map_err(lance_error)?).await?;
         let mut hits = Vec::with_capacity(k);
         for batch in &batches {
             let ids = records::strings(batch, ID)?;
@@ -417,35 +434,41 @@ impl VectorIndex for LanceVectorIndex {
         Ok(hits)
     }
 
+    async fn count(&self, namespace: &str, filter: &VectorFilter) -> Result<u64> {
+        let Some(table) = self.table(namespace).await? else {
+            return Ok(0);
+        };
+        let rows = table
+            .count_rows(filter_predicate(filter))
+            .await
+            .map_err(lance_error)?;
+        Ok(rows as u64)
+    }
+
     async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>> {
         let Some(table) = self.table(namespace).await? else {
             return Ok(Vec::new());
         };
         let (model, _) = Self::recorded(&table).await?;
-        let mut found: HashMap<String, Vec<f32>> = HashMap::new();
+        let mut found: HashMap<String, VectorRecord> = HashMap::new();
         for chunk in ids.chunks(IDS_PER_FILTER) {
             let query = table
                 .query()
                 .only_if(ids_filter(chunk))
-                .select(Select::columns(&[ID, VECTOR]));
+                .select(Select::columns(&[ID, VECTOR, SESSION, KIND, TIME]));
             let batches = Self::collect(query.execute().await.map_err(lance_error)?).await?;
             for batch in &batches {
                 let ids = records::strings(batch, ID)?;
-                for (row, vector) in records::vectors(batch)?.into_iter().enumerate() {
-                    found.insert(ids.value(row).to_owned(), vector);
+                let vectors = records::vectors(batch)?;
+                let fields = records::fields(batch)?;
+                for (row, (vector, fields)) in vectors.into_iter().zip(fields).enumerate() {
+                    let id = ids.value(row).to_owned();
+                    let record = VectorRecord::new(id.clone(), vector, model.clone());
+                    found.insert(id, record.with_fields(fields));
                 }
             }
         }
-        Ok(ids
-            .iter()
-            .filter_map(|id| {
-                found.get(id).map(|vector| VectorRecord {
-                    id: id.clone(),
-                    vector: vector.clone(),
-                    model: model.clone(),
-                })
-            })
-            .collect())
+        Ok(ids.iter().filter_map(|id| found.get(id).cloned()).collect())
     }
 
     async fn model(&self, namespace: &str) -> Result<Option<String>> {

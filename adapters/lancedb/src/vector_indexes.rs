@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use memory_core::ports::{VectorIndex, VectorIndexes};
 use memory_core::{Result, validate_profile_name};
 
-use crate::error::lance_error;
 use crate::{LanceOptions, LanceVectorIndex};
 
 /// [`VectorIndexes`] on LanceDB: `<root>/<profile>` per profile, connected once per process.
@@ -51,17 +50,5 @@ impl VectorIndexes for LanceVectorIndexes {
     async fn delete_vector_index(&self, profile: &str) -> Result<()> {
         let index = self.index(profile).await?;
         index.drop_all().await
-    }
-}
-
-impl LanceVectorIndex {
-    /// Drops every table of the database (each table's files go with it).
-    pub async fn drop_all(&self) -> Result<()> {
-        self.forget_all();
-        self.registry().release_all().await?;
-        self.connection()
-            .drop_all_tables(&[])
-            .await
-            .map_err(lance_error)
     }
 }

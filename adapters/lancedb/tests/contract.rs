@@ -5,7 +5,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use memory_core::ports::{VectorIndex, VectorIndexes, VectorRecord};
+use memory_core::Timestamp;
+use memory_core::ports::{
+    VectorFields, VectorFilter, VectorIndex, VectorIndexes, VectorQuery, VectorRecord,
+};
 use memory_lancedb::{LanceOptions, LanceVectorIndex, LanceVectorIndexes};
 use memory_testkit::contract;
 use memory_testkit::files::files_containing;
@@ -81,10 +84,11 @@ async fn the_approximate_index_matches_exact_search_closely() {
     let dir = tempfile::tempdir().unwrap();
     let index = open(dir.path(), LanceOptions::default().index_threshold(3_000)).await;
     let records: Vec<VectorRecord> = (0..ROWS)
-        .map(|i| VectorRecord {
-            id: format!("v{i}"),
-            vector: clustered(i, DIMS),
-            model: "m".into(),
+        .map(|i| {
+            VectorRecord::new(format!("v{i}"), clustered(i, DIMS), "m").with_fields(VectorFields {
+                session: Some(format!("s{}", i % 10)),
+                ..VectorFields::default()
+            })
         })
         .collect();
     for chunk in records.chunks(1_000) {
@@ -94,11 +98,7 @@ async fn the_approximate_index_matches_exact_search_closely() {
         index.optimize_index("memories").await.unwrap(),
         "indexed past the threshold"
     );
-    let late = VectorRecord {
-        id: "late".into(),
-        vector: vector(999_999, DIMS),
-        model: "m".into(),
-    };
+    let late = VectorRecord::new("late", vector(999_999, DIMS), "m");
     index.upsert("memories", vec![late.clone()]).await.unwrap();
 
     let mut overlap = 0;
@@ -132,6 +132,114 @@ async fn the_approximate_index_matches_exact_search_closely() {
         found[0].id, "late",
         "a row added after training is searched too"
     );
+
+    // Filtered through the index: only the session's rows, nearly the exact top 10 of them.
+    let filter = VectorFilter {
+        session: Some("s3".into()),
+        ..VectorFilter::default()
+    };
+    let in_session = |r: &&VectorRecord| r.fields.session.as_deref() == Some("s3");
+    let mut overlap = 0;
+    for q in 0..20u64 {
+        let query = clustered(2_000_000 + q, DIMS);
+        let mut exact: Vec<(f32, &str)> = records
+            .iter()
+            .filter(in_session)
+            .map(|r| (cosine(&query, &r.vector), r.id.as_str()))
+            .collect();
+        exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let hits = index
+            .search(
+                "memories",
+                &VectorQuery::new(&query, 10).filter(filter.clone()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 10);
+        for hit in &hits {
+            let record = records.iter().find(|r| r.id == hit.id).unwrap();
+            assert!(in_session(&record), "{} is not in the session", hit.id);
+        }
+        overlap += hits
+            .iter()
+            .filter(|h| exact[..10].iter().any(|(_, id)| *id == h.id))
+            .count();
+    }
+    let recall = overlap as f64 / 200.0;
+    assert!(recall >= 0.9, "filtered recall@10 against exact: {recall}");
+    assert_eq!(index.count("memories", &filter).await.unwrap(), 400);
+}
+
+/// A table written before vectors had fields (id and vector only) opens with empty field
+/// columns: its vectors stay, match no filter, and new vectors carry fields.
+#[tokio::test]
+async fn tables_without_field_columns_get_them() {
+    use arrow_array::types::Float32Type;
+    use arrow_array::{FixedSizeListArray, RecordBatch, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+
+    let dir = tempfile::tempdir().unwrap();
+    let uri = dir.path().to_str().unwrap();
+    let old = Arc::new(
+        Schema::new(vec![
+            Field::new("id", DataType::Utf8, false),
+            Field::new(
+                "vector",
+                DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Float32, true)), 2),
+                false,
+            ),
+        ])
+        .with_metadata([("memory.model".to_owned(), "m".to_owned())].into()),
+    );
+    let batch = RecordBatch::try_new(
+        old,
+        vec![
+            Arc::new(StringArray::from(vec!["old"])),
+            Arc::new(
+                FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+                    [Some(vec![Some(1.0), Some(0.0)])],
+                    2,
+                ),
+            ),
+        ],
+    )
+    .unwrap();
+    let db = lancedb::connect(uri).execute().await.unwrap();
+    db.create_table("memories", batch).execute().await.unwrap();
+
+    let index = open(dir.path(), LanceOptions::default()).await;
+    let fields = VectorFields {
+        session: Some("s".into()),
+        kind: Some("fact".into()),
+        time: Some(Timestamp(7)),
+    };
+    let new = VectorRecord::new("new", vec![0.0, 1.0], "m").with_fields(fields.clone());
+    index.upsert("memories", vec![new.clone()]).await.unwrap();
+    let got = index
+        .get("memories", &["old".to_owned(), "new".to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(
+        got,
+        vec![VectorRecord::new("old", vec![1.0, 0.0], "m"), new]
+    );
+    assert_eq!(
+        index
+            .count("memories", &VectorFilter::default())
+            .await
+            .unwrap(),
+        2
+    );
+    let facts = VectorFilter {
+        kind: Some("fact".into()),
+        ..VectorFilter::default()
+    };
+    let hits = index
+        .search("memories", &VectorQuery::new(&[1.0, 0.0], 5).filter(facts))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].id, "new");
 }
 
 /// A deleted vector leaves the files once its namespace is erased: the old versions that
@@ -142,17 +250,9 @@ async fn erasure_removes_deleted_vectors_from_every_version() {
     let dir = tempfile::tempdir().unwrap();
     let index = open(dir.path(), LanceOptions::default()).await;
     let mut records: Vec<VectorRecord> = (0..50)
-        .map(|i| VectorRecord {
-            id: format!("keep{i}"),
-            vector: vector(i, 8),
-            model: "m".into(),
-        })
+        .map(|i| VectorRecord::new(format!("keep{i}"), vector(i, 8), "m"))
         .collect();
-    records.push(VectorRecord {
-        id: MARKER.into(),
-        vector: vector(77, 8),
-        model: "m".into(),
-    });
+    records.push(VectorRecord::new(MARKER, vector(77, 8), "m"));
     index.upsert("memories", records).await.unwrap();
     assert!(!files_containing(dir.path(), MARKER.as_bytes()).is_empty());
     assert_eq!(

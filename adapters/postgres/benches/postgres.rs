@@ -25,6 +25,7 @@ use memory_postgres::{
 use memory_sqlite::{
     SqliteConfig, SqliteDatabase, SqliteMessageIndex, SqliteMessageStore, SqliteVectorIndex,
 };
+use memory_testkit::corpus::{Rng as TestRng, embedding_like_vectors};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 /// A tiny deterministic PRNG (xorshift64*).
@@ -402,33 +403,9 @@ async fn search(b: &Bench, total: usize) {
     }
 }
 
-/// Vectors on a random 24-dimension subspace of the 384 dimensions, plus a little noise:
-/// like real embeddings, they have far fewer degrees of freedom than coordinates, so
-/// nearest neighbours are well separated (uniform or tightly clustered random vectors are
-/// all nearly equidistant, and "the true top 10" is then a coin toss for any index).
-fn embedding_like_vectors(n: usize, dims: usize, rng: &mut Rng) -> Vec<Vec<f32>> {
-    let latent = 24;
-    let mut basis_rng = Rng(1234);
-    let basis: Vec<Vec<f32>> = (0..latent)
-        .map(|_| (0..dims).map(|_| basis_rng.unit() as f32 - 0.5).collect())
-        .collect();
-    (0..n)
-        .map(|_| {
-            let z: Vec<f32> = (0..latent).map(|_| rng.unit() as f32 - 0.5).collect();
-            (0..dims)
-                .map(|d| {
-                    let signal: f32 = (0..latent).map(|l| z[l] * basis[l][d]).sum();
-                    signal + 0.02 * (rng.unit() as f32 - 0.5)
-                })
-                .collect()
-        })
-        .collect()
-}
-
 async fn vectors(b: &Bench, n: usize) {
     let dims = 384;
-    let mut rng = Rng(5);
-    let data = embedding_like_vectors(n, dims, &mut rng);
+    let data = embedding_like_vectors(n, dims, &mut TestRng::new(5));
     let records: Vec<VectorRecord> = data
         .iter()
         .enumerate()
@@ -436,6 +413,7 @@ async fn vectors(b: &Bench, n: usize) {
             id: format!("v{i}"),
             vector: v.clone(),
             model: "bench".into(),
+            fields: Default::default(),
         })
         .collect();
     let t = Instant::now();
@@ -455,7 +433,7 @@ async fn vectors(b: &Bench, n: usize) {
         .fetch_one(&b.raw)
         .await
         .unwrap();
-    let queries = embedding_like_vectors(200, dims, &mut Rng(77));
+    let queries = embedding_like_vectors(200, dims, &mut TestRng::new(77));
     // Warm both (SQLite loads its matrix on first use).
     b.pg_vectors.query("bench", &queries[0], 10).await.unwrap();
     b.sqlite_vectors

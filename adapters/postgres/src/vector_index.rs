@@ -4,8 +4,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use memory_core::ports::{VectorHit, VectorIndex, VectorIndexes, VectorRecord};
-use memory_core::{MemoryError, Result, validate_profile_name};
+use memory_core::ports::{
+    VectorFields, VectorFilter, VectorHit, VectorIndex, VectorIndexes, VectorQuery, VectorRecord,
+};
+use memory_core::{MemoryError, Result, Timestamp, validate_profile_name};
 use sqlx::{PgConnection, Row};
 
 use crate::database::PostgresDatabase;
@@ -74,6 +76,77 @@ impl PostgresVectorIndex {
     }
 }
 
+impl PostgresVectorIndex {
+    /// The `k` nearest rows of the namespace that match `filter`, through its HNSW index or
+    /// by an exact scan.
+    async fn nearest(
+        &self,
+        tx: &mut PgConnection,
+        ns: &Namespace,
+        vector: &[f32],
+        k: usize,
+        filter: &VectorFilter,
+        exact: bool,
+    ) -> Result<Vec<VectorHit>> {
+        if exact {
+            sqlx::query("SET LOCAL enable_indexscan = off")
+                .execute(&mut *tx)
+                .await
+                .map_err(db)?;
+        } else {
+            let ef_search = (2 * k).max(100);
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SET LOCAL hnsw.ef_search = {ef_search}"
+            )))
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        }
+        // The namespace key and dimensions are inlined (integers read from the database), so
+        // the planner matches the namespace's partial index.
+        // The query vector is an InitPlan, computed once (a bare `$1::vector` cast is
+        // evaluated per row when the planner scans instead of using the index).
+        let distance = format!(
+            "{} <=> (SELECT $1::real[]::vector({}))",
+            typed(ns.dims),
+            ns.dims
+        );
+        // Exact and HNSW reads are different statements: a plan cached for one (prepared
+        // statements are cached per connection, and a cached plan ignores later
+        // `enable_indexscan` settings) must never serve the other.
+        let method = if exact { "exact" } else { "hnsw" };
+        let sql = format!(
+            "SELECT /* {method} */ id, ({distance})::float8 FROM vectors \
+             WHERE namespace_key = {}{} ORDER BY {distance} LIMIT $2",
+            ns.key,
+            filter_sql(filter, 3)
+        );
+        let query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(vector)
+            .bind(i64::try_from(k).unwrap_or(i64::MAX));
+        let rows = bind_filter(query, filter)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let distance: f64 = r.get(1);
+                // A zero vector has no direction: pgvector says NaN, the port says 0.
+                let score = if distance.is_nan() {
+                    0.0
+                } else {
+                    1.0 - distance
+                };
+                VectorHit {
+                    id: r.get(0),
+                    score: score as f32,
+                }
+            })
+            .collect())
+    }
+}
+
 /// The name of a namespace's HNSW index.
 fn hnsw_index(key: i64) -> String {
     format!("vectors_hnsw_{key}")
@@ -82,6 +155,39 @@ fn hnsw_index(key: i64) -> String {
 /// The namespace's vectors as `vector(dims)`, the expression its HNSW index is built on.
 fn typed(dims: usize) -> String {
     format!("embedding::vector({dims})")
+}
+
+/// The SQL condition of `filter`, its values in parameters from `$first` on, bound by
+/// [`bind_filter`] in the order session, kind, from, to (values are never spliced in).
+fn filter_sql(filter: &VectorFilter, first: usize) -> String {
+    let mut sql = String::new();
+    let mut param = first;
+    for (set, column) in [
+        (filter.session.is_some(), "session ="),
+        (filter.kind.is_some(), "kind ="),
+        (filter.from.is_some(), "time >="),
+        (filter.to.is_some(), "time <"),
+    ] {
+        if set {
+            sql.push_str(&format!(" AND {column} ${param}"));
+            param += 1;
+        }
+    }
+    sql
+}
+
+/// Binds the values of [`filter_sql`].
+fn bind_filter<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    filter: &'q VectorFilter,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    for text in [&filter.session, &filter.kind].into_iter().flatten() {
+        query = query.bind(text);
+    }
+    for time in [filter.from, filter.to].into_iter().flatten() {
+        query = query.bind(time.millis());
+    }
+    query
 }
 
 fn mismatch(namespace: &str, ns: &Namespace, bad: &VectorRecord) -> MemoryError {
@@ -153,21 +259,32 @@ impl VectorIndex for PostgresVectorIndex {
                     .map_err(db)?;
             }
             let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
+            let sessions: Vec<Option<&str>> =
+                records.iter().map(|r| r.fields.session.as_deref()).collect();
+            let kinds: Vec<Option<&str>> =
+                records.iter().map(|r| r.fields.kind.as_deref()).collect();
+            let times: Vec<Option<i64>> =
+                records.iter().map(|r| r.fields.time.map(Timestamp::millis)).collect();
             // Each vector as a JSON array of numbers, which pgvector reads as its text form.
             let vectors: Vec<String> = records
                 .iter()
                 .map(|r| serde_json::to_string(&r.vector))
                 .collect::<serde_json::Result<_>>()?;
             sqlx::query(
-                "INSERT INTO vectors (namespace_key, id, embedding) \
-                 SELECT DISTINCT ON (u.id) $1, u.id, u.v::vector \
-                 FROM UNNEST($2::text[], $3::text[]) WITH ORDINALITY AS u(id, v, ord) \
+                "INSERT INTO vectors (namespace_key, id, embedding, session, kind, time) \
+                 SELECT DISTINCT ON (u.id) $1, u.id, u.v::vector, u.session, u.kind, u.time \
+                 FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[], $6::int8[]) \
+                 WITH ORDINALITY AS u(id, v, session, kind, time, ord) \
                  ORDER BY u.id, u.ord DESC \
-                 ON CONFLICT (namespace_key, id) DO UPDATE SET embedding = excluded.embedding",
+                 ON CONFLICT (namespace_key, id) DO UPDATE SET embedding = excluded.embedding, \
+                 session = excluded.session, kind = excluded.kind, time = excluded.time",
             )
             .bind(ns.key)
             .bind(&ids)
             .bind(&vectors)
+            .bind(&sessions)
+            .bind(&kinds)
+            .bind(&times)
             .execute(&mut *tx)
             .await
             .map_err(db)?;
@@ -190,7 +307,8 @@ impl VectorIndex for PostgresVectorIndex {
         .rows_affected())
     }
 
-    async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>> {
+    async fn search(&self, namespace: &str, query: &VectorQuery) -> Result<Vec<VectorHit>> {
+        let (vector, k, filter) = (query.vector.as_slice(), query.k, &query.filter);
         self.db
             .idempotent(|| async {
                 let mut tx = self.db.pool.begin().await.map_err(db)?;
@@ -208,61 +326,34 @@ impl VectorIndex for PostgresVectorIndex {
                     return Ok(Vec::new());
                 }
                 let exact = k > MAX_HNSW_K || ns.dims > MAX_HNSW_DIMENSIONS;
-                if exact {
-                    sqlx::query("SET LOCAL enable_indexscan = off")
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db)?;
-                } else {
-                    let ef_search = (2 * k).max(100);
-                    sqlx::query(sqlx::AssertSqlSafe(format!(
-                        "SET LOCAL hnsw.ef_search = {ef_search}"
-                    )))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db)?;
+                let mut hits = self.nearest(&mut tx, &ns, vector, k, filter, exact).await?;
+                // HNSW filters the candidates it found; when too few of them match, the
+                // matching rows are ranked exactly (so a filter never hides a match).
+                if !exact && !filter.is_empty() && hits.len() < k {
+                    hits = self.nearest(&mut tx, &ns, vector, k, filter, true).await?;
                 }
-                // The namespace key and dimensions are inlined (integers read from the database), so
-                // the planner matches the namespace's partial index.
-                // The query vector is an InitPlan, computed once (a bare `$1::vector` cast is
-                // evaluated per row when the planner scans instead of using the index).
-                let distance = format!(
-                    "{} <=> (SELECT $1::real[]::vector({}))",
-                    typed(ns.dims),
-                    ns.dims
-                );
-                // Exact and HNSW reads are different statements: a plan cached for one (prepared
-                // statements are cached per connection, and a cached plan ignores later
-                // `enable_indexscan` settings) must never serve the other.
-                let method = if exact { "exact" } else { "hnsw" };
+                tx.commit().await.map_err(db)?;
+                Ok(hits)
+            })
+            .await
+    }
+
+    async fn count(&self, namespace: &str, filter: &VectorFilter) -> Result<u64> {
+        self.db
+            .idempotent(|| async {
                 let sql = format!(
-                    "SELECT /* {method} */ id, ({distance})::float8 FROM vectors \
-                     WHERE namespace_key = {} ORDER BY {distance} LIMIT $2",
-                    ns.key
+                    "SELECT count(*) FROM vectors WHERE namespace_key = \
+                     (SELECT key FROM vector_namespaces WHERE scope = $1 AND namespace = $2){}",
+                    filter_sql(filter, 3)
                 );
-                let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(vector)
-                    .bind(i64::try_from(k).unwrap_or(i64::MAX))
-                    .fetch_all(&mut *tx)
+                let query = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&self.scope)
+                    .bind(namespace);
+                let row = bind_filter(query, filter)
+                    .fetch_one(&self.db.pool)
                     .await
                     .map_err(db)?;
-                tx.commit().await.map_err(db)?;
-                Ok(rows
-                    .iter()
-                    .map(|r| {
-                        let distance: f64 = r.get(1);
-                        // A zero vector has no direction: pgvector says NaN, the port says 0.
-                        let score = if distance.is_nan() {
-                            0.0
-                        } else {
-                            1.0 - distance
-                        };
-                        VectorHit {
-                            id: r.get(0),
-                            score: score as f32,
-                        }
-                    })
-                    .collect())
+                Ok(row.get::<i64, _>(0).max(0) as u64)
             })
             .await
     }
@@ -274,7 +365,7 @@ impl VectorIndex for PostgresVectorIndex {
                     return Ok(Vec::new());
                 }
                 let rows = sqlx::query(
-                    "SELECT v.id, v.embedding::real[], n.model \
+                    "SELECT v.id, v.embedding::real[], n.model, v.session, v.kind, v.time \
                  FROM UNNEST($3::text[]) WITH ORDINALITY AS u(id, ord) \
                  JOIN vector_namespaces n ON n.scope = $1 AND n.namespace = $2 \
                  JOIN vectors v ON v.namespace_key = n.key AND v.id = u.id ORDER BY u.ord",
@@ -291,6 +382,11 @@ impl VectorIndex for PostgresVectorIndex {
                         id: r.get(0),
                         vector: r.get(1),
                         model: r.get(2),
+                        fields: VectorFields {
+                            session: r.get(3),
+                            kind: r.get(4),
+                            time: r.get::<Option<i64>, _>(5).map(Timestamp),
+                        },
                     })
                     .collect())
             })

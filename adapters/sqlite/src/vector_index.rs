@@ -5,7 +5,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
-use memory_core::ports::{VectorHit, VectorIndex, VectorRecord};
+use memory_core::Timestamp;
+use memory_core::ports::{
+    VectorFields, VectorFilter, VectorHit, VectorIndex, VectorQuery, VectorRecord,
+};
 use memory_core::{MemoryError, Result};
 use sqlx::Row;
 
@@ -51,6 +54,32 @@ async fn stored_version(
         .fetch_optional(conn)
         .await
         .map_err(db)
+}
+
+/// The fields stored in columns `first..first + 3` (session, kind, time).
+fn fields_from_row(row: &sqlx::sqlite::SqliteRow, first: usize) -> VectorFields {
+    VectorFields {
+        session: row.get(first),
+        kind: row.get(first + 1),
+        time: row.get::<Option<i64>, _>(first + 2).map(Timestamp),
+    }
+}
+
+/// The SQL condition of `filter` on table alias `v`; its values are bound in this order:
+/// session, kind, from, to (values are always bound, never spliced into the SQL).
+fn filter_sql(filter: &VectorFilter) -> String {
+    let mut sql = String::new();
+    for (set, condition) in [
+        (filter.session.is_some(), " AND v.session = ?"),
+        (filter.kind.is_some(), " AND v.kind = ?"),
+        (filter.from.is_some(), " AND v.time >= ?"),
+        (filter.to.is_some(), " AND v.time < ?"),
+    ] {
+        if set {
+            sql.push_str(condition);
+        }
+    }
+    sql
 }
 
 fn poisoned() -> MemoryError {
@@ -109,13 +138,19 @@ impl SqliteVectorIndex {
         let version = head.as_ref().map(|r| r.get::<i64, _>(2));
         let model = head.map(|r| (r.get::<String, _>(0), r.get::<i64, _>(1) as usize));
         let mut matrix = VectorMatrix::new(model.as_ref().map_or(0, |m| m.1));
-        let rows = sqlx::query("SELECT id, vector FROM vectors WHERE namespace = ? ORDER BY id")
-            .bind(namespace)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db)?;
+        let rows = sqlx::query(
+            "SELECT id, vector, session, kind, time FROM vectors WHERE namespace = ? ORDER BY id",
+        )
+        .bind(namespace)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?;
         for row in rows {
-            matrix.upsert(row.get::<&str, _>(0), &decode(row.get::<&[u8], _>(1))?);
+            matrix.upsert(
+                row.get::<&str, _>(0),
+                &decode(row.get::<&[u8], _>(1))?,
+                fields_from_row(&row, 2),
+            );
         }
         tx.commit().await.map_err(db)?;
         let loaded = Arc::new(RwLock::new(Namespace {
@@ -205,12 +240,17 @@ impl VectorIndex for SqliteVectorIndex {
         .map_err(db)?;
         for record in &records {
             sqlx::query(
-                "INSERT INTO vectors(namespace, id, vector) VALUES (?, ?, ?) \
-                 ON CONFLICT(namespace, id) DO UPDATE SET vector = excluded.vector",
+                "INSERT INTO vectors(namespace, id, vector, session, kind, time) \
+                 VALUES (?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT(namespace, id) DO UPDATE SET vector = excluded.vector, \
+                 session = excluded.session, kind = excluded.kind, time = excluded.time",
             )
             .bind(namespace)
             .bind(&record.id)
             .bind(encode(&record.vector))
+            .bind(&record.fields.session)
+            .bind(&record.fields.kind)
+            .bind(record.fields.time.map(Timestamp::millis))
             .execute(&mut *tx)
             .await
             .map_err(db)?;
@@ -218,7 +258,9 @@ impl VectorIndex for SqliteVectorIndex {
         tx.commit().await.map_err(db)?;
         self.after_write(namespace, &ns, before, Some(version), |cached| {
             for record in &records {
-                cached.matrix.upsert(&record.id, &record.vector);
+                cached
+                    .matrix
+                    .upsert(&record.id, &record.vector, record.fields.clone());
             }
         })
     }
@@ -260,9 +302,10 @@ impl VectorIndex for SqliteVectorIndex {
         Ok(removed)
     }
 
-    async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>> {
+    async fn search(&self, namespace: &str, query: &VectorQuery) -> Result<Vec<VectorHit>> {
         let ns = self.namespace(namespace).await?;
-        let (query, name) = (vector.to_vec(), namespace.to_owned());
+        let (k, filter) = (query.k, query.filter.clone());
+        let (query, name) = (query.vector.clone(), namespace.to_owned());
         // The scan is CPU work: off the async workers, so concurrent channels scan in parallel.
         tokio::task::spawn_blocking(move || {
             let ns = ns.read().map_err(|_| poisoned())?;
@@ -277,7 +320,7 @@ impl VectorIndex for SqliteVectorIndex {
             }
             Ok(ns
                 .matrix
-                .top_k(&query, k)
+                .top_k(&query, k, &filter)
                 .into_iter()
                 .map(|(id, score)| VectorHit { id, score })
                 .collect())
@@ -286,12 +329,28 @@ impl VectorIndex for SqliteVectorIndex {
         .map_err(crate::error::task_failed)?
     }
 
+    async fn count(&self, namespace: &str, filter: &VectorFilter) -> Result<u64> {
+        let sql = format!(
+            "SELECT count(*) FROM vectors v WHERE v.namespace = ?{}",
+            filter_sql(filter)
+        );
+        let mut query = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql)).bind(namespace);
+        for text in [&filter.session, &filter.kind].into_iter().flatten() {
+            query = query.bind(text);
+        }
+        for time in [filter.from, filter.to].into_iter().flatten() {
+            query = query.bind(time.millis());
+        }
+        let count = query.fetch_one(&self.db.reader).await.map_err(db)?;
+        Ok(count.max(0) as u64)
+    }
+
     async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let rows = sqlx::query(
-            "SELECT v.id, v.vector, n.model FROM json_each(?) j \
+            "SELECT v.id, v.vector, n.model, v.session, v.kind, v.time FROM json_each(?) j \
              JOIN vectors v ON v.namespace = ? AND v.id = j.value \
              JOIN vector_namespaces n ON n.namespace = v.namespace ORDER BY j.key",
         )
@@ -306,6 +365,7 @@ impl VectorIndex for SqliteVectorIndex {
                     id: r.get(0),
                     vector: decode(r.get::<&[u8], _>(1))?,
                     model: r.get(2),
+                    fields: fields_from_row(r, 3),
                 })
             })
             .collect()

@@ -10,13 +10,15 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 
+use memory_core::ports::{VectorFields, VectorFilter};
 use simsimd::SpatialSimilarity;
 
-/// Rows of L2-normalised vectors, contiguous, with their ids.
+/// Rows of L2-normalised vectors, contiguous, with their ids and filterable fields.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct VectorMatrix {
     dims: usize,
     ids: Vec<String>,
+    fields: Vec<VectorFields>,
     rows: HashMap<String, usize>,
     data: Vec<f32>,
     codes: Vec<i8>,
@@ -106,10 +108,11 @@ impl VectorMatrix {
     }
 
     /// Inserts or replaces a row (the vector is normalised here).
-    pub(crate) fn upsert(&mut self, id: &str, vector: &[f32]) {
+    pub(crate) fn upsert(&mut self, id: &str, vector: &[f32], fields: VectorFields) {
         let unit = normalised(vector);
         match self.rows.get(id) {
             Some(&row) => {
+                self.fields[row] = fields;
                 let range = row * self.dims..(row + 1) * self.dims;
                 self.data[range.clone()].copy_from_slice(&unit);
                 for (slot, code) in self.codes[range].iter_mut().zip(quantise(&unit)) {
@@ -119,6 +122,7 @@ impl VectorMatrix {
             None => {
                 self.rows.insert(id.to_owned(), self.ids.len());
                 self.ids.push(id.to_owned());
+                self.fields.push(fields);
                 self.data.extend_from_slice(&unit);
                 self.codes.extend(quantise(&unit));
             }
@@ -137,28 +141,41 @@ impl VectorMatrix {
             let (head, tail) = self.codes.split_at_mut(last * self.dims);
             head[row * self.dims..(row + 1) * self.dims].copy_from_slice(&tail[..self.dims]);
             self.ids.swap(row, last);
+            self.fields.swap(row, last);
             self.rows.insert(self.ids[row].clone(), row);
         }
         self.ids.pop();
+        self.fields.pop();
         self.data.truncate(last * self.dims);
         self.codes.truncate(last * self.dims);
         true
     }
 
-    /// The `k` rows most similar to `query` (cosine), best first; ties by id.
-    pub(crate) fn top_k(&self, query: &[f32], k: usize) -> Vec<(String, f32)> {
+    /// The `k` rows most similar to `query` (cosine) among those that match `filter`, best
+    /// first; ties by id.
+    pub(crate) fn top_k(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &VectorFilter,
+    ) -> Vec<(String, f32)> {
         if k == 0 || self.dims == 0 {
             return Vec::new();
         }
         let query = normalised(query);
+        let unfiltered = filter.is_empty();
+        let matches = |row: &usize| unfiltered || filter.matches(&self.fields[*row]);
         if self.ids.len() < QUANTISED_FROM {
-            return self.exact(&query, 0..self.ids.len(), k);
+            return self.exact(&query, (0..self.ids.len()).filter(matches), k);
         }
         let codes: Vec<i8> = quantise(&query).collect();
         let pool = (4 * k + 64).min(self.ids.len());
         let mut heap: BinaryHeap<std::cmp::Reverse<(i32, usize)>> =
             BinaryHeap::with_capacity(pool + 1);
         for (row, row_codes) in self.codes.chunks_exact(self.dims).enumerate() {
+            if !matches(&row) {
+                continue;
+            }
             let score = dot_quantised(&codes, row_codes);
             if heap.len() == pool
                 && let Some(std::cmp::Reverse((worst, _))) = heap.peek()
@@ -220,10 +237,10 @@ mod tests {
     #[test]
     fn top_k_is_exact_and_ordered() {
         let mut m = VectorMatrix::new(3);
-        m.upsert("x", &[1.0, 0.0, 0.0]);
-        m.upsert("y", &[0.0, 1.0, 0.0]);
-        m.upsert("xy", &[1.0, 1.0, 0.0]);
-        let hits = m.top_k(&[2.0, 0.1, 0.0], 2);
+        m.upsert("x", &[1.0, 0.0, 0.0], VectorFields::default());
+        m.upsert("y", &[0.0, 1.0, 0.0], VectorFields::default());
+        m.upsert("xy", &[1.0, 1.0, 0.0], VectorFields::default());
+        let hits = m.top_k(&[2.0, 0.1, 0.0], 2, &VectorFilter::default());
         assert_eq!(hits[0].0, "x");
         assert_eq!(hits[1].0, "xy");
         assert!(hits[0].1 > hits[1].1);
@@ -233,13 +250,13 @@ mod tests {
     fn remove_moves_the_last_row_and_keeps_lookups_right() {
         let mut m = VectorMatrix::new(2);
         for (id, v) in [("a", [1.0, 0.0]), ("b", [0.0, 1.0]), ("c", [1.0, 1.0])] {
-            m.upsert(id, &v);
+            m.upsert(id, &v, VectorFields::default());
         }
         assert!(m.remove("a"));
         assert!(!m.remove("a"));
         assert_eq!(m.len(), 2);
-        m.upsert("c", &[0.0, 1.0]);
-        let hits = m.top_k(&[0.0, 1.0], 5);
+        m.upsert("c", &[0.0, 1.0], VectorFields::default());
+        let hits = m.top_k(&[0.0, 1.0], 5, &VectorFilter::default());
         assert_eq!(hits.len(), 2);
         assert!((hits[0].1 - 1.0).abs() < 1e-6 && (hits[1].1 - 1.0).abs() < 1e-6);
         assert_eq!(hits[0].0, "b", "ties go to the smaller id");
@@ -260,14 +277,45 @@ mod tests {
             .map(|_| (0..dims).map(|_| next()).collect())
             .collect();
         for (i, v) in rows.iter().enumerate() {
-            m.upsert(&format!("{i:05}"), v);
+            m.upsert(&format!("{i:05}"), v, VectorFields::default());
         }
         for _ in 0..20 {
             let q: Vec<f32> = (0..dims).map(|_| next()).collect();
-            let fast = m.top_k(&q, 10);
+            let fast = m.top_k(&q, 10, &VectorFilter::default());
             let exhaustive = m.exact(&normalised(&q), 0..m.len(), 10);
             assert_eq!(fast, exhaustive);
         }
+    }
+
+    #[test]
+    fn the_quantised_scan_ranks_only_matching_rows() {
+        let dims = 16;
+        let mut m = VectorMatrix::new(dims);
+        for i in 0..QUANTISED_FROM + 1_000 {
+            let mut v = vec![0.0; dims];
+            v[0] = 1.0;
+            v[1] = i as f32 * 1e-4;
+            let rare = i % 1_000 == 7;
+            let fields = VectorFields {
+                kind: Some(if rare { "rare" } else { "common" }.into()),
+                ..VectorFields::default()
+            };
+            if rare {
+                v[0] = -1.0;
+            }
+            m.upsert(&format!("{i:05}"), &v, fields);
+        }
+        let filter = VectorFilter {
+            kind: Some("rare".into()),
+            ..VectorFilter::default()
+        };
+        let mut query = vec![0.0; dims];
+        query[0] = 1.0;
+        let hits = m.top_k(&query, 10, &filter);
+        let mut ids: Vec<&str> = hits.iter().map(|(id, _)| id.as_str()).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["00007", "01007", "02007", "03007", "04007", "05007"]);
+        assert!(m.top_k(&query, 10, &VectorFilter::default()).len() == 10);
     }
 
     #[test]
@@ -278,14 +326,14 @@ mod tests {
             let v: Vec<f32> = (0..9)
                 .map(|j| ((i * 31 + j * 17) % 13) as f32 - 6.0)
                 .collect();
-            m.upsert(&format!("{i:04}"), &v);
+            m.upsert(&format!("{i:04}"), &v, VectorFields::default());
             all.push(format!("{i:04}"));
         }
         let q = [1.0, -2.0, 0.5, 0.0, 3.0, 1.0, -1.0, 2.0, 0.25];
-        let top = m.top_k(&q, 17);
-        let mut expected = m.top_k(&q, 500);
+        let top = m.top_k(&q, 17, &VectorFilter::default());
+        let mut expected = m.top_k(&q, 500, &VectorFilter::default());
         expected.truncate(17);
         assert_eq!(top, expected);
-        assert_eq!(m.top_k(&q, 500).len(), 500);
+        assert_eq!(m.top_k(&q, 500, &VectorFilter::default()).len(), 500);
     }
 }

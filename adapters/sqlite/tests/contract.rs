@@ -191,6 +191,7 @@ async fn sqlite_vectors_survive_a_reopen() {
         id: id.into(),
         vector: v.to_vec(),
         model: "m".into(),
+        fields: Default::default(),
     };
     index
         .upsert("ns", vec![record("a", [1.0, 0.0]), record("b", [0.0, 1.0])])
@@ -295,6 +296,7 @@ async fn a_stale_cache_cannot_mix_two_models_in_a_namespace() {
         id: "x".into(),
         vector: v,
         model: model.into(),
+        fields: Default::default(),
     };
     second
         .upsert("ns", vec![record("a", vec![1.0, 0.0])])

@@ -13,6 +13,7 @@ fn record(id: &str, vector: [f32; 2], model: &str) -> VectorRecord {
         id: id.into(),
         vector: vector.to_vec(),
         model: model.into(),
+        fields: Default::default(),
     }
 }
 

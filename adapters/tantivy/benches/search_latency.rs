@@ -7,7 +7,6 @@
 //! the size; `SEARCH_BENCH_DIR` keeps both corpora between runs).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use memory_core::ports::{
@@ -17,6 +16,7 @@ use memory_core::{NewMessage, SearchQuery, SessionId, search_messages};
 use memory_sqlite::{SqliteConfig, SqliteDatabase, SqliteMessageIndex, SqliteMessageStore};
 use memory_tantivy::{Erasure, TantivyOptions, TantivyTextIndex};
 use memory_testkit::corpus::{Rng, message, vocabulary};
+use memory_testkit::files::size_on_disk;
 
 const SESSIONS: usize = 1_000;
 const QUERIES: usize = 300;
@@ -37,15 +37,6 @@ fn report(name: &str, mut samples: Vec<Duration>) -> (f64, f64) {
         samples.len()
     );
     (p50, p99)
-}
-
-fn size_of(path: &Path) -> u64 {
-    if path.is_file() {
-        return path.metadata().map(|m| m.len()).unwrap_or(0);
-    }
-    std::fs::read_dir(path)
-        .map(|entries| entries.flatten().map(|e| size_of(&e.path())).sum())
-        .unwrap_or(0)
 }
 
 fn session(s: usize) -> SessionId {
@@ -130,8 +121,8 @@ async fn main() {
     tokio::time::sleep(Duration::from_secs(5)).await;
     println!(
         "size: SQLite file (rows + FTS5) {:.0} MB; Tantivy index {:.0} MB",
-        (size_of(&db_path) + size_of(&root.join("fts5.db-wal"))) as f64 / 1e6,
-        size_of(&tantivy_path) as f64 / 1e6
+        (size_on_disk(&db_path) + size_on_disk(&root.join("fts5.db-wal"))) as f64 / 1e6,
+        size_on_disk(&tantivy_path) as f64 / 1e6
     );
 
     // Typical words each occur in well under 1 % of messages; common words in 2-10 %.

@@ -283,25 +283,7 @@ impl Stores {
                 self.postgres_db().await?,
             ))),
             #[cfg(feature = "lancedb")]
-            Backend::Lancedb => {
-                let root = self
-                    .storage
-                    .lancedb
-                    .as_ref()
-                    .map(|l| l.path.clone())
-                    .ok_or(ComposeError::Invalid(
-                        "vectors = \"lancedb\" but [storage.lancedb] is missing".into(),
-                    ))?;
-                let root = root.to_str().map(str::to_owned).ok_or_else(|| {
-                    ComposeError::Invalid(format!("{} is not a UTF-8 path", root.display()))
-                })?;
-                Ok(Arc::clone(self.lancedb_profiles.get_or_init(|| {
-                    Arc::new(memory_lancedb::LanceVectorIndexes::new(
-                        root,
-                        memory_lancedb::LanceOptions::default(),
-                    ))
-                })) as Arc<dyn VectorIndexes>)
-            }
+            Backend::Lancedb => Ok(self.lancedb_profiles()? as Arc<dyn VectorIndexes>),
             other => Err(unavailable(Role::Vectors, other)),
         }
     }
@@ -494,6 +476,85 @@ impl Stores {
             db.close().await;
         }
     }
+}
+
+/// Each profile's LanceDB database under `[storage.lancedb]`'s location, opened once.
+#[cfg(feature = "lancedb")]
+impl Stores {
+    fn lancedb_profiles(&self) -> Result<Arc<memory_lancedb::LanceVectorIndexes>> {
+        if let Some(open) = self.lancedb_profiles.get() {
+            return Ok(Arc::clone(open));
+        }
+        let settings = self.storage.lancedb.as_ref().ok_or(ComposeError::Invalid(
+            "vectors = \"lancedb\" but [storage.lancedb] is missing".into(),
+        ))?;
+        let mut options = memory_lancedb::LanceOptions::default()
+            .index_threshold(settings.index_threshold)
+            .nprobes(settings.nprobes)
+            .refine_factor(settings.refine_factor);
+        let root = match &settings.location {
+            memory_config::LancedbLocation::Directory(path) => {
+                path.to_str().map(str::to_owned).ok_or_else(|| {
+                    ComposeError::Invalid(format!("{} is not a UTF-8 path", path.display()))
+                })?
+            }
+            memory_config::LancedbLocation::S3 { prefix } => {
+                let s3 = self.storage.s3.as_ref().ok_or(ComposeError::Invalid(
+                    "[storage.lancedb] location = \"s3\" but [storage.s3] is missing".into(),
+                ))?;
+                for (key, value) in lance_s3_options(s3)? {
+                    options = options.storage_option(key, value);
+                }
+                format!("s3://{}/{}{prefix}", s3.bucket, s3.prefix)
+            }
+        };
+        let open = Arc::new(memory_lancedb::LanceVectorIndexes::new(root, options));
+        Ok(Arc::clone(self.lancedb_profiles.get_or_init(|| open)))
+    }
+}
+
+/// The object-store options that reach `[storage.s3]`'s bucket from LanceDB: its endpoint
+/// and region, and the keys from its variables (else the default AWS chain). A named profile
+/// and servers without conditional writes are refused: the first is not read by LanceDB's
+/// store, and without the second two first writers could mix models in a table.
+#[cfg(feature = "lancedb")]
+fn lance_s3_options(settings: &memory_config::S3Settings) -> Result<Vec<(String, String)>> {
+    if !settings.conditional_writes {
+        return Err(ComposeError::NotAvailable {
+            role: Role::Vectors,
+            backend: Backend::Lancedb,
+            reason: "LanceDB in S3 needs conditional writes ([storage.s3] conditional_writes = \
+                     false): they decide a table's embedding model atomically",
+        });
+    }
+    let mut options = vec![("aws_region".to_owned(), settings.region.clone())];
+    if let Some(endpoint) = &settings.endpoint {
+        options.push(("aws_endpoint".into(), endpoint.clone()));
+        if endpoint.starts_with("http://") {
+            options.push(("allow_http".into(), "true".into()));
+        }
+    }
+    let keys = (
+        std::env::var(&settings.access_key_env),
+        std::env::var(&settings.secret_key_env),
+    );
+    match (keys, &settings.profile) {
+        ((Ok(access_key_id), Ok(secret_access_key)), _) => {
+            options.push(("aws_access_key_id".into(), access_key_id));
+            options.push(("aws_secret_access_key".into(), secret_access_key));
+        }
+        (_, Some(_)) => {
+            return Err(ComposeError::NotAvailable {
+                role: Role::Vectors,
+                backend: Backend::Lancedb,
+                reason: "LanceDB in S3 takes its keys from [storage.s3]'s key variables or the \
+                         default AWS chain, not from a named profile: set access_key_env and \
+                         secret_key_env's variables",
+            });
+        }
+        _ => {}
+    }
+    Ok(options)
 }
 
 /// The credentials `[storage.s3]` names: its key variables when they are set, else its

@@ -1,11 +1,14 @@
 //! `[storage] vectors = "lancedb"`: each profile's vectors in LanceDB tables on disk, beside
-//! SQLite records (built with the `lancedb` feature: `cargo test -p memory-compose --features
-//! lancedb --test lancedb`).
+//! SQLite records, or in the `[storage.s3]` bucket (built with the `lancedb` feature:
+//! `cargo test -p memory-compose --features lancedb --test lancedb`).
 #![cfg(feature = "lancedb")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use memory_compose::Deployment;
 use memory_config::{Backend, Role};
+use memory_core::ports::{BlobStoreExt, VectorFilter, VectorQuery, VectorRecord};
 use memory_engine::long_term::{RecallRequest, RememberRequest};
 
 #[tokio::test]
@@ -72,4 +75,74 @@ async fn profile_vectors_live_in_lancedb() {
             .unwrap()
             .is_empty()
     );
+}
+
+/// `location = "s3"`: the tables live in `[storage.s3]`'s bucket under its prefix, reached
+/// with its endpoint and keys, and the settings reach the index.
+#[tokio::test]
+async fn profile_vectors_live_in_the_s3_bucket() {
+    let prefix = format!(
+        "memorytest/compose-lance-{}/",
+        uuid::Uuid::new_v4().simple()
+    );
+    let Some(s3) = common::s3_blobs_section(&prefix) else {
+        return;
+    };
+    let toml = s3.replace(
+        "[storage]\nblobs = \"s3\"\n",
+        "[storage]\nblobs = \"s3\"\nvectors = \"lancedb\"\n\n[storage.lancedb]\n\
+         location = \"s3\"\nprefix = \"vectors/\"\nnprobes = 4\n",
+    );
+    assert!(toml.contains("location"), "{toml}");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("memory.toml"), toml).unwrap();
+    let deployment = Deployment::open(dir.path()).unwrap();
+    let vectors = deployment.long_term_backends().await.unwrap().vectors;
+    let index = vectors.vector_index("ada").await.unwrap();
+    index
+        .upsert(
+            "memories",
+            vec![
+                VectorRecord::new("m1", vec![1.0, 0.0], "mini"),
+                VectorRecord::new("m2", vec![0.0, 1.0], "mini"),
+            ],
+        )
+        .await
+        .unwrap();
+    let hits = index
+        .search("memories", &VectorQuery::new(&[0.9, 0.1], 1))
+        .await
+        .unwrap();
+    assert_eq!(hits[0].id, "m1");
+    assert_eq!(
+        index
+            .count("memories", &VectorFilter::default())
+            .await
+            .unwrap(),
+        2
+    );
+    let blobs = deployment.blob_store().await.unwrap();
+    let objects: Vec<String> = blobs
+        .list_all("vectors/ada/")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|b| b.key)
+        .collect();
+    assert!(
+        objects
+            .iter()
+            .any(|k| k.starts_with("vectors/ada/memories.lance/")),
+        "the table is in the bucket under the deployment's prefix: {objects:?}"
+    );
+    assert!(
+        dir.path()
+            .read_dir()
+            .unwrap()
+            .all(|e| { e.unwrap().file_name() != "lancedb" })
+    );
+    vectors.delete_vector_index("ada").await.unwrap();
+    for blob in blobs.list_all("").await.unwrap() {
+        blobs.delete(&blob.key).await.unwrap();
+    }
 }

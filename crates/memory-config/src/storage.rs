@@ -219,6 +219,48 @@ pub struct TantivySettings {
     pub profile_languages: BTreeMap<String, TextLanguage>,
 }
 
+/// The defaults of `[storage.lancedb]`'s search settings.
+pub const DEFAULT_LANCEDB_INDEX_THRESHOLD: usize = 100_000;
+/// See [`DEFAULT_LANCEDB_INDEX_THRESHOLD`].
+pub const DEFAULT_LANCEDB_NPROBES: usize = 20;
+/// See [`DEFAULT_LANCEDB_INDEX_THRESHOLD`].
+pub const DEFAULT_LANCEDB_REFINE_FACTOR: u32 = 10;
+
+/// Where LanceDB keeps its tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LancedbLocation {
+    /// A directory on local disk.
+    Directory(PathBuf),
+    /// The `[storage.s3]` bucket, under its prefix and then this one (ending in `/`); the
+    /// endpoint, region and credentials are `[storage.s3]`'s.
+    S3 {
+        /// The prefix inside `[storage.s3]`'s prefix.
+        prefix: String,
+    },
+}
+
+/// `[storage.lancedb]`: where the vector tables live and how they are searched.
+///
+/// ```toml
+/// [storage.lancedb]
+/// location = "s3"            # "disk" (default, under `path`) or "s3" ([storage.s3]'s bucket)
+/// prefix = "lancedb/"        # with location = "s3": under [storage.s3]'s prefix
+/// index_threshold = 100000   # rows from which a table gets its approximate index
+/// nprobes = 20               # IVF partitions searched
+/// refine_factor = 10         # candidates re-ranked exactly per hit
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LancedbSettings {
+    /// Where the tables live.
+    pub location: LancedbLocation,
+    /// Rows from which a table gets an approximate index (below: exact search).
+    pub index_threshold: usize,
+    /// IVF partitions probed per search.
+    pub nprobes: usize,
+    /// Candidates re-ranked by exact distance per hit wanted.
+    pub refine_factor: u32,
+}
+
 /// A validated `[storage]` section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StorageConfig {
@@ -247,7 +289,7 @@ pub struct StorageConfig {
     /// `[storage.tantivy]`, when a role uses it.
     pub tantivy: Option<TantivySettings>,
     /// `[storage.lancedb]`, when a role uses it.
-    pub lancedb: Option<DirectorySettings>,
+    pub lancedb: Option<LancedbSettings>,
     /// `[storage.fs]` (blobs as files).
     pub fs: DirectorySettings,
 }
@@ -322,8 +364,19 @@ pub(crate) struct RawStorage {
     pub redis: Option<RawRedis>,
     pub s3: Option<RawS3>,
     pub tantivy: Option<RawTantivy>,
-    pub lancedb: Option<RawDirectory>,
+    pub lancedb: Option<RawLancedb>,
     pub fs: Option<RawDirectory>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLancedb {
+    pub location: Option<String>,
+    pub path: Option<String>,
+    pub prefix: Option<String>,
+    pub index_threshold: Option<usize>,
+    pub nprobes: Option<usize>,
+    pub refine_factor: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -550,8 +603,67 @@ impl RawStorage {
             });
         }
         if uses(Backend::Lancedb) || self.lancedb.is_some() {
-            config.lancedb = Some(DirectorySettings {
-                path: resolve(self.lancedb.unwrap_or_default().path, "lancedb"),
+            let raw = self.lancedb.unwrap_or_default();
+            let location = match raw.location.as_deref().unwrap_or("disk") {
+                "disk" => {
+                    if raw.prefix.is_some() {
+                        return Err(problem(
+                            "storage.lancedb.prefix",
+                            "a prefix is for location = \"s3\"; on disk, set `path`",
+                        ));
+                    }
+                    LancedbLocation::Directory(resolve(raw.path, "lancedb"))
+                }
+                "s3" => {
+                    if raw.path.is_some() {
+                        return Err(problem(
+                            "storage.lancedb.path",
+                            "a path is for location = \"disk\"; in S3, set `prefix`",
+                        ));
+                    }
+                    if config.s3.is_none() {
+                        return Err(problem(
+                            "storage.lancedb.location",
+                            "location = \"s3\" needs a [storage.s3] section (bucket, endpoint, \
+                             credentials)",
+                        ));
+                    }
+                    let prefix = raw.prefix.unwrap_or_else(|| "lancedb/".into());
+                    if !prefix.ends_with('/') || prefix.starts_with('/') || prefix.len() < 2 {
+                        return Err(problem(
+                            "storage.lancedb.prefix",
+                            format!("{prefix:?} must end in '/' (and not start with one)"),
+                        ));
+                    }
+                    LancedbLocation::S3 { prefix }
+                }
+                other => {
+                    return Err(problem(
+                        "storage.lancedb.location",
+                        format!("{other:?} is not a location: \"disk\" or \"s3\""),
+                    ));
+                }
+            };
+            let at_least_one = |key: &str, value: Option<usize>, default: usize| match value {
+                Some(0) => Err(problem(
+                    format!("storage.lancedb.{key}"),
+                    "must be at least 1",
+                )),
+                v => Ok(v.unwrap_or(default)),
+            };
+            config.lancedb = Some(LancedbSettings {
+                location,
+                index_threshold: at_least_one(
+                    "index_threshold",
+                    raw.index_threshold,
+                    DEFAULT_LANCEDB_INDEX_THRESHOLD,
+                )?,
+                nprobes: at_least_one("nprobes", raw.nprobes, DEFAULT_LANCEDB_NPROBES)?,
+                refine_factor: at_least_one(
+                    "refine_factor",
+                    raw.refine_factor.map(|f| f as usize),
+                    DEFAULT_LANCEDB_REFINE_FACTOR as usize,
+                )? as u32,
             });
         }
         Ok(config)

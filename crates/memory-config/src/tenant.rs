@@ -69,7 +69,7 @@ impl StorageConfig {
     /// apart from every other tenant's, so no query of one tenant can reach another's rows.
     /// Embedded files and directories move under `tenants/<tenant>/`, the PostgreSQL schema
     /// gains the suffix `_<tenant>`, the Redis key prefix gains `t:<tenant>:` and the S3
-    /// prefix gains `tenants/<tenant>/`.
+    /// prefix (and LanceDB's in S3, which lives under it) gains `tenants/<tenant>/`.
     ///
     /// ```
     /// use memory_config::{StorageConfig, TenantName};
@@ -94,8 +94,12 @@ impl StorageConfig {
         if let Some(tantivy) = &mut out.tantivy {
             tantivy.path = tenant_path(&tantivy.path, tenant);
         }
-        if let Some(lancedb) = &mut out.lancedb {
-            lancedb.path = tenant_path(&lancedb.path, tenant);
+        if let Some(crate::LancedbSettings {
+            location: crate::LancedbLocation::Directory(path),
+            ..
+        }) = &mut out.lancedb
+        {
+            *path = tenant_path(path, tenant);
         }
         out
     }

@@ -21,11 +21,46 @@ impl Rng {
         self.0.wrapping_mul(0x2545F4914F6CDD1D)
     }
 
+    /// A uniform value in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     /// Zipf-like pick in `0..n`: small indexes are much more frequent.
     pub fn zipf(&mut self, n: usize) -> usize {
-        let u = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        ((n as f64).powf(u) - 1.0) as usize % n
+        ((n as f64).powf(self.unit()) - 1.0) as usize % n
     }
+}
+
+/// `n` vectors of `dims` dimensions near a random 24-dimension subspace (the same subspace
+/// for every call), plus a little noise: like real embeddings, they have far fewer degrees of
+/// freedom than coordinates, so nearest neighbours are well separated (uniform or tightly
+/// clustered random vectors are all nearly equidistant, and "the true top 10" is then a coin
+/// toss for any index).
+///
+/// ```
+/// use memory_testkit::corpus::{Rng, embedding_like_vectors};
+/// let vectors = embedding_like_vectors(3, 16, &mut Rng::new(5));
+/// assert_eq!((vectors.len(), vectors[0].len()), (3, 16));
+/// assert_eq!(vectors, embedding_like_vectors(3, 16, &mut Rng::new(5)));
+/// ```
+pub fn embedding_like_vectors(n: usize, dims: usize, rng: &mut Rng) -> Vec<Vec<f32>> {
+    let latent = 24;
+    let mut basis_rng = Rng::new(1234);
+    let basis: Vec<Vec<f32>> = (0..latent)
+        .map(|_| (0..dims).map(|_| basis_rng.unit() as f32 - 0.5).collect())
+        .collect();
+    (0..n)
+        .map(|_| {
+            let z: Vec<f32> = (0..latent).map(|_| rng.unit() as f32 - 0.5).collect();
+            (0..dims)
+                .map(|d| {
+                    let signal: f32 = (0..latent).map(|l| z[l] * basis[l][d]).sum();
+                    signal + 0.02 * (rng.unit() as f32 - 0.5)
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// A vocabulary of `n` pronounceable words ending in a digit (no stemmer changes them).

@@ -1,4 +1,5 @@
-//! Scanning files for text that must be gone (erasure tests).
+//! Files on disk in tests and benchmarks: scanning for text that must be gone (erasure tests)
+//! and measuring size.
 
 use std::path::Path;
 
@@ -26,4 +27,15 @@ pub fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
         }
     }
     found
+}
+
+/// The bytes of the file at `path`, or of every file under the directory at `path` (0 for
+/// what cannot be read): what a benchmark reports as size on disk.
+pub fn size_on_disk(path: &Path) -> u64 {
+    if path.is_file() {
+        return path.metadata().map(|m| m.len()).unwrap_or(0);
+    }
+    std::fs::read_dir(path)
+        .map(|entries| entries.flatten().map(|e| size_on_disk(&e.path())).sum())
+        .unwrap_or(0)
 }

@@ -17,8 +17,8 @@ use memory_core::ports::{
     MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles, MemoryRecord, MemoryRecordStore,
     MessageStore, NewJob, RawMessage, RawMessageInsert, RawMessageStore, SearchableContextProvider,
     SessionRegistry, SkillProvider, SkillStore, SkillSummary, StoreCapabilities, TextDocument,
-    TextHit, TextIndex, TextIndexCapabilities, TextIndexes, TextQuery, TokenCounter, VectorHit,
-    VectorIndex, VectorIndexes, VectorRecord, WritableContextProvider,
+    TextHit, TextIndex, TextIndexCapabilities, TextIndexes, TextQuery, TokenCounter, VectorFilter,
+    VectorHit, VectorIndex, VectorIndexes, VectorQuery, VectorRecord, WritableContextProvider,
 };
 use memory_core::{
     AppendOutcome, CompactionRecord, MessagePage, NewCompaction, NewMessage, NewSession, PathEntry,
@@ -156,7 +156,8 @@ mock! {
     impl VectorIndex for VectorIndex {
         async fn upsert(&self, namespace: &str, records: Vec<VectorRecord>) -> Result<()>;
         async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64>;
-        async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>>;
+        async fn search(&self, namespace: &str, query: &VectorQuery) -> Result<Vec<VectorHit>>;
+        async fn count(&self, namespace: &str, filter: &VectorFilter) -> Result<u64>;
         async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>>;
         async fn model(&self, namespace: &str) -> Result<Option<String>>;
         async fn clear(&self, namespace: &str) -> Result<()>;

@@ -225,6 +225,7 @@ pub(super) async fn seed_memories(
                         id: r.id.clone(),
                         vector,
                         model: model.clone(),
+                        fields: Default::default(),
                     })
                     .collect(),
             )

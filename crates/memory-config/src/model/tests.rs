@@ -157,7 +157,7 @@ mod storage {
     use std::path::Path;
 
     use super::err;
-    use crate::{Backend, MemoryConfig, Role, StorageConfig};
+    use crate::{Backend, LancedbLocation, MemoryConfig, Role, StorageConfig};
 
     #[test]
     fn no_section_means_everything_embedded_in_the_data_dir() {
@@ -219,10 +219,76 @@ region = "auto"
             storage.tantivy.unwrap().path,
             Path::new("/etc/memory/tantivy")
         );
+        let lancedb = storage.lancedb.unwrap();
         assert_eq!(
-            storage.lancedb.unwrap().path,
-            Path::new("/etc/memory/lancedb")
+            lancedb.location,
+            LancedbLocation::Directory("/etc/memory/lancedb".into())
         );
+        assert_eq!(
+            (
+                lancedb.index_threshold,
+                lancedb.nprobes,
+                lancedb.refine_factor
+            ),
+            (100_000, 20, 10)
+        );
+    }
+
+    #[test]
+    fn lancedb_lives_on_disk_or_in_the_s3_bucket() {
+        let parse = |toml: &str| MemoryConfig::parse(toml, Path::new("/etc/memory"));
+        let s3 = "[storage.s3]\nbucket = \"b\"\nprefix = \"p/\"\n";
+        let config = parse(&format!(
+            "[storage]\nvectors = \"lancedb\"\n[storage.lancedb]\nlocation = \"s3\"\n\
+             index_threshold = 5000\nnprobes = 8\nrefine_factor = 3\n{s3}"
+        ))
+        .unwrap();
+        let lancedb = config.storage(Path::new("/x")).lancedb.unwrap();
+        assert_eq!(
+            lancedb.location,
+            LancedbLocation::S3 {
+                prefix: "lancedb/".into()
+            }
+        );
+        assert_eq!(
+            (
+                lancedb.index_threshold,
+                lancedb.nprobes,
+                lancedb.refine_factor
+            ),
+            (5_000, 8, 3)
+        );
+        for (toml, key) in [
+            (
+                "[storage.lancedb]\nlocation = \"s3\"\n".to_owned(),
+                "storage.lancedb.location",
+            ),
+            (
+                format!("[storage.lancedb]\nlocation = \"s3\"\npath = \"x\"\n{s3}"),
+                "storage.lancedb.path",
+            ),
+            (
+                format!("[storage.lancedb]\nlocation = \"s3\"\nprefix = \"x\"\n{s3}"),
+                "storage.lancedb.prefix",
+            ),
+            (
+                "[storage.lancedb]\nprefix = \"x/\"\n".to_owned(),
+                "storage.lancedb.prefix",
+            ),
+            (
+                "[storage.lancedb]\nlocation = \"gcs\"\n".to_owned(),
+                "storage.lancedb.location",
+            ),
+            (
+                "[storage.lancedb]\nnprobes = 0\n".to_owned(),
+                "storage.lancedb.nprobes",
+            ),
+        ] {
+            let error = parse(&format!("[storage]\nvectors = \"lancedb\"\n{toml}"))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(key), "{key}: {error}");
+        }
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! | [`SessionRegistry`] | session metadata and usage | in-memory, SQLite, PostgreSQL, Redis |
 //! | [`KeyValueStore`] | small named values (blocks, cached prompts, index outbox) | in-memory, SQLite, PostgreSQL, Redis |
 //! | [`ContextProvider`] and kin | what a context block reads and writes | engine providers over ports |
-//! | [`TextIndex`] / [`TextIndexes`] | full-text search over documents with fields | in-memory, SQLite, PostgreSQL |
-//! | [`VectorIndex`] / [`VectorIndexes`] | embeddings with nearest-neighbour search | in-memory, SQLite, PostgreSQL (pgvector) |
+//! | [`TextIndex`] / [`TextIndexes`] | full-text search over documents with fields | in-memory, SQLite, PostgreSQL, Tantivy |
+//! | [`VectorIndex`] / [`VectorIndexes`] | embeddings with filtered nearest-neighbour search and counts | in-memory, SQLite, PostgreSQL (pgvector), LanceDB |
 //! | [`BlobStore`] | whole artefacts by key (skills, exports, backups), streamed when large | in-memory, directory, S3/R2 |
 //! | [`SkillStore`] | loadable documents with descriptions | in-memory, SQLite, PostgreSQL, Redis, Markdown files |
 //! | [`RawMessageStore`] + [`MemoryRecordStore`] ([`MemoryProfiles`]) | a profile's raw messages and typed memories | in-memory, SQLite, PostgreSQL |
@@ -66,4 +66,6 @@ pub use text_index::{
     TextQuery, message_document_id, namespaces, split_message_document_id,
 };
 pub use token_counter::TokenCounter;
-pub use vector_index::{VectorHit, VectorIndex, VectorIndexes, VectorRecord};
+pub use vector_index::{
+    VectorFields, VectorFilter, VectorHit, VectorIndex, VectorIndexes, VectorQuery, VectorRecord,
+};

@@ -3,7 +3,22 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::Result;
+use crate::{Result, Timestamp};
+
+/// What a vector is about, beside its embedding, for [`VectorFilter`]s: a memory has a kind,
+/// a session and a time; a raw message a session and a time.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct VectorFields {
+    /// The session (conversation) it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// A type name (a memory's kind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// When it was said or recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<Timestamp>,
+}
 
 /// A vector with the model that made it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -14,6 +29,113 @@ pub struct VectorRecord {
     pub vector: Vec<f32>,
     /// The embedding model's id.
     pub model: String,
+    /// Filterable fields (absent in exports made before fields existed).
+    #[serde(default)]
+    pub fields: VectorFields,
+}
+
+impl VectorRecord {
+    /// A record without fields.
+    pub fn new(id: impl Into<String>, vector: Vec<f32>, model: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            vector,
+            model: model.into(),
+            fields: VectorFields::default(),
+        }
+    }
+
+    /// Sets the fields.
+    pub fn with_fields(mut self, fields: VectorFields) -> Self {
+        self.fields = fields;
+        self
+    }
+}
+
+/// Restrictions on the vectors a search may return or a count may include; every set field
+/// must match exactly (`from` inclusive, `to` exclusive, on [`VectorFields::time`]; a vector
+/// without the field never matches a filter on it).
+///
+/// ```
+/// use memory_core::Timestamp;
+/// use memory_core::ports::{VectorFields, VectorFilter};
+/// let fields = VectorFields { kind: Some("fact".into()), time: Some(Timestamp(5)), ..Default::default() };
+/// assert!(VectorFilter::default().matches(&fields));
+/// assert!(VectorFilter { kind: Some("fact".into()), from: Some(Timestamp(5)), ..Default::default() }.matches(&fields));
+/// assert!(!VectorFilter { to: Some(Timestamp(5)), ..Default::default() }.matches(&fields));
+/// assert!(!VectorFilter { session: Some("s1".into()), ..Default::default() }.matches(&fields));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct VectorFilter {
+    /// Only this session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Only this kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// At or after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Timestamp>,
+    /// Before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<Timestamp>,
+}
+
+impl VectorFilter {
+    /// True when no field is restricted.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// True when `fields` pass the filter (what an index that filters in memory checks).
+    pub fn matches(&self, fields: &VectorFields) -> bool {
+        let eq = |want: &Option<String>, have: &Option<String>| {
+            want.as_ref().is_none_or(|w| have.as_ref() == Some(w))
+        };
+        eq(&self.session, &fields.session)
+            && eq(&self.kind, &fields.kind)
+            && self
+                .from
+                .is_none_or(|f| fields.time.is_some_and(|t| t >= f))
+            && self.to.is_none_or(|to| fields.time.is_some_and(|t| t < to))
+    }
+}
+
+/// A nearest-neighbour search of a [`VectorIndex`].
+///
+/// ```
+/// use memory_core::ports::{VectorFilter, VectorQuery};
+/// let facts = VectorFilter { kind: Some("fact".into()), ..VectorFilter::default() };
+/// let query = VectorQuery::new(&[0.1, 0.9], 5).filter(facts);
+/// assert_eq!((query.vector.len(), query.k), (2, 5));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VectorQuery {
+    /// The vector to search near.
+    pub vector: Vec<f32>,
+    /// Maximum hits.
+    pub k: usize,
+    /// Restrictions on fields (applied before ranking: the hits are the `k` nearest of the
+    /// vectors that match).
+    #[serde(default)]
+    pub filter: VectorFilter,
+}
+
+impl VectorQuery {
+    /// The `k` nearest vectors to `vector`, unfiltered.
+    pub fn new(vector: &[f32], k: usize) -> Self {
+        Self {
+            vector: vector.to_vec(),
+            k,
+            filter: VectorFilter::default(),
+        }
+    }
+
+    /// Sets the filter.
+    pub fn filter(mut self, filter: VectorFilter) -> Self {
+        self.filter = filter;
+        self
+    }
 }
 
 /// A nearest-neighbour result.
@@ -30,17 +152,29 @@ pub struct VectorHit {
 /// # Contract
 /// - All vectors of a namespace share one model and one dimension: an upsert with another
 ///   model or length is [`crate::MemoryError::InvalidInput`] until the namespace is cleared.
-/// - `query` with a vector of the wrong length is `InvalidInput`; an empty namespace gives no
-///   hits.
+/// - A search with a vector of the wrong length is `InvalidInput`; an empty namespace gives
+///   no hits.
+/// - A filtered search ranks only the vectors that match the filter: it returns `k` hits
+///   whenever `k` vectors match, however far they are from the query.
+/// - An upsert replaces the fields with the vector; `get` returns both.
+///
+/// (asserted by `memory_testkit::contract::vector_index`)
 #[async_trait]
 pub trait VectorIndex: Send + Sync {
     /// Inserts or replaces records.
     async fn upsert(&self, namespace: &str, records: Vec<VectorRecord>) -> Result<()>;
     /// Removes records; returns how many existed.
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64>;
-    /// The `k` closest records by cosine similarity.
-    async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>>;
-    /// The stored records with these ids (as given, not normalised), in the order of `ids`.
+    /// The `query.k` closest records by cosine similarity among those that match its filter.
+    async fn search(&self, namespace: &str, query: &VectorQuery) -> Result<Vec<VectorHit>>;
+    /// The `k` closest records by cosine similarity, unfiltered.
+    async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>> {
+        self.search(namespace, &VectorQuery::new(vector, k)).await
+    }
+    /// How many records match `filter` (all of them with the empty filter).
+    async fn count(&self, namespace: &str, filter: &VectorFilter) -> Result<u64>;
+    /// The stored records with these ids (as given, not normalised, with their fields), in
+    /// the order of `ids`.
     async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>>;
     /// The model of the namespace's vectors, if any.
     async fn model(&self, namespace: &str) -> Result<Option<String>>;

@@ -202,14 +202,27 @@ async fn extraction_verifies_classifies_and_stores_with_provenance() {
             .is_empty(),
         "tasks are not vectorized"
     );
+    let vectors = index
+        .get(MEMORY_NAMESPACE, std::slice::from_ref(&rent.id))
+        .await
+        .unwrap();
+    assert_eq!(vectors.len(), 1);
     assert_eq!(
-        index
-            .get(MEMORY_NAMESPACE, std::slice::from_ref(&rent.id))
-            .await
-            .unwrap()
-            .len(),
-        1
+        vectors[0].fields,
+        memory_core::ports::VectorFields {
+            session: rent.session_id.clone(),
+            kind: Some("fact".into()),
+            time: Some(rent.recorded_at),
+        },
+        "a memory's vector carries its kind, session and time for filtered searches"
     );
+    let facts = memory_core::ports::VectorFilter {
+        kind: Some("fact".into()),
+        ..Default::default()
+    };
+    let all = memory_core::ports::VectorFilter::default();
+    let counted = index.count(MEMORY_NAMESPACE, &facts).await.unwrap();
+    assert!(counted >= 1 && counted < index.count(MEMORY_NAMESPACE, &all).await.unwrap());
 
     // The transcript resolved the relative date against the message time.
     let extraction = model

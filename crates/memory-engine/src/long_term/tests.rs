@@ -286,6 +286,15 @@ async fn deleting_a_profile_reaches_every_backend() {
         .unwrap();
     let vectors = profiles.vector_index("ada").await.unwrap();
     assert!(vectors.model(RAW_NAMESPACE).await.unwrap().is_some());
+    let in_chat = memory_core::ports::VectorFilter {
+        session: Some("chat".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        vectors.count(RAW_NAMESPACE, &in_chat).await.unwrap(),
+        1,
+        "a raw message's vector carries its session"
+    );
     assert!(s.delete_profile("ada").await.unwrap());
     assert!(!s.list_profiles().await.unwrap().contains(&"ada".to_owned()));
     let jobs = profiles

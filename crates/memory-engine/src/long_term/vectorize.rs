@@ -7,7 +7,7 @@
 //! [`super::MemoryService::reembed`] rebuilds the index.
 
 use memory_core::ports::{
-    Embedder, MemoryKind, MemoryRecord, RawMessage, VectorIndex, VectorRecord,
+    Embedder, MemoryKind, MemoryRecord, RawMessage, VectorFields, VectorIndex, VectorRecord,
 };
 use memory_core::{MemoryError, Result};
 
@@ -31,6 +31,25 @@ pub fn memory_embedding_text(memory: &MemoryRecord) -> String {
 /// True if a memory gets a vector: not a task, current and not forgotten.
 pub fn is_vectorized(memory: &MemoryRecord) -> bool {
     memory.kind != MemoryKind::Task && memory.superseded_by.is_none() && memory.forgotten.is_none()
+}
+
+/// The filterable fields of a memory's vector: its kind, session and recording time (as its
+/// text-index document has).
+pub fn memory_vector_fields(memory: &MemoryRecord) -> VectorFields {
+    VectorFields {
+        session: memory.session_id.clone(),
+        kind: Some(memory.kind.as_str().to_owned()),
+        time: Some(memory.recorded_at),
+    }
+}
+
+/// The filterable fields of a raw message's vector: its session and time.
+pub fn raw_vector_fields(message: &RawMessage) -> VectorFields {
+    VectorFields {
+        session: Some(message.session_id.clone()),
+        kind: None,
+        time: Some(message.created_at),
+    }
 }
 
 /// The text embedded for a raw message: the message, preceded by the message before it in
@@ -66,15 +85,19 @@ impl Vectorizer<'_> {
         }
     }
 
-    /// Embeds `(id, text)` pairs into `namespace`; returns how many were stored.
-    pub async fn upsert(&self, namespace: &str, items: Vec<(String, String)>) -> Result<usize> {
+    /// Embeds `(id, text, fields)` items into `namespace`; returns how many were stored.
+    pub async fn upsert(
+        &self,
+        namespace: &str,
+        items: Vec<(String, String, VectorFields)>,
+    ) -> Result<usize> {
         if items.is_empty() {
             return Ok(0);
         }
         self.check_model(namespace).await?;
         let mut stored = 0;
         for chunk in items.chunks(self.batch.max(1)) {
-            let texts: Vec<String> = chunk.iter().map(|(_, t)| t.clone()).collect();
+            let texts: Vec<String> = chunk.iter().map(|(_, t, _)| t.clone()).collect();
             let vectors = self.meter.embed("embedding", self.embedder, &texts).await?;
             if vectors.len() != chunk.len() {
                 return Err(MemoryError::backend(
@@ -85,10 +108,9 @@ impl Vectorizer<'_> {
             let records = chunk
                 .iter()
                 .zip(vectors)
-                .map(|((id, _), vector)| VectorRecord {
-                    id: id.clone(),
-                    vector,
-                    model: self.embedder.model_id().to_owned(),
+                .map(|((id, _, fields), vector)| {
+                    VectorRecord::new(id.clone(), vector, self.embedder.model_id())
+                        .with_fields(fields.clone())
                 })
                 .collect();
             self.index.upsert(namespace, records).await?;
@@ -102,7 +124,13 @@ impl Vectorizer<'_> {
         let items = memories
             .iter()
             .filter(|m| is_vectorized(m))
-            .map(|m| (m.id.clone(), memory_embedding_text(m)))
+            .map(|m| {
+                (
+                    m.id.clone(),
+                    memory_embedding_text(m),
+                    memory_vector_fields(m),
+                )
+            })
             .collect();
         self.upsert(MEMORY_NAMESPACE, items).await
     }
@@ -111,7 +139,13 @@ impl Vectorizer<'_> {
     pub async fn raw(&self, messages: &[(Option<RawMessage>, RawMessage)]) -> Result<usize> {
         let items = messages
             .iter()
-            .map(|(prev, m)| (m.id.clone(), raw_embedding_text(prev.as_ref(), m)))
+            .map(|(prev, m)| {
+                (
+                    m.id.clone(),
+                    raw_embedding_text(prev.as_ref(), m),
+                    raw_vector_fields(m),
+                )
+            })
             .collect();
         self.upsert(RAW_NAMESPACE, items).await
     }

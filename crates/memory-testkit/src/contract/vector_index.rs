@@ -1,16 +1,26 @@
 //! Contract of [`VectorIndex`] (and of the vector index a [`MemoryProfiles`] hands out).
 
-use memory_core::MemoryError;
-use memory_core::ports::{VectorIndex, VectorIndexes, VectorRecord};
+use memory_core::ports::{
+    VectorFields, VectorFilter, VectorIndex, VectorIndexes, VectorQuery, VectorRecord,
+};
+use memory_core::{MemoryError, Timestamp};
 
 use super::unique;
 
 fn record(id: &str, vector: &[f32], model: &str) -> VectorRecord {
-    VectorRecord {
-        id: id.into(),
-        vector: vector.to_vec(),
-        model: model.into(),
+    VectorRecord::new(id, vector.to_vec(), model)
+}
+
+fn fields(session: &str, kind: &str, time: i64) -> VectorFields {
+    VectorFields {
+        session: Some(session.into()),
+        kind: Some(kind.into()),
+        time: Some(Timestamp(time)),
     }
+}
+
+fn ids(hits: &[memory_core::ports::VectorHit]) -> Vec<&str> {
+    hits.iter().map(|h| h.id.as_str()).collect()
 }
 
 /// Runs every vector-index contract check.
@@ -20,6 +30,213 @@ pub async fn run_all(index: &dyn VectorIndex) {
     one_model_and_dimension_per_namespace(index).await;
     namespaces_are_isolated(index).await;
     empty_namespace_has_no_hits(index).await;
+    filters_rank_only_matching_vectors(index).await;
+    selective_filters_find_far_matches(index).await;
+    count_counts_what_matches(index).await;
+}
+
+/// Forty vectors of session `near`, kind `fact`, times 0..40, close to `[1, 0, 0]`; three of
+/// session `far`, kind `event`, times 1000/2000/3000, far from it (in that order, without
+/// ties); one without fields.
+async fn filter_fixture(index: &dyn VectorIndex) -> String {
+    let ns = unique("vecf");
+    let mut records: Vec<VectorRecord> = (0..40)
+        .map(|i| {
+            record(&format!("near{i:02}"), &[1.0, 0.01 * i as f32, 0.0], "m")
+                .with_fields(fields("near", "fact", i))
+        })
+        .collect();
+    for (i, time) in [1000, 2000, 3000].into_iter().enumerate() {
+        records.push(
+            record(&format!("far{i}"), &[0.1 * (3 - i) as f32, 1.0, 0.0], "m")
+                .with_fields(fields("far", "event", time)),
+        );
+    }
+    records.push(record("bare", &[0.0, 0.0, 1.0], "m"));
+    index.upsert(&ns, records).await.unwrap();
+    ns
+}
+
+/// A filter restricts the ranking itself: far vectors that match are returned when the near
+/// ones do not match; every filter field, and their combination, is exact.
+pub async fn filters_rank_only_matching_vectors(index: &dyn VectorIndex) {
+    let ns = filter_fixture(index).await;
+    let query = [1.0, 0.0, 0.0];
+    let search = |filter: VectorFilter, k: usize| {
+        let ns = ns.clone();
+        async move {
+            index
+                .search(&ns, &VectorQuery::new(&query, k).filter(filter))
+                .await
+                .unwrap()
+        }
+    };
+    let unfiltered = search(VectorFilter::default(), 5).await;
+    assert!(ids(&unfiltered).iter().all(|id| id.starts_with("near")));
+
+    let events = search(
+        VectorFilter {
+            kind: Some("event".into()),
+            ..VectorFilter::default()
+        },
+        5,
+    )
+    .await;
+    assert_eq!(ids(&events), ["far0", "far1", "far2"], "{events:?}");
+    assert!(events[0].score < 0.3 && events[2].score > 0.0, "{events:?}");
+    let session = search(
+        VectorFilter {
+            session: Some("far".into()),
+            ..VectorFilter::default()
+        },
+        2,
+    )
+    .await;
+    assert_eq!(ids(&session), ["far0", "far1"]);
+    let late = search(
+        VectorFilter {
+            from: Some(Timestamp(2000)),
+            ..VectorFilter::default()
+        },
+        10,
+    )
+    .await;
+    assert_eq!(ids(&late), ["far1", "far2"], "from is inclusive");
+    let early = search(
+        VectorFilter {
+            to: Some(Timestamp(3)),
+            ..VectorFilter::default()
+        },
+        10,
+    )
+    .await;
+    assert_eq!(
+        ids(&early),
+        ["near00", "near01", "near02"],
+        "to is exclusive"
+    );
+    let combined = search(
+        VectorFilter {
+            session: Some("far".into()),
+            kind: Some("event".into()),
+            from: Some(Timestamp(1000)),
+            to: Some(Timestamp(3000)),
+        },
+        10,
+    )
+    .await;
+    assert_eq!(ids(&combined), ["far0", "far1"]);
+    let nothing = search(
+        VectorFilter {
+            session: Some("far".into()),
+            kind: Some("fact".into()),
+            ..VectorFilter::default()
+        },
+        10,
+    )
+    .await;
+    assert!(nothing.is_empty(), "{nothing:?}");
+    let quote = search(
+        VectorFilter {
+            session: Some("it's \\ \"quoted\"".into()),
+            ..VectorFilter::default()
+        },
+        10,
+    )
+    .await;
+    assert!(quote.is_empty(), "filter values are data, never syntax");
+}
+
+/// In a namespace of 1,200 vectors, a filter that only three far ones match still returns
+/// those three (an index that filters the nearest candidates it found, as HNSW does, must not
+/// come back short).
+pub async fn selective_filters_find_far_matches(index: &dyn VectorIndex) {
+    let ns = unique("vecs");
+    let dims = 8;
+    let mut records: Vec<VectorRecord> = (0..1_200)
+        .map(|i| {
+            let mut v = vec![1.0; dims];
+            v[i % dims] += (i % 97) as f32 / 97.0;
+            record(&format!("common{i:04}"), &v, "m").with_fields(fields("common", "fact", 1))
+        })
+        .collect();
+    for i in 0..3 {
+        let mut v = vec![-1.0; dims];
+        v[i] = 0.0;
+        records.push(record(&format!("rare{i}"), &v, "m").with_fields(fields("rare", "fact", 1)));
+    }
+    for chunk in records.chunks(400) {
+        index.upsert(&ns, chunk.to_vec()).await.unwrap();
+    }
+    let filter = VectorFilter {
+        session: Some("rare".into()),
+        ..VectorFilter::default()
+    };
+    let query = vec![1.0; dims];
+    let hits = index
+        .search(&ns, &VectorQuery::new(&query, 5).filter(filter.clone()))
+        .await
+        .unwrap();
+    let mut found = ids(&hits);
+    found.sort_unstable();
+    assert_eq!(found, ["rare0", "rare1", "rare2"], "{hits:?}");
+    assert!(hits.windows(2).all(|w| w[0].score >= w[1].score));
+    assert_eq!(index.count(&ns, &filter).await.unwrap(), 3);
+}
+
+/// `count` counts every vector, or those that match; upserts replace fields, deletes and
+/// clears are counted at once.
+pub async fn count_counts_what_matches(index: &dyn VectorIndex) {
+    let ns = filter_fixture(index).await;
+    let count = |filter: VectorFilter| {
+        let ns = ns.clone();
+        async move { index.count(&ns, &filter).await.unwrap() }
+    };
+    let kind = |k: &str| VectorFilter {
+        kind: Some(k.into()),
+        ..VectorFilter::default()
+    };
+    assert_eq!(count(VectorFilter::default()).await, 44);
+    assert_eq!(count(kind("event")).await, 3);
+    assert_eq!(count(kind("fact")).await, 40);
+    assert_eq!(
+        count(VectorFilter {
+            from: Some(Timestamp(10)),
+            to: Some(Timestamp(2000)),
+            ..VectorFilter::default()
+        })
+        .await,
+        31
+    );
+    let moved = record("far0", &[0.0, 1.0, 0.0], "m").with_fields(fields("near", "fact", 7));
+    index.upsert(&ns, vec![moved.clone()]).await.unwrap();
+    assert_eq!(
+        count(kind("event")).await,
+        2,
+        "the upsert replaced the fields"
+    );
+    assert_eq!(count(kind("fact")).await, 41);
+    assert_eq!(
+        index.get(&ns, &["far0".to_owned()]).await.unwrap(),
+        vec![moved],
+        "get returns the fields"
+    );
+    index
+        .delete(&ns, &["far1".to_owned(), "bare".to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(count(VectorFilter::default()).await, 42);
+    assert_eq!(count(kind("event")).await, 1);
+    index.clear(&ns).await.unwrap();
+    assert_eq!(count(VectorFilter::default()).await, 0);
+    assert_eq!(
+        index
+            .count(&unique("vecf"), &VectorFilter::default())
+            .await
+            .unwrap(),
+        0,
+        "an unknown namespace is empty"
+    );
 }
 
 /// Hits are ordered by cosine similarity (scale does not matter), at most `k` of them.

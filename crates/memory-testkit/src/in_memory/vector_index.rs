@@ -2,7 +2,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use memory_core::ports::{VectorHit, VectorIndex, VectorRecord};
+use memory_core::ports::{
+    VectorFields, VectorFilter, VectorHit, VectorIndex, VectorQuery, VectorRecord,
+};
 use memory_core::{MemoryError, Result};
 
 use super::lock;
@@ -10,7 +12,7 @@ use super::lock;
 #[derive(Default)]
 struct Namespace {
     model: Option<(String, usize)>,
-    vectors: BTreeMap<String, Vec<f32>>,
+    vectors: BTreeMap<String, (Vec<f32>, VectorFields)>,
 }
 
 /// A brute-force cosine [`VectorIndex`].
@@ -59,7 +61,7 @@ impl VectorIndex for InMemoryVectorIndex {
         }
         ns.model = model;
         for record in records {
-            ns.vectors.insert(record.id, record.vector);
+            ns.vectors.insert(record.id, (record.vector, record.fields));
         }
         Ok(())
     }
@@ -75,7 +77,8 @@ impl VectorIndex for InMemoryVectorIndex {
             .count() as u64)
     }
 
-    async fn query(&self, namespace: &str, vector: &[f32], k: usize) -> Result<Vec<VectorHit>> {
+    async fn search(&self, namespace: &str, query: &VectorQuery) -> Result<Vec<VectorHit>> {
+        let vector = query.vector.as_slice();
         let namespaces = lock(&self.namespaces);
         let Some(ns) = namespaces.get(namespace) else {
             return Ok(Vec::new());
@@ -91,14 +94,24 @@ impl VectorIndex for InMemoryVectorIndex {
         let mut hits: Vec<VectorHit> = ns
             .vectors
             .iter()
-            .map(|(id, v)| VectorHit {
+            .filter(|(_, (_, fields))| query.filter.matches(fields))
+            .map(|(id, (v, _))| VectorHit {
                 id: id.clone(),
                 score: cosine(vector, v),
             })
             .collect();
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
-        hits.truncate(k);
+        hits.truncate(query.k);
         Ok(hits)
+    }
+
+    async fn count(&self, namespace: &str, filter: &VectorFilter) -> Result<u64> {
+        Ok(lock(&self.namespaces).get(namespace).map_or(0, |ns| {
+            ns.vectors
+                .values()
+                .filter(|(_, fields)| filter.matches(fields))
+                .count() as u64
+        }))
     }
 
     async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>> {
@@ -114,10 +127,9 @@ impl VectorIndex for InMemoryVectorIndex {
         Ok(ids
             .iter()
             .filter_map(|id| {
-                ns.vectors.get(id).map(|v| VectorRecord {
-                    id: id.clone(),
-                    vector: v.clone(),
-                    model: model.clone(),
+                ns.vectors.get(id).map(|(v, fields)| {
+                    VectorRecord::new(id.clone(), v.clone(), model.clone())
+                        .with_fields(fields.clone())
                 })
             })
             .collect())
