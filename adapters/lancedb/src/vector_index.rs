@@ -413,8 +413,18 @@ impl VectorIndex for LanceVectorIndex {
             .limit(k)
             .select(Select::columns(&[ID]));
         // Filtered before the search (LanceDB's default prefilter), so the hits are the
-        // nearest of the matching rows.
+        // nearest of the matching rows. The IVF index only looks at the rows of the partitions
+        // it probes, which hold few of a selective filter's rows: when no more rows match
+        // than the threshold below which tables are searched exactly, they are searched
+        // exactly.
         if let Some(predicate) = filter_predicate(&query.filter) {
+            let matching = table
+                .count_rows(Some(predicate.clone()))
+                .await
+                .map_err(lance_error)?;
+            if matching <= options.index_threshold {
+                search = search.bypass_vector_index();
+            }
             search = search.only_if(predicate);
         }
         let batches = Self::collect(search.execute().await.map_err(lance_error)?).await?;

@@ -222,7 +222,7 @@ pub struct TantivySettings {
 /// The defaults of `[storage.lancedb]`'s search settings.
 pub const DEFAULT_LANCEDB_INDEX_THRESHOLD: usize = 100_000;
 /// See [`DEFAULT_LANCEDB_INDEX_THRESHOLD`].
-pub const DEFAULT_LANCEDB_NPROBES: usize = 20;
+pub const DEFAULT_LANCEDB_NPROBES: usize = 80;
 /// See [`DEFAULT_LANCEDB_INDEX_THRESHOLD`].
 pub const DEFAULT_LANCEDB_REFINE_FACTOR: u32 = 10;
 
@@ -246,7 +246,7 @@ pub enum LancedbLocation {
 /// location = "s3"            # "disk" (default, under `path`) or "s3" ([storage.s3]'s bucket)
 /// prefix = "lancedb/"        # with location = "s3": under [storage.s3]'s prefix
 /// index_threshold = 100000   # rows from which a table gets its approximate index
-/// nprobes = 20               # IVF partitions searched
+/// nprobes = 80               # IVF partitions searched
 /// refine_factor = 10         # candidates re-ranked exactly per hit
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -230,7 +230,7 @@ region = "auto"
                 lancedb.nprobes,
                 lancedb.refine_factor
             ),
-            (100_000, 20, 10)
+            (100_000, 80, 10)
         );
     }
 
