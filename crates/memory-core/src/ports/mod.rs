@@ -23,6 +23,7 @@ mod clock;
 mod compaction_observer;
 mod context_provider;
 mod embedder;
+mod field_filter;
 mod job_queue;
 mod key_value_store;
 mod language_model;

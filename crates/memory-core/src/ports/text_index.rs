@@ -3,6 +3,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use super::field_filter::{time_matches, value_matches};
 use crate::{Result, SearchMode, TextLanguage, Timestamp, search::search_terms};
 
 /// The fields a document carries beside its text, for filtering and for showing a hit.
@@ -78,17 +79,11 @@ pub struct TextFilter {
 impl TextFilter {
     /// True when `fields` pass the filter (what an index without native filters checks).
     pub fn matches(&self, fields: &TextFields) -> bool {
-        let eq = |want: &Option<String>, have: &Option<String>| {
-            want.as_ref().is_none_or(|w| have.as_ref() == Some(w))
-        };
-        eq(&self.session, &fields.session)
-            && eq(&self.role, &fields.role)
-            && eq(&self.kind, &fields.kind)
-            && eq(&self.key, &fields.key)
-            && self
-                .from
-                .is_none_or(|f| fields.time.is_some_and(|t| t >= f))
-            && self.to.is_none_or(|to| fields.time.is_some_and(|t| t < to))
+        value_matches(&self.session, &fields.session)
+            && value_matches(&self.role, &fields.role)
+            && value_matches(&self.kind, &fields.kind)
+            && value_matches(&self.key, &fields.key)
+            && time_matches(self.from, self.to, fields.time)
     }
 }
 

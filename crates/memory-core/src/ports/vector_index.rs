@@ -3,6 +3,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use super::field_filter::{time_matches, value_matches};
 use crate::{Result, Timestamp};
 
 /// What a vector is about, beside its embedding, for [`VectorFilter`]s: a memory has a kind,
@@ -89,15 +90,9 @@ impl VectorFilter {
 
     /// True when `fields` pass the filter (what an index that filters in memory checks).
     pub fn matches(&self, fields: &VectorFields) -> bool {
-        let eq = |want: &Option<String>, have: &Option<String>| {
-            want.as_ref().is_none_or(|w| have.as_ref() == Some(w))
-        };
-        eq(&self.session, &fields.session)
-            && eq(&self.kind, &fields.kind)
-            && self
-                .from
-                .is_none_or(|f| fields.time.is_some_and(|t| t >= f))
-            && self.to.is_none_or(|to| fields.time.is_some_and(|t| t < to))
+        value_matches(&self.session, &fields.session)
+            && value_matches(&self.kind, &fields.kind)
+            && time_matches(self.from, self.to, fields.time)
     }
 }
 
