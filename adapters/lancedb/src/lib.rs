@@ -23,8 +23,9 @@
 //! # Ok(()) }
 //! ```
 
-mod ann;
 mod error;
+mod layout;
+mod maintenance;
 mod model_registry;
 mod options;
 mod records;
@@ -32,6 +33,7 @@ mod table_name;
 mod vector_index;
 mod vector_indexes;
 
+pub use layout::{IndexLayout, TableLayout};
 pub use options::LanceOptions;
 pub use vector_index::LanceVectorIndex;
 pub use vector_indexes::LanceVectorIndexes;

@@ -16,8 +16,9 @@ use memory_core::ports::{VectorFilter, VectorHit, VectorIndex, VectorQuery, Vect
 use memory_core::{MemoryError, Result};
 use tracing::{debug, warn};
 
-use crate::ann;
 use crate::error::{BACKEND, lance_error};
+use crate::layout::{TableLayout, layout};
+use crate::maintenance;
 use crate::model_registry::{Claim, ModelRegistry};
 use crate::options::LanceOptions;
 use crate::records::{self, ID, KIND, SESSION, TIME, VECTOR, filter_predicate, ids_filter};
@@ -31,6 +32,10 @@ const DISTANCE: &str = "_distance";
 /// table before creating it itself (about 5 s in all).
 const CLAIMANT_WAITS: usize = 100;
 const CLAIMANT_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+/// A write whose version is a multiple of this starts maintenance in the background
+/// (compaction, field and vector indexes): about every so many commits, whichever process
+/// makes them.
+const MAINTAIN_EVERY_VERSIONS: u64 = 16;
 
 /// [`VectorIndex`] on LanceDB: a database directory on local disk (`/path/to/db`) or in an
 /// S3-compatible bucket (`s3://bucket/prefix`), one table per namespace.
@@ -44,6 +49,11 @@ const CLAIMANT_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
 ///   ([`LanceOptions::refine_factor`]); rows added since the index was trained are scanned
 ///   exactly beside it, and the index is brought up to date (or retrained when the table has
 ///   grown fourfold) in the background.
+/// - **Filters read only what matches.** Past [`LanceOptions::field_index_threshold`] rows
+///   session, kind and time get scalar indexes; a filter that no more rows match than the
+///   index threshold is searched exactly over those rows alone.
+/// - **Few files.** Every write adds a data file; maintenance merges them (and prunes the
+///   versions that made old) once there are many.
 /// - **Scores** are cosine similarities (`1 - cosine distance`).
 #[derive(Clone)]
 pub struct LanceVectorIndex {
@@ -159,23 +169,27 @@ impl LanceVectorIndex {
         Ok(())
     }
 
-    /// Builds (or brings up to date) the namespace's approximate index now; returns whether
-    /// the table has one afterwards. Below the threshold nothing is built.
-    pub async fn optimize_index(&self, namespace: &str) -> Result<bool> {
+    /// Maintains the namespace's table now: merges its small data files, builds or updates
+    /// its field indexes and its approximate index as its size asks; returns whether it has
+    /// an approximate index afterwards (none below [`LanceOptions::index_threshold`]).
+    /// Every row is indexed afterwards. Writes start the same maintenance in the background
+    /// every few commits (which updates an index only once enough rows are uncovered).
+    pub async fn optimize(&self, namespace: &str) -> Result<bool> {
         let _one_at_a_time = self.inner.maintenance.lock().await;
-        self.maintain(namespace).await
+        self.maintain(namespace, true).await
     }
 
-    /// [`Self::optimize_index`] with the maintenance lock held.
-    async fn maintain(&self, namespace: &str) -> Result<bool> {
+    /// [`Self::optimize`] with the maintenance lock held; `thorough` indexes every row, else
+    /// rows are indexed once enough are uncovered to be worth an update.
+    async fn maintain(&self, namespace: &str, thorough: bool) -> Result<bool> {
         let Some(table) = self.table(namespace).await? else {
             return Ok(false);
         };
         let (_, dims) = Self::recorded(&table).await?;
-        ann::maintain(&table, dims, self.inner.options.index_threshold).await
+        maintenance::maintain(&table, dims, &self.inner.options, thorough).await
     }
 
-    /// Starts [`Self::optimize_index`] in the background unless maintenance is already
+    /// Starts [`Self::optimize`] in the background unless maintenance is already
     /// running (it will see these rows, or the next write starts it again).
     fn optimize_in_background(&self, namespace: &str) {
         let Ok(guard) = Arc::clone(&self.inner.maintenance).try_lock_owned() else {
@@ -184,7 +198,7 @@ impl LanceVectorIndex {
         let this = self.clone();
         let namespace = namespace.to_owned();
         tokio::spawn(async move {
-            match this.maintain(&namespace).await {
+            match this.maintain(&namespace, false).await {
                 Ok(indexed) => debug!(namespace, indexed, "vector index maintained"),
                 Err(e) => warn!(namespace, error = %e, "vector index maintenance failed"),
             }
@@ -192,8 +206,16 @@ impl LanceVectorIndex {
         });
     }
 
-    /// True while an index build or update runs.
-    pub fn is_indexing(&self) -> bool {
+    /// How the namespace's table is laid out now (`None` if it has none).
+    pub async fn layout(&self, namespace: &str) -> Result<Option<TableLayout>> {
+        match self.table(namespace).await? {
+            Some(table) => Ok(Some(layout(&table).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// True while maintenance (compaction, an index build or update) runs.
+    pub fn is_optimizing(&self) -> bool {
         self.inner.maintenance.try_lock().is_err()
     }
 
@@ -204,7 +226,7 @@ impl LanceVectorIndex {
         let Some(table) = self.table(namespace).await? else {
             return Ok(());
         };
-        ann::erase_deleted(&table).await
+        maintenance::erase_deleted(&table).await
     }
 
     /// The namespace's table for `model`'s `dims`-long vectors, created empty if it does
@@ -242,15 +264,16 @@ impl LanceVectorIndex {
         Ok(table)
     }
 
-    async fn merge(table: &Table, batch: RecordBatch) -> Result<()> {
+    /// Inserts or replaces the batch's rows by id; returns the version this made.
+    async fn merge(table: &Table, batch: RecordBatch) -> Result<u64> {
         let schema = batch.schema();
         let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
         let mut merge = table.merge_insert(&[ID]);
         merge
             .when_matched_update_all(None)
             .when_not_matched_insert_all();
-        merge.execute(Box::new(reader)).await.map_err(lance_error)?;
-        Ok(())
+        let merged = merge.execute(Box::new(reader)).await.map_err(lance_error)?;
+        Ok(merged.version)
     }
 
     async fn collect(
@@ -359,9 +382,8 @@ impl VectorIndex for LanceVectorIndex {
             None => self.create(namespace, &model, dims).await?,
         };
         Self::check(namespace, &table, &model, dims).await?;
-        Self::merge(&table, batch).await?;
-        if table.count_rows(None).await.map_err(lance_error)? >= self.inner.options.index_threshold
-        {
+        let version = Self::merge(&table, batch).await?;
+        if version.is_multiple_of(MAINTAIN_EVERY_VERSIONS) {
             self.optimize_in_background(namespace);
         }
         Ok(())

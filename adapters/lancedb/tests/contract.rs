@@ -26,6 +26,16 @@ async fn lancedb_vector_index_passes_the_contract() {
     contract::vector_index::run_all(&index).await;
 }
 
+/// The contract again with the field indexes built from the first row, so the maintenance
+/// that writes start in the background (every few commits) runs beside the contract's
+/// writes, deletes and searches.
+#[tokio::test]
+async fn the_contract_holds_while_maintenance_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(dir.path(), LanceOptions::default().field_index_threshold(1)).await;
+    contract::vector_index::run_all(&index).await;
+}
+
 #[tokio::test]
 async fn profiles_are_isolated_and_deleted_whole() {
     let dir = tempfile::tempdir().unwrap();
@@ -82,7 +92,13 @@ async fn the_approximate_index_matches_exact_search_closely() {
     const DIMS: usize = 32;
     const ROWS: u64 = 4_000;
     let dir = tempfile::tempdir().unwrap();
-    let index = open(dir.path(), LanceOptions::default().index_threshold(3_000)).await;
+    let index = open(
+        dir.path(),
+        LanceOptions::default()
+            .index_threshold(3_000)
+            .field_index_threshold(1_000),
+    )
+    .await;
     let records: Vec<VectorRecord> = (0..ROWS)
         .map(|i| {
             VectorRecord::new(format!("v{i}"), clustered(i, DIMS), "m").with_fields(VectorFields {
@@ -95,8 +111,14 @@ async fn the_approximate_index_matches_exact_search_closely() {
         index.upsert("memories", chunk.to_vec()).await.unwrap();
     }
     assert!(
-        index.optimize_index("memories").await.unwrap(),
+        index.optimize("memories").await.unwrap(),
         "indexed past the threshold"
+    );
+    let layout = index.layout("memories").await.unwrap().unwrap();
+    assert_eq!(
+        layout.indexed_columns(),
+        ["kind", "session", "time", "vector"],
+        "field indexes past their threshold"
     );
     let late = VectorRecord::new("late", vector(999_999, DIMS), "m");
     index.upsert("memories", vec![late.clone()]).await.unwrap();
@@ -171,6 +193,82 @@ async fn the_approximate_index_matches_exact_search_closely() {
         "a filter matching fewer rows than the threshold is searched exactly"
     );
     assert_eq!(index.count("memories", &filter).await.unwrap(), 400);
+}
+
+fn in_session(i: u64, session: &str) -> VectorRecord {
+    VectorRecord::new(format!("v{i}"), clustered(i, 16), "m").with_fields(VectorFields {
+        session: Some(session.into()),
+        kind: Some(if i.is_multiple_of(2) { "fact" } else { "event" }.into()),
+        time: Some(Timestamp(i as i64)),
+    })
+}
+
+/// Many small writes leave many data files; maintenance merges them and indexes the
+/// fields, and filters stay exact over indexed rows and rows written after the indexes.
+#[tokio::test]
+async fn maintenance_merges_small_files_and_indexes_the_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = open(
+        dir.path(),
+        LanceOptions::default().field_index_threshold(500),
+    )
+    .await;
+    for write in 0..30u64 {
+        let records = (write * 40..(write + 1) * 40)
+            .map(|i| in_session(i, &format!("s{}", i % 7)))
+            .collect();
+        index.upsert("memories", records).await.unwrap();
+    }
+    while index.is_optimizing() {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(
+        !index.optimize("memories").await.unwrap(),
+        "no ANN below its threshold"
+    );
+    let layout = index.layout("memories").await.unwrap().unwrap();
+    assert_eq!(layout.rows, 1_200);
+    assert!(layout.fragments < 16, "small files merged: {layout:?}");
+    assert_eq!(layout.indexed_columns(), ["kind", "session", "time"]);
+    assert!(
+        layout.indexes.iter().all(|i| i.unindexed_rows == 0),
+        "{layout:?}"
+    );
+
+    // Rows the field indexes do not cover yet, one of them replacing an indexed row.
+    let late: Vec<VectorRecord> = (1_200..1_210)
+        .chain([3])
+        .map(|i| in_session(i, "late"))
+        .collect();
+    index.upsert("memories", late.clone()).await.unwrap();
+    let session = |s: &str| VectorFilter {
+        session: Some(s.into()),
+        ..VectorFilter::default()
+    };
+    assert_eq!(index.count("memories", &session("late")).await.unwrap(), 11);
+    assert_eq!(index.count("memories", &session("s3")).await.unwrap(), 170);
+    let facts_in_range = VectorFilter {
+        kind: Some("fact".into()),
+        from: Some(Timestamp(100)),
+        to: Some(Timestamp(1_205)),
+        ..VectorFilter::default()
+    };
+    // Even times from 100 to 1204: 553 rows.
+    assert_eq!(index.count("memories", &facts_in_range).await.unwrap(), 553);
+    let hits = index
+        .search(
+            "memories",
+            &VectorQuery::new(&late[10].vector, 20).filter(session("late")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 11, "every late row, and only those");
+    assert_eq!(hits[0].id, "v3");
+    assert_eq!(
+        index.delete("memories", &["v1200".into()]).await.unwrap(),
+        1
+    );
+    assert_eq!(index.count("memories", &session("late")).await.unwrap(), 10);
 }
 
 /// A table written before vectors had fields (id and vector only) opens with empty field

@@ -146,3 +146,23 @@ async fn profile_vectors_live_in_the_s3_bucket() {
         blobs.delete(&blob.key).await.unwrap();
     }
 }
+
+/// `[storage.lancedb]` left out means the adapter's own defaults.
+#[test]
+fn config_defaults_are_the_adapters_defaults() {
+    let options = memory_lancedb::LanceOptions::default();
+    assert_eq!(
+        (
+            options.index_threshold,
+            options.field_index_threshold,
+            options.nprobes,
+            options.refine_factor
+        ),
+        (
+            memory_config::DEFAULT_LANCEDB_INDEX_THRESHOLD,
+            memory_config::DEFAULT_LANCEDB_FIELD_INDEX_THRESHOLD,
+            memory_config::DEFAULT_LANCEDB_NPROBES,
+            memory_config::DEFAULT_LANCEDB_REFINE_FACTOR
+        )
+    );
+}

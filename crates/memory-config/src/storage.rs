@@ -222,6 +222,8 @@ pub struct TantivySettings {
 /// The defaults of `[storage.lancedb]`'s search settings.
 pub const DEFAULT_LANCEDB_INDEX_THRESHOLD: usize = 100_000;
 /// See [`DEFAULT_LANCEDB_INDEX_THRESHOLD`].
+pub const DEFAULT_LANCEDB_FIELD_INDEX_THRESHOLD: usize = 10_000;
+/// See [`DEFAULT_LANCEDB_INDEX_THRESHOLD`].
 pub const DEFAULT_LANCEDB_NPROBES: usize = 80;
 /// See [`DEFAULT_LANCEDB_INDEX_THRESHOLD`].
 pub const DEFAULT_LANCEDB_REFINE_FACTOR: u32 = 10;
@@ -246,6 +248,7 @@ pub enum LancedbLocation {
 /// location = "s3"            # "disk" (default, under `path`) or "s3" ([storage.s3]'s bucket)
 /// prefix = "lancedb/"        # with location = "s3": under [storage.s3]'s prefix
 /// index_threshold = 100000   # rows from which a table gets its approximate index
+/// field_index_threshold = 10000  # rows from which session, kind and time are indexed
 /// nprobes = 80               # IVF partitions searched
 /// refine_factor = 10         # candidates re-ranked exactly per hit
 /// ```
@@ -255,6 +258,9 @@ pub struct LancedbSettings {
     pub location: LancedbLocation,
     /// Rows from which a table gets an approximate index (below: exact search).
     pub index_threshold: usize,
+    /// Rows from which a table gets its field indexes (session, kind, time), so filtered
+    /// searches read only the matching rows.
+    pub field_index_threshold: usize,
     /// IVF partitions probed per search.
     pub nprobes: usize,
     /// Candidates re-ranked by exact distance per hit wanted.
@@ -375,6 +381,7 @@ pub(crate) struct RawLancedb {
     pub path: Option<String>,
     pub prefix: Option<String>,
     pub index_threshold: Option<usize>,
+    pub field_index_threshold: Option<usize>,
     pub nprobes: Option<usize>,
     pub refine_factor: Option<u32>,
 }
@@ -657,6 +664,11 @@ impl RawStorage {
                     "index_threshold",
                     raw.index_threshold,
                     DEFAULT_LANCEDB_INDEX_THRESHOLD,
+                )?,
+                field_index_threshold: at_least_one(
+                    "field_index_threshold",
+                    raw.field_index_threshold,
+                    DEFAULT_LANCEDB_FIELD_INDEX_THRESHOLD,
                 )?,
                 nprobes: at_least_one("nprobes", raw.nprobes, DEFAULT_LANCEDB_NPROBES)?,
                 refine_factor: at_least_one(

@@ -227,10 +227,11 @@ region = "auto"
         assert_eq!(
             (
                 lancedb.index_threshold,
+                lancedb.field_index_threshold,
                 lancedb.nprobes,
                 lancedb.refine_factor
             ),
-            (100_000, 80, 10)
+            (100_000, 10_000, 80, 10)
         );
     }
 
@@ -240,7 +241,8 @@ region = "auto"
         let s3 = "[storage.s3]\nbucket = \"b\"\nprefix = \"p/\"\n";
         let config = parse(&format!(
             "[storage]\nvectors = \"lancedb\"\n[storage.lancedb]\nlocation = \"s3\"\n\
-             index_threshold = 5000\nnprobes = 8\nrefine_factor = 3\n{s3}"
+             index_threshold = 5000\nfield_index_threshold = 700\nnprobes = 8\n\
+             refine_factor = 3\n{s3}"
         ))
         .unwrap();
         let lancedb = config.storage(Path::new("/x")).lancedb.unwrap();
@@ -253,10 +255,11 @@ region = "auto"
         assert_eq!(
             (
                 lancedb.index_threshold,
+                lancedb.field_index_threshold,
                 lancedb.nprobes,
                 lancedb.refine_factor
             ),
-            (5_000, 8, 3)
+            (5_000, 700, 8, 3)
         );
         for (toml, key) in [
             (

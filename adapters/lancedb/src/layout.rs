@@ -1,0 +1,62 @@
+//! What a table looks like on storage: rows, data files and indexes, for operators and for
+//! tests of the maintenance.
+
+use lancedb::Table;
+use memory_core::Result;
+
+use crate::error::lance_error;
+use crate::maintenance::indexes;
+
+/// How a namespace's table is laid out on storage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableLayout {
+    /// Live rows.
+    pub rows: usize,
+    /// Data fragments: each write adds one until compaction merges them.
+    pub fragments: usize,
+    /// The indexes, by column: `vector` once the approximate index is built, `kind`,
+    /// `session` and `time` once the field indexes are.
+    pub indexes: Vec<IndexLayout>,
+    /// The table's version (each commit adds one).
+    pub version: u64,
+}
+
+/// One index of a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexLayout {
+    /// The column it covers.
+    pub column: String,
+    /// Rows it covers.
+    pub indexed_rows: usize,
+    /// Rows written since it was built or updated, which searches scan beside it.
+    pub unindexed_rows: usize,
+}
+
+impl TableLayout {
+    /// The columns that have an index, sorted.
+    pub fn indexed_columns(&self) -> Vec<&str> {
+        let mut columns: Vec<&str> = self.indexes.iter().map(|i| i.column.as_str()).collect();
+        columns.sort_unstable();
+        columns
+    }
+}
+
+/// The layout of `table` now.
+pub(crate) async fn layout(table: &Table) -> Result<TableLayout> {
+    let stats = table.stats().await.map_err(lance_error)?;
+    let mut layouts = Vec::new();
+    for (column, name) in indexes(table).await? {
+        let stats = table.index_stats(&name).await.map_err(lance_error)?;
+        layouts.push(IndexLayout {
+            column,
+            indexed_rows: stats.as_ref().map_or(0, |s| s.num_indexed_rows),
+            unindexed_rows: stats.as_ref().map_or(0, |s| s.num_unindexed_rows),
+        });
+    }
+    Ok(TableLayout {
+        rows: stats.num_rows,
+        fragments: stats.fragment_stats.num_fragments,
+        indexes: layouts,
+        version: table.version().await.map_err(lance_error)?,
+    })
+}
