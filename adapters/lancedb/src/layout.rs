@@ -5,7 +5,6 @@ use lancedb::Table;
 use memory_core::Result;
 
 use crate::error::lance_error;
-use crate::maintenance::indexes;
 
 /// How a namespace's table is laid out on storage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,19 +43,28 @@ impl TableLayout {
 /// The layout of `table` now.
 pub(crate) async fn layout(table: &Table) -> Result<TableLayout> {
     let stats = table.stats().await.map_err(lance_error)?;
+    Ok(TableLayout {
+        rows: stats.num_rows,
+        fragments: stats.fragment_stats.num_fragments,
+        indexes: index_layouts(table).await?,
+        version: table.version().await.map_err(lance_error)?,
+    })
+}
+
+/// The table's indexes and the rows each covers (one read of the index list, one of each
+/// index's statistics).
+pub(crate) async fn index_layouts(table: &Table) -> Result<Vec<IndexLayout>> {
     let mut layouts = Vec::new();
-    for (column, name) in indexes(table).await? {
-        let stats = table.index_stats(&name).await.map_err(lance_error)?;
+    for index in table.list_indices().await.map_err(lance_error)? {
+        let Some(column) = index.columns.first() else {
+            continue;
+        };
+        let stats = table.index_stats(&index.name).await.map_err(lance_error)?;
         layouts.push(IndexLayout {
-            column,
+            column: column.clone(),
             indexed_rows: stats.as_ref().map_or(0, |s| s.num_indexed_rows),
             unindexed_rows: stats.as_ref().map_or(0, |s| s.num_unindexed_rows),
         });
     }
-    Ok(TableLayout {
-        rows: stats.num_rows,
-        fragments: stats.fragment_stats.num_fragments,
-        indexes: layouts,
-        version: table.version().await.map_err(lance_error)?,
-    })
+    Ok(layouts)
 }

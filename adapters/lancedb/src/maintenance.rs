@@ -22,6 +22,7 @@ use tracing::info;
 
 use crate::LanceOptions;
 use crate::error::lance_error;
+use crate::layout::{IndexLayout, index_layouts};
 use crate::records::{KIND, SESSION, TIME, VECTOR};
 
 /// Growth since training after which the index is trained again (its partitions were
@@ -50,17 +51,6 @@ fn field_indexes() -> [(&'static str, Index); 3] {
         (KIND, Index::Bitmap(BitmapIndexBuilder::default())),
         (TIME, Index::BTree(BTreeIndexBuilder::default())),
     ]
-}
-
-/// The names of the table's indexes and the column each covers.
-pub(crate) async fn indexes(table: &Table) -> Result<Vec<(String, String)>> {
-    Ok(table
-        .list_indices()
-        .await
-        .map_err(lance_error)?
-        .into_iter()
-        .filter_map(|index| Some((index.columns.first()?.clone(), index.name)))
-        .collect())
 }
 
 /// PQ sub-vectors: the largest divisor of `dims` no larger than `dims / 8` (48 for 384), so
@@ -97,18 +87,20 @@ async fn train(table: &Table, dims: usize, rows: usize) -> Result<()> {
 
 /// Merges small fragments once there are [`COMPACT_AT_SMALL_FRAGMENTS`] of them (indexes
 /// are remapped to the new files), then prunes the versions this made old once they are
-/// [`KEEP_VERSIONS_MINUTES`] minutes old.
-async fn compact(table: &Table) -> Result<()> {
+/// [`KEEP_VERSIONS_MINUTES`] minutes old; returns the table's live rows (which compaction
+/// keeps).
+async fn compact(table: &Table) -> Result<usize> {
     let stats = table.stats().await.map_err(lance_error)?;
     if stats.fragment_stats.num_small_fragments < COMPACT_AT_SMALL_FRAGMENTS {
-        return Ok(());
+        return Ok(stats.num_rows);
     }
     info!(
         fragments = stats.fragment_stats.num_fragments,
         "compacting the vector table"
     );
     let keep = Duration::minutes(KEEP_VERSIONS_MINUTES);
-    rewrite_and_prune(table, CompactionOptions::default(), keep, false).await
+    rewrite_and_prune(table, CompactionOptions::default(), keep, false).await?;
+    Ok(stats.num_rows)
 }
 
 /// Compacts into fragments of [`ROWS_PER_FRAGMENT`] rows (`options` says which fragments
@@ -142,31 +134,20 @@ async fn rewrite_and_prune(
     Ok(())
 }
 
-/// Whether the table of `rows` rows needs its vector index (named `vector`, if it has one)
+/// Whether a table of `rows` rows with the vector index `vector` (if it has one) needs it
 /// trained: it has none, or it has grown fourfold since.
-async fn untrained(table: &Table, vector: Option<&str>, rows: usize) -> Result<bool> {
-    let Some(name) = vector else {
-        return Ok(true);
-    };
-    let stats = table.index_stats(name).await.map_err(lance_error)?;
-    let indexed = stats.map_or(0, |s| s.num_indexed_rows);
-    Ok(indexed.saturating_mul(RETRAIN_GROWTH) <= rows)
+fn untrained(vector: Option<&IndexLayout>, rows: usize) -> bool {
+    vector.is_none_or(|index| index.indexed_rows.saturating_mul(RETRAIN_GROWTH) <= rows)
 }
 
 /// Whether any index leaves enough rows uncovered to be worth an update: any row at all when
 /// `thorough`.
-async fn stale(table: &Table, indexes: &[(String, String)], thorough: bool) -> Result<bool> {
-    for (_, name) in indexes {
-        if let Some(stats) = table.index_stats(name).await.map_err(lance_error)?
-            && stats.num_unindexed_rows > 0
+fn stale(indexes: &[IndexLayout], thorough: bool) -> bool {
+    indexes.iter().any(|index| {
+        index.unindexed_rows > 0
             && (thorough
-                || stats.num_unindexed_rows
-                    >= (stats.num_indexed_rows / UPDATE_SHARE).max(UPDATE_AT_LEAST))
-        {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+                || index.unindexed_rows >= (index.indexed_rows / UPDATE_SHARE).max(UPDATE_AT_LEAST))
+    })
 }
 
 /// Compacts the table and builds, updates or retrains its indexes as its size asks;
@@ -178,35 +159,36 @@ pub(crate) async fn maintain(
     options: &LanceOptions,
     thorough: bool,
 ) -> Result<bool> {
-    compact(table).await?;
-    let rows = table.count_rows(None).await.map_err(lance_error)?;
-    let mut existing = indexes(table).await?;
+    let rows = compact(table).await?;
+    let mut indexes = index_layouts(table).await?;
+    let has = |indexes: &[IndexLayout], column: &str| indexes.iter().any(|i| i.column == column);
     if rows >= options.field_index_threshold.max(1) {
+        let mut built = false;
         for (column, index) in field_indexes() {
-            if !existing.iter().any(|(c, _)| c == column) {
+            if !has(&indexes, column) {
                 info!(rows, column, "building a field index");
                 table
                     .create_index(&[column], index)
                     .execute()
                     .await
                     .map_err(lance_error)?;
+                built = true;
             }
         }
-        existing = indexes(table).await?;
+        if built {
+            indexes = index_layouts(table).await?;
+        }
     }
-    let vector = existing
-        .iter()
-        .find(|(c, _)| c == VECTOR)
-        .map(|(_, n)| n.as_str());
+    let vector = indexes.iter().find(|i| i.column == VECTOR);
     let has_vector_index = vector.is_some();
-    if rows >= options.index_threshold.max(1) && untrained(table, vector, rows).await? {
+    if rows >= options.index_threshold.max(1) && untrained(vector, rows) {
         train(table, dims, rows).await?;
         if !thorough {
             return Ok(true);
         }
-        existing = indexes(table).await?;
+        indexes = index_layouts(table).await?;
     }
-    if stale(table, &existing, thorough).await? {
+    if stale(&indexes, thorough) {
         update(table).await?;
     }
     Ok(has_vector_index || rows >= options.index_threshold.max(1))
@@ -247,5 +229,34 @@ mod tests {
         assert_eq!(sub_vectors(2), 1);
         assert_eq!(partitions(1_000_000), 1_000);
         assert_eq!(partitions(0), 1);
+    }
+
+    fn index(column: &str, indexed_rows: usize, unindexed_rows: usize) -> IndexLayout {
+        IndexLayout {
+            column: column.to_owned(),
+            indexed_rows,
+            unindexed_rows,
+        }
+    }
+
+    #[test]
+    fn trained_again_after_fourfold_growth() {
+        assert!(untrained(None, 10));
+        assert!(!untrained(Some(&index(VECTOR, 100_000, 0)), 399_999));
+        assert!(untrained(Some(&index(VECTOR, 100_000, 0)), 400_000));
+    }
+
+    #[test]
+    fn updated_once_enough_rows_are_uncovered() {
+        let covered = [index(VECTOR, 100_000, 0), index(KIND, 100_000, 0)];
+        assert!(!stale(&covered, true));
+        let few = [index(VECTOR, 100_000, 0), index(KIND, 100_000, 999)];
+        assert!(!stale(&few, false));
+        assert!(stale(&few, true));
+        let a_tenth = [index(SESSION, 100_000, 10_000)];
+        assert!(stale(&a_tenth, false));
+        let small = [index(TIME, 2_000, 1_000)];
+        assert!(stale(&small, false));
+        assert!(!stale(&[index(TIME, 2_000, 999)], false));
     }
 }

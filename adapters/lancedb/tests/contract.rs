@@ -84,6 +84,45 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     dot / (norm(a) * norm(b))
 }
 
+/// Searches 20 queries filtered to `filter`'s session among `records`; checks every hit is
+/// in the session with its exact score and 10 are found; returns how many of the exact top
+/// 10 were found in all.
+async fn filtered_overlap(
+    index: &LanceVectorIndex,
+    records: &[VectorRecord],
+    filter: &VectorFilter,
+) -> usize {
+    let in_session = |r: &&VectorRecord| r.fields.session == filter.session;
+    let mut overlap = 0;
+    for q in 0..20u64 {
+        let query = clustered(2_000_000 + q, records[0].vector.len());
+        let mut exact: Vec<(f32, &str)> = records
+            .iter()
+            .filter(in_session)
+            .map(|r| (cosine(&query, &r.vector), r.id.as_str()))
+            .collect();
+        exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let hits = index
+            .search(
+                "memories",
+                &VectorQuery::new(&query, 10).filter(filter.clone()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 10);
+        for hit in &hits {
+            let record = records.iter().find(|r| r.id == hit.id).unwrap();
+            assert!(in_session(&record), "{} is not in the session", hit.id);
+            assert!((hit.score - cosine(&query, &record.vector)).abs() < 1e-4);
+        }
+        overlap += hits
+            .iter()
+            .filter(|h| exact[..10].iter().any(|(_, id)| *id == h.id))
+            .count();
+    }
+    overlap
+}
+
 /// Past the threshold the table gets an IVF-PQ index; searches through it find nearly what
 /// an exact scan finds, with exact scores (re-ranked), and rows added after training are
 /// found too.
@@ -155,44 +194,69 @@ async fn the_approximate_index_matches_exact_search_closely() {
         "a row added after training is searched too"
     );
 
-    // Filtered: only the session's rows, and (400 rows match, under the threshold) exactly
-    // the top 10 of them.
+    // Filtered: only the session's rows, and (400 rows match, no more than
+    // `exact_filter_limit`) exactly the top 10 of them.
     let filter = VectorFilter {
         session: Some("s3".into()),
         ..VectorFilter::default()
     };
-    let in_session = |r: &&VectorRecord| r.fields.session.as_deref() == Some("s3");
-    let mut overlap = 0;
-    for q in 0..20u64 {
-        let query = clustered(2_000_000 + q, DIMS);
-        let mut exact: Vec<(f32, &str)> = records
+    let overlap = filtered_overlap(&index, &records, &filter).await;
+    assert_eq!(
+        overlap, 200,
+        "a filter matching no more rows than exact_filter_limit is searched exactly"
+    );
+    assert_eq!(index.count("memories", &filter).await.unwrap(), 400);
+
+    // A filter more rows match than `exact_filter_limit` goes through the index, filtered
+    // first: only matching rows, exact scores, nearly the exact top 10.
+    let through_index = open(dir.path(), LanceOptions::default().exact_filter_limit(100)).await;
+    let recall = filtered_overlap(&through_index, &records, &filter).await as f64 / 200.0;
+    assert!(
+        recall >= 0.8,
+        "filtered recall@10 through the index: {recall}"
+    );
+
+    // Twelve rows of a rare session, in twelve clusters, indexed: one probed partition holds
+    // fewer than 10 of them, so the search falls back to exact and still returns the top 10.
+    let rare: Vec<VectorRecord> = (0..12u64)
+        .map(|i| {
+            VectorRecord::new(format!("rare{i}"), clustered(5_000 + i, DIMS), "m").with_fields(
+                VectorFields {
+                    session: Some("rare".into()),
+                    ..VectorFields::default()
+                },
+            )
+        })
+        .collect();
+    index.upsert("memories", rare.clone()).await.unwrap();
+    index.optimize("memories").await.unwrap();
+    let one_probe = open(
+        dir.path(),
+        LanceOptions::default().exact_filter_limit(0).nprobes(1),
+    )
+    .await;
+    let rare_filter = VectorFilter {
+        session: Some("rare".into()),
+        ..VectorFilter::default()
+    };
+    for q in 0..5u64 {
+        let query = clustered(3_000_000 + q, DIMS);
+        let mut exact: Vec<(f32, &str)> = rare
             .iter()
-            .filter(in_session)
             .map(|r| (cosine(&query, &r.vector), r.id.as_str()))
             .collect();
         exact.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let hits = index
+        let hits = one_probe
             .search(
                 "memories",
-                &VectorQuery::new(&query, 10).filter(filter.clone()),
+                &VectorQuery::new(&query, 10).filter(rare_filter.clone()),
             )
             .await
             .unwrap();
-        assert_eq!(hits.len(), 10);
-        for hit in &hits {
-            let record = records.iter().find(|r| r.id == hit.id).unwrap();
-            assert!(in_session(&record), "{} is not in the session", hit.id);
-        }
-        overlap += hits
-            .iter()
-            .filter(|h| exact[..10].iter().any(|(_, id)| *id == h.id))
-            .count();
+        let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        let want: Vec<&str> = exact[..10].iter().map(|(_, id)| *id).collect();
+        assert_eq!(ids, want, "too few in the probed partition: exact instead");
     }
-    assert_eq!(
-        overlap, 200,
-        "a filter matching fewer rows than the threshold is searched exactly"
-    );
-    assert_eq!(index.count("memories", &filter).await.unwrap(), 400);
 }
 
 fn in_session(i: u64, session: &str) -> VectorRecord {

@@ -491,6 +491,7 @@ impl Stores {
         let mut options = memory_lancedb::LanceOptions::default()
             .index_threshold(settings.index_threshold)
             .field_index_threshold(settings.field_index_threshold)
+            .exact_filter_limit(settings.exact_filter_limit)
             .nprobes(settings.nprobes)
             .refine_factor(settings.refine_factor);
         let root = match &settings.location {

@@ -155,12 +155,14 @@ fn config_defaults_are_the_adapters_defaults() {
         (
             options.index_threshold,
             options.field_index_threshold,
+            options.exact_filter_limit,
             options.nprobes,
             options.refine_factor
         ),
         (
             memory_config::DEFAULT_LANCEDB_INDEX_THRESHOLD,
             memory_config::DEFAULT_LANCEDB_FIELD_INDEX_THRESHOLD,
+            memory_config::DEFAULT_LANCEDB_EXACT_FILTER_LIMIT,
             memory_config::DEFAULT_LANCEDB_NPROBES,
             memory_config::DEFAULT_LANCEDB_REFINE_FACTOR
         )

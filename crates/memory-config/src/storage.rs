@@ -224,6 +224,8 @@ pub const DEFAULT_LANCEDB_INDEX_THRESHOLD: usize = 100_000;
 /// See [`DEFAULT_LANCEDB_INDEX_THRESHOLD`].
 pub const DEFAULT_LANCEDB_FIELD_INDEX_THRESHOLD: usize = 10_000;
 /// See [`DEFAULT_LANCEDB_INDEX_THRESHOLD`].
+pub const DEFAULT_LANCEDB_EXACT_FILTER_LIMIT: usize = 5_000;
+/// See [`DEFAULT_LANCEDB_INDEX_THRESHOLD`].
 pub const DEFAULT_LANCEDB_NPROBES: usize = 80;
 /// See [`DEFAULT_LANCEDB_INDEX_THRESHOLD`].
 pub const DEFAULT_LANCEDB_REFINE_FACTOR: u32 = 10;
@@ -249,6 +251,7 @@ pub enum LancedbLocation {
 /// prefix = "lancedb/"        # with location = "s3": under [storage.s3]'s prefix
 /// index_threshold = 100000   # rows from which a table gets its approximate index
 /// field_index_threshold = 10000  # rows from which session, kind and time are indexed
+/// exact_filter_limit = 5000  # a filter at most this many rows match is searched exactly
 /// nprobes = 80               # IVF partitions searched
 /// refine_factor = 10         # candidates re-ranked exactly per hit
 /// ```
@@ -261,6 +264,9 @@ pub struct LancedbSettings {
     /// Rows from which a table gets its field indexes (session, kind, time), so filtered
     /// searches read only the matching rows.
     pub field_index_threshold: usize,
+    /// The most rows a filter may match and still be searched exactly over those rows (more:
+    /// through the approximate index, filtered first).
+    pub exact_filter_limit: usize,
     /// IVF partitions probed per search.
     pub nprobes: usize,
     /// Candidates re-ranked by exact distance per hit wanted.
@@ -382,6 +388,7 @@ pub(crate) struct RawLancedb {
     pub prefix: Option<String>,
     pub index_threshold: Option<usize>,
     pub field_index_threshold: Option<usize>,
+    pub exact_filter_limit: Option<usize>,
     pub nprobes: Option<usize>,
     pub refine_factor: Option<u32>,
 }
@@ -670,6 +677,9 @@ impl RawStorage {
                     raw.field_index_threshold,
                     DEFAULT_LANCEDB_FIELD_INDEX_THRESHOLD,
                 )?,
+                exact_filter_limit: raw
+                    .exact_filter_limit
+                    .unwrap_or(DEFAULT_LANCEDB_EXACT_FILTER_LIMIT),
                 nprobes: at_least_one("nprobes", raw.nprobes, DEFAULT_LANCEDB_NPROBES)?,
                 refine_factor: at_least_one(
                     "refine_factor",

@@ -228,10 +228,11 @@ region = "auto"
             (
                 lancedb.index_threshold,
                 lancedb.field_index_threshold,
+                lancedb.exact_filter_limit,
                 lancedb.nprobes,
                 lancedb.refine_factor
             ),
-            (100_000, 10_000, 80, 10)
+            (100_000, 10_000, 5_000, 80, 10)
         );
     }
 
@@ -241,7 +242,8 @@ region = "auto"
         let s3 = "[storage.s3]\nbucket = \"b\"\nprefix = \"p/\"\n";
         let config = parse(&format!(
             "[storage]\nvectors = \"lancedb\"\n[storage.lancedb]\nlocation = \"s3\"\n\
-             index_threshold = 5000\nfield_index_threshold = 700\nnprobes = 8\n\
+             index_threshold = 5000\nfield_index_threshold = 700\nexact_filter_limit = 0\n\
+             nprobes = 8\n\
              refine_factor = 3\n{s3}"
         ))
         .unwrap();
@@ -256,10 +258,11 @@ region = "auto"
             (
                 lancedb.index_threshold,
                 lancedb.field_index_threshold,
+                lancedb.exact_filter_limit,
                 lancedb.nprobes,
                 lancedb.refine_factor
             ),
-            (5_000, 700, 8, 3)
+            (5_000, 700, 0, 8, 3)
         );
         for (toml, key) in [
             (
