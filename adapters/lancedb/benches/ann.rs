@@ -298,35 +298,23 @@ async fn run(n: usize) {
     // Filtered searches exactly (as a filter no more than `exact_filter_limit` rows match
     // is), and through the index with other `nprobes` (a 1 % filter probes about 3.2 times
     // as many partitions).
-    let exactly = LanceVectorIndex::connect(
-        &uri,
-        LanceOptions::default()
-            .index_threshold(n)
-            .exact_filter_limit(usize::MAX),
-    )
-    .await
-    .unwrap();
-    let session = measure(&exactly, &queries, &session_truth, &session_filter).await;
-    let kind = measure(&exactly, &queries, &kind_truth, &kind_filter).await;
-    println!(
-        "| filtered exactly | {n} | one session {} | one kind {} |",
-        row(session),
-        row(kind)
-    );
+    let options = LanceOptions::default().index_threshold(n);
+    let mut filtered = vec![(
+        "filtered exactly".to_owned(),
+        options.clone().exact_filter_limit(usize::MAX),
+    )];
     for nprobes in [25, 50, 80, 100] {
-        let through_index = LanceVectorIndex::connect(
-            &uri,
-            LanceOptions::default()
-                .index_threshold(n)
-                .exact_filter_limit(0)
-                .nprobes(nprobes),
-        )
-        .await
-        .unwrap();
-        let session = measure(&through_index, &queries, &session_truth, &session_filter).await;
-        let kind = measure(&through_index, &queries, &kind_truth, &kind_filter).await;
+        filtered.push((
+            format!("filtered through the index, nprobes {nprobes}"),
+            options.clone().exact_filter_limit(0).nprobes(nprobes),
+        ));
+    }
+    for (label, options) in filtered {
+        let index = LanceVectorIndex::connect(&uri, options).await.unwrap();
+        let session = measure(&index, &queries, &session_truth, &session_filter).await;
+        let kind = measure(&index, &queries, &kind_truth, &kind_filter).await;
         println!(
-            "| filtered through the index, nprobes {nprobes} | {n} | one session {} | one kind {} |",
+            "| {label} | {n} | one session {} | one kind {} |",
             row(session),
             row(kind)
         );
