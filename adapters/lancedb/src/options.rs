@@ -29,8 +29,9 @@ pub struct LanceOptions {
     /// (`docs/benchmarks.md`).
     pub exact_filter_limit: usize,
     /// IVF partitions probed per search (more: closer to exact, slower). Default 80: recall@10
-    /// 0.957 against exact search at 1,000,000 vectors of 384 dimensions, where 20 gave 0.739
-    /// (`docs/benchmarks.md`).
+    /// 0.957 against exact search at 1,000,000 vectors of 384 dimensions, where 20 gave 0.739.
+    /// The index has about √rows partitions, so larger tables need more: at 5,000,000 rows 80
+    /// gave 0.949 and 120 gave 0.974 at the same p50 (`docs/benchmarks.md`).
     pub nprobes: usize,
     /// Candidates re-ranked by exact distance per hit wanted (`k × refine_factor` are read
     /// back and re-scored, so scores are exact cosine similarities). Default 10.
