@@ -84,6 +84,20 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     dot / (norm(a) * norm(b))
 }
 
+/// The ids of the 10 of `records` nearest to `query` by exact cosine similarity, nearest
+/// first.
+fn exact_top10<'a>(
+    query: &[f32],
+    records: impl IntoIterator<Item = &'a VectorRecord>,
+) -> Vec<&'a str> {
+    let mut scored: Vec<(f32, &str)> = records
+        .into_iter()
+        .map(|r| (cosine(query, &r.vector), r.id.as_str()))
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.into_iter().take(10).map(|(_, id)| id).collect()
+}
+
 /// Searches 20 queries filtered to `filter`'s session among `records`; checks every hit is
 /// in the session with its exact score and 10 are found; returns how many of the exact top
 /// 10 were found in all.
@@ -96,12 +110,7 @@ async fn filtered_overlap(
     let mut overlap = 0;
     for q in 0..20u64 {
         let query = clustered(2_000_000 + q, records[0].vector.len());
-        let mut exact: Vec<(f32, &str)> = records
-            .iter()
-            .filter(in_session)
-            .map(|r| (cosine(&query, &r.vector), r.id.as_str()))
-            .collect();
-        exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let exact = exact_top10(&query, records.iter().filter(in_session));
         let hits = index
             .search(
                 "memories",
@@ -117,7 +126,7 @@ async fn filtered_overlap(
         }
         overlap += hits
             .iter()
-            .filter(|h| exact[..10].iter().any(|(_, id)| *id == h.id))
+            .filter(|h| exact.contains(&h.id.as_str()))
             .count();
     }
     overlap
@@ -165,11 +174,7 @@ async fn the_approximate_index_matches_exact_search_closely() {
     let mut overlap = 0;
     for q in 0..20u64 {
         let query = clustered(1_000_000 + q, DIMS);
-        let mut exact: Vec<(f32, &str)> = records
-            .iter()
-            .map(|r| (cosine(&query, &r.vector), r.id.as_str()))
-            .collect();
-        exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let exact = exact_top10(&query, &records);
         let hits = index.query("memories", &query, 10).await.unwrap();
         assert_eq!(hits.len(), 10);
         for hit in &hits {
@@ -183,7 +188,7 @@ async fn the_approximate_index_matches_exact_search_closely() {
         }
         overlap += hits
             .iter()
-            .filter(|h| exact[..10].iter().any(|(_, id)| *id == h.id))
+            .filter(|h| exact.contains(&h.id.as_str()))
             .count();
     }
     let recall = overlap as f64 / 200.0;
@@ -241,11 +246,7 @@ async fn the_approximate_index_matches_exact_search_closely() {
     };
     for q in 0..5u64 {
         let query = clustered(3_000_000 + q, DIMS);
-        let mut exact: Vec<(f32, &str)> = rare
-            .iter()
-            .map(|r| (cosine(&query, &r.vector), r.id.as_str()))
-            .collect();
-        exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let exact = exact_top10(&query, &rare);
         let hits = one_probe
             .search(
                 "memories",
@@ -254,8 +255,7 @@ async fn the_approximate_index_matches_exact_search_closely() {
             .await
             .unwrap();
         let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
-        let want: Vec<&str> = exact[..10].iter().map(|(_, id)| *id).collect();
-        assert_eq!(ids, want, "too few in the probed partition: exact instead");
+        assert_eq!(ids, exact, "too few in the probed partition: exact instead");
     }
 }
 
