@@ -22,7 +22,7 @@ impl PostgresSessionRegistry {
     }
 }
 
-const COLUMNS: &str = "id, name, parent_session_id, model, source, input_tokens, output_tokens, cost, end_reason, created_at, updated_at";
+const COLUMNS: &str = "id, name, parent_session_id, model, source, input_tokens, output_tokens, cost, end_reason, created_at, updated_at, profile";
 
 fn from_row(row: &PgRow) -> Result<SessionInfo> {
     let parent: Option<String> = row.get(2);
@@ -42,6 +42,7 @@ fn from_row(row: &PgRow) -> Result<SessionInfo> {
         end_reason: row.get(8),
         created_at: Timestamp(row.get(9)),
         updated_at: Timestamp(row.get(10)),
+        profile: row.get(11),
     })
 }
 
@@ -62,8 +63,8 @@ impl SessionRegistry for PostgresSessionRegistry {
         now: Timestamp,
     ) -> Result<SessionInfo> {
         let sql = sqlx::AssertSqlSafe(format!(
-            "INSERT INTO sessions (id, name, parent_session_id, model, source, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
+            "INSERT INTO sessions (id, name, parent_session_id, model, source, created_at, updated_at, profile) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {COLUMNS}"
         ));
         let result = sqlx::query(sql)
             .bind(id.as_str())
@@ -73,6 +74,7 @@ impl SessionRegistry for PostgresSessionRegistry {
             .bind(&spec.source)
             .bind(now.millis())
             .bind(now.millis())
+            .bind(&spec.profile)
             .fetch_optional(&self.db.pool)
             .await;
         match result {
@@ -88,8 +90,8 @@ impl SessionRegistry for PostgresSessionRegistry {
     async fn restore(&self, info: &SessionInfo) -> Result<bool> {
         let done = sqlx::query(
             "INSERT INTO sessions (id, name, parent_session_id, model, source, input_tokens, \
-             output_tokens, cost, end_reason, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING",
+             output_tokens, cost, end_reason, created_at, updated_at, profile) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING",
         )
         .bind(info.id.as_str())
         .bind(&info.name)
@@ -102,6 +104,7 @@ impl SessionRegistry for PostgresSessionRegistry {
         .bind(&info.end_reason)
         .bind(info.created_at.millis())
         .bind(info.updated_at.millis())
+        .bind(&info.profile)
         .execute(&self.db.pool)
         .await
         .map_err(db)?;
@@ -149,7 +152,8 @@ impl SessionRegistry for PostgresSessionRegistry {
     ) -> Result<SessionInfo> {
         let sql = sqlx::AssertSqlSafe(format!(
             "UPDATE sessions SET name = COALESCE($1, name), model = COALESCE($2, model), \
-             end_reason = COALESCE($3, end_reason), updated_at = $4 WHERE id = $5 RETURNING {COLUMNS}"
+             end_reason = COALESCE($3, end_reason), updated_at = $4, \
+             profile = CASE WHEN $6 THEN $7 ELSE profile END WHERE id = $5 RETURNING {COLUMNS}"
         ));
         let row = sqlx::query(sql)
             .bind(&patch.name)
@@ -157,6 +161,8 @@ impl SessionRegistry for PostgresSessionRegistry {
             .bind(&patch.end_reason)
             .bind(now.millis())
             .bind(id.as_str())
+            .bind(patch.profile.is_some())
+            .bind(patch.profile.clone().flatten())
             .fetch_optional(&self.db.pool)
             .await
             .map_err(db)?;

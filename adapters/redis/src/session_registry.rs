@@ -171,6 +171,7 @@ fn fields(info: &SessionInfo) -> Vec<(&'static str, String)> {
         ("model", info.model.clone()),
         ("source", info.source.clone()),
         ("end_reason", info.end_reason.clone()),
+        ("profile", info.profile.clone()),
     ];
     out.extend(
         optional
@@ -209,6 +210,8 @@ fn from_pairs(id: &SessionId, pairs: &[String]) -> Result<SessionInfo> {
             cost,
         },
         end_reason: text("end_reason"),
+        // Unbinding writes an empty value (a profile name is never empty).
+        profile: text("profile").filter(|p| !p.is_empty()),
         created_at: Timestamp(number("created_at")?),
         updated_at: Timestamp(number("updated_at")?),
     })
@@ -230,6 +233,7 @@ impl SessionRegistry for RedisSessionRegistry {
             source: spec.source.clone(),
             usage: SessionUsage::default(),
             end_reason: None,
+            profile: spec.profile.clone(),
             created_at: now,
             updated_at: now,
         };
@@ -306,6 +310,10 @@ impl SessionRegistry for RedisSessionRegistry {
             ("name", patch.name.clone()),
             ("model", patch.model.clone()),
             ("end_reason", patch.end_reason.clone()),
+            (
+                "profile",
+                patch.profile.clone().map(Option::unwrap_or_default),
+            ),
         ]
         .into_iter()
         .filter_map(|(field, value)| value.map(|v| (field, v)))

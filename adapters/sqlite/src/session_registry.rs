@@ -22,7 +22,7 @@ impl SqliteSessionRegistry {
     }
 }
 
-const COLUMNS: &str = "id, name, parent_session_id, model, source, input_tokens, output_tokens, cost, end_reason, created_at, updated_at";
+const COLUMNS: &str = "id, name, parent_session_id, model, source, input_tokens, output_tokens, cost, end_reason, created_at, updated_at, profile";
 
 fn from_row(row: &SqliteRow) -> Result<SessionInfo> {
     let parent: Option<String> = row.get(2);
@@ -42,6 +42,7 @@ fn from_row(row: &SqliteRow) -> Result<SessionInfo> {
         end_reason: row.get(8),
         created_at: Timestamp(row.get(9)),
         updated_at: Timestamp(row.get(10)),
+        profile: row.get(11),
     })
 }
 
@@ -62,8 +63,8 @@ impl SessionRegistry for SqliteSessionRegistry {
         now: Timestamp,
     ) -> Result<SessionInfo> {
         let sql = sqlx::AssertSqlSafe(format!(
-            "INSERT INTO sessions (id, name, parent_session_id, model, source, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {COLUMNS}"
+            "INSERT INTO sessions (id, name, parent_session_id, model, source, created_at, updated_at, profile) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {COLUMNS}"
         ));
         let result = sqlx::query(sql)
             .bind(id.as_str())
@@ -73,6 +74,7 @@ impl SessionRegistry for SqliteSessionRegistry {
             .bind(&spec.source)
             .bind(now.millis())
             .bind(now.millis())
+            .bind(&spec.profile)
             .fetch_optional(&self.db.writer)
             .await;
         match result {
@@ -90,8 +92,8 @@ impl SessionRegistry for SqliteSessionRegistry {
     async fn restore(&self, info: &SessionInfo) -> Result<bool> {
         let done = sqlx::query(
             "INSERT INTO sessions (id, name, parent_session_id, model, source, input_tokens, \
-             output_tokens, cost, end_reason, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+             output_tokens, cost, end_reason, created_at, updated_at, profile) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
         )
         .bind(info.id.as_str())
         .bind(&info.name)
@@ -104,6 +106,7 @@ impl SessionRegistry for SqliteSessionRegistry {
         .bind(&info.end_reason)
         .bind(info.created_at.millis())
         .bind(info.updated_at.millis())
+        .bind(&info.profile)
         .execute(&self.db.writer)
         .await
         .map_err(db)?;
@@ -141,13 +144,16 @@ impl SessionRegistry for SqliteSessionRegistry {
     ) -> Result<SessionInfo> {
         let sql = sqlx::AssertSqlSafe(format!(
             "UPDATE sessions SET name = COALESCE(?, name), model = COALESCE(?, model), \
-             end_reason = COALESCE(?, end_reason), updated_at = ? WHERE id = ? RETURNING {COLUMNS}"
+             end_reason = COALESCE(?, end_reason), updated_at = ?, \
+             profile = CASE WHEN ? THEN ? ELSE profile END WHERE id = ? RETURNING {COLUMNS}"
         ));
         let row = sqlx::query(sql)
             .bind(&patch.name)
             .bind(&patch.model)
             .bind(&patch.end_reason)
             .bind(now.millis())
+            .bind(patch.profile.is_some())
+            .bind(patch.profile.clone().flatten())
             .bind(id.as_str())
             .fetch_optional(&self.db.writer)
             .await

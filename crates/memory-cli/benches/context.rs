@@ -72,6 +72,7 @@ async fn main() {
         );
     }
     let wiring = ContextWiring {
+        profiles: None,
         kv: Some(Arc::new(SqliteKeyValueStore::new(db.clone())) as Arc<dyn KeyValueStore>),
         index: Some(Arc::new(SqliteTextIndex::new(db.clone())) as Arc<dyn TextIndex>),
         specs,

@@ -9,6 +9,7 @@ use memory_config::MemoryConfig;
 use memory_core::{Result, SessionId};
 use memory_engine::SessionManager;
 use memory_engine::long_term::{LongTermBackends, MemoryService};
+use memory_engine::profile_link::JobRunner;
 
 use crate::commands::CliError;
 
@@ -20,6 +21,20 @@ impl From<ComposeError> for CliError {
         match error {
             ComposeError::Memory(e) => CliError::Memory(e),
             other => CliError::Input(other.to_string()),
+        }
+    }
+}
+
+/// Runs the ingest jobs that sessions ship to their profiles (at compaction, at their end)
+/// in a detached `memory profile jobs P --run` worker, as `profile ingest` does.
+struct BackgroundWorker {
+    data_dir: PathBuf,
+}
+
+impl JobRunner for BackgroundWorker {
+    fn run(&self, _memory: &MemoryService, profile: &str, job_id: &str) {
+        if let Err(e) = crate::commands::profile::spawn_worker(&self.data_dir, profile) {
+            tracing::warn!(profile, job = job_id, error = %e, "the background worker did not start; the job waits in the queue");
         }
     }
 }
@@ -37,7 +52,12 @@ impl App {
     /// when the file is absent or has no `[storage]`).
     pub async fn open(data_dir: &Path) -> std::result::Result<Self, CliError> {
         let deployment = Deployment::open(data_dir)?;
-        let manager = deployment.session_manager().await?;
+        let manager = deployment
+            .session_manager()
+            .await?
+            .with_job_runner(std::sync::Arc::new(BackgroundWorker {
+                data_dir: data_dir.to_owned(),
+            }));
         let has_llm = deployment.has_llm();
         Ok(Self {
             manager,

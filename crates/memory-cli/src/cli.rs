@@ -336,6 +336,33 @@ pub enum SessionCommand {
         /// Source (app, channel).
         #[arg(long)]
         source: Option<String>,
+        /// Bind it to this long-term profile (default: `[sessions] profile`): compaction and
+        /// `session end` ship its history there, and its tools include `recall`.
+        #[arg(long)]
+        profile: Option<String>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Bind a session to a long-term profile (or, without PROFILE, unbind it).
+    Bind {
+        /// Session id.
+        id: String,
+        /// Profile name; leave it out to unbind.
+        profile: Option<String>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// End a session: set its end reason and ship what was not shipped yet of its current
+    /// branch to its profile (when bound), as an ingest job.
+    End {
+        /// Session id.
+        id: String,
+        /// Why it ended.
+        #[arg(long)]
+        reason: Option<String>,
+        /// Wait for the ingest job to finish.
+        #[arg(long)]
+        wait: bool,
         #[command(flatten)]
         format: Format,
     },
@@ -432,11 +459,24 @@ pub enum ProfileCommand {
     Ingest {
         /// Profile name.
         profile: String,
-        /// The file.
-        file: PathBuf,
+        /// The file (leave it out with `--from-session`).
+        file: Option<PathBuf>,
         /// Session id for plain UIMessage lines.
         #[arg(long)]
         session: Option<String>,
+        /// Ingest this stored session instead of a file (what was shipped before is
+        /// skipped).
+        #[arg(long, conflicts_with_all = ["file", "session"])]
+        from_session: Option<String>,
+        /// With `--from-session`: the path to this leaf (the latest by default).
+        #[arg(long, requires = "from_session")]
+        leaf: Option<String>,
+        /// With `--from-session`: start at this message of the path.
+        #[arg(long, requires = "from_session")]
+        from: Option<String>,
+        /// With `--from-session`: end at this message of the path.
+        #[arg(long, requires = "from_session")]
+        to: Option<String>,
         /// Run extraction and vectorization before returning.
         #[arg(long)]
         wait: bool,

@@ -41,6 +41,10 @@ pub fn session_details(info: &SessionInfo) {
     if let Some(parent) = &info.parent_session_id {
         println!("parent:      {parent}");
     }
+    println!(
+        "profile:     {}",
+        info.profile.as_deref().unwrap_or("(unbound)")
+    );
     if let Some(model) = &info.model {
         println!("model:       {model}");
     }
@@ -130,4 +134,22 @@ pub fn progress_bar(json: bool, unit: &str) -> indicatif::ProgressBar {
         bar.set_style(style);
     }
     bar
+}
+
+/// What a ship into a profile did, in one line.
+pub fn ship_line(report: &memory_engine::profile_link::ShipReport) -> String {
+    match &report.job {
+        None => format!(
+            "nothing new to ship to profile {} ({} message(s) shipped before)",
+            report.profile, report.already_shipped
+        ),
+        Some(job) => format!(
+            "shipped {} message(s) to profile {} (job {}, {}; {} shipped before)",
+            report.shipped,
+            report.profile,
+            job.id,
+            job.status.as_str(),
+            report.already_shipped
+        ),
+    }
 }

@@ -401,3 +401,94 @@ fn demo_runs_with_zero_setup() {
         .stdout(predicate::str::contains("Museu Nacional do Azulejo"))
         .stdout(predicate::str::contains("rain jacket"));
 }
+
+/// The demo walks every tier: session history, context (blocks, prompt, tools with
+/// `recall` and `remember`), the session shipped into a profile, a second session's
+/// recall with provenance, and the profile block in the refreshed prompt.
+#[test]
+fn the_demo_shows_all_three_tiers() {
+    let env = Env::new();
+    let out = env.cmd().arg("demo").assert().success();
+    let stdout = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    for expected in [
+        "1. Session memory",
+        "a1 has 2 branches: u2, u2b",
+        "2. Context",
+        "PERSONA",
+        "NOTES",
+        "- traveller.food: The traveller prefers seafood restaurants.",
+        "tools: set_context",
+        "recall, remember",
+        "session_search",
+        "3. Long-term memory",
+        "compaction needs a model",
+        "shipped 5 message(s) to profile traveller",
+        "4. A second session",
+        "model calls recall(",
+        "Museu Nacional do Azulejo",
+        "messages=\"a2b\"",
+        "frozen prompt unchanged after the write: true",
+        "- style: Answer in short, practical sentences.",
+        "Try next:",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+}
+
+/// Binding from the CLI: create bound, show, end (shipping and waiting), ingest a stored
+/// session by id, unbind.
+#[test]
+fn sessions_bind_end_and_ship_into_profiles() {
+    let env = Env::new();
+    let created = env.json(&["session", "create", "--id", "s1", "--profile", "alice"]);
+    assert_eq!(created["profile"], "alice");
+    env.append("s1", text("u1", "user", "My cat is called Miso."), &[]);
+    env.append("s1", text("a1", "assistant", "Miso is a lovely name."), &[]);
+    env.cmd()
+        .args(["session", "show", "s1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("profile:     alice"));
+    let ended = env.json(&["session", "end", "s1", "--reason", "done", "--wait"]);
+    assert_eq!(ended["session"]["end_reason"], "done");
+    assert_eq!(ended["shipped"]["shipped"], 2, "{ended}");
+    let status = ended["shipped"]["job"]["status"].as_str().unwrap();
+    assert!(status == "done" || status == "done_with_errors", "{ended}");
+    let recalled = env.json(&["profile", "recall", "alice", "cat called Miso"]);
+    assert!(recalled.to_string().contains("Miso"), "{recalled}");
+    // A stored session into another profile, by id and range, then again: nothing new.
+    let shipped = env.json(&[
+        "profile",
+        "ingest",
+        "bob",
+        "--from-session",
+        "s1",
+        "--from",
+        "u1",
+        "--to",
+        "u1",
+        "--wait",
+    ]);
+    assert_eq!(shipped["shipped"], 1, "{shipped}");
+    let again = env.json(&[
+        "profile",
+        "ingest",
+        "bob",
+        "--from-session",
+        "s1",
+        "--to",
+        "u1",
+    ]);
+    assert_eq!(again["job"], Value::Null, "{again}");
+    assert_eq!(again["already_shipped"], 1);
+    let unbound = env.json(&["session", "bind", "s1"]);
+    assert_eq!(unbound["profile"], Value::Null, "{unbound}");
+    env.cmd()
+        .args(["session", "bind", "s1", "not a name"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("profile name"));
+}

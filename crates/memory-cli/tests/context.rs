@@ -174,6 +174,8 @@ fn blocks_prompt_and_tools_end_to_end() {
             "load_context",
             "unload_context",
             "search_context",
+            "recall",
+            "remember",
             "session_search"
         ]
     );
@@ -221,7 +223,8 @@ fn config_check_names_line_and_key() {
         .args(["config", "check"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("ok, 5 block(s)"));
+        .stdout(predicate::str::contains("ok, 6 block(s)"))
+        .stdout(predicate::str::contains("profile [readonly]"));
     let bad = dir.path().join("bad.toml");
     std::fs::write(
         &bad,

@@ -169,7 +169,8 @@ fn keys_from_memory_keys_new_open_their_tenant_only() {
         "the file holds the digest, never the key"
     );
     let keys = dir.path().join("keys.toml");
-    std::fs::write(&keys, entry).unwrap();
+    // The key also binds the tenant's new sessions to a profile.
+    std::fs::write(&keys, format!("{entry}profile = \"acme-agent\"\n")).unwrap();
     let bad = Command::new(&binary)
         .args(["keys", "new", "Not-A-Tenant"])
         .output()
@@ -193,6 +194,7 @@ fn keys_from_memory_keys_new_open_their_tenant_only() {
     assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
     let created = request_with(&address, "POST", "/v1/sessions", r#"{"id":"s1"}"#, &auth);
     assert!(created.starts_with("HTTP/1.1 201"), "{created}");
+    assert!(created.contains(r#""profile":"acme-agent""#), "{created}");
     let queued = request_with(
         &address,
         "POST",

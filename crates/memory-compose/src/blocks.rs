@@ -85,6 +85,7 @@ pub fn wiring(
             (BlockKindConfig::Skill, BlockSource::Directory(dir)) => skills(skill_directory(dir)?),
             (BlockKindConfig::Skill, _) => skills(stored_skills(&block.label)?),
             (BlockKindConfig::Searchable, _) => BlockSpec::searchable(&block.label),
+            (BlockKindConfig::Profile, _) => BlockSpec::profile(&block.label),
             (BlockKindConfig::Writable, _) | (BlockKindConfig::Readonly, _) => {
                 BlockSpec::writable(&block.label)
             }
@@ -96,6 +97,7 @@ pub fn wiring(
         specs.push(spec);
     }
     Ok(ContextWiring {
+        profiles: None,
         kv: Some(kv),
         index: Some(index),
         counter,

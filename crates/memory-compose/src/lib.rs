@@ -27,11 +27,12 @@ mod storage;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use memory_config::{MemoryConfig, StorageConfig};
+use memory_config::{MemoryConfig, MemoryToolConfig, StorageConfig};
 use memory_core::ports::{Clock, SystemClock};
 use memory_engine::SessionManager;
 use memory_engine::compaction::{CompactorOptions, SummarizingCompactor};
 use memory_engine::long_term::{LongTermBackends, LongTermConfig, MemoryService, StageModels};
+use memory_engine::profile_link::{LinkOptions, MemoryTool};
 
 pub use blocks::token_counter;
 pub use error::{ComposeError, Result};
@@ -93,6 +94,15 @@ impl Deployment {
         }
     }
 
+    /// The same deployment binding new sessions to `profile` (a tenant's default, from its
+    /// API keys), in place of `[sessions] profile`.
+    pub fn with_session_profile(mut self, profile: Option<String>) -> Self {
+        if profile.is_some() {
+            self.config.sessions.profile = profile;
+        }
+        self
+    }
+
     /// The configuration.
     pub fn config(&self) -> &MemoryConfig {
         &self.config
@@ -113,9 +123,42 @@ impl Deployment {
         self.config.llm.is_some()
     }
 
-    /// The session tier: history, search, context blocks, and compaction when `[llm]` is
-    /// configured.
+    /// The two tiers as one memory: the session tier linked to long-term memory (sessions
+    /// bound to a profile ship their history there, get `recall` and `remember` among their
+    /// tools, and show the profile in `profile` blocks; `[sessions]` sets the default
+    /// binding and the tools), and the long-term service itself. The note says what is off.
+    pub async fn services(&self) -> Result<(SessionManager, MemoryService, Option<String>)> {
+        let (memory, note) = self.memory_service().await?;
+        let sessions = &self.config.sessions;
+        let options = LinkOptions {
+            default_profile: sessions.profile.clone(),
+            tools: sessions
+                .memory_tools
+                .iter()
+                .map(|tool| match tool {
+                    MemoryToolConfig::Recall => MemoryTool::Recall,
+                    MemoryToolConfig::Remember => MemoryTool::Remember,
+                    MemoryToolConfig::Forget => MemoryTool::Forget,
+                })
+                .collect(),
+            ..LinkOptions::default()
+        };
+        let manager = self.session_tier().await?.with_long_term(
+            memory.clone(),
+            self.stores.key_value().await?,
+            options,
+        )?;
+        Ok((manager, memory, note))
+    }
+
+    /// The session tier ([`Deployment::services`]' sessions): history, search, context
+    /// blocks, compaction when `[llm]` is configured, and the link to long-term memory.
     pub async fn session_manager(&self) -> Result<SessionManager> {
+        Ok(self.services().await?.0)
+    }
+
+    /// The session tier on its own, before long-term memory is linked.
+    async fn session_tier(&self) -> Result<SessionManager> {
         let store = self.stores.message_store().await?;
         let registry = self.stores.session_registry().await?;
         let kv = self.stores.key_value().await?;

@@ -88,8 +88,15 @@ async fn a_backend_left_out_of_the_build_is_a_clear_error_naming_the_role() {
             && message.contains("--features lancedb"),
         "{message}"
     );
-    // The session tier does not use vectors: it still composes.
-    deployment.session_manager().await.unwrap();
+    // The session tier is linked to long-term memory (bound sessions ship there): it names
+    // the same error rather than compose without it.
+    let error = deployment.session_manager().await.err().unwrap();
+    assert!(
+        error
+            .to_string()
+            .starts_with("storage.vectors = \"lancedb\""),
+        "{error}"
+    );
 
     // Redis holds the session tier, never long-term records: a configuration error that
     // names the roles it serves.

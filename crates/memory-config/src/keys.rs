@@ -22,6 +22,9 @@ pub struct ApiKeyEntry {
     pub requests_per_second: Option<u32>,
     /// Requests the key may make at once above the sustained rate (default: the rate).
     pub burst: Option<u32>,
+    /// The profile the tenant's new sessions are bound to (the tenant's `[sessions]
+    /// profile`); every key of one tenant that names one names the same.
+    pub profile: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -39,6 +42,7 @@ struct RawKey {
     label: Option<String>,
     requests_per_second: Option<Spanned<u32>>,
     burst: Option<Spanned<u32>>,
+    profile: Option<Spanned<String>>,
 }
 
 /// Reads a keys file:
@@ -48,6 +52,7 @@ struct RawKey {
 /// tenant = "acme"
 /// sha256 = "<64 hex digits: the SHA-256 of the key>"
 /// label = "acme-prod"          # optional
+/// profile = "acme"             # optional: the tenant's new sessions are bound to it
 /// requests_per_second = 50     # optional
 /// burst = 100                  # optional
 /// ```
@@ -103,7 +108,30 @@ pub fn parse_api_keys(text: &str, path: &Path) -> Result<Vec<ApiKeyEntry>, Confi
                 ));
             }
         }
+        if let Some(profile) = &key.profile {
+            memory_core::validate_profile_name(profile.get_ref()).map_err(|e| {
+                check.error(profile.span(), format!("keys[{i}].profile"), e.to_string())
+            })?;
+            let clash = out.iter().find(|other| {
+                other.tenant == tenant
+                    && other
+                        .profile
+                        .as_ref()
+                        .is_some_and(|p| p != profile.get_ref())
+            });
+            if let Some(other) = clash {
+                return Err(check.error(
+                    profile.span(),
+                    format!("keys[{i}].profile"),
+                    format!(
+                        "tenant {tenant}'s sessions are bound to {:?} by another key: one profile per tenant",
+                        other.profile.as_deref().unwrap_or_default()
+                    ),
+                ));
+            }
+        }
         out.push(ApiKeyEntry {
+            profile: key.profile.map(Spanned::into_inner),
             label: key.label.unwrap_or_else(|| tenant.to_string()),
             tenant,
             sha256,
@@ -133,6 +161,29 @@ mod tests {
     use super::*;
 
     const DIGEST: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+    #[test]
+    fn a_key_may_bind_its_tenants_sessions_to_one_profile() {
+        let other = "a".repeat(64);
+        let text = format!(
+            "[[keys]]\ntenant = \"acme\"\nsha256 = \"{DIGEST}\"\nprofile = \"acme-agent\"\n\n\
+             [[keys]]\ntenant = \"acme\"\nsha256 = \"{other}\"\n"
+        );
+        let keys = parse_api_keys(&text, Path::new("keys.toml")).unwrap();
+        assert_eq!(keys[0].profile.as_deref(), Some("acme-agent"));
+        assert_eq!(keys[1].profile, None);
+        let clash = text.replace(
+            &format!("sha256 = \"{other}\"\n"),
+            &format!("sha256 = \"{other}\"\nprofile = \"other\"\n"),
+        );
+        let e = parse_api_keys(&clash, Path::new("keys.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("keys[1].profile") && e.contains("one profile per tenant"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_keys_file_is_read_with_its_defaults() {

@@ -26,7 +26,8 @@ pub use error::ConfigError;
 pub use keys::{ApiKeyEntry, load_api_keys, parse_api_keys};
 pub use model::{
     BlockDeclaration, BlockKindConfig, BlockSource, CONFIG_FILE, CompactionConfig, EmbedderChoice,
-    LlmConfig, LongTermMemoryConfig, MemoryConfig, StructuredOutputMode, TokenizerConfig,
+    LlmConfig, LongTermMemoryConfig, MemoryConfig, MemoryToolConfig, SessionsConfig,
+    StructuredOutputMode, TokenizerConfig,
 };
 pub use storage::{
     Backend, DEFAULT_LANCEDB_EXACT_FILTER_LIMIT, DEFAULT_LANCEDB_FIELD_INDEX_THRESHOLD,

@@ -25,6 +25,9 @@ pub enum BlockKindConfig {
     Searchable,
     /// Loadable documents (a Markdown directory, or the skill store).
     Skill,
+    /// The bound long-term profile's current instructions, keyed facts and open tasks,
+    /// read-only (empty for a session bound to no profile).
+    Profile,
 }
 
 /// Where a validated block's content comes from.
@@ -165,6 +168,44 @@ pub struct LongTermMemoryConfig {
     pub affinity_header: Option<String>,
 }
 
+/// A memory tool a session bound to a profile offers its model (`[sessions] memory_tools`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryToolConfig {
+    /// Search the profile.
+    Recall,
+    /// Store a memory in the profile.
+    Remember,
+    /// Hide a memory of the profile from recall.
+    Forget,
+}
+
+/// How sessions meet long-term memory (`[sessions]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsConfig {
+    /// The profile a new session is bound to when its creator names none (`None`: new
+    /// sessions are unbound unless bound explicitly).
+    pub profile: Option<String>,
+    /// The memory tools a bound session's model gets (default: recall and remember;
+    /// `forget` only when listed).
+    #[serde(default = "default_memory_tools")]
+    pub memory_tools: Vec<MemoryToolConfig>,
+}
+
+fn default_memory_tools() -> Vec<MemoryToolConfig> {
+    vec![MemoryToolConfig::Recall, MemoryToolConfig::Remember]
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        Self {
+            profile: None,
+            memory_tools: default_memory_tools(),
+        }
+    }
+}
+
 /// Compaction settings (`[compaction]`), the reference defaults when absent.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -216,6 +257,8 @@ pub struct MemoryConfig {
     pub compaction: CompactionConfig,
     /// Long-term memory settings.
     pub memory: LongTermMemoryConfig,
+    /// How sessions meet long-term memory.
+    pub sessions: SessionsConfig,
     /// `[storage]`, when present; see [`MemoryConfig::storage`].
     pub storage: Option<StorageConfig>,
 }
@@ -229,6 +272,7 @@ struct RawConfig {
     llm: Option<Spanned<LlmConfig>>,
     compaction: Option<CompactionConfig>,
     memory: Option<LongTermMemoryConfig>,
+    sessions: Option<Spanned<SessionsConfig>>,
     storage: Option<Spanned<RawStorage>>,
 }
 
@@ -441,9 +485,12 @@ impl MemoryConfig {
                     BlockSource::Directory(dir)
                 }
                 (BlockKindConfig::Skill, None) => BlockSource::Store,
-                (BlockKindConfig::Writable | BlockKindConfig::Searchable, None) => {
-                    BlockSource::Store
-                }
+                (
+                    BlockKindConfig::Writable
+                    | BlockKindConfig::Searchable
+                    | BlockKindConfig::Profile,
+                    None,
+                ) => BlockSource::Store,
                 (_, Some((name, v))) => {
                     return Err(check.error(
                         v.span(),
@@ -462,12 +509,12 @@ impl MemoryConfig {
                 ));
             }
             if let Some(m) = &block.max_tokens
-                && kind != BlockKindConfig::Writable
+                && !matches!(kind, BlockKindConfig::Writable | BlockKindConfig::Profile)
             {
                 return Err(check.error(
                     m.span(),
                     key("max_tokens"),
-                    "only writable blocks have a token budget",
+                    "only writable and profile blocks have a token budget",
                 ));
             }
             blocks.push(BlockDeclaration {
@@ -495,6 +542,19 @@ impl MemoryConfig {
             }
             None => None,
         };
+        let sessions = match raw.sessions {
+            None => SessionsConfig::default(),
+            Some(spanned) => {
+                let span = spanned.span();
+                let sessions = spanned.into_inner();
+                if let Some(profile) = &sessions.profile {
+                    memory_core::validate_profile_name(profile).map_err(|e| {
+                        check.error(span.clone(), "sessions.profile".into(), e.to_string())
+                    })?;
+                }
+                sessions
+            }
+        };
         let storage = match raw.storage {
             None => None,
             Some(spanned) => {
@@ -512,6 +572,7 @@ impl MemoryConfig {
             llm,
             compaction: raw.compaction.unwrap_or_default(),
             memory: raw.memory.unwrap_or_default(),
+            sessions,
             storage,
         })
     }

@@ -21,6 +21,10 @@ pub struct SessionInfo {
     pub usage: SessionUsage,
     /// Why the session ended (`compaction`, ...); `None` while open.
     pub end_reason: Option<String>,
+    /// The long-term profile the session is bound to: compaction and the end of the
+    /// session ship its history there, and its tools recall from it. `None`: unbound.
+    #[serde(default)]
+    pub profile: Option<String>,
     /// Creation time.
     pub created_at: Timestamp,
     /// Last change to the session or its messages.
@@ -51,6 +55,9 @@ pub struct NewSession {
     pub model: Option<String>,
     /// Source.
     pub source: Option<String>,
+    /// The long-term profile to bind the session to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// A change to a session's metadata; `None` fields stay as they are.
@@ -62,4 +69,46 @@ pub struct SessionPatch {
     pub model: Option<String>,
     /// New end reason.
     pub end_reason: Option<String>,
+    /// A change of the profile binding: `Some(Some(p))` binds to `p`, `Some(None)` unbinds,
+    /// `None` leaves it (in JSON: `"profile": "p"`, `"profile": null`, or absent).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "binding_change"
+    )]
+    pub profile: Option<Option<String>>,
+}
+
+/// A present `profile` field is a change (its `null` unbinds); an absent one is none.
+fn binding_change<'de, D>(deserializer: D) -> Result<Option<Option<String>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Option::<String>::deserialize(deserializer).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_tells_unbinding_from_leaving_the_binding() {
+        let leave: SessionPatch = serde_json::from_str("{}").unwrap();
+        assert_eq!(leave.profile, None);
+        let unbind: SessionPatch = serde_json::from_str(r#"{"profile": null}"#).unwrap();
+        assert_eq!(unbind.profile, Some(None));
+        let bind: SessionPatch = serde_json::from_str(r#"{"profile": "team"}"#).unwrap();
+        assert_eq!(bind.profile, Some(Some("team".into())));
+    }
+
+    #[test]
+    fn an_exported_record_without_a_profile_reads_as_unbound() {
+        let info: SessionInfo = serde_json::from_value(serde_json::json!({
+            "id": "s", "name": null, "parent_session_id": null, "model": null, "source": null,
+            "usage": {"input_tokens": 0, "output_tokens": 0, "cost": 0.0},
+            "end_reason": null, "created_at": 1, "updated_at": 2
+        }))
+        .unwrap();
+        assert_eq!(info.profile, None);
+    }
 }

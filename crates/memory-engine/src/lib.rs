@@ -31,6 +31,7 @@ mod indexed_message_store;
 pub mod long_term;
 mod message_search;
 mod outbox;
+pub mod profile_link;
 mod session;
 mod session_manager;
 pub mod session_transfer;

@@ -14,6 +14,7 @@ use crate::compaction::{
 };
 use crate::context::{ContextBlocks, ContextTools};
 use crate::message_search::MessageSearch;
+use crate::profile_link::ProfileLink;
 use tracing::{debug, warn};
 
 /// One conversation: a tree of messages with branches, backed by a [`MessageStore`].
@@ -26,6 +27,7 @@ pub struct Session {
     context: Arc<ContextBlocks>,
     compaction: Option<Arc<CompactionSettings>>,
     search: Option<MessageSearch>,
+    link: Option<ProfileLink>,
 }
 
 /// A callback for auto-compaction failures.
@@ -152,7 +154,15 @@ impl Session {
             context: Arc::new(ContextBlocks::empty()),
             compaction: None,
             search: None,
+            link: None,
         }
+    }
+
+    /// Links the session to long-term memory: when it is bound to a profile, compacted
+    /// ranges ship there and its tools include the memory tools.
+    pub fn with_link(mut self, link: ProfileLink) -> Self {
+        self.link = Some(link);
+        self
     }
 
     /// Enables search (the `store` of [`Session::new`] must be the one [`MessageSearch::pair`]
@@ -189,15 +199,25 @@ impl Session {
         self.context.refresh_system_prompt().await
     }
 
-    /// Tool definitions generated from the blocks present.
+    /// Tool definitions generated from the blocks present, then the memory tools when the
+    /// session is bound to a profile (`recall`, `remember`, ...).
     pub async fn tools(&self) -> Result<Vec<ToolDefinition>> {
-        ContextTools::definitions(&self.context).await
+        let mut tools = ContextTools::definitions(&self.context).await?;
+        if let Some(link) = &self.link {
+            tools.extend(link.tool_definitions(&self.id).await?);
+        }
+        Ok(tools)
     }
 
     /// Runs a tool call and returns the string for the model. Bad arguments, unknown tools
     /// and failed writes come back as `Error: ...` strings; unloading a skill also rewrites
     /// the newest `load_context` output for it in history to a short marker.
     pub async fn execute_tool(&self, name: &str, arguments: &Value) -> Result<String> {
+        if let Some(link) = &self.link
+            && let Some(output) = link.execute_tool(&self.id, name, arguments).await
+        {
+            return Ok(output);
+        }
         let Some(execution) = ContextTools::execute(&self.context, name, arguments).await else {
             return Ok(format!("Error: unknown tool \"{name}\""));
         };
@@ -377,22 +397,29 @@ impl Session {
             )
             .await?;
         self.context.refresh_system_prompt().await?;
+        let from = raw
+            .iter()
+            .position(|m| m.id == record.from_message_id)
+            .unwrap_or(0);
+        let to = raw
+            .iter()
+            .position(|m| m.id == record.to_message_id)
+            .unwrap_or(from)
+            .max(from);
+        let range = raw.get(from..=to).unwrap_or_default();
+        // History flows into the bound profile. Compaction never waits for extraction (the
+        // job runs elsewhere) and never fails because of it: a range that could not be
+        // shipped now ships with the next compaction or the end of the session.
+        if let Some(link) = &self.link
+            && let Err(e) = link.ship_compacted(&self.id, range).await
+        {
+            warn!(session = %self.id, error = %e, "compacted range not shipped to the profile yet");
+        }
         if let Some(observer) = &settings.observer {
-            let from = raw
-                .iter()
-                .position(|m| m.id == record.from_message_id)
-                .unwrap_or(0);
-            let to = raw
-                .iter()
-                .position(|m| m.id == record.to_message_id)
-                .unwrap_or(from);
             let event = CompactionEvent {
                 session_id: self.id.clone(),
                 compaction_id: record.id.clone(),
-                message_ids: raw[from..=to.max(from)]
-                    .iter()
-                    .map(|m| m.id.clone())
-                    .collect(),
+                message_ids: range.iter().map(|m| m.id.clone()).collect(),
                 summary: record.summary.clone(),
             };
             observer.on_compacted(&event).await?;

@@ -10,7 +10,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tracing::info;
 
-use crate::context::ContextWiring;
+use crate::context::{ContextWiring, ProfileBlocks};
+use crate::long_term::MemoryService;
+use crate::profile_link::{JobRunner, LinkOptions, ProfileLink, ShipReport, ShipSelection};
 use crate::{AppendReport, CompactionSettings, MessageSearch, ReindexReport, Session};
 
 /// Longest automatic session title, in characters.
@@ -31,6 +33,7 @@ pub struct SessionManager {
     search: Option<MessageSearch>,
     sessions: Arc<Mutex<HashMap<SessionId, Session>>>,
     pub(crate) archive: Option<crate::archive::Archive>,
+    link: Option<ProfileLink>,
 }
 
 impl SessionManager {
@@ -49,7 +52,119 @@ impl SessionManager {
             search: None,
             sessions: Arc::new(Mutex::new(HashMap::new())),
             archive: None,
+            link: None,
         }
+    }
+
+    /// Wires long-term memory into the sessions (see [`crate::profile_link`]): a session
+    /// bound to a profile (at creation, or by `options.default_profile`) ships compacted
+    /// ranges and, when it ends, the rest of its history there; its tools gain `recall` and
+    /// `remember`; `profile` blocks show the profile in the prompt. `kv` records what was
+    /// shipped. Unbound sessions behave as before.
+    pub fn with_long_term(
+        self,
+        memory: MemoryService,
+        kv: Arc<dyn KeyValueStore>,
+        options: LinkOptions,
+    ) -> Result<Self> {
+        let link = ProfileLink::new(
+            memory,
+            Arc::clone(&self.store),
+            Arc::clone(&self.registry),
+            kv,
+            Arc::clone(&self.context.counter),
+            options,
+        )?;
+        Ok(self.linked(link))
+    }
+
+    /// Runs the ingest jobs that shipping queues with `runner` (a server's background
+    /// tasks); without one they wait in the queue for a worker. No-op without long-term
+    /// memory wired.
+    pub fn with_job_runner(self, runner: Arc<dyn JobRunner>) -> Self {
+        match self.link.clone() {
+            Some(link) => self.linked(link.with_runner(runner)),
+            None => self,
+        }
+    }
+
+    fn linked(mut self, link: ProfileLink) -> Self {
+        let mut wiring = (*self.context).clone();
+        wiring.profiles = Some(Arc::new(link.clone()) as Arc<dyn ProfileBlocks>);
+        self.context = Arc::new(wiring);
+        self.link = Some(link);
+        self.sessions = Arc::new(Mutex::new(HashMap::new()));
+        self
+    }
+
+    /// True when sessions can compact (a compactor is configured).
+    pub fn has_compaction(&self) -> bool {
+        self.compaction.is_some()
+    }
+
+    /// The link to long-term memory, when one is wired.
+    pub fn long_term(&self) -> Option<&ProfileLink> {
+        self.link.as_ref()
+    }
+
+    fn require_link(&self) -> Result<&ProfileLink> {
+        self.link
+            .as_ref()
+            .ok_or_else(|| MemoryError::invalid("no long-term memory is wired to these sessions"))
+    }
+
+    /// Binds a session to `profile`, or unbinds it (`None`). Explicit: nothing else changes
+    /// a binding.
+    pub async fn bind(&self, id: &SessionId, profile: Option<&str>) -> Result<SessionInfo> {
+        if let Some(profile) = profile {
+            memory_core::validate_profile_name(profile)?;
+        }
+        let patch = SessionPatch {
+            profile: Some(profile.map(str::to_owned)),
+            ..SessionPatch::default()
+        };
+        self.registry.update(id, &patch, self.clock.now()).await
+    }
+
+    /// Ends a session: sets its end reason (`ended` by default) and, when it is bound, ships
+    /// the part of its current branch that was not shipped yet into its profile.
+    pub async fn end(
+        &self,
+        id: &SessionId,
+        reason: Option<&str>,
+    ) -> Result<(SessionInfo, Option<ShipReport>)> {
+        let info = self.require(id).await?;
+        self.rehydrate(id).await?;
+        let shipped = match &info.profile {
+            Some(profile) => Some(
+                self.require_link()?
+                    .ship_selection(profile, id, &ShipSelection::default())
+                    .await?,
+            ),
+            None => None,
+        };
+        let patch = SessionPatch {
+            end_reason: Some(reason.unwrap_or("ended").to_owned()),
+            ..SessionPatch::default()
+        };
+        let info = self.registry.update(id, &patch, self.clock.now()).await?;
+        info!(session = %id, shipped = shipped.as_ref().map_or(0, |s| s.shipped), "session ended");
+        Ok((info, shipped))
+    }
+
+    /// Ships stored messages of a session into `profile` (bound or not), without sending
+    /// them again: the path to a leaf, or a range of it. Messages shipped before are
+    /// skipped.
+    pub async fn ship(
+        &self,
+        profile: &str,
+        id: &SessionId,
+        selection: &ShipSelection,
+    ) -> Result<ShipReport> {
+        let link = self.require_link()?;
+        self.require(id).await?;
+        self.rehydrate(id).await?;
+        link.ship_selection(profile, id, selection).await
     }
 
     /// Enables archiving cold sessions into `blobs` ([`SessionManager::archive`]), with
@@ -129,8 +244,12 @@ impl SessionManager {
         self
     }
 
-    /// Declares the context blocks every session gets, and the ports they are stored in.
-    pub fn with_context(mut self, wiring: ContextWiring) -> Self {
+    /// Declares the context blocks every session gets, and the ports they are stored in
+    /// (profile blocks keep the long-term link when one is wired).
+    pub fn with_context(mut self, mut wiring: ContextWiring) -> Self {
+        if wiring.profiles.is_none() {
+            wiring.profiles = self.context.profiles.clone();
+        }
         self.context = Arc::new(wiring);
         self.sessions = Arc::new(Mutex::new(HashMap::new()));
         self
@@ -146,7 +265,16 @@ impl SessionManager {
     }
 
     /// Creates a session (a random UUID v7 id unless `spec.id` is given).
-    pub async fn create(&self, spec: NewSession) -> Result<SessionInfo> {
+    pub async fn create(&self, mut spec: NewSession) -> Result<SessionInfo> {
+        if spec.profile.is_none() {
+            spec.profile = self
+                .link
+                .as_ref()
+                .and_then(|l| l.options().default_profile.clone());
+        }
+        if let Some(profile) = &spec.profile {
+            memory_core::validate_profile_name(profile)?;
+        }
         let id = match &spec.id {
             Some(id) => id.clone(),
             None => SessionId::new(uuid::Uuid::now_v7().to_string())?,
@@ -200,6 +328,9 @@ impl SessionManager {
         self.rehydrate(id).await?;
         self.store.clear(id).await?;
         self.context.delete_session(id).await?;
+        if let Some(link) = &self.link {
+            link.forget_session(id).await?;
+        }
         self.registry.delete(id).await?;
         self.cached().remove(id);
         info!(session = %id, "session deleted");
@@ -223,6 +354,9 @@ impl SessionManager {
         }
         if let Some(settings) = &self.compaction {
             session = session.with_compaction(settings.clone());
+        }
+        if let Some(link) = &self.link {
+            session = session.with_link(link.clone());
         }
         Ok(self.cached().entry(id.clone()).or_insert(session).clone())
     }
@@ -332,6 +466,7 @@ impl SessionManager {
                 parent_session_id: Some(id.clone()),
                 model: source.model.clone(),
                 source: source.source.clone(),
+                profile: source.profile.clone(),
             })
             .await?;
         let mut batch = Vec::with_capacity(path.len());
@@ -369,6 +504,7 @@ impl SessionManager {
                 parent_session_id: Some(id.clone()),
                 model: old.model,
                 source: old.source,
+                profile: old.profile,
             })
             .await?;
         let seed = UiMessage::text_message(

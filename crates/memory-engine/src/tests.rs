@@ -28,6 +28,7 @@ fn info(id: &str) -> SessionInfo {
         source: None,
         usage: SessionUsage::default(),
         end_reason: None,
+        profile: None,
         created_at: Timestamp(0),
         updated_at: Timestamp(0),
     }
@@ -331,6 +332,7 @@ mod context_sessions {
         let skills = Arc::new(InMemorySkillStore::new());
         let index = Arc::new(InMemoryTextIndex::new());
         let wiring = ContextWiring {
+            profiles: None,
             kv: Some(kv.clone() as Arc<dyn KeyValueStore>),
             index: Some(index.clone() as Arc<dyn TextIndex>),
             specs: vec![

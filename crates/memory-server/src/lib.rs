@@ -160,6 +160,7 @@ fn routes() -> Router {
             get(sessions::children),
         )
         .route("/v1/sessions/{id}/fork", post(sessions::fork))
+        .route("/v1/sessions/{id}/end", post(sessions::end_session))
         .route("/v1/sessions/{id}/compact", post(compaction::compact))
         .route(
             "/v1/sessions/{id}/compactions",

@@ -8,7 +8,9 @@
 //! `unload_context`, `search_context`, as the deployment's blocks define them) act on the
 //! session named in the call (`session` argument) or in the connection (`memory mcp
 //! --session`, or `/mcp?session=ID` over HTTP). Over HTTP the tenant is the one of the
-//! request's API key, and `?profile=NAME` picks the long-term profile.
+//! request's API key, and `?profile=NAME` picks the long-term profile; without it, a
+//! connection's session that is bound to a profile reads and writes that profile, and
+//! `remember` records the session as the memory's source.
 
 use axum::extract::Query;
 use axum::http::request::Parts;
@@ -61,6 +63,8 @@ struct Scope {
     state: AppState,
     profile: String,
     session: Option<String>,
+    /// The connection named the profile (`?profile=`); else a bound session's wins.
+    explicit_profile: bool,
 }
 
 /// What an HTTP connection names in its URL (`/mcp?profile=NAME&session=ID`).
@@ -168,6 +172,7 @@ impl MemoryMcp {
             let params = Query::<ConnectionParams>::try_from_uri(&parts.uri)
                 .map(|q| q.0)
                 .unwrap_or_default();
+            let explicit_profile = params.profile.is_some();
             let profile = params.profile.unwrap_or_else(|| state.mcp_profile.clone());
             if let Err(e) = memory_core::validate_profile_name(&profile) {
                 return Err(e.to_string());
@@ -176,6 +181,7 @@ impl MemoryMcp {
                 state,
                 profile,
                 session: params.session,
+                explicit_profile,
             });
         }
         match &self.local {
@@ -186,9 +192,32 @@ impl MemoryMcp {
                     .clone()
                     .unwrap_or_else(|| state.mcp_profile.clone()),
                 session: self.session.clone(),
+                explicit_profile: false,
             }),
             None => Err("no services for this connection".into()),
         }
+    }
+
+    /// [`MemoryMcp::scope`] for the long-term tools: a connection's session that is bound to
+    /// a profile reads and writes that profile, unless the connection names one itself.
+    async fn bound_scope(&self, context: &RequestContext<RoleServer>) -> Result<Scope, String> {
+        let mut scope = self.scope(context)?;
+        if !scope.explicit_profile
+            && let Some(session) = &scope.session
+        {
+            let id = SessionId::new(session.as_str()).map_err(|e| e.to_string())?;
+            if let Some(profile) = scope
+                .state
+                .sessions
+                .get(&id)
+                .await
+                .map_err(|e| e.to_string())?
+                .and_then(|info| info.profile)
+            {
+                scope.profile = profile;
+            }
+        }
+        Ok(scope)
     }
 
     /// The context-block tools the deployment defines, each taking `session` (required when
@@ -284,7 +313,7 @@ impl MemoryMcp {
         Parameters(args): Parameters<RememberArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = match self.scope(&context) {
+        let scope = match self.bound_scope(&context).await {
             Ok(scope) => scope,
             Err(refused) => return Ok(failed(refused)),
         };
@@ -297,7 +326,7 @@ impl MemoryMcp {
         };
         let request = RememberRequest {
             content: args.content,
-            session_id: None,
+            session_id: scope.session.clone(),
             kind,
             key: args.key,
         };
@@ -321,7 +350,7 @@ impl MemoryMcp {
         Parameters(args): Parameters<RecallArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = match self.scope(&context) {
+        let scope = match self.bound_scope(&context).await {
             Ok(scope) => scope,
             Err(refused) => return Ok(failed(refused)),
         };
@@ -356,7 +385,7 @@ impl MemoryMcp {
         Parameters(args): Parameters<ForgetArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = match self.scope(&context) {
+        let scope = match self.bound_scope(&context).await {
             Ok(scope) => scope,
             Err(refused) => return Ok(failed(refused)),
         };
@@ -381,7 +410,7 @@ impl MemoryMcp {
         Parameters(args): Parameters<ListArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = match self.scope(&context) {
+        let scope = match self.bound_scope(&context).await {
             Ok(scope) => scope,
             Err(refused) => return Ok(failed(refused)),
         };

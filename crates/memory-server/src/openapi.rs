@@ -24,6 +24,7 @@ use utoipa::{Modify, OpenApi};
         crate::sessions::delete_message,
         crate::sessions::children,
         crate::sessions::fork,
+        crate::sessions::end_session,
         crate::compaction::compact,
         crate::compaction::compactions,
         crate::transfer::export_session,

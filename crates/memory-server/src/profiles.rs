@@ -5,12 +5,14 @@ use axum::Extension;
 use axum::Json;
 use axum::extract::{Path, Query};
 use axum::http::StatusCode;
-use memory_core::Timestamp;
 use memory_core::ports::{MemoryFilter, MemoryKind, MemoryPage, MemoryRecord};
+use memory_core::{SessionId, Timestamp};
 use memory_engine::long_term::{
     IngestJob, IngestMessage, RecallRequest, RecallResponse, RememberRequest,
 };
+use memory_engine::profile_link::ShipSelection;
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -194,14 +196,22 @@ pub struct IngestLine {
     pub created_at: Option<i64>,
 }
 
-/// A conversation to ingest.
+/// A conversation to ingest: its messages, or none to take them from the stored session
+/// `session` (the path to `leaf`, the latest by default, cut to `from`..`to` when given),
+/// skipping what was shipped before.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Ingest {
     /// The conversation's id.
     pub session: String,
-    /// Its messages, in order.
-    pub messages: Vec<IngestLine>,
+    /// Its messages, in order; absent to ingest the stored session without re-sending it.
+    pub messages: Option<Vec<IngestLine>>,
+    /// With a stored session: the leaf whose path to take.
+    pub leaf: Option<String>,
+    /// With a stored session: the first message of the range.
+    pub from: Option<String>,
+    /// With a stored session: the last message of the range.
+    pub to: Option<String>,
 }
 
 /// An accepted ingest: the job and where to follow it.
@@ -216,21 +226,57 @@ pub struct Accepted {
 
 /// Queues a conversation for ingest (raw messages stored now, extraction in the
 /// background: in this process, or in `memory worker` processes) and answers at once with
-/// the job.
+/// the job. Without `messages`, the stored session's messages are taken (those not
+/// shipped before): 202 with the job, or 200 with `job: null` when nothing was new.
 #[utoipa::path(post, path = "/v1/profiles/{profile}/ingest", tag = "long-term",
     request_body = Ingest,
     params(("profile" = String, Path, description = "Profile name")),
     responses(
         (status = 202, description = "Queued", body = Accepted),
+        (status = 200, description = "Nothing new to ship from the stored session", body = Accepted),
+        (status = 404, description = "No such session", body = ErrorBody),
         (status = 400, description = "Invalid input", body = ErrorBody)))]
 pub async fn ingest(
     Extension(state): Extension<AppState>,
     Extension(metrics): Extension<Metrics>,
     Path(profile): Path<String>,
     Json(body): Json<Ingest>,
-) -> ApiResult<(StatusCode, Json<Accepted>)> {
-    let messages = body
-        .messages
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let Some(messages) = body.messages else {
+        let selection = ShipSelection {
+            leaf: body.leaf,
+            from: body.from,
+            to: body.to,
+        };
+        let report = state
+            .sessions
+            .ship(&profile, &SessionId::new(body.session)?, &selection)
+            .await?;
+        let status = if report.queued {
+            StatusCode::ACCEPTED
+        } else {
+            StatusCode::OK
+        };
+        let status_url = report
+            .job
+            .as_ref()
+            .map(|job| format!("/v1/profiles/{profile}/jobs/{}", job.id));
+        return Ok((
+            status,
+            Json(json!({
+                "job": report.job,
+                "status_url": status_url,
+                "shipped": report.shipped,
+                "already_shipped": report.already_shipped,
+            })),
+        ));
+    };
+    if body.leaf.is_some() || body.from.is_some() || body.to.is_some() {
+        return Err(ApiError::invalid(
+            "`leaf`, `from` and `to` select messages of a stored session; leave them out when sending `messages`",
+        ));
+    }
+    let messages = messages
         .into_iter()
         .map(|m| IngestMessage {
             role: m.role,
@@ -254,7 +300,10 @@ pub async fn ingest(
         });
     }
     let status_url = format!("/v1/profiles/{profile}/jobs/{}", job.id);
-    Ok((StatusCode::ACCEPTED, Json(Accepted { job, status_url })))
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"job": job, "status_url": status_url})),
+    ))
 }
 
 /// An ingest job's status.

@@ -34,6 +34,10 @@ pub struct CreateSession {
     pub source: Option<String>,
     /// The session it was forked from.
     pub parent_session_id: Option<String>,
+    /// The long-term profile to bind it to (the deployment's `[sessions] profile` when
+    /// absent): compaction and the end of the session ship its history there, and its tools
+    /// include `recall` and `remember`.
+    pub profile: Option<String>,
 }
 
 /// Creates a session.
@@ -56,6 +60,7 @@ pub async fn create_session(
             .transpose()?,
         model: body.model,
         source: body.source,
+        profile: body.profile,
     };
     Ok((
         StatusCode::CREATED,
@@ -124,28 +129,96 @@ pub async fn get_session(
     }
 }
 
-/// A rename.
+/// A change of a session's metadata: a new name, and/or a new profile binding
+/// (`"profile": "name"` binds, `"profile": null` unbinds, no `profile` leaves it).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rename {
     /// The new name.
-    pub name: String,
+    pub name: Option<String>,
+    /// The profile to bind to, or `null` to unbind.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub profile: Option<Option<String>>,
 }
 
-/// Renames a session.
+/// A field that is present (its `null` included) is `Some`.
+fn present<'de, D>(deserializer: D) -> Result<Option<Option<String>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Option::<String>::deserialize(deserializer).map(Some)
+}
+
+/// Renames a session and/or changes its profile binding.
 #[utoipa::path(patch, path = "/v1/sessions/{id}", tag = "sessions", request_body = Rename,
     params(("id" = String, Path, description = "Session id")),
     responses(
-        (status = 200, description = "Renamed", body = schemas::Session),
+        (status = 200, description = "Changed", body = schemas::Session),
+        (status = 400, description = "Nothing to change, or an invalid profile name", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn rename_session(
     Extension(state): Extension<AppState>,
     Path(id): Path<String>,
     Json(body): Json<Rename>,
 ) -> ApiResult<Json<SessionInfo>> {
-    Ok(Json(
-        state.sessions.rename(&session_id(&id)?, &body.name).await?,
-    ))
+    let id = session_id(&id)?;
+    if body.name.is_none() && body.profile.is_none() {
+        return Err(ApiError::invalid(
+            "give `name`, `profile` (null unbinds), or both",
+        ));
+    }
+    let mut info = None;
+    if let Some(profile) = &body.profile {
+        info = Some(state.sessions.bind(&id, profile.as_deref()).await?);
+    }
+    if let Some(name) = &body.name {
+        info = Some(state.sessions.rename(&id, name).await?);
+    }
+    match info {
+        Some(info) => Ok(Json(info)),
+        None => Err(ApiError::invalid("nothing to change")),
+    }
+}
+
+/// How a session ends.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndSession {
+    /// Why it ended (`ended` when absent).
+    pub reason: Option<String>,
+}
+
+/// An ended session and what it shipped to its profile.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Ended {
+    /// The session record.
+    #[schema(value_type = Object)]
+    pub session: SessionInfo,
+    /// What was shipped to the bound profile (`null` for an unbound session): counts and
+    /// the ingest job (`null` when nothing new was left to ship).
+    #[schema(value_type = Option<Object>)]
+    pub shipped: Option<memory_engine::profile_link::ShipReport>,
+}
+
+/// Ends a session: sets its end reason and, when it is bound to a profile, ships what was
+/// not shipped yet of its current branch there as an ingest job.
+#[utoipa::path(post, path = "/v1/sessions/{id}/end", tag = "sessions", request_body = EndSession,
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "Ended", body = Ended),
+        (status = 404, description = "No such session", body = ErrorBody)))]
+pub async fn end_session(
+    Extension(state): Extension<AppState>,
+    Path(id): Path<String>,
+    body: Option<Json<EndSession>>,
+) -> ApiResult<Json<Ended>> {
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let (session, shipped) = state
+        .sessions
+        .end(&session_id(&id)?, body.reason.as_deref())
+        .await?;
+    Ok(Json(Ended { session, shipped }))
 }
 
 /// Deletes a session with its messages, overlays and index entries.

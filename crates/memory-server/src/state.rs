@@ -2,6 +2,7 @@ use std::sync::Arc;
 
 use memory_engine::SessionManager;
 use memory_engine::long_term::MemoryService;
+use memory_engine::profile_link::JobRunner;
 
 /// What every handler reaches: the engine's services over the deployment's backends. The
 /// server keeps no state of its own between requests, so any number of servers can share
@@ -32,12 +33,24 @@ impl AppState {
         run_jobs: bool,
         mcp_profile: impl Into<String>,
     ) -> Self {
+        let jobs = tokio_util::task::TaskTracker::new();
+        // History that sessions ship to their profiles (at compaction, at their end) is
+        // extracted here too, tracked like the jobs the ingest route starts.
+        let sessions = if run_jobs {
+            Arc::new(
+                (*sessions)
+                    .clone()
+                    .with_job_runner(Arc::new(TrackedJobs { jobs: jobs.clone() })),
+            )
+        } else {
+            sessions
+        };
         Self {
             sessions,
             memory,
             run_jobs,
             mcp_profile: mcp_profile.into(),
-            jobs: tokio_util::task::TaskTracker::new(),
+            jobs,
         }
     }
 
@@ -47,5 +60,23 @@ impl AppState {
         self.memory.stop_jobs();
         self.jobs.close();
         self.jobs.wait().await;
+    }
+}
+
+/// Runs shipped ingest jobs as tasks of the server's tracker (a graceful shutdown waits for
+/// them to give their jobs back to the queue).
+struct TrackedJobs {
+    jobs: tokio_util::task::TaskTracker,
+}
+
+impl JobRunner for TrackedJobs {
+    fn run(&self, memory: &MemoryService, profile: &str, job_id: &str) {
+        let (memory, profile, id) = (memory.clone(), profile.to_owned(), job_id.to_owned());
+        self.jobs.spawn(async move {
+            match memory.run_job(&profile, &id).await {
+                Ok(job) => tracing::info!(profile, job = %id, status = job.status.as_str(), "shipped history ingested"),
+                Err(e) => tracing::warn!(profile, job = %id, error = %e, "shipped history's ingest job failed"),
+            }
+        });
     }
 }

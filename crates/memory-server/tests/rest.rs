@@ -567,3 +567,131 @@ async fn a_server_without_jobs_leaves_them_queued_for_workers() {
     let job = get_json(&http, &format!("{}{status_url}", server.base)).await;
     assert_eq!(job["status"], "queued", "{job}");
 }
+
+/// The two tiers as one over REST: a bound session's end ships its history (the server
+/// runs the job), a second session's `recall` tool finds it with provenance, the PATCH
+/// route binds and unbinds, and a stored session ingests by id without re-sending.
+#[tokio::test]
+async fn a_bound_session_ships_its_history_and_a_later_session_recalls_it() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{}{path}", server.base);
+    let created: Value = post_json(
+        &http,
+        &url("/v1/sessions"),
+        json!({"id": "one", "profile": "alice"}),
+    )
+    .await;
+    assert_eq!(created["profile"], "alice");
+    post_json(
+        &http,
+        &url("/v1/sessions/one/messages"),
+        json!({"messages": [
+            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "I moved to Lisbon last spring."}]},
+            {"id": "a1", "role": "assistant", "parts": [{"type": "text", "text": "Noted: Lisbon."}]}
+        ]}),
+    )
+    .await;
+    let ended: Value = post_json(&http, &url("/v1/sessions/one/end"), json!({})).await;
+    assert_eq!(ended["session"]["end_reason"], "ended");
+    assert_eq!(ended["shipped"]["shipped"], 2, "{ended}");
+    let job_id = ended["shipped"]["job"]["id"].as_str().unwrap().to_owned();
+    let mut status = Value::Null;
+    for _ in 0..100 {
+        status = get_json(&http, &url(&format!("/v1/profiles/alice/jobs/{job_id}"))).await;
+        if status["status"] == "done" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        status["status"], "done",
+        "the server ran the shipped job: {status}"
+    );
+
+    post_json(&http, &url("/v1/sessions"), json!({"id": "two"})).await;
+    let tools: Value = get_json(&http, &url("/v1/sessions/two/tools")).await;
+    assert!(
+        !tools.to_string().contains("\"recall\""),
+        "unbound: {tools}"
+    );
+    let (bound_status, _) = call(
+        http.patch(url("/v1/sessions/two"))
+            .json(&json!({"profile": "alice"})),
+    )
+    .await;
+    assert_eq!(bound_status, StatusCode::OK);
+    let tools: Value = get_json(&http, &url("/v1/sessions/two/tools")).await;
+    assert!(tools.to_string().contains("\"recall\""), "{tools}");
+    assert!(tools.to_string().contains("\"remember\""), "{tools}");
+    let (_, recalled) = call(
+        http.post(url("/v1/sessions/two/tools/recall"))
+            .json(&json!({"query": "Lisbon"})),
+    )
+    .await;
+    let recalled = recalled.to_string();
+    assert!(recalled.contains("Lisbon"), "{recalled}");
+    assert!(recalled.contains("session=\\\"one\\\""), "{recalled}");
+    assert!(recalled.contains("messages=\\\"u1\\\""), "{recalled}");
+
+    // Ingest a stored session by id: nothing new after the end shipped it all.
+    let (again_status, again) = call(
+        http.post(url("/v1/profiles/alice/ingest"))
+            .json(&json!({"session": "one"})),
+    )
+    .await;
+    assert_eq!(again_status, StatusCode::OK);
+    assert_eq!(again["job"], Value::Null);
+    assert_eq!(again["already_shipped"], 2);
+    // Into another profile, one message by range: queued.
+    let (ranged_status, ranged) = call(
+        http.post(url("/v1/profiles/bob/ingest"))
+            .json(&json!({"session": "one", "from": "u1", "to": "u1"})),
+    )
+    .await;
+    assert_eq!(ranged_status, StatusCode::ACCEPTED);
+    assert_eq!(ranged["shipped"], 1);
+    let (mixed_status, _) = call(
+        http.post(url("/v1/profiles/bob/ingest"))
+            .json(&json!({"session": "one", "leaf": "a1", "messages": []})),
+    )
+    .await;
+    assert_eq!(mixed_status, StatusCode::BAD_REQUEST);
+
+    // MCP on a connection naming the bound session reads and writes its profile.
+    let mcp = url("/mcp?session=two");
+    let recalled = common::mcp_call(&http, &mcp, "recall", json!({"query": "Lisbon"})).await;
+    assert!(recalled.contains("Lisbon"), "{recalled}");
+    common::mcp_call(
+        &http,
+        &mcp,
+        "remember",
+        json!({"content": "Prefers trams to taxis.", "key": "transport"}),
+    )
+    .await;
+    let listed: Value = get_json(&http, &url("/v1/profiles/alice/memories?key=transport")).await;
+    assert_eq!(listed["memories"][0]["session_id"], "two", "{listed}");
+    let default_profile =
+        common::mcp_call(&http, &url("/mcp"), "recall", json!({"query": "Lisbon"})).await;
+    assert!(
+        !default_profile.contains("I moved to Lisbon"),
+        "{default_profile}"
+    );
+
+    let (_, unbound) = call(
+        http.patch(url("/v1/sessions/two"))
+            .json(&json!({"profile": null})),
+    )
+    .await;
+    assert_eq!(unbound["profile"], Value::Null, "{unbound}");
+    let (empty_status, _) = call(http.patch(url("/v1/sessions/two")).json(&json!({}))).await;
+    assert_eq!(empty_status, StatusCode::BAD_REQUEST);
+}
+
+/// Sends a request; its status and JSON body (`null` when it has none).
+async fn call(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}

@@ -159,6 +159,7 @@ fn body_for(method: &str, template: &str) -> Option<Value> {
         ("put", "/v1/sessions/{id}/messages/{message_id}") => text("m1", "user", "overwritten"),
         ("put", "/v1/sessions/{id}/context/{label}") => json!({"content": "overwritten"}),
         ("post", "/v1/sessions/{id}/fork") => json!({"at": "m1"}),
+        ("post", "/v1/sessions/{id}/end") => json!({}),
         ("post", "/v1/sessions/{id}/compact") => json!({}),
         ("post", "/v1/sessions/{id}/tools/{name}") => {
             json!({"label": "memory", "content": "overwritten"})
@@ -298,50 +299,15 @@ async fn a_tenant_reaches_nothing_of_another_on_any_route() {
     assert!(!leaks(&bolt_recall), "{bolt_recall}");
 }
 
-/// Calls the MCP `recall` tool over streamable HTTP with `key`, speaking JSON-RPC directly
-/// (the Python SDK client covers the protocol in memory-cli's tests).
+/// Calls the MCP `recall` tool over streamable HTTP with `key`.
 async fn mcp_recall(base: &str, key: &str, query: &str) -> String {
-    let http = client(key);
-    let post = |body: Value, session: Option<String>| {
-        let mut request = http
-            .post(format!("{base}/mcp"))
-            .header("accept", "application/json, text/event-stream")
-            .json(&body);
-        if let Some(session) = session {
-            request = request.header("mcp-session-id", session);
-        }
-        request.send()
-    };
-    let init = post(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "tenants-test", "version": "1"}}}),
-        None,
+    common::mcp_call(
+        &client(key),
+        &format!("{base}/mcp"),
+        "recall",
+        json!({"query": query}),
     )
     .await
-    .unwrap();
-    assert_eq!(init.status(), StatusCode::OK);
-    let session = init
-        .headers()
-        .get("mcp-session-id")
-        .map(|v| v.to_str().unwrap().to_owned());
-    let _ = init.text().await.unwrap();
-    let note = post(
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        session.clone(),
-    )
-    .await
-    .unwrap();
-    assert!(note.status().is_success());
-    let call = post(
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": "recall", "arguments": {"query": query}}}),
-        session,
-    )
-    .await
-    .unwrap();
-    assert_eq!(call.status(), StatusCode::OK);
-    call.text().await.unwrap()
 }
 
 #[tokio::test]

@@ -43,6 +43,7 @@ async fn main() -> memory_core::Result<()> {
     let skills: Arc<dyn SkillStore> = Arc::new(MarkdownSkills::new(config_dir.join("skills")));
     let kv: Arc<dyn KeyValueStore> = Arc::new(SqliteKeyValueStore::new(db.clone()));
     let wiring = ContextWiring {
+        profiles: None,
         kv: Some(Arc::clone(&kv)),
         index: Some(Arc::new(SqliteTextIndex::new(db.clone())) as Arc<dyn TextIndex>),
         specs: vec![

@@ -164,6 +164,7 @@ pub fn check_config(command: &ConfigCommand, data_dir: &Path) -> Result<(), CliE
             memory_config::BlockKindConfig::Writable => BlockKind::Writable,
             memory_config::BlockKindConfig::Searchable => BlockKind::Searchable,
             memory_config::BlockKindConfig::Skill => BlockKind::Skill,
+            memory_config::BlockKindConfig::Profile => BlockKind::ReadOnly,
         };
         println!("  {} {}", block.label, kind.tag());
     }

@@ -1,14 +1,84 @@
-//! `memory demo`: a branching trip-planning conversation with tool calls, written into a
-//! fresh data dir, searched, and printed branch by branch.
+//! `memory demo`: the three tiers on the embedded default, LLM-free, in a fresh data dir.
+//! A branching trip-planning conversation with tool calls, searched and printed branch by
+//! branch; its context blocks, frozen prompt and tools (`recall` and `remember` among
+//! them); the session shipped into a long-term profile when it ends; a second session whose
+//! model recalls what the first taught, with provenance; and the profile in the refreshed
+//! prompt.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use memory_core::{NewSession, Parent, SearchQuery, UiMessage};
+use memory_compose::Deployment;
+use memory_core::{NewSession, Parent, SearchQuery, SessionId, UiMessage};
+use memory_engine::SessionManager;
+use memory_engine::long_term::MemoryService;
 use serde_json::{Value, json};
 
 use super::CliError;
-use crate::app::App;
 use crate::output;
+
+/// The profile the demo's sessions are bound to.
+const PROFILE: &str = "traveller";
+
+/// The demo deployment's `memory.toml`: a persona, a writable notes block, the profile
+/// block, and every new session bound to the demo profile.
+const DEMO_CONFIG: &str = r#"# Written by `memory demo`.
+[sessions]
+profile = "traveller"
+
+[[blocks]]
+label = "persona"
+kind = "readonly"
+text = "You are a helpful travel assistant. Remember what the traveller tells you."
+
+[[blocks]]
+label = "notes"
+kind = "writable"
+description = "Your scratch notes for this trip"
+max_tokens = 300
+default = "(no notes yet)"
+
+[[blocks]]
+label = "profile"
+kind = "profile"
+description = "What you know about the traveller from earlier conversations"
+max_tokens = 400
+"#;
+
+/// Writes the demo's `memory.toml` into `dir` when it holds no deployment yet.
+fn prepare(dir: &Path) -> Result<(), CliError> {
+    let fresh = match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(CliError::io(format!("reading {}", dir.display()), e)),
+    };
+    if fresh {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::io(format!("creating {}", dir.display()), e))?;
+        let path = dir.join(memory_config::CONFIG_FILE);
+        std::fs::write(&path, DEMO_CONFIG)
+            .map_err(|e| CliError::io(format!("writing {}", path.display()), e))?;
+    }
+    Ok(())
+}
+
+/// Prints a tool call the demo's scripted model makes, and its result.
+async fn call(
+    manager: &SessionManager,
+    session: &SessionId,
+    name: &str,
+    arguments: Value,
+) -> Result<String, CliError> {
+    println!("model calls {name}({arguments})");
+    let output = manager
+        .session(session)
+        .await?
+        .execute_tool(name, &arguments)
+        .await?;
+    for line in output.lines() {
+        println!("  │ {line}");
+    }
+    Ok(output)
+}
 
 fn message(value: Value) -> Result<UiMessage, CliError> {
     Ok(serde_json::from_value(value)?)
@@ -45,18 +115,31 @@ pub async fn run(data_dir: Option<PathBuf>) -> Result<(), CliError> {
         Some(dir) => dir,
         None => std::env::temp_dir().join(format!("memory-demo-{}", uuid::Uuid::now_v7())),
     };
-    let app = App::open(&dir).await?;
-    let info = app
-        .manager
+    prepare(&dir)?;
+    let deployment = Deployment::open(&dir)?;
+    let (manager, memory, note) = deployment.services().await?;
+    let result = walk(&dir, &manager, &memory, note).await;
+    deployment.close().await;
+    result
+}
+
+async fn walk(
+    dir: &Path,
+    m: &SessionManager,
+    memory: &MemoryService,
+    note: Option<String>,
+) -> Result<(), CliError> {
+    println!("══ 1. Session memory: a branching conversation ══");
+    let info = m
         .create(NewSession {
             name: Some("Lisbon trip planning".into()),
             model: Some("demo-model".into()),
             source: Some("memory demo".into()),
+            profile: Some(PROFILE.into()),
             ..Default::default()
         })
         .await?;
     let sid = info.id.clone();
-    let m = &app.manager;
     m.append(
         &sid,
         text("sys", "system", "You are a helpful travel assistant.")?,
@@ -153,10 +236,99 @@ pub async fn run(data_dir: Option<PathBuf>) -> Result<(), CliError> {
     for message in session.history(None).await? {
         output::message(&message);
     }
-    println!(
-        "\nTry: memory --data-dir {} history {sid} --leaf a3 --json",
-        dir.display()
-    );
-    app.close().await;
+
+    println!("\n══ 2. Context: blocks, the frozen prompt and the tools ══");
+    call(
+        m,
+        &sid,
+        "remember",
+        json!({"content": "The traveller prefers seafood restaurants.", "kind": "fact", "key": "traveller.food"}),
+    )
+    .await?;
+    let prompt = session.freeze_system_prompt().await?;
+    println!("frozen system prompt ({} bytes):", prompt.len());
+    for line in prompt.lines() {
+        println!("  │ {line}");
+    }
+    let mut tools: Vec<String> = session.tools().await?.into_iter().map(|t| t.name).collect();
+    tools.extend(m.tools().into_iter().map(|t| t.name));
+    println!("tools: {}", tools.join(", "));
+
+    println!("\n══ 3. Long-term memory: session one ships into profile {PROFILE:?} ══");
+    if m.has_compaction() {
+        println!("(with [llm] set, compaction ships each compacted range as it happens)");
+    } else {
+        println!(
+            "no [llm] is configured: compaction needs a model, so the history ships when the session ends"
+        );
+    }
+    let (_, shipped) = m.end(&sid, Some("trip planned")).await?;
+    if let Some(report) = shipped {
+        println!("{}", output::ship_line(&report));
+        if let Some(job) = &report.job {
+            let job = memory.run_job(PROFILE, &job.id).await?;
+            println!(
+                "ingest job {}: {} ({} new raw message(s), {} vector(s))",
+                job.id,
+                job.status.as_str(),
+                job.new_messages,
+                job.vectorized
+            );
+            for degraded in &job.degraded {
+                println!("  degraded {}: {}", degraded.feature, degraded.reason);
+            }
+        }
+    }
+    if let Some(note) = note {
+        println!("note: {note}");
+    }
+
+    println!("\n══ 4. A second session recalls what the first taught ══");
+    let two = m
+        .create(NewSession {
+            name: Some("Packing for Lisbon".into()),
+            source: Some("memory demo".into()),
+            profile: Some(PROFILE.into()),
+            ..Default::default()
+        })
+        .await?;
+    let second = m.session(&two.id).await?;
+    let before = second.freeze_system_prompt().await?;
+    call(
+        m,
+        &two.id,
+        "recall",
+        json!({"query": "Which museums did we pick for the rainy Sunday?"}),
+    )
+    .await?;
+    call(
+        m,
+        &two.id,
+        "remember",
+        json!({"content": "Answer in short, practical sentences.", "kind": "instruction", "key": "style"}),
+    )
+    .await?;
+    let unchanged = second.freeze_system_prompt().await? == before;
+    println!("frozen prompt unchanged after the write: {unchanged}");
+    let refreshed = second.refresh_system_prompt().await?;
+    println!("the profile block in the refreshed prompt:");
+    let lines: Vec<&str> = refreshed.lines().collect();
+    if let Some(at) = lines.iter().position(|l| l.starts_with("PROFILE")) {
+        for line in lines
+            .iter()
+            .skip(at + 2)
+            .take_while(|l| **l != memory_engine::context::SEPARATOR)
+        {
+            println!("  │ {line}");
+        }
+    }
+
+    println!("\nTry next:");
+    let d = dir.display();
+    println!("  memory --data-dir {d} history {sid} --leaf a3 --json");
+    println!("  memory --data-dir {d} tools {} --format openai", two.id);
+    println!("  memory --data-dir {d} profile recall {PROFILE} \"rainy Sunday museums\" --explain");
+    println!("  memory --data-dir {d} profile list {PROFILE}");
+    println!("  memory --data-dir {d} serve   # the same over REST (/docs) and MCP (/mcp)");
     Ok(())
 }

@@ -7,7 +7,7 @@ mod context;
 mod demo;
 mod eval;
 mod message;
-mod profile;
+pub(crate) mod profile;
 mod read;
 mod remote;
 mod serve;

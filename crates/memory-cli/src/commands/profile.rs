@@ -3,9 +3,10 @@
 use memory_core::ports::{MemoryFilter, MemoryKind};
 use memory_core::{MemoryError, SessionId, UiMessage};
 use memory_engine::long_term::{
-    IngestJob, IngestMessage, JobStatus, RecallItem, RecallRequest, RememberRequest, StageUsage,
-    normalize_key,
+    IngestJob, IngestMessage, JobStatus, MemoryService, RecallItem, RecallRequest, RememberRequest,
+    StageUsage, normalize_key,
 };
+use memory_engine::profile_link::ShipSelection;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -177,7 +178,7 @@ impl Drop for WorkerLock {
 }
 
 /// Starts `memory profile jobs PROFILE --run` detached, logging to `<profiles>/PROFILE.jobs.log`.
-fn spawn_worker(data_dir: &Path, profile: &str) -> Result<(), CliError> {
+pub(crate) fn spawn_worker(data_dir: &Path, profile: &str) -> Result<(), CliError> {
     if WorkerLock::held(data_dir, profile)? {
         tracing::debug!(profile, "a worker is running; it will take the new jobs");
         return Ok(());
@@ -214,9 +215,31 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             profile,
             file,
             session,
+            from_session,
+            leaf,
+            from,
+            to,
             wait,
             format,
         } => {
+            if let Some(stored) = from_session {
+                let selection = ShipSelection { leaf, from, to };
+                return ingest_stored(
+                    data_dir,
+                    &service,
+                    &profile,
+                    &stored,
+                    &selection,
+                    wait,
+                    format.json,
+                )
+                .await;
+            }
+            let Some(file) = file else {
+                return Err(CliError::Input(
+                    "give a FILE of messages, or --from-session SESSION".into(),
+                ));
+            };
             let messages = read_messages(&file, session.as_deref())?;
             let mut runs: Vec<(SessionId, Vec<IngestMessage>)> = Vec::new();
             for (session, m) in messages {
@@ -584,5 +607,56 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             );
             Ok(())
         }
+    }
+}
+
+/// Runs a job to its end in this process, or, when a worker holds it, waits for that
+/// worker to finish it.
+pub(crate) async fn wait_for_job(
+    memory: &MemoryService,
+    profile: &str,
+    id: &str,
+) -> Result<IngestJob, CliError> {
+    loop {
+        match memory.run_job(profile, id).await {
+            Ok(job) => return Ok(job),
+            Err(memory_core::MemoryError::Conflict { .. }) => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// `profile ingest P --from-session S`: the stored session's messages (those not shipped
+/// before), with no re-sending.
+async fn ingest_stored(
+    data_dir: &Path,
+    memory: &MemoryService,
+    profile: &str,
+    session: &str,
+    selection: &ShipSelection,
+    wait: bool,
+    json: bool,
+) -> Result<(), CliError> {
+    let app = crate::app::App::open(data_dir).await?;
+    let result = app
+        .manager
+        .ship(profile, &crate::app::session_id(session)?, selection)
+        .await;
+    app.close().await;
+    let mut report = result?;
+    if let Some(job) = &report.job {
+        if wait {
+            report.job = Some(wait_for_job(memory, profile, &job.id).await?);
+        } else if report.queued {
+            spawn_worker(data_dir, profile)?;
+        }
+    }
+    if json {
+        output::json(&report)
+    } else {
+        println!("{}", output::ship_line(&report));
+        Ok(())
     }
 }

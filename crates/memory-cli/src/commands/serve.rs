@@ -38,8 +38,8 @@ async fn services(
     mcp_profile: &str,
     quiet: bool,
 ) -> Result<AppState, CliError> {
-    let sessions = Arc::new(deployment.session_manager().await?);
-    let (memory, note) = deployment.memory_service().await?;
+    let (sessions, memory, note) = deployment.services().await?;
+    let sessions = Arc::new(sessions);
     if let Some(note) = note
         && !quiet
     {
@@ -82,7 +82,12 @@ impl Served {
         let deployments = tenants
             .into_iter()
             .map(|t| {
-                let deployment = base.for_tenant(&t);
+                // A key may bind the tenant's new sessions to a profile (one per tenant).
+                let profile = keys
+                    .iter()
+                    .filter(|k| k.tenant == t)
+                    .find_map(|k| k.profile.clone());
+                let deployment = base.for_tenant(&t).with_session_profile(profile);
                 (Some(t), deployment)
             })
             .collect();

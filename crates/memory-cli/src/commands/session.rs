@@ -14,6 +14,7 @@ pub async fn run(app: &App, command: SessionCommand) -> Result<(), CliError> {
             parent,
             model,
             source,
+            profile,
             format,
         } => {
             let spec = NewSession {
@@ -22,6 +23,7 @@ pub async fn run(app: &App, command: SessionCommand) -> Result<(), CliError> {
                 parent_session_id: parent.as_deref().map(session_id).transpose()?,
                 model,
                 source,
+                profile,
             };
             let info = app.manager.create(spec).await?;
             if format.json {
@@ -71,6 +73,60 @@ pub async fn run(app: &App, command: SessionCommand) -> Result<(), CliError> {
                 println!("renamed {} to {name:?}", info.id);
                 Ok(())
             }
+        }
+        SessionCommand::Bind {
+            id,
+            profile,
+            format,
+        } => {
+            let info = app
+                .manager
+                .bind(&session_id(&id)?, profile.as_deref())
+                .await?;
+            if format.json {
+                output::json(&info)
+            } else {
+                match &info.profile {
+                    Some(profile) => println!("bound {} to profile {profile}", info.id),
+                    None => println!("unbound {}", info.id),
+                }
+                Ok(())
+            }
+        }
+        SessionCommand::End {
+            id,
+            reason,
+            wait,
+            format,
+        } => {
+            let (info, mut shipped) = app
+                .manager
+                .end(&session_id(&id)?, reason.as_deref())
+                .await?;
+            if wait
+                && let Some(report) = &mut shipped
+                && let Some(job) = &report.job
+            {
+                let memory = app.manager.long_term().map(|l| l.memory().clone());
+                if let Some(memory) = memory {
+                    report.job = Some(
+                        super::profile::wait_for_job(&memory, &report.profile, &job.id).await?,
+                    );
+                }
+            }
+            if format.json {
+                return output::json(&json!({"session": info, "shipped": shipped}));
+            }
+            println!(
+                "ended {} ({})",
+                info.id,
+                info.end_reason.as_deref().unwrap_or("ended")
+            );
+            match &shipped {
+                None => println!("not bound to a profile: nothing shipped"),
+                Some(report) => println!("{}", output::ship_line(report)),
+            }
+            Ok(())
         }
         SessionCommand::Archive {
             id,

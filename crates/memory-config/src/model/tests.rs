@@ -19,6 +19,8 @@ fn the_shipped_example_is_valid() {
     assert!(kinds.contains(&BlockKindConfig::Writable));
     assert!(kinds.contains(&BlockKindConfig::Searchable));
     assert!(kinds.contains(&BlockKindConfig::Skill));
+    assert!(kinds.contains(&BlockKindConfig::Profile));
+    assert_eq!(config.sessions.profile.as_deref(), Some("default"));
 }
 
 #[test]
@@ -383,4 +385,31 @@ kenji = "cjk"
         assert!(e.contains("environment variable"), "{e}");
         assert!(err("[storage]\nblobs = \"s3\"\n").contains("`storage.s3`"));
     }
+}
+
+#[test]
+fn sessions_bind_to_a_profile_with_memory_tools() {
+    let config = MemoryConfig::parse(
+        "[sessions]\nprofile = \"assistant\"\nmemory_tools = [\"recall\", \"forget\"]\n\n\
+         [[blocks]]\nlabel = \"profile\"\nkind = \"profile\"\nmax_tokens = 300\n",
+        Path::new("/nonexistent"),
+    )
+    .unwrap();
+    assert_eq!(config.sessions.profile.as_deref(), Some("assistant"));
+    assert_eq!(
+        config.sessions.memory_tools,
+        vec![MemoryToolConfig::Recall, MemoryToolConfig::Forget]
+    );
+    assert_eq!(config.blocks[0].kind, BlockKindConfig::Profile);
+    assert_eq!(config.blocks[0].max_tokens, Some(300));
+    let defaults = MemoryConfig::parse("", Path::new("/nonexistent")).unwrap();
+    assert_eq!(defaults.sessions.profile, None);
+    assert_eq!(
+        defaults.sessions.memory_tools,
+        vec![MemoryToolConfig::Recall, MemoryToolConfig::Remember]
+    );
+    let e = err("[sessions]\nprofile = \"no spaces\"\n");
+    assert!(e.contains("sessions.profile"), "{e}");
+    let e = err("[[blocks]]\nlabel = \"p\"\nkind = \"profile\"\ntext = \"x\"\n");
+    assert!(e.contains("not allowed for a profile block"), "{e}");
 }

@@ -20,7 +20,7 @@ pub use error::BlockError;
 pub use keys::{entry_key, fnv1a_base36, slugify};
 pub use providers::{FnBlock, IndexedEntries, KvBlock, StoredSkills, TextBlock};
 pub use render::{SEPARATOR, header, render_prompt};
-pub use spec::{BlockSource, BlockSpec, ContextWiring, keys as storage_keys};
+pub use spec::{BlockSource, BlockSpec, ContextWiring, ProfileBlocks, keys as storage_keys};
 pub use tools::{
     ContextTools, MAX_TOOL_RESULT_CHARS, TOOL_ERROR_PREFIX, ToolExecution, ToolFormat,
     bounded_tool_result, is_tool_error,

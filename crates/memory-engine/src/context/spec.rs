@@ -48,6 +48,16 @@ pub enum BlockSource {
     /// An explicit provider (read-only text, a file, a skill directory, ...), the same for
     /// every session.
     Provider(BlockProvider),
+    /// The long-term profile the session is bound to, read-only: the wiring's
+    /// [`ProfileBlocks`] makes each session's provider.
+    Profile,
+}
+
+/// Makes the read-only block that shows a session's bound profile (the engine's
+/// `ProfileLink` is one), so the context module needs no knowledge of long-term memory.
+pub trait ProfileBlocks: Send + Sync {
+    /// The provider of `session`'s profile block, within `max_tokens` when given.
+    fn provider(&self, session: &SessionId, max_tokens: Option<usize>) -> BlockProvider;
 }
 
 /// A block declaration, shared by every session of a `SessionManager`.
@@ -96,6 +106,12 @@ impl BlockSpec {
         Self::new(label, BlockSource::Index)
     }
 
+    /// A read-only block showing the session's bound profile (its current instructions,
+    /// keyed facts and open tasks, within the token budget).
+    pub fn profile(label: impl Into<String>) -> Self {
+        Self::new(label, BlockSource::Profile)
+    }
+
     /// A block with an explicit provider.
     pub fn provider(label: impl Into<String>, provider: BlockProvider) -> Self {
         Self::new(label, BlockSource::Provider(provider))
@@ -137,6 +153,8 @@ pub struct ContextWiring {
     pub counter: Arc<dyn TokenCounter>,
     /// Block declarations, in prompt order.
     pub specs: Vec<BlockSpec>,
+    /// Profile blocks (set by `SessionManager::with_long_term`).
+    pub profiles: Option<Arc<dyn ProfileBlocks>>,
 }
 
 impl Default for ContextWiring {
@@ -146,6 +164,7 @@ impl Default for ContextWiring {
             index: None,
             counter: Arc::new(HeuristicTokenCounter),
             specs: Vec::new(),
+            profiles: None,
         }
     }
 }
@@ -178,6 +197,15 @@ impl ContextWiring {
                     BlockProvider::Searchable(Arc::new(IndexedEntries::new(index, namespace)))
                 }
                 BlockSource::Provider(provider) => provider.clone(),
+                BlockSource::Profile => {
+                    let profiles = self.profiles.as_ref().ok_or_else(|| {
+                        MemoryError::invalid(format!(
+                            "block {:?} shows the session's long-term profile, but no long-term memory is wired",
+                            spec.label
+                        ))
+                    })?;
+                    profiles.provider(session, spec.max_tokens)
+                }
             };
             configs.push(BlockConfig {
                 label: spec.label.clone(),

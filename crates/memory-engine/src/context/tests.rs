@@ -35,6 +35,7 @@ impl Fixture {
             self.skills.clone() as Arc<dyn SkillStore>
         )));
         ContextWiring {
+            profiles: None,
             kv: Some(self.kv.clone() as Arc<dyn KeyValueStore>),
             index: Some(self.index.clone() as Arc<dyn TextIndex>),
             specs: vec![

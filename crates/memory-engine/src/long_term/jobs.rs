@@ -153,6 +153,25 @@ impl MemoryService {
         session: &str,
         messages: Vec<IngestMessage>,
     ) -> Result<IngestJob> {
+        let id = uuid::Uuid::now_v7().to_string();
+        self.enqueue_ingest_as(profile, session, messages, id)
+            .await
+            .map(|(job, _)| job)
+    }
+
+    /// [`MemoryService::enqueue_ingest`] under a job id of the caller's (a content address
+    /// of the work): when a job with that id exists already, nothing is queued again and
+    /// that job is returned with `false`. Two servers doing the same work queue it once.
+    pub async fn enqueue_ingest_as(
+        &self,
+        profile: &str,
+        session: &str,
+        messages: Vec<IngestMessage>,
+        id: String,
+    ) -> Result<(IngestJob, bool)> {
+        if let Ok(existing) = self.job(profile, &id).await {
+            return Ok((existing, false));
+        }
         let store = self.backends.store(profile).await?;
         if messages.iter().all(|m| m.content.trim().is_empty()) {
             return Err(MemoryError::invalid(
@@ -162,7 +181,7 @@ impl MemoryService {
         let (raw, known, counts) = self.store_raw(store.as_ref(), session, messages).await?;
         let ids: Vec<String> = raw.iter().map(|m| m.id.clone()).collect();
         let job = IngestJob {
-            id: uuid::Uuid::now_v7().to_string(),
+            id,
             session_id: session.to_owned(),
             status: JobStatus::Queued,
             failed_stage: None,
@@ -188,8 +207,14 @@ impl MemoryService {
             stage: job.status.as_str().to_owned(),
             body: serde_json::to_value(&job)?,
         };
-        self.backends.jobs.enqueue(new, self.clock.now()).await?;
-        Ok(job)
+        match self.backends.jobs.enqueue(new, self.clock.now()).await {
+            Ok(_) => Ok((job, true)),
+            // Another process queued the same work first.
+            Err(MemoryError::AlreadyExists { .. }) => {
+                Ok((self.job(profile, &job.id).await?, false))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Ingests inline: queue, then run every stage before returning.

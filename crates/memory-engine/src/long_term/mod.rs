@@ -39,7 +39,7 @@ pub use query::{QueryAnalysis, STOP_WORDS, query_terms};
 pub use recall::{
     Degradation, MAX_RECALL_LIMIT, RecallHit, RecallItem, RecallRequest, RecallResponse,
 };
-pub use render::render_recall;
+pub use render::{render_recall, render_recall_with};
 pub use service::{
     IngestMessage, IngestReport, MAX_LIST_PAGE, MemoryService, PurgeReport, ReembedReport,
     RememberRequest, Remembered, normalize_key,

@@ -53,12 +53,8 @@ pub fn data_dir() -> tempfile::TempDir {
 /// The services of the deployment in `dir` (jobs left to workers unless `run_jobs`).
 pub async fn services(dir: &std::path::Path, run_jobs: bool) -> AppState {
     let deployment = memory_compose::Deployment::open(dir).unwrap();
-    AppState::new(
-        Arc::new(deployment.session_manager().await.unwrap()),
-        Arc::new(deployment.memory_service().await.unwrap().0),
-        run_jobs,
-        "default",
-    )
+    let (sessions, memory, _) = deployment.services().await.unwrap();
+    AppState::new(Arc::new(sessions), Arc::new(memory), run_jobs, "default")
 }
 
 /// Serves `tenants` on a free loopback port.
@@ -109,4 +105,50 @@ pub async fn post_json(http: &reqwest::Client, url: &str, body: Value) -> Value 
 /// A UIMessage with one text part.
 pub fn text(id: &str, role: &str, text: &str) -> Value {
     json!({"id": id, "role": role, "parts": [{"type": "text", "text": text}]})
+}
+
+/// Calls an MCP tool over streamable HTTP at `url` (`.../mcp`, with its query), speaking
+/// JSON-RPC directly (the Python SDK client covers the protocol in memory-cli's tests);
+/// the response body.
+pub async fn mcp_call(http: &reqwest::Client, url: &str, name: &str, arguments: Value) -> String {
+    let post = |body: Value, session: Option<String>| {
+        let mut request = http
+            .post(url)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let init = post(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "memory-server-tests", "version": "1"}}}),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(init.status(), reqwest::StatusCode::OK);
+    let session = init
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let _ = init.text().await.unwrap();
+    let note = post(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        session.clone(),
+    )
+    .await
+    .unwrap();
+    assert!(note.status().is_success());
+    let call = post(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}}),
+        session,
+    )
+    .await
+    .unwrap();
+    assert_eq!(call.status(), reqwest::StatusCode::OK);
+    call.text().await.unwrap()
 }

@@ -11,6 +11,62 @@ pub async fn run_all(registry: &dyn SessionRegistry) {
     list_orders_by_update(registry).await;
     update_usage_and_touch(registry).await;
     restore_keeps_every_field(registry).await;
+    profile_binding(registry).await;
+}
+
+/// A session's profile binding is stored at creation, changed or removed only by a patch
+/// that names it, and left alone by every other patch.
+pub async fn profile_binding(registry: &dyn SessionRegistry) {
+    let id = fresh_session("reg-bound");
+    let spec = NewSession {
+        profile: Some("team".into()),
+        ..NewSession::default()
+    };
+    let info = registry.create(&id, &spec, Timestamp(10)).await.unwrap();
+    assert_eq!(info.profile.as_deref(), Some("team"));
+    let rename = SessionPatch {
+        name: Some("renamed".into()),
+        ..SessionPatch::default()
+    };
+    let info = registry.update(&id, &rename, Timestamp(11)).await.unwrap();
+    assert_eq!(
+        info.profile.as_deref(),
+        Some("team"),
+        "a rename keeps the binding"
+    );
+    let rebind = SessionPatch {
+        profile: Some(Some("other".into())),
+        ..SessionPatch::default()
+    };
+    let info = registry.update(&id, &rebind, Timestamp(12)).await.unwrap();
+    assert_eq!(info.profile.as_deref(), Some("other"));
+    assert_eq!(
+        registry.get(&id).await.unwrap().unwrap().profile.as_deref(),
+        Some("other")
+    );
+    let listed = registry.list(10_000, 0).await.unwrap();
+    let row = listed.iter().find(|s| s.id == id).unwrap();
+    assert_eq!(
+        row.profile.as_deref(),
+        Some("other"),
+        "list shows the binding"
+    );
+    let unbind = SessionPatch {
+        profile: Some(None),
+        ..SessionPatch::default()
+    };
+    let info = registry.update(&id, &unbind, Timestamp(13)).await.unwrap();
+    assert_eq!(info.profile, None);
+    assert_eq!(info.name.as_deref(), Some("renamed"));
+    assert_eq!(registry.get(&id).await.unwrap().unwrap().profile, None);
+    registry.delete(&id).await.unwrap();
+    let unbound = fresh_session("reg-unbound");
+    let info = registry
+        .create(&unbound, &NewSession::default(), Timestamp(10))
+        .await
+        .unwrap();
+    assert_eq!(info.profile, None);
+    registry.delete(&unbound).await.unwrap();
 }
 
 /// `restore` inserts a record exactly as given; a second restore (or one over a live
@@ -28,6 +84,7 @@ pub async fn restore_keeps_every_field(registry: &dyn SessionRegistry) {
             cost: 0.5,
         },
         end_reason: Some("done".into()),
+        profile: Some("imported-profile".into()),
         created_at: Timestamp(111),
         updated_at: Timestamp(222),
     };
@@ -50,6 +107,7 @@ pub async fn create_get_delete(registry: &dyn SessionRegistry) {
         parent_session_id: Some(parent.clone()),
         model: Some("gpt-test".into()),
         source: Some("cli".into()),
+        profile: None,
     };
     let info = registry.create(&id, &spec, Timestamp(1_000)).await.unwrap();
     assert_eq!(info.id, id);
@@ -120,6 +178,7 @@ pub async fn update_usage_and_touch(registry: &dyn SessionRegistry) {
         name: Some("renamed".into()),
         model: None,
         end_reason: Some("compaction".into()),
+        profile: None,
     };
     let info = registry.update(&id, &patch, Timestamp(20)).await.unwrap();
     assert_eq!(info.name.as_deref(), Some("renamed"));

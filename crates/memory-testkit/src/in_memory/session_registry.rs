@@ -49,6 +49,7 @@ impl SessionRegistry for InMemorySessionRegistry {
             source: spec.source.clone(),
             usage: SessionUsage::default(),
             end_reason: None,
+            profile: spec.profile.clone(),
             created_at: now,
             updated_at: now,
         };
@@ -103,6 +104,9 @@ impl SessionRegistry for InMemorySessionRegistry {
         }
         if let Some(reason) = &patch.end_reason {
             info.end_reason = Some(reason.clone());
+        }
+        if let Some(profile) = &patch.profile {
+            info.profile = profile.clone();
         }
         info.updated_at = now;
         Ok(info.clone())

@@ -1,0 +1,141 @@
+//! One memory for the agent: sessions bound to a long-term profile.
+//!
+//! A session may name a profile ([`memory_core::SessionInfo::profile`]). For a bound session
+//! the [`ProfileLink`] ships history into the profile as durable ingest jobs (at compaction,
+//! at the end of the session, and on demand), adds `recall` and `remember` (and, when
+//! enabled, `forget`) to the session's tools, and renders the profile's current
+//! instructions, keyed facts and open tasks into a read-only context block of the frozen
+//! prompt. An unbound session behaves as if this module did not exist.
+//!
+//! The session services call this module; it calls the long-term service beneath it and
+//! never the other way round.
+
+mod block;
+mod ship;
+mod tools;
+
+use std::sync::Arc;
+
+use memory_core::ports::{KeyValueStore, MessageStore, SessionRegistry, TokenCounter};
+use memory_core::{MemoryError, Result, SessionId};
+
+use crate::long_term::MemoryService;
+
+pub use block::{ProfileBlock, render_profile};
+pub use ship::{ShipReport, ShipSelection};
+pub use tools::MemoryTool;
+
+/// Runs a queued ingest job in the background (the server's task tracker, a worker pool).
+/// Without one, shipped jobs wait in the queue for `memory worker` or `profile jobs resume`.
+pub trait JobRunner: Send + Sync {
+    /// Starts running `job_id` of `profile`; must not block.
+    fn run(&self, memory: &MemoryService, profile: &str, job_id: &str);
+}
+
+/// How sessions meet long-term memory.
+#[derive(Clone)]
+pub struct LinkOptions {
+    /// The profile a new session is bound to when its creator names none.
+    pub default_profile: Option<String>,
+    /// The memory tools a bound session's model gets.
+    pub tools: Vec<MemoryTool>,
+    /// How many records the `recall` tool returns when the model asks for no number.
+    pub recall_limit: usize,
+    /// Runs shipped jobs in the background, when set.
+    pub runner: Option<Arc<dyn JobRunner>>,
+}
+
+impl Default for LinkOptions {
+    /// No default profile; `recall` and `remember`; five records a recall; no runner.
+    fn default() -> Self {
+        Self {
+            default_profile: None,
+            tools: vec![MemoryTool::Recall, MemoryTool::Remember],
+            recall_limit: 5,
+            runner: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for LinkOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkOptions")
+            .field("default_profile", &self.default_profile)
+            .field("tools", &self.tools)
+            .field("recall_limit", &self.recall_limit)
+            .field("runner", &self.runner.is_some())
+            .finish()
+    }
+}
+
+/// The wiring between the session tier and long-term memory (see the module docs). Built by
+/// `SessionManager::with_long_term`; reached through `SessionManager::long_term`.
+#[derive(Clone)]
+pub struct ProfileLink {
+    memory: MemoryService,
+    store: Arc<dyn MessageStore>,
+    registry: Arc<dyn SessionRegistry>,
+    kv: Arc<dyn KeyValueStore>,
+    counter: Arc<dyn TokenCounter>,
+    options: LinkOptions,
+}
+
+impl ProfileLink {
+    /// A link over the session tier's ports and the long-term service. `kv` keeps, per
+    /// session and profile, which messages were shipped (and their content addresses).
+    pub(crate) fn new(
+        memory: MemoryService,
+        store: Arc<dyn MessageStore>,
+        registry: Arc<dyn SessionRegistry>,
+        kv: Arc<dyn KeyValueStore>,
+        counter: Arc<dyn TokenCounter>,
+        options: LinkOptions,
+    ) -> Result<Self> {
+        if let Some(profile) = &options.default_profile {
+            memory_core::validate_profile_name(profile)?;
+        }
+        Ok(Self {
+            memory,
+            store,
+            registry,
+            kv,
+            counter,
+            options,
+        })
+    }
+
+    /// The long-term service history ships into.
+    pub fn memory(&self) -> &MemoryService {
+        &self.memory
+    }
+
+    /// The options.
+    pub fn options(&self) -> &LinkOptions {
+        &self.options
+    }
+
+    /// The same link running shipped jobs with `runner`.
+    pub fn with_runner(mut self, runner: Arc<dyn JobRunner>) -> Self {
+        self.options.runner = Some(runner);
+        self
+    }
+
+    /// The profile `session` is bound to (`None`: unbound). Not-found for an unknown session.
+    pub async fn profile_of(&self, session: &SessionId) -> Result<Option<String>> {
+        self.registry
+            .get(session)
+            .await?
+            .map(|info| info.profile)
+            .ok_or_else(|| MemoryError::not_found("session", session.as_str()))
+    }
+
+    /// Starts `job_id` with the runner, when there is one.
+    fn start(&self, profile: &str, job_id: &str) {
+        if let Some(runner) = &self.options.runner {
+            runner.run(&self.memory, profile, job_id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
