@@ -12,6 +12,9 @@ use memory_core::ports::{
 use super::indexed_profile_store::IndexedProfileStore;
 use crate::ReindexReport;
 
+/// The queue's kind of ingest jobs.
+pub(super) const INGEST_KIND: &str = "ingest";
+
 /// Outbox keys of a profile's index updates live under this prefix and the profile name.
 const OUTBOX_PREFIX: &str = "index-outbox/profiles/";
 
@@ -158,7 +161,7 @@ impl LongTermBackends {
     pub(super) fn ingest_jobs(profile: &str) -> JobFilter {
         JobFilter {
             profile: Some(profile.to_owned()),
-            kind: Some(super::jobs::INGEST_KIND.to_owned()),
+            kind: Some(INGEST_KIND.to_owned()),
             state: None,
         }
     }

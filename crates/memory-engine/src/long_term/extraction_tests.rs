@@ -705,7 +705,8 @@ async fn supersession_is_repaired_after_a_crash_between_insert_and_supersede() {
     store.insert_memory(new.clone()).await.unwrap();
     // The resumed stage finds the record stored and repairs the chain.
     let (stored, superseded, _) = s
-        .store_memories("ada", &s.meter("ada"), vec![new.clone()])
+        .core()
+        .store_memories("ada", &s.core().meter("ada"), vec![new.clone()])
         .await
         .unwrap();
     assert_eq!((stored, superseded), (0, 1));

@@ -12,14 +12,15 @@ use memory_core::{MemoryError, Result};
 use serde::{Deserialize, Serialize};
 
 use super::accounting::UsageReport;
-use super::backends::LongTermBackends;
+use super::backends::{INGEST_KIND, LongTermBackends};
 use super::content_id::content_id;
+use super::core::Core;
+use super::degradation::Degradation;
 use super::extraction::{
     Candidate, Draft, ExtractionReport, build_transcript, chunk_lines, classify, detail_windows,
     extract, merge_candidates, parse_iso_date, verify,
 };
-use super::recall::Degradation;
-use super::service::{IngestMessage, MemoryService};
+use super::ingest::IngestMessage;
 
 /// Where a job is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,9 +126,6 @@ pub struct IngestJob {
     pub cancelled: bool,
 }
 
-/// The queue's kind of ingest jobs.
-pub(super) const INGEST_KIND: &str = "ingest";
-
 /// Jobs read per page when listing a profile's jobs.
 const JOB_PAGE: usize = 500;
 
@@ -142,12 +140,12 @@ fn from_record(record: &JobRecord) -> Result<IngestJob> {
         .map_err(|e| MemoryError::serialization(format!("job {}: {e}", record.id)))
 }
 
-impl MemoryService {
+impl Core {
     /// Stores the messages (content-addressed, insert-or-ignore, full-text indexed) and queues
     /// a durable job for extraction and vectorization. When this returns, nothing is lost:
     /// [`MemoryService::run_job`] (or [`MemoryService::resume_jobs`], from any worker process
     /// sharing the queue) does the rest.
-    pub async fn enqueue_ingest(
+    pub(super) async fn enqueue_ingest(
         &self,
         profile: &str,
         session: &str,
@@ -162,7 +160,7 @@ impl MemoryService {
     /// [`MemoryService::enqueue_ingest`] under a job id of the caller's (a content address
     /// of the work): when a job with that id exists already, nothing is queued again and
     /// that job is returned with `false`. Two servers doing the same work queue it once.
-    pub async fn enqueue_ingest_as(
+    pub(super) async fn enqueue_ingest_as(
         &self,
         profile: &str,
         session: &str,
@@ -218,7 +216,7 @@ impl MemoryService {
     }
 
     /// Ingests inline: queue, then run every stage before returning.
-    pub async fn ingest_and_extract(
+    pub(super) async fn ingest_and_extract(
         &self,
         profile: &str,
         session: &str,
@@ -238,12 +236,12 @@ impl MemoryService {
     }
 
     /// One job's current state.
-    pub async fn job(&self, profile: &str, id: &str) -> Result<IngestJob> {
+    pub(super) async fn job(&self, profile: &str, id: &str) -> Result<IngestJob> {
         from_record(&self.job_record(profile, id).await?)
     }
 
     /// Every job of the profile, oldest first.
-    pub async fn jobs(&self, profile: &str) -> Result<Vec<IngestJob>> {
+    pub(super) async fn jobs(&self, profile: &str) -> Result<Vec<IngestJob>> {
         let mut out = Vec::new();
         for record in self.job_records(profile).await? {
             out.push(from_record(&record)?);
@@ -269,7 +267,11 @@ impl MemoryService {
     /// Runs every claimable job of the profile (queued ones, and running ones whose worker's
     /// lease ran out: it died), oldest first; with `retry_failed` failed jobs too. Jobs other
     /// workers hold under a live lease are left to them. Returns the jobs as they ended.
-    pub async fn resume_jobs(&self, profile: &str, retry_failed: bool) -> Result<Vec<IngestJob>> {
+    pub(super) async fn resume_jobs(
+        &self,
+        profile: &str,
+        retry_failed: bool,
+    ) -> Result<Vec<IngestJob>> {
         if self.is_stopping() {
             return Ok(Vec::new());
         }
@@ -306,13 +308,13 @@ impl MemoryService {
     /// hand is given back to the queue (not failed, no attempt counted) at its next stage
     /// boundary, so another worker resumes it from that checkpoint. Clones of this service
     /// share the signal.
-    pub fn stop_jobs(&self) {
+    pub(super) fn stop_jobs(&self) {
         self.stopping
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// True once [`MemoryService::stop_jobs`] was called.
-    pub fn is_stopping(&self) -> bool {
+    pub(super) fn is_stopping(&self) -> bool {
         self.stopping.load(std::sync::atomic::Ordering::SeqCst)
     }
 
@@ -320,7 +322,7 @@ impl MemoryService {
     /// failed). A stage error marks the job failed (and is returned inside the job, not as
     /// `Err`); storage errors are `Err`, and so is a job another worker is running
     /// ([`MemoryError::Conflict`]).
-    pub async fn run_job(&self, profile: &str, id: &str) -> Result<IngestJob> {
+    pub(super) async fn run_job(&self, profile: &str, id: &str) -> Result<IngestJob> {
         let record = self.job_record(profile, id).await?;
         match record.state {
             JobState::Done | JobState::Cancelled => return from_record(&record),

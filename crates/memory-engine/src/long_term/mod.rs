@@ -9,10 +9,16 @@ mod accounting;
 mod backends;
 mod config;
 mod content_id;
+mod core;
+mod degradation;
 mod extraction;
 mod fusion;
+mod hits;
 mod indexed_profile_store;
+mod ingest;
 mod jobs;
+mod keys;
+mod memories;
 mod query;
 mod recall;
 mod render;
@@ -28,22 +34,22 @@ pub use accounting::{StageUsage, UsageReport};
 pub use backends::LongTermBackends;
 pub use config::{ChannelWeights, LongTermConfig, StageModels};
 pub use content_id::{content_id, occurrence_id};
+pub use degradation::Degradation;
 pub use extraction::{
     Candidate, Draft, ExtractionReport, Pass, TranscriptLine, build_transcript, chunk_lines,
     detail_windows, merge_candidates, parse_iso_date, render_lines, resolve_relative_dates,
 };
 pub use fusion::{Channel, ChannelRank, Fused, rrf};
+pub use hits::{RecallHit, RecallItem};
 pub use indexed_profile_store::IndexedProfileStore;
+pub use ingest::{IngestMessage, IngestReport, RememberRequest, Remembered};
 pub use jobs::{IngestJob, JobStatus};
+pub use keys::normalize_key;
+pub use memories::{MAX_LIST_PAGE, PurgeReport, ReembedReport};
 pub use query::{QueryAnalysis, STOP_WORDS, query_terms};
-pub use recall::{
-    Degradation, MAX_RECALL_LIMIT, RecallHit, RecallItem, RecallRequest, RecallResponse,
-};
+pub use recall::{MAX_RECALL_LIMIT, RecallRequest, RecallResponse};
 pub use render::{render_recall, render_recall_with};
-pub use service::{
-    IngestMessage, IngestReport, MAX_LIST_PAGE, MemoryService, PurgeReport, ReembedReport,
-    RememberRequest, Remembered, normalize_key,
-};
+pub use service::MemoryService;
 pub use synthesis::SynthesizedAnswer;
 pub use temporal::{describe_days, temporal_facts};
 pub use transfer::{

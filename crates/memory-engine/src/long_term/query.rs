@@ -6,7 +6,7 @@ use memory_core::ports::LanguageModel;
 use serde::{Deserialize, Serialize};
 
 use super::accounting::Meter;
-use super::service::normalize_key;
+use super::keys::normalize_key;
 use super::structured::ask_json;
 
 /// Common English function words: they carry no topic, and in an any-word full-text query

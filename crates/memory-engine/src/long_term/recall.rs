@@ -7,85 +7,21 @@ use std::sync::Arc;
 
 use futures::future::{OptionFuture, join, join_all};
 use memory_core::ports::{
-    Embedder, LongTermMemoryStore, MemoryKind, MemoryRecord, TextQuery, VectorIndex, namespaces,
+    Embedder, LongTermMemoryStore, MemoryKind, TextQuery, VectorIndex, namespaces,
 };
 use memory_core::{MemoryError, Result, SearchMode, Timestamp};
 use serde::Serialize;
 
 use super::accounting::UsageReport;
+use super::core::Core;
+use super::degradation::Degradation;
 use super::fusion::{Channel, ChannelRank, rrf};
+use super::hits::{RecallHit, RecallItem};
+use super::keys::normalize_key;
 use super::query::{QueryAnalysis, analyze, query_terms};
-use super::service::{MemoryService, normalize_key};
 use super::synthesis::{SynthesizedAnswer, synthesize};
 use super::temporal::temporal_facts;
 use super::vectorize::{MEMORY_NAMESPACE, RAW_NAMESPACE};
-
-/// What a recall returns for one item.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum RecallItem {
-    /// A typed memory.
-    Memory(MemoryRecord),
-    /// A raw message (the verbatim safety net).
-    Raw {
-        /// Content address.
-        id: String,
-        /// Session.
-        session_id: String,
-        /// Speaker.
-        role: String,
-        /// Text.
-        content: String,
-        /// When it was said.
-        created_at: Timestamp,
-    },
-}
-
-impl RecallItem {
-    /// The item's id.
-    pub fn id(&self) -> &str {
-        match self {
-            Self::Memory(m) => &m.id,
-            Self::Raw { id, .. } => id,
-        }
-    }
-
-    /// When the item was true or said.
-    pub fn time(&self) -> Timestamp {
-        match self {
-            Self::Memory(m) => m.valid_at.unwrap_or(m.recorded_at),
-            Self::Raw { created_at, .. } => *created_at,
-        }
-    }
-
-    /// The text.
-    pub fn content(&self) -> &str {
-        match self {
-            Self::Memory(m) => &m.content,
-            Self::Raw { content, .. } => content,
-        }
-    }
-}
-
-/// One recalled item with its fused score and per-channel ranks and scores (`explain`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RecallHit {
-    /// The item.
-    pub item: RecallItem,
-    /// Fused score.
-    pub score: f64,
-    /// Rank and score in each channel that found it.
-    pub ranks: Vec<ChannelRank>,
-}
-
-/// A part of the pipeline that did not run, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct Degradation {
-    /// The stage or channel (`query_analysis`, `vectors`, `synthesis`, ...).
-    pub feature: String,
-    /// Why it was skipped or failed.
-    pub reason: String,
-}
 
 /// A recall request.
 #[derive(Debug, Clone, PartialEq)]
@@ -166,13 +102,17 @@ async fn vector_channel(
 /// searched that deep, so an unbounded limit was an unbounded allocation).
 pub const MAX_RECALL_LIMIT: usize = 1_000;
 
-impl MemoryService {
+impl Core {
     /// Recalls what the profile knows about `request.query`.
     ///
     /// Without an LLM, the query's own words (function words removed) drive full text and the
     /// key lookup, and the HyDE channel and synthesis are reported as degraded. Without an
     /// embedder, the vector channels are reported as degraded.
-    pub async fn recall(&self, profile: &str, request: RecallRequest) -> Result<RecallResponse> {
+    pub(super) async fn recall(
+        &self,
+        profile: &str,
+        request: RecallRequest,
+    ) -> Result<RecallResponse> {
         if request.limit > MAX_RECALL_LIMIT {
             return Err(MemoryError::invalid(format!(
                 "recall limit {} is over the maximum of {MAX_RECALL_LIMIT}",

@@ -273,7 +273,8 @@ async fn purge_with_sources_leaves_no_trace_in_any_store() {
     let mut with_sources = store.get_memory(&stored.id).await.unwrap().unwrap();
     store.purge(&stored.id).await.unwrap();
     with_sources.source_message_ids = report.message_ids.clone();
-    s.store_memories("p", &s.meter("p"), vec![with_sources.clone()])
+    s.core()
+        .store_memories("p", &s.core().meter("p"), vec![with_sources.clone()])
         .await
         .unwrap();
     let purged = s.purge("p", &stored.id, true).await.unwrap();

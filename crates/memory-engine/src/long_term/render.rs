@@ -1,7 +1,7 @@
 //! Recalled content rendered as quoted data with its source, never as instructions: a
 //! stored "ignore previous instructions" stays inert text inside a record.
 
-use super::recall::{RecallHit, RecallItem};
+use super::hits::{RecallHit, RecallItem};
 
 /// Escapes the characters that could close or forge a record tag.
 fn escape(text: &str) -> String {

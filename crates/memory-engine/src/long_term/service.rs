@@ -1,190 +1,23 @@
-//! The long-term memory service: profiles, ingest, remember, list, forget, purge, reembed.
-//! Recall lives in `recall.rs`, extraction in `extraction/`, jobs in `jobs.rs`.
+//! The long-term memory service: a thin facade over the operations beneath it. Ingest and
+//! remember (`ingest.rs`), the stored memories (`memories.rs`), jobs (`jobs.rs`), recall
+//! (`recall.rs`) and transfer (`transfer.rs`) are written against the shared [`Core`];
+//! none of them imports this file.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use memory_core::ports::{
-    Clock, Embedder, ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage,
-    MemoryProfiles, MemoryRecord, RawMessage, RawMessageInsert,
+    Clock, Embedder, MemoryFilter, MemoryPage, MemoryProfiles, MemoryRecord, RawMessage,
 };
-use memory_core::{MemoryError, Result, SessionId, Timestamp, UiMessage};
-use serde::Serialize;
+use memory_core::{Result, SessionId, UiMessage};
 
-use super::accounting::{Meter, UsageReport};
 use super::backends::LongTermBackends;
 use super::config::{LongTermConfig, StageModels};
-use super::content_id::occurrence_id;
-use super::vectorize::{MEMORY_NAMESPACE, RAW_NAMESPACE, Vectorizer, is_vectorized};
-
-/// Repairs supersession from the stored chains: of each key's live versions (not superseded,
-/// not forgotten) the newest stays current and the others point at it. Returns the ids it
-/// retired. Live writes and imports share it, so both follow one rule.
-pub(super) async fn settle_keys(
-    store: &dyn LongTermMemoryStore,
-    keys: &[(MemoryKind, String)],
-) -> Result<Vec<String>> {
-    let mut retired = Vec::new();
-    for (kind, key) in keys {
-        let live: Vec<MemoryRecord> = store
-            .versions(*kind, key)
-            .await?
-            .into_iter()
-            .filter(|m| m.superseded_by.is_none() && m.forgotten.is_none())
-            .collect();
-        if let Some((newest, older)) = live.split_last() {
-            for old in older {
-                store.supersede(&old.id, &newest.id).await?;
-                retired.push(old.id.clone());
-            }
-        }
-    }
-    Ok(retired)
-}
-
-/// The most memories one [`MemoryService::list`] page holds.
-pub const MAX_LIST_PAGE: usize = 1_000;
-
-/// One message to ingest.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IngestMessage {
-    /// `user`, `assistant` or `system` (anything else is refused; put a speaker's name in
-    /// the content).
-    pub role: String,
-    /// Text.
-    pub content: String,
-    /// When it was said; `None` means now.
-    pub created_at: Option<Timestamp>,
-}
-
-impl IngestMessage {
-    /// A message said now.
-    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
-        Self {
-            role: role.into(),
-            content: content.into(),
-            created_at: None,
-        }
-    }
-
-    /// Sets when it was said.
-    pub fn at(mut self, at: Timestamp) -> Self {
-        self.created_at = Some(at);
-        self
-    }
-
-    /// A UIMessage as it was said: its role, its text, and its own time (`createdAt`, else
-    /// `metadata.createdAt`; RFC 3339 or epoch milliseconds). A conversation backfilled from
-    /// history keeps its dates, so relative dates resolve against the right day. A time that
-    /// is there but unreadable is an error, never "now".
-    ///
-    /// ```
-    /// use memory_core::UiMessage;
-    /// use memory_engine::long_term::IngestMessage;
-    /// let m: UiMessage = serde_json::from_value(serde_json::json!({
-    ///     "id": "m1", "role": "user", "createdAt": "2024-03-10T09:30:00Z",
-    ///     "parts": [{"type": "text", "text": "I moved to Lisbon yesterday."}]
-    /// })).unwrap();
-    /// let ingest = IngestMessage::from_ui_message(&m).unwrap();
-    /// assert_eq!(ingest.created_at.unwrap().millis(), 1_710_063_000_000);
-    /// ```
-    pub fn from_ui_message(message: &UiMessage) -> Result<Self> {
-        let time = message
-            .created_at
-            .as_ref()
-            .or_else(|| message.metadata.as_ref().and_then(|m| m.get("createdAt")));
-        let created_at = match time {
-            None | Some(serde_json::Value::Null) => None,
-            Some(value) => Some(parse_message_time(value).ok_or_else(|| {
-                MemoryError::invalid(format!(
-                    "message {:?}: createdAt {value} is neither an RFC 3339 time nor epoch milliseconds",
-                    message.id
-                ))
-            })?),
-        };
-        Ok(Self {
-            role: message.role.as_str().to_owned(),
-            content: message.text(),
-            created_at,
-        })
-    }
-}
-
-/// An RFC 3339 string or a number of epoch milliseconds.
-fn parse_message_time(value: &serde_json::Value) -> Option<Timestamp> {
-    match value {
-        serde_json::Value::String(s) => chrono::DateTime::parse_from_rfc3339(s)
-            .ok()
-            .map(|t| Timestamp(t.timestamp_millis())),
-        serde_json::Value::Number(n) => n.as_i64().map(Timestamp),
-        _ => None,
-    }
-}
-
-/// What an ingest stored.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
-pub struct IngestReport {
-    /// Messages stored for the first time.
-    pub new: u64,
-    /// Messages already known (re-ingesting is a no-op).
-    pub known: u64,
-    /// Content addresses of the messages, in input order.
-    pub message_ids: Vec<String>,
-    /// Vectors written (raw messages and memories).
-    pub vectorized: u64,
-    /// LLM and embedder usage.
-    pub usage: UsageReport,
-    /// What did not run, and why.
-    pub degraded: Vec<super::recall::Degradation>,
-}
-
-/// A memory to remember.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RememberRequest {
-    /// The memory text.
-    pub content: String,
-    /// The session it came from.
-    pub session_id: Option<String>,
-    /// Its type (without an LLM to classify it: a fact unless given).
-    pub kind: Option<MemoryKind>,
-    /// Topic key (facts and instructions with the same key supersede each other).
-    pub key: Option<String>,
-}
-
-/// What `remember` stored, with usage and what was degraded.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Remembered {
-    /// The stored memory.
-    pub memory: MemoryRecord,
-    /// LLM and embedder usage.
-    pub usage: UsageReport,
-    /// What did not run, and why.
-    pub degraded: Vec<super::recall::Degradation>,
-}
-
-/// What a purge erased.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct PurgeReport {
-    /// The memory existed and is gone.
-    pub memory: bool,
-    /// Vectors removed.
-    pub vectors: u64,
-    /// Source raw messages erased (only when asked).
-    pub raw_messages: u64,
-}
-
-/// What a re-embed rebuilt.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
-pub struct ReembedReport {
-    /// The model the vectors now come from.
-    pub model: String,
-    /// Raw-message vectors.
-    pub raw: u64,
-    /// Memory vectors.
-    pub memories: u64,
-    /// Embedder usage.
-    pub usage: UsageReport,
-}
+use super::core::Core;
+use super::ingest::{IngestMessage, IngestReport, RememberRequest, Remembered};
+use super::jobs::IngestJob;
+use super::memories::{PurgeReport, ReembedReport};
+use super::recall::{RecallRequest, RecallResponse};
+use super::transfer::{ExportCursor, ImportReport, ProfileExportPage};
 
 /// Long-term memory over isolated profiles.
 ///
@@ -210,114 +43,54 @@ pub struct ReembedReport {
 /// ```
 #[derive(Clone)]
 pub struct MemoryService {
-    pub(super) profiles: Arc<dyn MemoryProfiles>,
-    pub(super) backends: LongTermBackends,
-    pub(super) clock: Arc<dyn Clock>,
-    pub(super) embedder: Option<Arc<dyn Embedder>>,
-    pub(super) models: StageModels,
-    pub(super) config: LongTermConfig,
-    /// This service's name as a job worker (unique per instance).
-    pub(super) worker: String,
-    /// Set by [`MemoryService::stop_jobs`]: claim no job, and give back the one in hand at
-    /// its next stage boundary.
-    pub(super) stopping: Arc<std::sync::atomic::AtomicBool>,
-}
-
-/// Normalises a topic key: lowercase words joined by `.` (`"User City"` → `user.city`).
-pub fn normalize_key(key: &str) -> String {
-    key.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect::<Vec<_>>()
-        .join(".")
+    core: Core,
 }
 
 impl MemoryService {
     /// A service over `backends` with no LLM and no embedder (everything LLM-free works).
     pub fn new(backends: LongTermBackends, clock: Arc<dyn Clock>) -> Self {
         Self {
-            profiles: Arc::clone(&backends.records),
-            backends,
-            clock,
-            embedder: None,
-            models: StageModels::default(),
-            config: LongTermConfig::default(),
-            worker: format!("worker-{}-{}", std::process::id(), uuid::Uuid::new_v4()),
-            stopping: Arc::default(),
+            core: Core::new(backends, clock),
         }
     }
 
     /// Adds an embedder: vectors are written on ingest and the vector channels run.
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
-        self.embedder = Some(embedder);
+        self.core.embedder = Some(embedder);
         self
     }
 
     /// Sets the model of each LLM stage.
     pub fn with_models(mut self, models: StageModels) -> Self {
-        self.models = models;
+        self.core.models = models;
         self
     }
 
     /// Sets the tunables.
     pub fn with_config(mut self, config: LongTermConfig) -> Self {
-        self.config = config;
+        self.core.config = config;
         self
     }
 
     /// The tunables.
     pub fn config(&self) -> &LongTermConfig {
-        &self.config
+        &self.core.config
     }
 
     /// The profiles' records behind the service.
     pub fn profiles(&self) -> &Arc<dyn MemoryProfiles> {
-        &self.profiles
+        &self.core.profiles
     }
 
     /// Every backend behind the service.
     pub fn backends(&self) -> &LongTermBackends {
-        &self.backends
+        &self.core.backends
     }
 
-    /// Profile names, sorted.
-    pub async fn list_profiles(&self) -> Result<Vec<String>> {
-        self.profiles.list().await
-    }
-
-    /// Rebuilds the profile's text index from its records (when the engine writes it; an
-    /// index its store writes has nothing to rebuild, and the report says so).
-    pub async fn reindex_text(&self, profile: &str) -> Result<crate::ReindexReport> {
-        self.backends.reindex(profile).await
-    }
-
-    /// Deletes every trace of a profile (jobs, vectors, text index, records); true if it
-    /// existed.
-    pub async fn delete_profile(&self, profile: &str) -> Result<bool> {
-        self.backends.delete_profile(profile).await
-    }
-
-    /// A meter whose LLM calls carry the profile's affinity header.
-    pub(super) fn meter(&self, profile: &str) -> Meter {
-        Meter::new(
-            self.config
-                .affinity_header
-                .as_ref()
-                .map(|h| (h.clone(), profile.to_owned())),
-        )
-    }
-
-    pub(super) async fn vectorizer_parts(
-        &self,
-        profile: &str,
-    ) -> Result<Option<(Arc<dyn Embedder>, Arc<dyn memory_core::ports::VectorIndex>)>> {
-        match &self.embedder {
-            Some(e) => Ok(Some((
-                Arc::clone(e),
-                self.backends.vector_index(profile).await?,
-            ))),
-            None => Ok(None),
-        }
+    /// The shared state beneath the facade (the module's tests reach internals through it).
+    #[cfg(test)]
+    pub(super) fn core(&self) -> &Core {
+        &self.core
     }
 
     /// Content-addresses messages (the session is part of the address). Messages without
@@ -327,113 +100,19 @@ impl MemoryService {
         session: &str,
         messages: Vec<IngestMessage>,
     ) -> Result<Vec<RawMessage>> {
-        Ok(self
-            .addressed(session, messages)?
-            .into_iter()
-            .map(|(m, _)| m)
-            .collect())
-    }
-
-    /// The raw messages of a batch, addressed by occurrence: the n-th identical utterance
-    /// (same role and text) of the batch gets the n-th address. Each comes with its
-    /// occurrence number and whether its time was given (not "now").
-    fn addressed(
-        &self,
-        session: &str,
-        messages: Vec<IngestMessage>,
-    ) -> Result<Vec<(RawMessage, (u64, bool))>> {
-        let now = self.clock.now();
-        let mut seen: std::collections::HashMap<(String, String), u64> =
-            std::collections::HashMap::new();
-        messages
-            .into_iter()
-            .filter(|m| !m.content.trim().is_empty())
-            .map(|m| {
-                memory_core::Role::parse(&m.role)?;
-                let count = seen.entry((m.role.clone(), m.content.clone())).or_default();
-                let occurrence = *count;
-                *count += 1;
-                Ok((
-                    RawMessage {
-                        id: occurrence_id(session, &m.role, &m.content, occurrence),
-                        session_id: session.to_owned(),
-                        role: m.role,
-                        content: m.content,
-                        created_at: m.created_at.unwrap_or(now),
-                    },
-                    (occurrence, m.created_at.is_some()),
-                ))
-            })
-            .collect()
-    }
-
-    /// Content-addresses and stores messages (insert-or-ignore); returns them, the ids that
-    /// were already known, and the counts.
-    pub(super) async fn store_raw(
-        &self,
-        store: &dyn LongTermMemoryStore,
-        session: &str,
-        messages: Vec<IngestMessage>,
-    ) -> Result<(Vec<RawMessage>, HashSet<String>, RawMessageInsert)> {
-        SessionId::new(session)?;
-        let addressed = self.addressed(session, messages)?;
-        // One read for the first-choice addresses serves both the clash check and the
-        // "already known" set; a clash (rare) reads the next address alone.
-        let first_ids: Vec<String> = addressed.iter().map(|(m, _)| m.id.clone()).collect();
-        let mut stored_at: std::collections::HashMap<String, memory_core::Timestamp> = store
-            .raw_by_ids(&first_ids)
-            .await?
-            .into_iter()
-            .map(|m| (m.id, m.created_at))
-            .collect();
-        let mut raw = Vec::new();
-        let mut taken: HashSet<String> = HashSet::new();
-        for (mut m, (mut occurrence, dated)) in addressed {
-            // A dated utterance whose address holds the same words said at another time (an
-            // earlier batch of the conversation) is a later occurrence: take the next
-            // address. Re-ingesting it finds its own time there, so nothing is duplicated.
-            loop {
-                let clash = taken.contains(&m.id)
-                    || (dated && stored_at.get(&m.id).is_some_and(|at| *at != m.created_at));
-                if !clash {
-                    break;
-                }
-                occurrence += 1;
-                m.id = occurrence_id(session, &m.role, &m.content, occurrence);
-                if !stored_at.contains_key(&m.id) {
-                    for existing in store.raw_by_ids(std::slice::from_ref(&m.id)).await? {
-                        stored_at.insert(existing.id, existing.created_at);
-                    }
-                }
-            }
-            taken.insert(m.id.clone());
-            raw.push(m);
-        }
-        let known: HashSet<String> = raw
-            .iter()
-            .filter(|m| stored_at.contains_key(&m.id))
-            .map(|m| m.id.clone())
-            .collect();
-        let counts = store.insert_raw(raw.clone()).await?;
-        Ok((raw, known, counts))
+        self.core.raw_messages(session, messages)
     }
 
     /// Stores a conversation's messages, LLM-free: content-addressed (insert-or-ignore), full-text
     /// indexed, and embedded when an embedder is configured. Extraction of typed memories is
-    /// [`MemoryService::ingest_and_extract`]; background jobs are in [`super::jobs`].
+    /// [`MemoryService::ingest_and_extract`]; background jobs run it in stages.
     pub async fn ingest(
         &self,
         profile: &str,
         session: &SessionId,
         messages: &[UiMessage],
     ) -> Result<IngestReport> {
-        // Each message keeps its own time (`createdAt`), as every ingest path does.
-        let messages = messages
-            .iter()
-            .map(IngestMessage::from_ui_message)
-            .collect::<Result<Vec<_>>>()?;
-        self.ingest_messages(profile, session.as_str(), messages)
-            .await
+        self.core.ingest(profile, session, messages).await
     }
 
     /// [`MemoryService::ingest`] for plain messages with their own timestamps.
@@ -443,118 +122,13 @@ impl MemoryService {
         session: &str,
         messages: Vec<IngestMessage>,
     ) -> Result<IngestReport> {
-        let store = self.backends.store(profile).await?;
-        let (raw, known, counts) = self.store_raw(store.as_ref(), session, messages).await?;
-        let message_ids: Vec<String> = raw.iter().map(|m| m.id.clone()).collect();
-        let meter = self.meter(profile);
-        let mut report = IngestReport {
-            new: counts.inserted,
-            known: counts.existing,
-            message_ids,
-            ..IngestReport::default()
-        };
-        match self
-            .vectorize_raw(profile, store.as_ref(), &meter, raw, &known, false)
-            .await
-        {
-            Ok(n) => report.vectorized = n,
-            Err(e) => report.degraded.push(super::recall::Degradation {
-                feature: "vectors".into(),
-                reason: e.to_string(),
-            }),
-        }
-        if self.embedder.is_none() {
-            report.degraded.push(super::recall::Degradation {
-                feature: "vectors".into(),
-                reason: "no embedder configured: messages are searchable by full text only".into(),
-            });
-        }
-        report.usage = meter.report();
-        Ok(report)
-    }
-
-    /// Embeds raw messages (each with its predecessor in the conversation as context).
-    pub(super) async fn vectorize_raw(
-        &self,
-        profile: &str,
-        store: &dyn LongTermMemoryStore,
-        meter: &Meter,
-        raw: Vec<RawMessage>,
-        known: &HashSet<String>,
-        resumable: bool,
-    ) -> Result<u64> {
-        let Some((embedder, index)) = self.vectorizer_parts(profile).await? else {
-            return Ok(0);
-        };
-        if raw.is_empty() {
-            return Ok(0);
-        }
-        // The predecessor of the batch's first message, if it was stored earlier.
-        let first_previous = store
-            .raw_neighbors(std::slice::from_ref(&raw[0].id), 1)
-            .await?
-            .into_iter()
-            .find(|n| !raw.iter().any(|m| m.id == n.id) && n.created_at <= raw[0].created_at);
-        // Embed whatever has no vector yet (not only what was new): a crash or a failed
-        // embedding call earlier leaves no message unembedded for good. A job's run may be
-        // the resume of one killed halfway (`resumable`): the vectors already written are
-        // the checkpoint, and only the rest is embedded.
-        let ids: Vec<String> = raw.iter().map(|m| m.id.clone()).collect();
-        let embedded: HashSet<String> = if known.is_empty() && !resumable {
-            HashSet::new()
-        } else {
-            index
-                .get(RAW_NAMESPACE, &ids)
-                .await?
-                .into_iter()
-                .filter(|v| v.model == embedder.model_id())
-                .map(|v| v.id)
-                .collect()
-        };
-        let mut pairs = Vec::with_capacity(raw.len());
-        let mut previous = first_previous;
-        for m in raw {
-            let before = previous.replace(m.clone());
-            if !embedded.contains(&m.id) {
-                pairs.push((before, m));
-            }
-        }
-        let vectorizer = Vectorizer {
-            embedder: embedder.as_ref(),
-            index: index.as_ref(),
-            meter,
-            batch: self.config.embed_batch,
-        };
-        Ok(vectorizer.raw(&pairs).await? as u64)
-    }
-
-    /// Embeds memories that get vectors and removes the vectors of those that no longer do.
-    pub(super) async fn vectorize_memories(
-        &self,
-        profile: &str,
-        meter: &Meter,
-        memories: &[MemoryRecord],
-        retired: &[String],
-    ) -> Result<u64> {
-        let Some((embedder, index)) = self.vectorizer_parts(profile).await? else {
-            return Ok(0);
-        };
-        if !retired.is_empty() {
-            index.delete(MEMORY_NAMESPACE, retired).await?;
-        }
-        let vectorizer = Vectorizer {
-            embedder: embedder.as_ref(),
-            index: index.as_ref(),
-            meter,
-            batch: self.config.embed_batch,
-        };
-        Ok(vectorizer.memories(memories).await? as u64)
+        self.core.ingest_messages(profile, session, messages).await
     }
 
     /// Stores a memory; a fact or instruction with the key of a current one supersedes it (the
     /// old version keeps a forward pointer and loses its vector).
     pub async fn remember(&self, profile: &str, request: RememberRequest) -> Result<MemoryRecord> {
-        Ok(self.remember_with_report(profile, request).await?.memory)
+        self.core.remember(profile, request).await
     }
 
     /// [`MemoryService::remember`], classified like an extracted memory when a classification
@@ -564,140 +138,24 @@ impl MemoryService {
         profile: &str,
         request: RememberRequest,
     ) -> Result<Remembered> {
-        if request.content.trim().is_empty() {
-            return Err(MemoryError::invalid("a memory needs some content"));
-        }
-        let meter = self.meter(profile);
-        let content = request.content.trim().to_owned();
-        let mut degraded = Vec::new();
-        let mut classified = None;
-        match self.models.classification.as_deref() {
-            Some(model) => {
-                let candidate = super::extraction::Candidate {
-                    content: content.clone(),
-                    lines: Vec::new(),
-                    date: None,
-                    pass: super::extraction::Pass::Full,
-                };
-                let mut report = super::extraction::ExtractionReport::default();
-                let drafts = super::extraction::classify(
-                    &meter,
-                    Some(model),
-                    vec![candidate],
-                    1,
-                    &mut report,
-                )
-                .await;
-                if report.classified == 1 {
-                    classified = drafts.into_iter().next();
-                } else {
-                    degraded.push(super::recall::Degradation {
-                        feature: "classification".into(),
-                        reason: format!(
-                            "failed: {}; typed defaults used",
-                            report.problems.join("; ")
-                        ),
-                    });
-                }
-            }
-            None => degraded.push(super::recall::Degradation {
-                feature: "classification".into(),
-                reason: "no classification model configured: typed defaults used".into(),
-            }),
-        }
-        let kind = request
-            .kind
-            .or(classified.as_ref().map(|d| d.kind))
-            .unwrap_or(MemoryKind::Fact);
-        let key = request
-            .key
-            .as_deref()
-            .map(normalize_key)
-            .or_else(|| classified.as_ref().and_then(|d| d.key.clone()))
-            .filter(|k| !k.is_empty())
-            .filter(|_| {
-                matches!(kind, MemoryKind::Fact | MemoryKind::Instruction) || request.key.is_some()
-            });
-        let record = MemoryRecord {
-            id: uuid::Uuid::now_v7().to_string(),
-            kind,
-            content,
-            key,
-            questions: classified.map(|d| d.questions).unwrap_or_default(),
-            session_id: request.session_id,
-            source_message_ids: Vec::new(),
-            source_lines: None,
-            recorded_at: self.clock.now(),
-            valid_at: None,
-            superseded_by: None,
-            forgotten: None,
-        };
-        self.store_memories(profile, &meter, vec![record.clone()])
-            .await?;
-        Ok(Remembered {
-            memory: record,
-            usage: meter.report(),
-            degraded,
-        })
+        self.core.remember_with_report(profile, request).await
     }
 
-    /// Inserts memories (skipping ids already stored, so a resumed job is idempotent), applies
-    /// supersession by key, and vectorizes. Returns `(stored, superseded, vectorized)`.
-    pub(super) async fn store_memories(
-        &self,
-        profile: &str,
-        meter: &Meter,
-        memories: Vec<MemoryRecord>,
-    ) -> Result<(u64, u64, u64)> {
-        let store = self.backends.store(profile).await?;
-        let mut stored = 0;
-        let mut fresh = Vec::new();
-        let mut keys: Vec<(MemoryKind, String)> = Vec::new();
-        for record in memories {
-            if let (Some(key), MemoryKind::Fact | MemoryKind::Instruction) =
-                (&record.key, record.kind)
-                && !keys.contains(&(record.kind, key.clone()))
-            {
-                keys.push((record.kind, key.clone()));
-            }
-            if store.get_memory(&record.id).await?.is_some() {
-                continue;
-            }
-            match store.insert_memory(record.clone()).await {
-                Ok(()) => stored += 1,
-                // Another worker stored it first: same id, same content.
-                Err(MemoryError::AlreadyExists { .. }) => continue,
-                Err(e) => return Err(e),
-            }
-            fresh.push(record);
-        }
-        // Supersession is repaired from the stored chain rather than applied once per insert,
-        // so a crash between an insert and its supersede, a resumed job, or two concurrent
-        // writers of one key all end with exactly one current version: the newest.
-        let retired = settle_keys(store.as_ref(), &keys).await?;
-        fresh.retain(|m| !retired.contains(&m.id));
-        let superseded = retired.len() as u64;
-        let vectorized = self
-            .vectorize_memories(profile, meter, &fresh, &retired)
-            .await?;
-        // Another writer of the same key may have superseded a fresh memory (and deleted its
-        // vector) before this writer's vector write landed. Read each one again after the
-        // write: whichever of the two writers acts last removes the vector, so no superseded
-        // memory keeps one.
-        let mut stale = Vec::new();
-        for m in &fresh {
-            if let Some(now) = store.get_memory(&m.id).await?
-                && !is_vectorized(&now)
-            {
-                stale.push(now.id);
-            }
-        }
-        if !stale.is_empty()
-            && let Some((_, index)) = self.vectorizer_parts(profile).await?
-        {
-            index.delete(MEMORY_NAMESPACE, &stale).await?;
-        }
-        Ok((stored, superseded, vectorized))
+    /// Profile names, sorted.
+    pub async fn list_profiles(&self) -> Result<Vec<String>> {
+        self.core.list_profiles().await
+    }
+
+    /// Rebuilds the profile's text index from its records (when the engine writes it; an
+    /// index its store writes has nothing to rebuild, and the report says so).
+    pub async fn reindex_text(&self, profile: &str) -> Result<crate::ReindexReport> {
+        self.core.reindex_text(profile).await
+    }
+
+    /// Deletes every trace of a profile (jobs, vectors, text index, records); true if it
+    /// existed.
+    pub async fn delete_profile(&self, profile: &str) -> Result<bool> {
+        self.core.delete_profile(profile).await
     }
 
     /// A filtered page of memories: at most `limit`, and never more than [`MAX_LIST_PAGE`]
@@ -709,120 +167,144 @@ impl MemoryService {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<MemoryPage> {
-        self.backends
-            .existing_store(profile)
-            .await?
-            .list(filter, cursor, limit.min(MAX_LIST_PAGE))
-            .await
+        self.core.list(profile, filter, cursor, limit).await
     }
 
     /// Hides a memory from recall and list (and removes its vector); it stays for audit.
     pub async fn forget(&self, profile: &str, id: &str, reason: &str) -> Result<()> {
-        let request = ForgetRequest {
-            reason: reason.to_owned(),
-            at: self.clock.now(),
-        };
-        self.backends
-            .existing_store(profile)
-            .await?
-            .forget(id, request)
-            .await?;
-        self.backends
-            .vector_index(profile)
-            .await?
-            .delete(MEMORY_NAMESPACE, &[id.to_owned()])
-            .await?;
-        Ok(())
+        self.core.forget(profile, id, reason).await
     }
 
     /// Erases a memory and its vector and, when `with_sources`, the raw messages it was
     /// extracted from (and their vectors): the right to erasure.
     pub async fn purge(&self, profile: &str, id: &str, with_sources: bool) -> Result<PurgeReport> {
-        let store = self.backends.existing_store(profile).await?;
-        let vectors = self.backends.vector_index(profile).await?;
-        let memory = store.get_memory(id).await?;
-        if let Some(m) = &memory {
-            let sources: &[String] = if with_sources {
-                &m.source_message_ids
-            } else {
-                &[]
-            };
-            self.scrub_jobs(profile, sources, m).await?;
-        }
-        // Vectors first: the store's erasure is the last write (adapters may compact after it).
-        let mut report = PurgeReport {
-            vectors: vectors.delete(MEMORY_NAMESPACE, &[id.to_owned()]).await?,
-            ..PurgeReport::default()
-        };
-        if with_sources && let Some(m) = &memory {
-            report.vectors += vectors.delete(RAW_NAMESPACE, &m.source_message_ids).await?;
-            report.raw_messages = store.purge_raw(&m.source_message_ids).await?;
-        }
-        report.memory = store.purge(id).await?;
-        // Erasing the current version made its predecessor current again (the store relinks
-        // the chain): it gets its vector back, as a current memory has one.
-        if let Some(m) = &memory
-            && m.superseded_by.is_none()
-            && let Some(key) = &m.key
-            && let Some(restored) = store.current_by_key(m.kind, key).await?
-        {
-            self.vectorize_memories(profile, &self.meter(profile), &[restored], &[])
-                .await?;
-        }
-        Ok(report)
+        self.core.purge(profile, id, with_sources).await
     }
 
     /// Rebuilds every vector of the profile with the current embedder (after a model change).
     pub async fn reembed(&self, profile: &str) -> Result<ReembedReport> {
-        let Some((embedder, index)) = self.vectorizer_parts(profile).await? else {
-            return Err(MemoryError::invalid(
-                "reembed needs an embedder; none is configured",
-            ));
-        };
-        let store = self.backends.existing_store(profile).await?;
-        let meter = self.meter(profile);
-        index.clear(RAW_NAMESPACE).await?;
-        index.clear(MEMORY_NAMESPACE).await?;
-        let vectorizer = Vectorizer {
-            embedder: embedder.as_ref(),
-            index: index.as_ref(),
-            meter: &meter,
-            batch: self.config.embed_batch,
-        };
-        let mut report = ReembedReport {
-            model: embedder.model_id().to_owned(),
-            ..ReembedReport::default()
-        };
-        let mut last_in_session: std::collections::HashMap<String, RawMessage> =
-            std::collections::HashMap::new();
-        let mut cursor = None;
-        loop {
-            let (page, next) = store.raw_page(cursor, 512).await?;
-            let pairs: Vec<(Option<RawMessage>, RawMessage)> = page
-                .into_iter()
-                .map(|m| {
-                    let previous = last_in_session.insert(m.session_id.clone(), m.clone());
-                    (previous, m)
-                })
-                .collect();
-            report.raw += vectorizer.raw(&pairs).await? as u64;
-            match next {
-                Some(n) => cursor = Some(n),
-                None => break,
-            }
-        }
-        let mut cursor = None;
-        loop {
-            let page = store.list(&MemoryFilter::default(), cursor, 512).await?;
-            let memories: Vec<MemoryRecord> =
-                page.memories.into_iter().filter(is_vectorized).collect();
-            report.memories += vectorizer.memories(&memories).await? as u64;
-            match page.next_cursor {
-                Some(n) => cursor = Some(n),
-                None => break,
-            }
-        }
-        report.usage = meter.report();
-        Ok(report)
+        self.core.reembed(profile).await
+    }
+
+    /// Stores the messages (content-addressed, insert-or-ignore, full-text indexed) and queues
+    /// a durable job for extraction and vectorization. When this returns, nothing is lost:
+    /// [`MemoryService::run_job`] (or [`MemoryService::resume_jobs`], from any worker process
+    /// sharing the queue) does the rest.
+    pub async fn enqueue_ingest(
+        &self,
+        profile: &str,
+        session: &str,
+        messages: Vec<IngestMessage>,
+    ) -> Result<IngestJob> {
+        self.core.enqueue_ingest(profile, session, messages).await
+    }
+
+    /// [`MemoryService::enqueue_ingest`] under a job id of the caller's (a content address
+    /// of the work): when a job with that id exists already, nothing is queued again and
+    /// that job is returned with `false`. Two servers doing the same work queue it once.
+    pub async fn enqueue_ingest_as(
+        &self,
+        profile: &str,
+        session: &str,
+        messages: Vec<IngestMessage>,
+        id: String,
+    ) -> Result<(IngestJob, bool)> {
+        self.core
+            .enqueue_ingest_as(profile, session, messages, id)
+            .await
+    }
+
+    /// Ingests inline: queue, then run every stage before returning.
+    pub async fn ingest_and_extract(
+        &self,
+        profile: &str,
+        session: &str,
+        messages: Vec<IngestMessage>,
+    ) -> Result<IngestJob> {
+        self.core
+            .ingest_and_extract(profile, session, messages)
+            .await
+    }
+
+    /// One job's current state.
+    pub async fn job(&self, profile: &str, id: &str) -> Result<IngestJob> {
+        self.core.job(profile, id).await
+    }
+
+    /// Every job of the profile, oldest first.
+    pub async fn jobs(&self, profile: &str) -> Result<Vec<IngestJob>> {
+        self.core.jobs(profile).await
+    }
+
+    /// Runs every claimable job of the profile (queued ones, and running ones whose worker's
+    /// lease ran out: it died), oldest first; with `retry_failed` failed jobs too. Jobs other
+    /// workers hold under a live lease are left to them. Returns the jobs as they ended.
+    pub async fn resume_jobs(&self, profile: &str, retry_failed: bool) -> Result<Vec<IngestJob>> {
+        self.core.resume_jobs(profile, retry_failed).await
+    }
+
+    /// Stops running jobs, for a graceful shutdown: no job is claimed any more, and a job in
+    /// hand is given back to the queue (not failed, no attempt counted) at its next stage
+    /// boundary, so another worker resumes it from that checkpoint. Clones of this service
+    /// share the signal.
+    pub fn stop_jobs(&self) {
+        self.core.stop_jobs()
+    }
+
+    /// True once [`MemoryService::stop_jobs`] was called.
+    pub fn is_stopping(&self) -> bool {
+        self.core.is_stopping()
+    }
+
+    /// Runs a job from its checkpoint to the end (a failed job is retried from the stage that
+    /// failed). A stage error marks the job failed (and is returned inside the job, not as
+    /// `Err`); storage errors are `Err`, and so is a job another worker is running
+    /// ([`MemoryError::Conflict`]).
+    pub async fn run_job(&self, profile: &str, id: &str) -> Result<IngestJob> {
+        self.core.run_job(profile, id).await
+    }
+
+    /// Recalls what the profile knows about `request.query`.
+    ///
+    /// Without an LLM, the query's own words (function words removed) drive full text and the
+    /// key lookup, and the HyDE channel and synthesis are reported as degraded. Without an
+    /// embedder, the vector channels are reported as degraded.
+    pub async fn recall(&self, profile: &str, request: RecallRequest) -> Result<RecallResponse> {
+        self.core.recall(profile, request).await
+    }
+
+    /// Writes the profile as JSON lines to `sink`, header first; with `vectors`, each raw
+    /// message and memory that has a vector is followed by it.
+    pub async fn export(
+        &self,
+        profile: &str,
+        vectors: bool,
+        sink: &mut (dyn FnMut(&str) -> Result<()> + Send),
+    ) -> Result<()> {
+        self.core.export(profile, vectors, sink).await
+    }
+
+    /// One page of the profile's export (the lines [`MemoryService::export`] writes): the
+    /// header first (when `cursor` is `None`), then raw messages, then memories (superseded
+    /// and forgotten ones too), a page of each at a time; with `vectors`, each followed by
+    /// its vector. A caller that streams pages can pause between them.
+    pub async fn export_page(
+        &self,
+        profile: &str,
+        vectors: bool,
+        cursor: Option<ExportCursor>,
+    ) -> Result<ProfileExportPage> {
+        self.core.export_page(profile, vectors, cursor).await
+    }
+
+    /// Reads an export into a profile, by the rules of live writes: of the current versions of
+    /// a key (the profile's and the export's) the newest stays current, and superseded ones
+    /// keep no vector. Everything a write could refuse is checked before the first write
+    /// (every line parses, one header, known vector namespaces, one model and dimension per
+    /// namespace agreeing with the profile's), so bad input changes nothing. Known raw
+    /// messages and memory ids are skipped: importing twice is a no-op, and an import cut
+    /// short by a storage failure is completed by running it again.
+    pub async fn import(&self, profile: &str, lines: &[String]) -> Result<ImportReport> {
+        self.core.import(profile, lines).await
     }
 }

@@ -6,7 +6,7 @@ use memory_core::ports::LanguageModel;
 use serde::{Deserialize, Serialize};
 
 use super::accounting::Meter;
-use super::recall::{RecallHit, RecallItem};
+use super::hits::{RecallHit, RecallItem};
 use super::render::render_recall;
 use super::structured::ask_json;
 

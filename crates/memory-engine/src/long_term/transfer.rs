@@ -5,7 +5,7 @@ use memory_core::ports::{MemoryFilter, MemoryRecord, RawMessage, VectorRecord};
 use memory_core::{MemoryError, Result};
 use serde::{Deserialize, Serialize};
 
-use super::MemoryService;
+use super::core::Core;
 
 /// The format name in the first line.
 pub const EXPORT_FORMAT: &str = "agent-memory-profile";
@@ -80,10 +80,10 @@ pub struct ProfileExportPage {
     pub next: Option<ExportCursor>,
 }
 
-impl MemoryService {
+impl Core {
     /// Writes the profile as JSON lines to `sink`, header first; with `vectors`, each raw
     /// message and memory that has a vector is followed by it.
-    pub async fn export(
+    pub(super) async fn export(
         &self,
         profile: &str,
         vectors: bool,
@@ -106,7 +106,7 @@ impl MemoryService {
     /// header first (when `cursor` is `None`), then raw messages, then memories (superseded
     /// and forgotten ones too), a page of each at a time; with `vectors`, each followed by
     /// its vector. A caller that streams pages can pause between them.
-    pub async fn export_page(
+    pub(super) async fn export_page(
         &self,
         profile: &str,
         vectors: bool,
@@ -176,7 +176,7 @@ impl MemoryService {
     /// namespace agreeing with the profile's), so bad input changes nothing. Known raw
     /// messages and memory ids are skipped: importing twice is a no-op, and an import cut
     /// short by a storage failure is completed by running it again.
-    pub async fn import(&self, profile: &str, lines: &[String]) -> Result<ImportReport> {
+    pub(super) async fn import(&self, profile: &str, lines: &[String]) -> Result<ImportReport> {
         let mut parsed = Vec::with_capacity(lines.len());
         for (i, line) in lines
             .iter()
@@ -273,7 +273,7 @@ impl MemoryService {
         report.raw_known = counts.existing;
         // The same rule as live writes: of the current versions of a key (the profile's and
         // the export's), the newest stays current.
-        let retired = super::service::settle_keys(store.as_ref(), &keys).await?;
+        let retired = super::ingest::settle_keys(store.as_ref(), &keys).await?;
         report.superseded = retired.len() as u64;
         if let Some(memories) = vectors.get_mut(super::MEMORY_NAMESPACE) {
             memories.retain(|v| !retired.contains(&v.id));

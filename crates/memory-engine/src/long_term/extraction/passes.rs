@@ -9,8 +9,8 @@ use memory_core::ports::{LanguageModel, MemoryKind};
 use serde::{Deserialize, Serialize};
 
 use super::super::accounting::Meter;
+use super::super::keys::normalize_key;
 use super::super::schemas;
-use super::super::service::normalize_key;
 use super::super::structured::{Structured, ask_json};
 use super::ExtractionReport;
 use super::transcript::{TranscriptLine, parse_iso_date, render_lines};

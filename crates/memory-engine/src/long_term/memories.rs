@@ -1,0 +1,187 @@
+//! A profile's memories after they are stored: list, forget, purge, re-embed, and the
+//! profile as a whole (list, reindex, delete).
+
+use memory_core::ports::{ForgetRequest, MemoryFilter, MemoryPage, MemoryRecord, RawMessage};
+use memory_core::{MemoryError, Result};
+use serde::Serialize;
+
+use super::accounting::UsageReport;
+use super::core::Core;
+use super::vectorize::{MEMORY_NAMESPACE, RAW_NAMESPACE, Vectorizer, is_vectorized};
+
+/// The most memories one [`MemoryService::list`] page holds.
+pub const MAX_LIST_PAGE: usize = 1_000;
+
+/// What a purge erased.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct PurgeReport {
+    /// The memory existed and is gone.
+    pub memory: bool,
+    /// Vectors removed.
+    pub vectors: u64,
+    /// Source raw messages erased (only when asked).
+    pub raw_messages: u64,
+}
+
+/// What a re-embed rebuilt.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct ReembedReport {
+    /// The model the vectors now come from.
+    pub model: String,
+    /// Raw-message vectors.
+    pub raw: u64,
+    /// Memory vectors.
+    pub memories: u64,
+    /// Embedder usage.
+    pub usage: UsageReport,
+}
+
+impl Core {
+    /// Profile names, sorted.
+    pub(super) async fn list_profiles(&self) -> Result<Vec<String>> {
+        self.profiles.list().await
+    }
+
+    /// Rebuilds the profile's text index from its records (when the engine writes it; an
+    /// index its store writes has nothing to rebuild, and the report says so).
+    pub(super) async fn reindex_text(&self, profile: &str) -> Result<crate::ReindexReport> {
+        self.backends.reindex(profile).await
+    }
+
+    /// Deletes every trace of a profile (jobs, vectors, text index, records); true if it
+    /// existed.
+    pub(super) async fn delete_profile(&self, profile: &str) -> Result<bool> {
+        self.backends.delete_profile(profile).await
+    }
+
+    /// A filtered page of memories: at most `limit`, and never more than [`MAX_LIST_PAGE`]
+    /// (follow the cursor for more).
+    pub(super) async fn list(
+        &self,
+        profile: &str,
+        filter: &MemoryFilter,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<MemoryPage> {
+        self.backends
+            .existing_store(profile)
+            .await?
+            .list(filter, cursor, limit.min(MAX_LIST_PAGE))
+            .await
+    }
+
+    /// Hides a memory from recall and list (and removes its vector); it stays for audit.
+    pub(super) async fn forget(&self, profile: &str, id: &str, reason: &str) -> Result<()> {
+        let request = ForgetRequest {
+            reason: reason.to_owned(),
+            at: self.clock.now(),
+        };
+        self.backends
+            .existing_store(profile)
+            .await?
+            .forget(id, request)
+            .await?;
+        self.backends
+            .vector_index(profile)
+            .await?
+            .delete(MEMORY_NAMESPACE, &[id.to_owned()])
+            .await?;
+        Ok(())
+    }
+
+    /// Erases a memory and its vector and, when `with_sources`, the raw messages it was
+    /// extracted from (and their vectors): the right to erasure.
+    pub(super) async fn purge(
+        &self,
+        profile: &str,
+        id: &str,
+        with_sources: bool,
+    ) -> Result<PurgeReport> {
+        let store = self.backends.existing_store(profile).await?;
+        let vectors = self.backends.vector_index(profile).await?;
+        let memory = store.get_memory(id).await?;
+        if let Some(m) = &memory {
+            let sources: &[String] = if with_sources {
+                &m.source_message_ids
+            } else {
+                &[]
+            };
+            self.scrub_jobs(profile, sources, m).await?;
+        }
+        // Vectors first: the store's erasure is the last write (adapters may compact after it).
+        let mut report = PurgeReport {
+            vectors: vectors.delete(MEMORY_NAMESPACE, &[id.to_owned()]).await?,
+            ..PurgeReport::default()
+        };
+        if with_sources && let Some(m) = &memory {
+            report.vectors += vectors.delete(RAW_NAMESPACE, &m.source_message_ids).await?;
+            report.raw_messages = store.purge_raw(&m.source_message_ids).await?;
+        }
+        report.memory = store.purge(id).await?;
+        // Erasing the current version made its predecessor current again (the store relinks
+        // the chain): it gets its vector back, as a current memory has one.
+        if let Some(m) = &memory
+            && m.superseded_by.is_none()
+            && let Some(key) = &m.key
+            && let Some(restored) = store.current_by_key(m.kind, key).await?
+        {
+            self.vectorize_memories(profile, &self.meter(profile), &[restored], &[])
+                .await?;
+        }
+        Ok(report)
+    }
+
+    /// Rebuilds every vector of the profile with the current embedder (after a model change).
+    pub(super) async fn reembed(&self, profile: &str) -> Result<ReembedReport> {
+        let Some((embedder, index)) = self.vectorizer_parts(profile).await? else {
+            return Err(MemoryError::invalid(
+                "reembed needs an embedder; none is configured",
+            ));
+        };
+        let store = self.backends.existing_store(profile).await?;
+        let meter = self.meter(profile);
+        index.clear(RAW_NAMESPACE).await?;
+        index.clear(MEMORY_NAMESPACE).await?;
+        let vectorizer = Vectorizer {
+            embedder: embedder.as_ref(),
+            index: index.as_ref(),
+            meter: &meter,
+            batch: self.config.embed_batch,
+        };
+        let mut report = ReembedReport {
+            model: embedder.model_id().to_owned(),
+            ..ReembedReport::default()
+        };
+        let mut last_in_session: std::collections::HashMap<String, RawMessage> =
+            std::collections::HashMap::new();
+        let mut cursor = None;
+        loop {
+            let (page, next) = store.raw_page(cursor, 512).await?;
+            let pairs: Vec<(Option<RawMessage>, RawMessage)> = page
+                .into_iter()
+                .map(|m| {
+                    let previous = last_in_session.insert(m.session_id.clone(), m.clone());
+                    (previous, m)
+                })
+                .collect();
+            report.raw += vectorizer.raw(&pairs).await? as u64;
+            match next {
+                Some(n) => cursor = Some(n),
+                None => break,
+            }
+        }
+        let mut cursor = None;
+        loop {
+            let page = store.list(&MemoryFilter::default(), cursor, 512).await?;
+            let memories: Vec<MemoryRecord> =
+                page.memories.into_iter().filter(is_vectorized).collect();
+            report.memories += vectorizer.memories(&memories).await? as u64;
+            match page.next_cursor {
+                Some(n) => cursor = Some(n),
+                None => break,
+            }
+        }
+        report.usage = meter.report();
+        Ok(report)
+    }
+}
