@@ -23,7 +23,7 @@ fn serve_answers_over_http_and_shares_the_data_dir_with_the_cli() {
         "/v1/sessions/s1/messages",
         r#"{"message":{"id":"m1","role":"user","parts":[{"type":"text","text":"hello over http"}]}}"#,
     );
-    assert!(appended.starts_with("HTTP/1.1 200"), "{appended}");
+    assert!(appended.starts_with("HTTP/1.1 2"), "{appended}");
     let doc = request(&address, "GET", "/openapi.json", "");
     assert!(doc.contains("/v1/sessions"));
     server.kill().unwrap();
@@ -259,4 +259,46 @@ fn bench_serve_measures_every_operation_without_failures() {
         assert!(line.ends_with("| 0 |"), "failures in {line}");
     }
     assert!(stdout.contains("HTTP / direct (p50)"), "{stdout}");
+}
+
+/// A server killed with SIGKILL after a bound session's history was shipped, before the
+/// job ran (`--no-jobs` leaves it queued, so the kill always lands in between), loses
+/// nothing: the job is in the queue, `memory worker` runs it, and recall finds the history.
+#[test]
+fn a_shipped_job_survives_a_killed_server() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[sessions]\nprofile = \"alice\"\n\n[memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    let (mut server, address, _) = common::spawn_server(dir.path(), &["--no-jobs"]);
+    let created = request(&address, "POST", "/v1/sessions", r#"{"id":"s1"}"#);
+    assert!(created.contains(r#""profile":"alice""#), "{created}");
+    let appended = request(
+        &address,
+        "POST",
+        "/v1/sessions/s1/messages",
+        r#"{"message":{"id":"u1","role":"user","parts":[{"type":"text","text":"My locker code is 4312."}]}}"#,
+    );
+    assert!(appended.starts_with("HTTP/1.1 2"), "{appended}");
+    let ended = request(&address, "POST", "/v1/sessions/s1/end", "{}");
+    assert!(ended.contains(r#""shipped":1"#), "{ended}");
+    assert!(ended.contains(r#""status":"queued""#), "{ended}");
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    let worked = Command::new(assert_cmd::cargo::cargo_bin("memory"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["worker", "--once"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&worked.stderr);
+    assert!(worked.status.success(), "{stderr}");
+    assert!(stderr.contains("worker ran 1 jobs"), "{stderr}");
+    let recalled = common::run(dir.path(), &["profile", "recall", "alice", "locker code"]);
+    assert!(recalled.contains("4312"), "{recalled}");
+    let jobs = common::run(dir.path(), &["profile", "jobs", "alice", "--json"]);
+    assert!(jobs.contains(r#""status": "done""#), "{jobs}");
 }
