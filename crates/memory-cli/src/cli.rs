@@ -343,12 +343,20 @@ pub enum SessionCommand {
         #[command(flatten)]
         format: Format,
     },
-    /// Bind a session to a long-term profile (or, without PROFILE, unbind it).
+    /// Bind a session to a long-term profile: its compactions and its end ship its history
+    /// there, and its tools include `recall` and `remember`.
     Bind {
         /// Session id.
         id: String,
-        /// Profile name; leave it out to unbind.
-        profile: Option<String>,
+        /// Profile name.
+        profile: String,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Unbind a session from its profile (what it shipped stays in the profile).
+    Unbind {
+        /// Session id.
+        id: String,
         #[command(flatten)]
         format: Format,
     },

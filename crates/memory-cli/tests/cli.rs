@@ -484,7 +484,7 @@ fn sessions_bind_end_and_ship_into_profiles() {
     ]);
     assert_eq!(again["job"], Value::Null, "{again}");
     assert_eq!(again["already_shipped"], 1);
-    let unbound = env.json(&["session", "bind", "s1"]);
+    let unbound = env.json(&["session", "unbind", "s1"]);
     assert_eq!(unbound["profile"], Value::Null, "{unbound}");
     env.cmd()
         .args(["session", "bind", "s1", "not a name"])

@@ -265,6 +265,8 @@ impl SessionManager {
     }
 
     /// Creates a session (a random UUID v7 id unless `spec.id` is given).
+    /// Without a profile in `spec`, the session is bound to the link's default profile, if
+    /// any; [`SessionManager::bind`] with `None` unbinds it.
     pub async fn create(&self, mut spec: NewSession) -> Result<SessionInfo> {
         if spec.profile.is_none() {
             spec.profile = self
@@ -272,6 +274,12 @@ impl SessionManager {
                 .as_ref()
                 .and_then(|l| l.options().default_profile.clone());
         }
+        self.create_exactly(spec).await
+    }
+
+    /// [`SessionManager::create`] with the binding exactly as `spec` gives it (a fork or a
+    /// split keeps its source's, unbound included).
+    async fn create_exactly(&self, spec: NewSession) -> Result<SessionInfo> {
         if let Some(profile) = &spec.profile {
             memory_core::validate_profile_name(profile)?;
         }
@@ -460,7 +468,7 @@ impl SessionManager {
         self.rehydrate(id).await?;
         let path = self.store.history(id, Some(at.to_owned())).await?;
         let info = self
-            .create(NewSession {
+            .create_exactly(NewSession {
                 id: None,
                 name: name.or_else(|| source.name.clone()),
                 parent_session_id: Some(id.clone()),
@@ -469,6 +477,12 @@ impl SessionManager {
                 profile: source.profile.clone(),
             })
             .await?;
+        // What the source shipped of the copied path counts as shipped by the fork too, so
+        // ending or compacting the fork does not ingest the shared prefix again.
+        if let Some(link) = &self.link {
+            let ids: Vec<String> = path.iter().map(|m| m.id.clone()).collect();
+            link.inherit_shipped(id, &info.id, &ids).await?;
+        }
         let mut batch = Vec::with_capacity(path.len());
         let mut previous: Option<String> = None;
         for message in path {
@@ -492,13 +506,22 @@ impl SessionManager {
         name: Option<String>,
     ) -> Result<SessionInfo> {
         let old = self.require(id).await?;
+        // The old session ends here: what it had not shipped to its profile goes now (a
+        // failure is logged and the history ships with a later `end` of it).
+        if let (Some(profile), Some(link)) = (&old.profile, &self.link)
+            && let Err(e) = link
+                .ship_selection(profile, id, &ShipSelection::default())
+                .await
+        {
+            tracing::warn!(session = %id, error = %e, "the split session's history was not shipped");
+        }
         let patch = SessionPatch {
             end_reason: Some("compaction".into()),
             ..SessionPatch::default()
         };
         self.registry.update(id, &patch, self.clock.now()).await?;
         let info = self
-            .create(NewSession {
+            .create_exactly(NewSession {
                 id: None,
                 name: name.or(old.name).or_else(|| Some("Compacted".into())),
                 parent_session_id: Some(id.clone()),

@@ -9,8 +9,9 @@
 //! session named in the call (`session` argument) or in the connection (`memory mcp
 //! --session`, or `/mcp?session=ID` over HTTP). Over HTTP the tenant is the one of the
 //! request's API key, and `?profile=NAME` picks the long-term profile; without it, a
-//! connection's session that is bound to a profile reads and writes that profile, and
-//! `remember` records the session as the memory's source.
+//! connection's session that is bound to a profile reads and writes that profile (over
+//! stdio, `memory mcp PROFILE` names the profile). `remember` records the connection's
+//! session as the memory's source.
 
 use axum::extract::Query;
 use axum::http::request::Parts;
@@ -192,7 +193,8 @@ impl MemoryMcp {
                     .clone()
                     .unwrap_or_else(|| state.mcp_profile.clone()),
                 session: self.session.clone(),
-                explicit_profile: false,
+                // `memory mcp PROFILE` names its profile.
+                explicit_profile: true,
             }),
             None => Err("no services for this connection".into()),
         }

@@ -227,7 +227,9 @@ pub struct Accepted {
 /// Queues a conversation for ingest (raw messages stored now, extraction in the
 /// background: in this process, or in `memory worker` processes) and answers at once with
 /// the job. Without `messages`, the stored session's messages are taken (those not
-/// shipped before): 202 with the job, or 200 with `job: null` when nothing was new.
+/// shipped before), and the answer adds `shipped` and `already_shipped`: 202 when a job was
+/// queued, 200 when none was (`job: null` when nothing was new, or the job an identical
+/// earlier request queued).
 #[utoipa::path(post, path = "/v1/profiles/{profile}/ingest", tag = "long-term",
     request_body = Ingest,
     params(("profile" = String, Path, description = "Profile name")),

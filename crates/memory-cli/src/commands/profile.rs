@@ -646,12 +646,10 @@ async fn ingest_stored(
         .await;
     app.close().await;
     let mut report = result?;
-    if let Some(job) = &report.job {
-        if wait {
-            report.job = Some(wait_for_job(memory, profile, &job.id).await?);
-        } else if report.queued {
-            spawn_worker(data_dir, profile)?;
-        }
+    // The deployment's runner started a background worker for a queued job; `--wait` runs
+    // it here (or waits for that worker).
+    if wait && let Some(job) = &report.job {
+        report.job = Some(wait_for_job(memory, profile, &job.id).await?);
     }
     if json {
         output::json(&report)

@@ -78,21 +78,8 @@ pub async fn run(app: &App, command: SessionCommand) -> Result<(), CliError> {
             id,
             profile,
             format,
-        } => {
-            let info = app
-                .manager
-                .bind(&session_id(&id)?, profile.as_deref())
-                .await?;
-            if format.json {
-                output::json(&info)
-            } else {
-                match &info.profile {
-                    Some(profile) => println!("bound {} to profile {profile}", info.id),
-                    None => println!("unbound {}", info.id),
-                }
-                Ok(())
-            }
-        }
+        } => bind(app, &id, Some(&profile), format.json).await,
+        SessionCommand::Unbind { id, format } => bind(app, &id, None, format.json).await,
         SessionCommand::End {
             id,
             reason,
@@ -162,5 +149,19 @@ pub async fn run(app: &App, command: SessionCommand) -> Result<(), CliError> {
             println!("deleted {id}");
             Ok(())
         }
+    }
+}
+
+/// Binds a session to `profile`, or unbinds it.
+async fn bind(app: &App, id: &str, profile: Option<&str>, json: bool) -> Result<(), CliError> {
+    let info = app.manager.bind(&session_id(id)?, profile).await?;
+    if json {
+        output::json(&info)
+    } else {
+        match &info.profile {
+            Some(profile) => println!("bound {} to profile {profile}", info.id),
+            None => println!("unbound {}", info.id),
+        }
+        Ok(())
     }
 }

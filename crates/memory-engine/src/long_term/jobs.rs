@@ -167,8 +167,10 @@ impl Core {
         messages: Vec<IngestMessage>,
         id: String,
     ) -> Result<(IngestJob, bool)> {
-        if let Ok(existing) = self.job(profile, &id).await {
-            return Ok((existing, false));
+        match self.job(profile, &id).await {
+            Ok(existing) => return Ok((existing, false)),
+            Err(MemoryError::NotFound { .. }) => {}
+            Err(e) => return Err(e),
         }
         let store = self.backends.store(profile).await?;
         if messages.iter().all(|m| m.content.trim().is_empty()) {

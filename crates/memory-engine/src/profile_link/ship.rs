@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use tracing::{info, warn};
 
 use super::ProfileLink;
-use crate::long_term::{IngestJob, IngestMessage};
+use crate::long_term::{IngestJob, IngestMessage, JobStatus};
 
 /// How many times a lost race on the shipped record is retried before `Conflict`.
 const RECORD_RETRIES: usize = 16;
@@ -173,6 +173,9 @@ impl ProfileLink {
         self.record(&key, &pairs).await?;
         if queued {
             info!(%session, profile, job = %job.id, messages = pairs.len(), "history shipped");
+        }
+        // A retry after a crash finds its job still queued: start it too.
+        if queued || job.status == JobStatus::Queued {
             self.start(profile, &job.id);
         }
         report.job = Some(job);
@@ -209,11 +212,12 @@ impl ProfileLink {
                 }),
             }
         };
+        let last = path.len().saturating_sub(1);
+        let from = position(&selection.from, 0)?;
+        let to = position(&selection.to, last)?;
         if path.is_empty() {
             return Ok(path);
         }
-        let from = position(&selection.from, 0)?;
-        let to = position(&selection.to, path.len() - 1)?;
         if from > to {
             return Err(MemoryError::invalid(format!(
                 "the range starts at {:?}, after its end {:?}",
@@ -251,11 +255,45 @@ impl ProfileLink {
     /// to the session's message ids is cut. The profile's memories and raw messages stay
     /// (a purge with sources erases them).
     pub(crate) async fn forget_session(&self, session: &SessionId) -> Result<()> {
+        for (key, _) in self.records_of(session).await? {
+            self.kv.delete(&key).await?;
+        }
+        Ok(())
+    }
+
+    /// The keys of `session`'s shipped records, with the profile each one is for.
+    async fn records_of(&self, session: &SessionId) -> Result<Vec<(String, String)>> {
         let prefix = record_prefix(session);
-        for key in self.kv.keys(&prefix).await? {
-            let rest = &key[prefix.len()..];
-            if memory_core::validate_profile_name(rest).is_ok() {
-                self.kv.delete(&key).await?;
+        Ok(self
+            .kv
+            .keys(&prefix)
+            .await?
+            .into_iter()
+            .filter_map(|key| {
+                let profile = key.strip_prefix(&prefix)?.to_owned();
+                memory_core::validate_profile_name(&profile)
+                    .is_ok()
+                    .then_some((key, profile))
+            })
+            .collect())
+    }
+
+    /// Records the messages `ids` of `fork` as shipped wherever `source` shipped them (a
+    /// fork copies its source's path with the same message ids).
+    pub(crate) async fn inherit_shipped(
+        &self,
+        source: &SessionId,
+        fork: &SessionId,
+        ids: &[String],
+    ) -> Result<()> {
+        for (key, profile) in self.records_of(source).await? {
+            let (_, shipped) = self.shipped(&key).await?;
+            let pairs: Vec<(String, String)> = ids
+                .iter()
+                .filter_map(|id| shipped.get(id).map(|raw| (id.clone(), raw.clone())))
+                .collect();
+            if !pairs.is_empty() {
+                self.record(&record_key(fork, &profile), &pairs).await?;
             }
         }
         Ok(())

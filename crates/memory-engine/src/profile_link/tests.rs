@@ -380,3 +380,32 @@ async fn binding_is_explicit_and_deleting_a_session_cuts_provenance_only() {
     assert!(!names(&handle.tools().await.unwrap()).contains(&"recall"));
     assert!(world.manager.bind(&other, Some("bad name")).await.is_err());
 }
+
+#[tokio::test]
+async fn a_fork_ships_only_what_its_source_did_not() {
+    let world = world(bound_to("gina"));
+    let s = session(&world, "src", None).await;
+    say(&world, &s, &LISBON).await;
+    world.manager.end(&s, None).await.unwrap();
+    let fork = world.manager.fork(&s, "m3", None).await.unwrap();
+    assert_eq!(fork.profile.as_deref(), Some("gina"));
+    say(
+        &world,
+        &fork.id,
+        &[("f1", Role::User, "A new branch of the talk.")],
+    )
+    .await;
+    let (_, shipped) = world.manager.end(&fork.id, None).await.unwrap();
+    let shipped = shipped.unwrap();
+    assert_eq!(
+        (shipped.shipped, shipped.already_shipped),
+        (1, 3),
+        "{shipped:?}"
+    );
+    // An unbound source forks unbound, even with a default profile.
+    let plain = session(&world, "plain", None).await;
+    world.manager.bind(&plain, None).await.unwrap();
+    say(&world, &plain, &LISBON).await;
+    let forked = world.manager.fork(&plain, "m2", None).await.unwrap();
+    assert_eq!(forked.profile, None);
+}
