@@ -39,7 +39,7 @@ pub use search::{
     MAX_SEARCH_TERMS, SearchHit, SearchMode, SearchQuery, phrase_terms, search_messages,
     search_terms,
 };
-pub use session::{NewSession, SessionInfo, SessionPatch, SessionUsage};
+pub use session::{NewSession, SessionInfo, SessionPatch, SessionUsage, binding_change};
 pub use time::{CivilDate, DAY_MILLIS, Timestamp};
 pub use tokens::{HeuristicTokenCounter, estimate_message_tokens, estimate_messages_tokens};
 pub use tools::{ToolCall, ToolDefinition};

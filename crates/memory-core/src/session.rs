@@ -79,8 +79,9 @@ pub struct SessionPatch {
     pub profile: Option<Option<String>>,
 }
 
-/// A present `profile` field is a change (its `null` unbinds); an absent one is none.
-fn binding_change<'de, D>(deserializer: D) -> Result<Option<Option<String>>, D::Error>
+/// A present `profile` field is a change (its `null` unbinds); an absent one is none. Use
+/// it with `#[serde(default, deserialize_with = "memory_core::binding_change")]`.
+pub fn binding_change<'de, D>(deserializer: D) -> Result<Option<Option<String>>, D::Error>
 where
     D: serde::Deserializer<'de>,
 {

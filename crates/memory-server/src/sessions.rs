@@ -137,17 +137,9 @@ pub struct Rename {
     /// The new name.
     pub name: Option<String>,
     /// The profile to bind to, or `null` to unbind.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "memory_core::binding_change")]
     #[schema(value_type = Option<String>)]
     pub profile: Option<Option<String>>,
-}
-
-/// A field that is present (its `null` included) is `Some`.
-fn present<'de, D>(deserializer: D) -> Result<Option<Option<String>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    Option::<String>::deserialize(deserializer).map(Some)
 }
 
 /// Renames a session and/or changes its profile binding.

@@ -98,9 +98,19 @@ impl ProfileLink {
 
     /// Adds `pairs` to the record under `key` (compare-and-set, so concurrent ships of one
     /// session lose nothing).
-    async fn record(&self, key: &str, pairs: &[(String, String)]) -> Result<()> {
+    /// `read` is the record as the caller last read it (`None`: read it now); a lost race
+    /// reads it again.
+    async fn record(
+        &self,
+        key: &str,
+        mut read: Option<(Option<String>, BTreeMap<String, String>)>,
+        pairs: &[(String, String)],
+    ) -> Result<()> {
         for _ in 0..RECORD_RETRIES {
-            let (before, mut map) = self.shipped(key).await?;
+            let (before, mut map) = match read.take() {
+                Some(read) => read,
+                None => self.shipped(key).await?,
+            };
             for (message, raw) in pairs {
                 map.insert(message.clone(), raw.clone());
             }
@@ -126,7 +136,8 @@ impl ProfileLink {
     ) -> Result<ShipReport> {
         memory_core::validate_profile_name(profile)?;
         let key = record_key(session, profile);
-        let (_, shipped) = self.shipped(&key).await?;
+        let read = self.shipped(&key).await?;
+        let shipped = &read.1;
         let mut ids = Vec::new();
         let mut fresh = Vec::new();
         let mut already_shipped = 0;
@@ -170,7 +181,7 @@ impl ProfileLink {
                 .collect()
         };
         let pairs: Vec<(String, String)> = ids.into_iter().zip(raw_ids).collect();
-        self.record(&key, &pairs).await?;
+        self.record(&key, Some(read), &pairs).await?;
         if queued {
             info!(%session, profile, job = %job.id, messages = pairs.len(), "history shipped");
         }
@@ -293,7 +304,8 @@ impl ProfileLink {
                 .filter_map(|id| shipped.get(id).map(|raw| (id.clone(), raw.clone())))
                 .collect();
             if !pairs.is_empty() {
-                self.record(&record_key(fork, &profile), &pairs).await?;
+                self.record(&record_key(fork, &profile), None, &pairs)
+                    .await?;
             }
         }
         Ok(())
