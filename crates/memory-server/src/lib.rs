@@ -149,8 +149,9 @@ fn routes() -> Router {
         )
         .route(
             "/v1/sessions/{id}/messages",
-            post(sessions::append_messages),
+            post(sessions::append_messages).delete(sessions::delete_messages),
         )
+        .route("/v1/sessions/{id}/latest-leaf", get(sessions::latest_leaf))
         .route(
             "/v1/sessions/{id}/messages/{message_id}",
             axum::routing::put(sessions::update_message).delete(sessions::delete_message),
@@ -175,6 +176,10 @@ fn routes() -> Router {
         .route(
             "/v1/sessions/{id}/context/{label}",
             get(context::get_block).put(context::put_block),
+        )
+        .route(
+            "/v1/sessions/{id}/context/{label}/append",
+            post(context::append_block),
         )
         .route("/v1/sessions/{id}/prompt", get(context::prompt))
         .route("/v1/sessions/{id}/tools", get(context::list_tools))

@@ -24,7 +24,7 @@ pub(crate) fn session_id(raw: &str) -> ApiResult<SessionId> {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSession {
-    /// The id (letters, digits, `-`, `_`, `.`).
+    /// The id (1 to 256 bytes, no control characters); generated when absent.
     pub id: Option<String>,
     /// Display name.
     pub name: Option<String>,
@@ -327,6 +327,79 @@ pub async fn append_messages(
         state.sessions.append_all(&id, messages, parent).await?
     };
     Ok(Json(Appended { outcomes }))
+}
+
+/// Message ids to delete at once.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteMessages {
+    /// The ids (at most 1,000); ids the session does not hold are skipped.
+    pub ids: Vec<String>,
+}
+
+/// How many messages a deletion removed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Deleted {
+    /// Messages removed (ids the session did not hold are not counted).
+    pub deleted: u64,
+}
+
+/// Deletes messages by id; each one's children re-link to its parent, and its search
+/// entries go with it.
+#[utoipa::path(delete, path = "/v1/sessions/{id}/messages", tag = "messages",
+    request_body = DeleteMessages,
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "How many were deleted", body = Deleted),
+        (status = 400, description = "No ids", body = ErrorBody),
+        (status = 404, description = "No such session", body = ErrorBody),
+        (status = 413, description = "Too many ids", body = ErrorBody)))]
+pub async fn delete_messages(
+    Extension(state): Extension<AppState>,
+    Path(id): Path<String>,
+    Json(body): Json<DeleteMessages>,
+) -> ApiResult<Json<Deleted>> {
+    if body.ids.is_empty() {
+        return Err(ApiError::invalid("give at least one id in `ids`"));
+    }
+    if body.ids.len() > MAX_BATCH {
+        return Err(ApiError::too_large(format!(
+            "one deletion takes at most {MAX_BATCH} ids, not {}",
+            body.ids.len()
+        )));
+    }
+    let id = session_id(&id)?;
+    // A missing session is a 404, not "0 deleted".
+    state.sessions.session(&id).await?;
+    let deleted = state.sessions.delete_messages(&id, &body.ids).await?;
+    Ok(Json(Deleted { deleted }))
+}
+
+/// The most recent message with no children.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LatestLeaf {
+    /// The message, or `null` for an empty session.
+    #[schema(value_type = Option<Object>)]
+    pub message: Option<UiMessage>,
+}
+
+/// The session's latest leaf: the most recently added message that has no children (where
+/// an append without a parent attaches).
+#[utoipa::path(get, path = "/v1/sessions/{id}/latest-leaf", tag = "messages",
+    params(("id" = String, Path, description = "Session id")),
+    responses(
+        (status = 200, description = "The leaf, or `null` for an empty session", body = LatestLeaf),
+        (status = 404, description = "No such session", body = ErrorBody)))]
+pub async fn latest_leaf(
+    Extension(state): Extension<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<LatestLeaf>> {
+    let session = state.sessions.session(&session_id(&id)?).await?;
+    let message = match session.latest_leaf().await? {
+        Some(leaf) => session.get(&leaf).await?,
+        None => None,
+    };
+    Ok(Json(LatestLeaf { message }))
 }
 
 /// Which leaf's history.

@@ -213,6 +213,8 @@ async fn the_openapi_document_lists_every_route() {
         "/v1/sessions/{id}",
         "/v1/sessions/{id}/messages",
         "/v1/sessions/{id}/history",
+        "/v1/sessions/{id}/latest-leaf",
+        "/v1/sessions/{id}/context/{label}/append",
         "/v1/search",
         "/v1/profiles/{profile}/memories",
         "/v1/profiles/{profile}/recall",
@@ -379,6 +381,83 @@ async fn branches_fork_update_delete_context_and_tools() {
         .await
         .unwrap();
     assert_eq!(bad_format.status(), StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn latest_leaf_batch_delete_and_block_append() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{}{path}", server.base);
+    post_json(&http, &url("/v1/sessions"), json!({"id": "s"})).await;
+    let empty = get_json(&http, &url("/v1/sessions/s/latest-leaf")).await;
+    assert_eq!(empty["message"], Value::Null, "{empty}");
+    let (missing, _) = call(http.get(url("/v1/sessions/nope/latest-leaf"))).await;
+    assert_eq!(missing, StatusCode::NOT_FOUND);
+
+    post_json(
+        &http,
+        &url("/v1/sessions/s/messages"),
+        json!({"messages": [text("u1", "user", "hi"), text("a1", "assistant", "hello"), text("u2", "user", "more")]}),
+    )
+    .await;
+    let leaf = get_json(&http, &url("/v1/sessions/s/latest-leaf")).await;
+    assert_eq!(leaf["message"]["id"], "u2", "{leaf}");
+    assert_eq!(leaf["message"]["parts"][0]["text"], "more");
+
+    // Two of three go at once (one unknown id is skipped); the child re-links to the root.
+    let (status, deleted) = call(
+        http.delete(url("/v1/sessions/s/messages"))
+            .json(&json!({"ids": ["a1", "u2", "unknown"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{deleted}");
+    assert_eq!(deleted["deleted"], 2);
+    let history = get_json(&http, &url("/v1/sessions/s/history")).await;
+    let ids: Vec<&str> = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["u1"]);
+    let (no_ids, _) = call(
+        http.delete(url("/v1/sessions/s/messages"))
+            .json(&json!({"ids": []})),
+    )
+    .await;
+    assert_eq!(no_ids, StatusCode::BAD_REQUEST);
+    let (no_session, _) = call(
+        http.delete(url("/v1/sessions/nope/messages"))
+            .json(&json!({"ids": ["u1"]})),
+    )
+    .await;
+    assert_eq!(no_session, StatusCode::NOT_FOUND);
+
+    // Appends land after a newline, within the block's budget.
+    post_json(
+        &http,
+        &url("/v1/sessions/s/context/memory/append"),
+        json!({"content": "Prefers trains"}),
+    )
+    .await;
+    let block = post_json(
+        &http,
+        &url("/v1/sessions/s/context/memory/append"),
+        json!({"content": "Lives in Lyon"}),
+    )
+    .await;
+    assert_eq!(block["content"], "Prefers trains\nLives in Lyon", "{block}");
+    let (over, body) = call(
+        http.post(url("/v1/sessions/s/context/memory/append"))
+            .json(&json!({"content": "word ".repeat(500)})),
+    )
+    .await;
+    assert_eq!(over, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let stored = get_json(&http, &url("/v1/sessions/s/context/memory")).await;
+    assert_eq!(
+        stored["content"], "Prefers trains\nLives in Lyon",
+        "a refused append changes nothing"
+    );
 }
 
 #[tokio::test]

@@ -152,12 +152,14 @@ const CREATING: [(&str, &str); 5] = [
 /// lookup is what answers). A route missing here fails the test: add its body.
 fn body_for(method: &str, template: &str) -> Option<Value> {
     let body = match (method, template) {
+        ("delete", "/v1/sessions/{id}/messages") => json!({"ids": ["m1"]}),
         ("get" | "delete", _) => return None,
         ("post", "/v1/sessions") => json!({"id": "s1"}),
         ("patch", "/v1/sessions/{id}") => json!({"name": "taken"}),
         ("post", "/v1/sessions/{id}/messages") => json!({"message": text("b1", "user", "hello")}),
         ("put", "/v1/sessions/{id}/messages/{message_id}") => text("m1", "user", "overwritten"),
         ("put", "/v1/sessions/{id}/context/{label}") => json!({"content": "overwritten"}),
+        ("post", "/v1/sessions/{id}/context/{label}/append") => json!({"content": "appended"}),
         ("post", "/v1/sessions/{id}/fork") => json!({"at": "m1"}),
         ("post", "/v1/sessions/{id}/end") => json!({}),
         ("post", "/v1/sessions/{id}/compact") => json!({}),

@@ -1,0 +1,210 @@
+/**
+ * A long-term memory profile: ingest conversations, remember, recall, list, forget, and the
+ * ingest jobs that extract typed memories in the background.
+ *
+ * ```ts
+ * const alice = memory.profile("alice");
+ * await alice.remember("Prefers window seats", { kind: "fact", key: "seat" });
+ * const { hits } = await alice.recall("which seat does she like?");
+ * ```
+ */
+import { TimeoutError } from "./errors.js";
+import { path, type RequestOptions, sleep, type Transport } from "./http.js";
+import { type Body, lines, uploadBody } from "./streams.js";
+import type {
+  IngestAccepted,
+  IngestJob,
+  IngestLine,
+  Memory,
+  MemoryKind,
+  MemoryPage,
+  ProfileImport,
+  Purged,
+  RecallResult,
+} from "./types.js";
+
+/** What to remember. */
+export interface RememberOptions extends RequestOptions {
+  /** `fact` (default), `event`, `instruction` or `task`. */
+  kind?: MemoryKind;
+  /** The slot it fills: a later memory with the same key supersedes this one. */
+  key?: string;
+  /** The session it came from (provenance). */
+  sessionId?: string;
+}
+
+/** A recall's options. */
+export interface RecallOptions extends RequestOptions {
+  /** At most this many hits. */
+  limit?: number;
+  /** Also synthesize an answer from the hits (needs the server's `[llm]`). */
+  answer?: boolean;
+  /** Include each channel's ranks and the fusion's workings. */
+  explain?: boolean;
+}
+
+/** Which memories to list. */
+export interface ListOptions extends RequestOptions {
+  kind?: MemoryKind;
+  key?: string;
+  /** Only memories from this session. */
+  session?: string;
+  /** Include superseded and forgotten memories. */
+  all?: boolean;
+  /** Page size (the server's default when absent). */
+  limit?: number;
+  /** Start after this cursor (from an earlier page). */
+  cursor?: string;
+}
+
+/** What to ingest: lines given here, or a range of a session the server stores. */
+export type IngestInput =
+  | { session: string; messages: IngestLine[] }
+  | { session: string; leaf?: string; from?: string; to?: string };
+
+/** How long `waitForJob` waits. */
+export interface WaitOptions extends RequestOptions {
+  /** Give up after this many milliseconds (default 120 000). */
+  waitMs?: number;
+  /** Milliseconds between looks (default 250). */
+  intervalMs?: number;
+}
+
+const FINISHED = new Set(["done", "failed", "cancelled"]);
+
+/** A profile on the server (it exists once something is stored in it). */
+export class Profile {
+  /** The profile's name. */
+  readonly name: string;
+  private readonly http: Transport;
+
+  /** A handle on profile `name` (no request is made). */
+  constructor(http: Transport, name: string) {
+    this.http = http;
+    this.name = name;
+  }
+
+  private path(suffix = ""): string {
+    return path`/v1/profiles/${this.name}` + suffix;
+  }
+
+  /**
+   * Queues an ingest job: the lines given, or the unshipped messages of a stored session
+   * (`{ session, leaf?, from?, to? }`). Extraction runs in the background; `waitForJob`
+   * waits for it. `job` is `null` when a stored session had nothing new.
+   */
+  ingest(input: IngestInput, options: RequestOptions = {}): Promise<IngestAccepted> {
+    return this.http.json("POST", this.path("/ingest"), { ...options, json: input });
+  }
+
+  /** Stores one memory now (no extraction), superseding the memory with the same key. */
+  remember(content: string, options: RememberOptions = {}): Promise<Memory> {
+    return this.http.json("POST", this.path("/memories"), {
+      ...options,
+      json: { content, kind: options.kind, key: options.key, session_id: options.sessionId },
+    });
+  }
+
+  /** Hybrid recall (full-text, vector, keys, dates; fused by reciprocal rank). */
+  recall(query: string, options: RecallOptions = {}): Promise<RecallResult> {
+    return this.http.json("POST", this.path("/recall"), {
+      ...options,
+      json: { query, limit: options.limit, answer: options.answer, explain: options.explain },
+    });
+  }
+
+  /** One page of memories, newest first. */
+  listPage(options: ListOptions = {}): Promise<MemoryPage> {
+    return this.http.json("GET", this.path("/memories"), {
+      ...options,
+      query: {
+        kind: options.kind,
+        key: options.key,
+        session: options.session,
+        all: options.all,
+        limit: options.limit,
+        cursor: options.cursor,
+      },
+    });
+  }
+
+  /** Every matching memory, page by page: `for await (const m of profile.list()) ...`. */
+  async *list(options: ListOptions = {}): AsyncGenerator<Memory> {
+    let cursor = options.cursor;
+    for (;;) {
+      const page = await this.listPage({ ...options, cursor });
+      yield* page.memories;
+      if (page.next_cursor === null || page.memories.length === 0) return;
+      cursor = page.next_cursor;
+    }
+  }
+
+  /** Forgets a memory (it stays, marked, for audit; recall no longer returns it). */
+  async forget(memoryId: string, options: RequestOptions & { reason?: string } = {}): Promise<void> {
+    await this.http.json("DELETE", this.path(path`/memories/${memoryId}`), {
+      ...options,
+      query: { reason: options.reason },
+    });
+  }
+
+  /** Erases a memory for good, with its vectors, and with `withSources` its raw messages. */
+  purge(memoryId: string, options: RequestOptions & { withSources?: boolean } = {}): Promise<Purged> {
+    return this.http.json("POST", this.path(path`/memories/${memoryId}/purge`), {
+      ...options,
+      query: { with_sources: options.withSources },
+    });
+  }
+
+  /** One ingest job. */
+  job(jobId: string, options: RequestOptions = {}): Promise<IngestJob> {
+    return this.http.json("GET", this.path(path`/jobs/${jobId}`), options);
+  }
+
+  /** The profile's ingest jobs. */
+  async jobs(options: RequestOptions = {}): Promise<IngestJob[]> {
+    const { jobs } = await this.http.json<{ jobs: IngestJob[] }>("GET", this.path("/jobs"), options);
+    return jobs;
+  }
+
+  /** Polls a job until it is done, failed or cancelled (a `TimeoutError` after `waitMs`). */
+  async waitForJob(jobId: string, options: WaitOptions = {}): Promise<IngestJob> {
+    const deadline = Date.now() + (options.waitMs ?? 120_000);
+    for (;;) {
+      const job = await this.job(jobId, options);
+      if (FINISHED.has(job.status)) return job;
+      if (Date.now() >= deadline) {
+        throw new TimeoutError(`job ${jobId} is still ${job.status} after ${options.waitMs ?? 120_000} ms`);
+      }
+      await sleep(options.intervalMs ?? 250, options.signal);
+    }
+  }
+
+  /** Deletes the profile with everything in it. */
+  async delete(options: RequestOptions = {}): Promise<void> {
+    await this.http.json("DELETE", this.path(), options);
+  }
+
+  /** The profile as a stream of NDJSON bytes (with `vectors`, its embeddings too). */
+  async export(options: RequestOptions & { vectors?: boolean } = {}): Promise<ReadableStream<Uint8Array>> {
+    const response = await this.http.stream("GET", this.path("/export"), {
+      ...options,
+      query: { vectors: options.vectors },
+    });
+    if (response.body === null) throw new Error("the export has no body");
+    return response.body;
+  }
+
+  /** The profile's export, one JSON line at a time. */
+  async *exportLines(options: RequestOptions & { vectors?: boolean } = {}): AsyncGenerator<string> {
+    yield* lines(await this.export(options));
+  }
+
+  /** Imports export lines (idempotent: what is there already is counted, not doubled). */
+  import(body: Body, options: RequestOptions = {}): Promise<ProfileImport> {
+    return this.http.json("POST", this.path("/import"), {
+      ...options,
+      body: uploadBody(body),
+      contentType: "application/x-ndjson",
+    });
+  }
+}

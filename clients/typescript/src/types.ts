@@ -1,0 +1,236 @@
+/**
+ * The JSON shapes the server returns, as it writes them (snake_case fields). Messages are
+ * the AI SDK's `UIMessage`, stored and returned as given: every part type, unknown fields
+ * kept.
+ */
+import type { UIMessage } from "ai";
+
+export type { UIMessage };
+
+/** Milliseconds since the epoch. */
+export type Timestamp = number;
+
+/** A session record. */
+export interface SessionInfo {
+  id: string;
+  /** Display name; `null` until named. */
+  name: string | null;
+  /** The session this one was forked or split from. */
+  parent_session_id: string | null;
+  model: string | null;
+  source: string | null;
+  usage: { input_tokens: number; output_tokens: number; cost: number };
+  /** Why the session ended; `null` while open. */
+  end_reason: string | null;
+  /** The long-term profile the session is bound to; `null`: unbound. */
+  profile: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** What an append did with one message. */
+export type AppendOutcome =
+  | { outcome: "inserted"; parent_id: string | null }
+  | { outcome: "already_exists" };
+
+/** One full-text search hit. */
+export interface SearchHit {
+  session_id: string;
+  message_id: string;
+  role: "system" | "user" | "assistant";
+  /** The message's searchable text. */
+  content: string;
+  /** Higher is better. */
+  score: number;
+}
+
+/** How the words of a search match. */
+export type SearchMode = "all_words" | "any_words" | "phrase";
+
+/** A context block as the prompt shows it. */
+export interface ContextBlock {
+  label: string;
+  description: string | null;
+  content: string;
+  /** Tokens of `content`. */
+  tokens: number;
+  /** The block's budget (writes over it are refused). */
+  max_tokens: number | null;
+  /** `readonly` (a profile block too), `writable`, `searchable` or `skill`. */
+  kind: string;
+  /** `session` or `shared`. */
+  scope: string;
+}
+
+/** What a compaction did. */
+export interface CompactResult {
+  /** `false` when the history was too short to compact. */
+  compacted: boolean;
+  from_message_id: string | null;
+  to_message_id: string | null;
+  summary: string | null;
+}
+
+/** A compaction overlay and the overlay that replaced it, if any. */
+export interface Compaction {
+  overlay: {
+    id: string;
+    summary: string;
+    from_message_id: string;
+    to_message_id: string;
+    created_at: Timestamp;
+    seq: number;
+  };
+  superseded_by: string | null;
+}
+
+/** A tool's definition in the MCP shape the client turns into AI SDK tools. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** The result of running a tool on the server. */
+export interface ToolResult {
+  /** What the model reads. */
+  result: string;
+  /** The tool refused (the model reads why in `result`). */
+  is_error: boolean;
+}
+
+/** The four kinds of long-term memory. */
+export type MemoryKind = "fact" | "event" | "instruction" | "task";
+
+/** A typed long-term memory with its provenance. */
+export interface Memory {
+  id: string;
+  kind: MemoryKind;
+  content: string;
+  /** The slot it fills (a later memory with the same key supersedes it). */
+  key: string | null;
+  /** Questions it answers (they are searched too). */
+  questions: string[];
+  session_id: string | null;
+  source_message_ids: string[];
+  recorded_at: Timestamp;
+  /** When what it says became true, when known. */
+  valid_at: Timestamp | null;
+  /** The memory that replaced it. */
+  superseded_by: string | null;
+  /** Set once forgotten: when and why. */
+  forgotten: { at: Timestamp; reason: string | null } | null;
+  /** Fields this client does not model. */
+  [field: string]: unknown;
+}
+
+/** A page of memories. */
+export interface MemoryPage {
+  memories: Memory[];
+  /** Pass back to get the next page; `null` on the last. */
+  next_cursor: string | null;
+}
+
+/** One recall hit: a memory or a raw message, its fused score and its channel ranks. */
+export interface RecallHit {
+  /** `{"memory": Memory}` or `{"raw": {...}}`: what matched. */
+  item: Record<string, unknown>;
+  score: number;
+  ranks: { channel: string; rank: number }[];
+  [field: string]: unknown;
+}
+
+/** What a recall found. */
+export interface RecallResult {
+  hits: RecallHit[];
+  /** The synthesized answer, when asked for. */
+  answer?: string | null;
+  /** Channels that could not run, and why. */
+  degraded?: unknown[];
+  [field: string]: unknown;
+}
+
+/** The stages of an ingest job. */
+export type JobStatus =
+  | "queued"
+  | "storing"
+  | "extracting"
+  | "verifying"
+  | "consolidating"
+  | "vectorizing"
+  | "done"
+  | "failed"
+  | "cancelled"
+  | (string & {});
+
+/** An ingest job. */
+export interface IngestJob {
+  id: string;
+  session_id: string;
+  status: JobStatus;
+  failed_stage: JobStatus | null;
+  error: string | null;
+  new_messages: number;
+  known_messages: number;
+  memory_ids: string[];
+  [field: string]: unknown;
+}
+
+/** An accepted ingest. */
+export interface IngestAccepted {
+  job: IngestJob | null;
+  /** Where the job's status is read. */
+  status_url: string | null;
+  /** Messages this ingest sent (an ingest from a stored session). */
+  shipped?: number;
+  /** Messages the profile already had from this session. */
+  already_shipped?: number;
+  [field: string]: unknown;
+}
+
+/** A line of an ingest: a message's role, text and time. */
+export interface IngestLine {
+  role: string;
+  content: string;
+  /** Milliseconds since the epoch. */
+  created_at?: number;
+}
+
+/** What ending a session shipped to its profile. */
+export interface Ended {
+  session: SessionInfo;
+  /** `null` for an unbound session. */
+  shipped: {
+    profile: string;
+    session: string;
+    shipped: number;
+    already_shipped: number;
+    job: IngestJob | null;
+    queued: boolean;
+  } | null;
+}
+
+/** What a session import stored. */
+export interface SessionImport {
+  messages: number;
+  inserted: number;
+  already_present: number;
+  sessions_created: number;
+}
+
+/** What a profile import stored. */
+export interface ProfileImport {
+  raw_new: number;
+  raw_known: number;
+  memories_new: number;
+  memories_known: number;
+  superseded: number;
+  vectors: number;
+}
+
+/** What a purge erased. */
+export interface Purged {
+  memory: boolean;
+  vectors: number;
+  raw_messages: number;
+}

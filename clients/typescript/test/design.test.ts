@@ -1,0 +1,294 @@
+/**
+ * The design's README examples (the Session API docs), translated to the client, against a
+ * real `memory serve`: branching history, search, compaction through a model endpoint,
+ * context blocks and the frozen prompt, the session manager, and a profile round trip.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { InvalidInputError, NotFoundError, RefusedError, type UIMessage } from "../src/index.js";
+import { text, withDesignServer } from "./harness.js";
+
+
+const context = withDesignServer();
+
+test("conversation history: append, read, branch and walk any path", async () => {
+  const session = await context.memory.sessions.create({ name: "Deployments" });
+  // The design: append messages as the conversation progresses, read the full history.
+  await session.appendMessage({
+    id: `user-${crypto.randomUUID()}`,
+    role: "user",
+    parts: [{ type: "text", text: "What's the status of the deployment?" }],
+  });
+  const history = await session.getHistory();
+  assert.equal(history.length, 1);
+  assert.equal(history[0]?.role, "user");
+
+  // A branch: a second answer to the same question (response regeneration).
+  const question = history[0].id;
+  assert.deepEqual(await session.appendMessage(text("a1", "assistant", "It shipped on Friday.")), {
+    outcome: "inserted",
+    parent_id: question,
+  });
+  await session.appendMessage(text("a2", "assistant", "It is rolling out now."), { parentId: question });
+  const branches = await session.getBranches(question);
+  assert.deepEqual(
+    branches.map((m) => m.id),
+    ["a1", "a2"],
+  );
+  assert.equal((await session.getLatestLeaf())?.id, "a2");
+  assert.deepEqual(
+    (await session.getHistory("a1")).map((m) => m.id),
+    [question, "a1"],
+  );
+  assert.deepEqual(
+    (await session.getHistory()).map((m) => m.id),
+    [question, "a2"],
+  );
+  // Insert-if-absent: the same id again changes nothing.
+  assert.deepEqual(await session.appendMessage(text("a1", "assistant", "other")), { outcome: "already_exists" });
+  // A new root, and a chain in one call.
+  const outcomes = await session.appendMessages([text("r1", "user", "new topic"), text("r2", "assistant", "sure")], {
+    root: true,
+  });
+  assert.deepEqual(outcomes, [
+    { outcome: "inserted", parent_id: null },
+    { outcome: "inserted", parent_id: "r1" },
+  ]);
+  assert.deepEqual(
+    (await session.getHistory("r2")).map((m) => m.id),
+    ["r1", "r2"],
+  );
+});
+
+test("full-text search in a session and across sessions", async () => {
+  const session = await context.memory.sessions.create();
+  await session.appendMessage(text("s1", "user", "The deployment is planned for Friday afternoon."));
+  await session.appendMessage(text("s2", "assistant", "Noted: Friday it is."));
+  const other = await context.memory.sessions.create();
+  await other.appendMessage(text("o1", "user", "A deployment on Friday again?"));
+
+  // The design: session.search("deployment Friday", { limit: 10 }).
+  const results = await session.search("deployment Friday", { limit: 10 });
+  assert.deepEqual(
+    results.map((h) => h.message_id),
+    ["s1"],
+  );
+  assert.equal(results[0]?.session_id, session.id);
+  const everywhere = await context.memory.sessions.search("deployment Friday", { limit: 10 });
+  assert.deepEqual(new Set(everywhere.map((h) => h.message_id)), new Set(["s1", "o1"]));
+  const anyWord = await session.search("Friday afternoon", { mode: "any_words" });
+  assert.deepEqual(new Set(anyWord.map((h) => h.message_id)), new Set(["s1", "s2"]));
+});
+
+test("compaction summarizes older turns through the model; the originals stay", async () => {
+  const session = await context.memory.sessions.create();
+  const messages: UIMessage[] = [];
+  for (let i = 0; i < 8; i++) {
+    messages.push(text(`m${i}`, i % 2 === 0 ? "user" : "assistant", `turn ${i} about the trip`));
+  }
+  await session.appendMessages(messages);
+  const before = context.model.requests.length;
+  const result = await session.compact();
+  assert.equal(result.compacted, true);
+  assert.equal(result.from_message_id, "m1");
+  assert.equal(result.summary, "## Goal\nPlan a trip to Lyon by train.");
+  assert.ok(context.model.requests.length > before, "the summary came from the model endpoint");
+
+  const visible = await session.getHistory();
+  assert.ok(visible.length < 8);
+  assert.equal(visible[0]?.id, "m0", "the protected head stays");
+  const summary = visible[1];
+  assert.ok(summary !== undefined && summary.id.startsWith("compaction_"));
+  assert.deepEqual(summary.parts[0], { type: "text", text: "## Goal\nPlan a trip to Lyon by train." });
+
+  const compactions = await session.getCompactions();
+  assert.equal(compactions.length, 1);
+  assert.equal(compactions[0]?.overlay.from_message_id, "m1");
+  assert.equal(compactions[0].superseded_by, null);
+  // Non-destructive: the compacted turns are still searchable.
+  assert.equal((await session.search("turn 3")).length, 1);
+});
+
+test("context blocks, the generated tools and the frozen system prompt", async () => {
+  const session = await context.memory.sessions.create();
+  const blocks = await session.getContextBlocks();
+  assert.deepEqual(
+    blocks.map((b) => [b.label, b.kind]),
+    [
+      ["soul", "readonly"],
+      ["memory", "writable"],
+      ["todos", "writable"],
+      ["knowledge", "searchable"],
+      ["profile", "readonly"],
+    ],
+  );
+
+  // The design: during a turn the prompt is frozen; the agent writes through set_context.
+  const system = await session.freezeSystemPrompt();
+  assert.match(system, /SOUL \(Identity\)/);
+  assert.match(system, /You are a helpful assistant\./);
+  const tools = await session.tools();
+  assert.ok("set_context" in tools && "search_context" in tools, Object.keys(tools).join(","));
+  const setContext = tools.set_context;
+  assert.ok(setContext.execute !== undefined);
+  const written: unknown = await setContext.execute(
+    { label: "memory", content: "User prefers dark mode." },
+    { toolCallId: "call-1", messages: [] },
+  );
+  assert.equal(typeof written, "string");
+  assert.equal(await session.freezeSystemPrompt(), system, "the frozen prompt survives a write");
+  const refreshed = await session.refreshSystemPrompt();
+  assert.match(refreshed, /User prefers dark mode\./);
+
+  // The blocks directly.
+  assert.equal((await session.getContextBlock("memory")).content, "User prefers dark mode.");
+  const appended = await session.appendContextBlock("memory", "Project uses React and TypeScript.");
+  assert.equal(appended.content, "User prefers dark mode.\nProject uses React and TypeScript.");
+  const replaced = await session.replaceContextBlock("todos", "- [ ] Add authentication middleware");
+  assert.equal(replaced.max_tokens, 2000);
+  assert.ok(replaced.tokens > 0);
+  await assert.rejects(session.replaceContextBlock("soul", "nope"), RefusedError);
+  await assert.rejects(session.appendContextBlock("memory", "word ".repeat(2000)), RefusedError);
+  await assert.rejects(session.getContextBlock("nope"), NotFoundError);
+  // A refused write changes nothing.
+  assert.equal(
+    (await session.getContextBlock("memory")).content,
+    "User prefers dark mode.\nProject uses React and TypeScript.",
+  );
+});
+
+test("the session manager: list, fork, rename, update and delete", async () => {
+  const session = await context.memory.sessions.create({ id: "manager-1", name: "first", model: "gpt-x", source: "tests" });
+  await assert.rejects(context.memory.sessions.create({ id: "manager-1" }), (e: unknown) => {
+    assert.equal((e as { code?: string }).code, "already_exists");
+    return true;
+  });
+  await session.appendMessages([text("u1", "user", "hello"), text("a1", "assistant", "hi"), text("u2", "user", "bye")]);
+  const info = await session.info();
+  assert.equal(info.name, "first");
+  assert.equal(info.model, "gpt-x");
+  assert.equal(info.profile, null);
+
+  const fork = await context.memory.sessions.fork(session.id, "a1", { name: "the fork" });
+  assert.deepEqual(
+    (await fork.getHistory()).map((m) => m.id),
+    ["u1", "a1"],
+  );
+  assert.equal((await fork.info()).parent_session_id, session.id);
+  assert.equal((await session.rename("renamed")).name, "renamed");
+
+  await session.updateMessage(text("a1", "assistant", "hi there"));
+  assert.deepEqual((await session.getHistory())[1]?.parts, [{ type: "text", text: "hi there" }]);
+  assert.equal(await session.deleteMessages(["u2", "unknown"]), 1);
+  assert.deepEqual(
+    (await session.getHistory()).map((m) => m.id),
+    ["u1", "a1"],
+  );
+
+  const ids: string[] = [];
+  for await (const listed of context.memory.sessions.list({ limit: 2 })) ids.push(listed.id);
+  assert.ok(ids.includes(session.id) && ids.includes(fork.id), ids.join(","));
+  assert.equal(new Set(ids).size, ids.length, "pages do not repeat sessions");
+
+  await context.memory.sessions.delete(fork.id);
+  await assert.rejects(context.memory.sessions.get(fork.id), NotFoundError);
+  await assert.rejects(fork.getHistory(), NotFoundError);
+  assert.equal((await context.memory.sessions.get(session.id)).id, session.id);
+});
+
+test("a profile: remember, recall, list, ingest, forget, and a bound session's end", async () => {
+  const alice = context.memory.profile("alice");
+  const seat = await alice.remember("Prefers window seats on trains", { kind: "fact", key: "seat" });
+  assert.equal(seat.kind, "fact");
+  assert.equal(seat.key, "seat");
+  await alice.remember("Book the Lyon train for March", { kind: "task" });
+  const recalled = await alice.recall("window seats");
+  assert.ok(JSON.stringify(recalled.hits[0]?.item).includes("window seats"), JSON.stringify(recalled));
+
+  // A later memory with the same key supersedes the first.
+  const aisle = await alice.remember("Prefers aisle seats on trains", { kind: "fact", key: "seat" });
+  const current: string[] = [];
+  for await (const m of alice.list({ limit: 1 })) current.push(m.content);
+  assert.deepEqual(current.sort(), ["Book the Lyon train for March", "Prefers aisle seats on trains"]);
+  const all: string[] = [];
+  for await (const m of alice.list({ all: true })) all.push(m.id);
+  assert.ok(all.includes(seat.id) && all.includes(aisle.id));
+
+  // Ingest lines: a background job stores them; recall finds the raw message.
+  const accepted = await alice.ingest({
+    session: "chat-1",
+    messages: [
+      { role: "user", content: "My sister Clara lives in Marseille." },
+      { role: "assistant", content: "Noted." },
+    ],
+  });
+  assert.ok(accepted.job !== null);
+  const job = await alice.waitForJob(accepted.job.id);
+  assert.equal(job.status, "done", JSON.stringify(job));
+  assert.ok((await alice.jobs()).some((j) => j.id === job.id));
+  const sister = await alice.recall("Where does Clara live?");
+  assert.ok(JSON.stringify(sister.hits).includes("Marseille"), JSON.stringify(sister.hits));
+
+  await alice.forget(aisle.id, { reason: "the user asked" });
+  const afterForget = await alice.recall("aisle seats");
+  assert.ok(!JSON.stringify(afterForget.hits).includes(aisle.id), "a forgotten memory is not recalled");
+  assert.ok((await context.memory.profiles()).includes("alice"));
+
+  // A bound session: its tools include recall and remember; its end ships the history.
+  const session = await context.memory.sessions.create({ profile: "alice" });
+  assert.equal((await session.info()).profile, "alice");
+  const names = (await session.toolDefinitions()).map((t) => t.name);
+  assert.ok(names.includes("recall") && names.includes("remember"), names.join(","));
+  await session.appendMessages([text("b1", "user", "I moved to Grenoble last week."), text("b2", "assistant", "Congratulations!")]);
+  const ended = await session.end({ reason: "done" });
+  assert.equal(ended.session.end_reason, "done");
+  assert.equal(ended.shipped?.shipped, 2);
+  const shipped = ended.shipped.job;
+  assert.ok(shipped !== null);
+  assert.equal((await alice.waitForJob(shipped.id)).status, "done");
+  assert.ok(JSON.stringify((await alice.recall("Grenoble")).hits).includes("Grenoble"));
+  // Nothing new to ship the second time.
+  const again = await alice.ingest({ session: session.id });
+  assert.equal(again.job, null);
+  assert.equal(again.already_shipped, 2);
+
+  assert.equal((await session.bind(null)).profile, null);
+  const purged = await alice.purge(seat.id);
+  assert.equal(purged.memory, true);
+  await assert.rejects(alice.forget(seat.id), NotFoundError);
+});
+
+test("export and import stream sessions and profiles as JSON lines", async () => {
+  const session = await context.memory.sessions.create({ id: "streamed" });
+  await session.appendMessages([text("x1", "user", "pack the bags"), text("x2", "assistant", "done")]);
+  // The export's byte stream goes straight back in as the import's body, after a delete.
+  const lines: string[] = [];
+  for await (const line of session.exportLines()) lines.push(line);
+  assert.ok(lines.length >= 3, lines.join("\n"));
+  const exported = await session.export();
+  await session.delete();
+  const imported = await context.memory.sessions.import(exported);
+  assert.equal(imported.sessions_created, 1);
+  assert.equal(imported.inserted, 2);
+  assert.deepEqual(
+    (await session.getHistory()).map((m) => m.id),
+    ["x1", "x2"],
+  );
+  // Again, from an async iterable of lines: everything is there already.
+  async function* again(): AsyncGenerator<string> {
+    for (const line of lines) yield await Promise.resolve(line);
+  }
+  const repeated = await context.memory.sessions.import(again());
+  assert.equal(repeated.inserted, 0);
+  assert.equal(repeated.already_present, 2);
+
+  const carol = context.memory.profile("carol");
+  await carol.remember("Carol keeps bees", { kind: "fact", key: "hobby" });
+  const copy = context.memory.profile("carol-copy");
+  const report = await copy.import(await carol.export());
+  assert.equal(report.memories_new, 1);
+  const copied: string[] = [];
+  for await (const m of copy.list()) copied.push(m.content);
+  assert.deepEqual(copied, ["Carol keeps bees"]);
+  await assert.rejects(context.memory.sessions.import("not json\n"), InvalidInputError);
+});

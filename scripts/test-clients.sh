@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The client packages' suites against a real `memory serve`: the TypeScript package
+# (clients/typescript: ESLint, tsc, node:test) and the example agent built on it. Node.js 20+
+# and npm come from the machine, or from Debian's `nodejs` and `npm` packages when missing;
+# the packages from the npm registry, pinned by each package-lock.json.
+# The server binary is cargo's debug build (`cargo build --workspace --bins`), or MEMORY_BIN.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/memory-target}"
+
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "installing Node.js and npm from Debian's packages (once)..." >&2
+  apt-get update -qq >&2 && apt-get install -y -qq nodejs npm >&2
+fi
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+if (( node_major < 20 )); then
+  echo "Node.js 20 or later is needed; found $(node --version)" >&2
+  exit 1
+fi
+
+if [[ -z "${MEMORY_BIN:-}" ]]; then
+  cargo build --workspace --bins
+  export MEMORY_BIN="$CARGO_TARGET_DIR/debug/memory"
+fi
+
+npm_quiet=(--no-audit --no-fund --loglevel=error)
+(
+  cd clients/typescript
+  npm ci "${npm_quiet[@]}"
+  npm run --silent lint
+  npm run --silent typecheck
+  npm run --silent build
+)
+(
+  cd examples/typescript-agent
+  npm ci "${npm_quiet[@]}"
+  npm run --silent build
+)
+(cd clients/typescript && npm test)
