@@ -50,7 +50,9 @@ export interface Call extends RequestOptions {
   contentType?: string;
 }
 
-const IDEMPOTENT = new Set(["GET", "HEAD", "PUT", "DELETE"]);
+/** Methods safe to send again after a 503 the server may have started on: a repeated
+ * DELETE would answer 404 for a delete that worked, so it is not among them. */
+const IDEMPOTENT = new Set(["GET", "HEAD", "PUT"]);
 
 /** One server's transport. */
 export class Transport {
@@ -152,11 +154,15 @@ export class Transport {
         if (typeof ReadableStream !== "undefined" && body instanceof ReadableStream) init.duplex = "half";
       }
       const response = await this.fetchImpl(url, init);
-      if (streaming && response.ok) {
+      if (streaming && response.ok && response.body !== null) {
         // The timeout covers the wait for the headers; the caller's signal still cancels
-        // the body (the listener goes when the abort happens or the timer is cleared).
+        // the body, until the body ends or is cancelled.
         clearTimeout(timer);
-        return response;
+        return new Response(guarded(response.body, release, signal, url), {
+          status: response.status,
+          statusText: response.statusText,
+          headers: response.headers,
+        });
       }
       // Read the body inside the timeout, so a stalled body also times out.
       const text = await response.text();
@@ -175,6 +181,40 @@ export class Transport {
       throw new ConnectionError(`could not reach ${url}: ${describe(cause)}`, { cause });
     }
   }
+}
+
+/** `body`, calling `release` once it ends, fails or is cancelled, with its failures typed. */
+function guarded(
+  body: ReadableStream<Uint8Array>,
+  release: () => void,
+  signal: AbortSignal | undefined,
+  url: string,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          release();
+          controller.close();
+        } else {
+          controller.enqueue(value);
+        }
+      } catch (cause) {
+        release();
+        controller.error(
+          signal?.aborted === true
+            ? new AbortedError("the request was cancelled", { cause })
+            : new ConnectionError(`the answer from ${url} was cut short: ${describe(cause)}`, { cause }),
+        );
+      }
+    },
+    async cancel(reason) {
+      release();
+      await reader.cancel(reason);
+    },
+  });
 }
 
 /** A 429, a 503 the server refused before doing anything (`busy`), or another 503 of a

@@ -8,9 +8,9 @@
  * const { hits } = await alice.recall("which seat does she like?");
  * ```
  */
-import { TimeoutError } from "./errors.js";
+import { MemoryError, TimeoutError } from "./errors.js";
 import { path, type RequestOptions, sleep, type Transport } from "./http.js";
-import { type Body, lines, uploadBody } from "./streams.js";
+import { type Body, IMPORT_TIMEOUT_MS, lines, uploadBody } from "./streams.js";
 import type {
   IngestAccepted,
   IngestJob,
@@ -70,7 +70,7 @@ export interface WaitOptions extends RequestOptions {
   intervalMs?: number;
 }
 
-const FINISHED = new Set(["done", "failed", "cancelled"]);
+const FINISHED = new Set<string>(["done", "done_with_errors", "failed"]);
 
 /** A profile on the server (it exists once something is stored in it). */
 export class Profile {
@@ -113,7 +113,7 @@ export class Profile {
     });
   }
 
-  /** One page of memories, newest first. */
+  /** One page of memories, in the order they were recorded. */
   listPage(options: ListOptions = {}): Promise<MemoryPage> {
     return this.http.json("GET", this.path("/memories"), {
       ...options,
@@ -166,7 +166,7 @@ export class Profile {
     return jobs;
   }
 
-  /** Polls a job until it is done, failed or cancelled (a `TimeoutError` after `waitMs`). */
+  /** Polls a job until it is final (`done`, `done_with_errors`, `failed`; a `TimeoutError` after `waitMs`). */
   async waitForJob(jobId: string, options: WaitOptions = {}): Promise<IngestJob> {
     const deadline = Date.now() + (options.waitMs ?? 120_000);
     for (;;) {
@@ -190,7 +190,7 @@ export class Profile {
       ...options,
       query: { vectors: options.vectors },
     });
-    if (response.body === null) throw new Error("the export has no body");
+    if (response.body === null) throw new MemoryError("the export has no body");
     return response.body;
   }
 
@@ -200,10 +200,11 @@ export class Profile {
   }
 
   /** Imports export lines (idempotent: what is there already is counted, not doubled). */
-  import(body: Body, options: RequestOptions = {}): Promise<ProfileImport> {
+  async import(body: Body, options: RequestOptions = {}): Promise<ProfileImport> {
     return this.http.json("POST", this.path("/import"), {
+      timeoutMs: IMPORT_TIMEOUT_MS,
       ...options,
-      body: uploadBody(body),
+      body: await uploadBody(body),
       contentType: "application/x-ndjson",
     });
   }

@@ -14,6 +14,7 @@
  * ```
  */
 import type { ToolSet } from "ai";
+import { MemoryError } from "./errors.js";
 import { path, type RequestOptions, type Transport } from "./http.js";
 import { lines } from "./streams.js";
 import { aiSdkTools } from "./tools.js";
@@ -78,7 +79,7 @@ export class Session {
       json: { message, parent: parent(options) },
     });
     const [outcome] = outcomes;
-    if (outcome === undefined) throw new Error("the server answered no outcome");
+    if (outcome === undefined) throw new MemoryError("the server answered no outcome");
     return outcome;
   }
 
@@ -246,7 +247,7 @@ export class Session {
   /** The session as a stream of NDJSON bytes (`memory import` and `SessionManager.import` read it). */
   async export(options: RequestOptions = {}): Promise<ReadableStream<Uint8Array>> {
     const response = await this.http.stream("GET", this.path("/export"), options);
-    if (response.body === null) throw new Error("the export has no body");
+    if (response.body === null) throw new MemoryError("the export has no body");
     return response.body;
   }
 

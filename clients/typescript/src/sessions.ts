@@ -9,7 +9,7 @@
  */
 import { path, type RequestOptions, type Transport } from "./http.js";
 import { Session, type SearchOptions } from "./session.js";
-import { type Body, uploadBody } from "./streams.js";
+import { type Body, IMPORT_TIMEOUT_MS, uploadBody } from "./streams.js";
 import type { SearchHit, SessionImport, SessionInfo } from "./types.js";
 
 /** A session to create; every field is optional. */
@@ -121,10 +121,11 @@ export class SessionManager {
    * Imports session export lines (`Session.export`, `memory export`): validated first, so
    * a bad line writes nothing; stored messages are counted, not doubled.
    */
-  import(body: Body, options: RequestOptions = {}): Promise<SessionImport> {
+  async import(body: Body, options: RequestOptions = {}): Promise<SessionImport> {
     return this.http.json("POST", "/v1/sessions/import", {
+      timeoutMs: IMPORT_TIMEOUT_MS,
       ...options,
-      body: uploadBody(body),
+      body: await uploadBody(body),
       contentType: "application/x-ndjson",
     });
   }

@@ -3,6 +3,10 @@
  * imports take a string, lines, bytes, a byte stream or any (async) iterable of lines.
  */
 
+/** An import's default per-attempt timeout: the server gives imports ten times its request
+ * time limit (300 s by default). */
+export const IMPORT_TIMEOUT_MS = 300_000;
+
 /** What an import accepts: NDJSON text, its lines, its bytes, or a stream of either. */
 export type Body =
   | string
@@ -16,10 +20,14 @@ export async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator
   const decoder = new TextDecoder();
   const reader = stream.getReader();
   let pending = "";
+  let finished = false;
   try {
     for (;;) {
       const { done, value } = await reader.read();
-      if (done) break;
+      if (done) {
+        finished = true;
+        break;
+      }
       pending += decoder.decode(value, { stream: true });
       let newline = pending.indexOf("\n");
       while (newline >= 0) {
@@ -32,32 +40,30 @@ export async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator
     pending += decoder.decode();
     if (pending.trim().length > 0) yield pending;
   } finally {
+    // A caller that stops early (a `break`) closes the connection, and the server's export.
+    if (!finished) await reader.cancel();
     reader.releaseLock();
   }
 }
 
-/** An import body as something `fetch` sends. */
-export function uploadBody(body: Body): BodyInit {
-  if (typeof body === "string" || body instanceof Uint8Array || body instanceof ReadableStream) {
-    return body as BodyInit;
-  }
+/**
+ * An import body, read into memory: request streams are not sent by every `fetch` runtime
+ * (browsers among them), the server reads the whole body before it writes anything, and a
+ * buffered body can be sent again when a retry is due.
+ */
+export async function uploadBody(body: Body): Promise<BodyInit> {
+  if (typeof body === "string") return body;
+  // Any Uint8Array is sendable; the DOM typings ask for one over an ArrayBuffer.
+  if (body instanceof Uint8Array) return body as Uint8Array<ArrayBuffer>;
+  if (body instanceof ReadableStream) return new Response(body).blob();
+  const parts: string[] = [];
+  const add = (line: string): void => {
+    parts.push(line.endsWith("\n") ? line : `${line}\n`);
+  };
   if (Symbol.iterator in body) {
-    return [...body].map((line) => (line.endsWith("\n") ? line : `${line}\n`)).join("");
+    for (const line of body) add(line);
+  } else {
+    for await (const line of body) add(line);
   }
-  const iterator = body[Symbol.asyncIterator]();
-  const encoder = new TextEncoder();
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      const next = await iterator.next();
-      if (next.done === true) {
-        controller.close();
-        return;
-      }
-      const line = next.value;
-      controller.enqueue(encoder.encode(line.endsWith("\n") ? line : `${line}\n`));
-    },
-    async cancel() {
-      await iterator.return?.();
-    },
-  });
+  return parts.join("");
 }

@@ -119,7 +119,7 @@ export interface Memory {
   /** The memory that replaced it. */
   superseded_by: string | null;
   /** Set once forgotten: when and why. */
-  forgotten: { at: Timestamp; reason: string | null } | null;
+  forgotten: { at: Timestamp; reason: string } | null;
   /** Fields this client does not model. */
   [field: string]: unknown;
 }
@@ -131,37 +131,74 @@ export interface MemoryPage {
   next_cursor: string | null;
 }
 
-/** One recall hit: a memory or a raw message, its fused score and its channel ranks. */
+/** A stored message as long-term memory keeps it (what ingest stored, before extraction). */
+export interface RawMessage {
+  id: string;
+  session_id: string;
+  role: string;
+  content: string;
+  created_at: Timestamp;
+}
+
+/** What a recall hit is: a typed memory, or a raw message. */
+export type RecallItem = ({ type: "memory" } & Memory) | ({ type: "raw" } & RawMessage);
+
+/** One recall hit: what matched, its fused score and its rank in each channel. */
 export interface RecallHit {
-  /** `{"memory": Memory}` or `{"raw": {...}}`: what matched. */
-  item: Record<string, unknown>;
+  item: RecallItem;
   score: number;
-  ranks: { channel: string; rank: number }[];
-  [field: string]: unknown;
+  /** The channels that found it (with `explain`). */
+  ranks: { channel: string; rank: number; score: number }[];
+}
+
+/** A feature that could not run, and why (a missing model, an embedder, a backend). */
+export interface Degradation {
+  feature: string;
+  reason: string;
+}
+
+/** LLM calls and tokens of one stage (extraction, verification, synthesis, ...). */
+export interface StageUsage {
+  calls: number;
+  requests: number;
+  repairs: number;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** LLM usage per stage. */
+export interface Usage {
+  stages: Record<string, StageUsage>;
 }
 
 /** What a recall found. */
 export interface RecallResult {
   hits: RecallHit[];
-  /** The synthesized answer, when asked for. */
-  answer?: string | null;
+  /** The synthesized answer with the ids of the memories it cites, when asked for and a
+   * model is configured. */
+  answer: { answer: string; citations: string[] } | null;
+  /** Date arithmetic the query needed, computed (never guessed by a model). */
+  temporal_facts: unknown[];
+  /** The model's analysis of the query (keys, terms, HyDE), when one ran. */
+  analysis: Record<string, unknown> | null;
+  /** The query's search terms. */
+  terms: string[];
   /** Channels that could not run, and why. */
-  degraded?: unknown[];
-  [field: string]: unknown;
+  degraded: Degradation[];
+  /** LLM calls and tokens this recall spent. */
+  usage: Usage;
 }
 
-/** The stages of an ingest job. */
+/** The stages of an ingest job; `done`, `done_with_errors` and `failed` are final. */
 export type JobStatus =
   | "queued"
-  | "storing"
   | "extracting"
   | "verifying"
-  | "consolidating"
+  | "storing"
   | "vectorizing"
   | "done"
-  | "failed"
-  | "cancelled"
-  | (string & {});
+  | "done_with_errors"
+  | "failed";
 
 /** An ingest job. */
 export interface IngestJob {
@@ -172,7 +209,19 @@ export interface IngestJob {
   error: string | null;
   new_messages: number;
   known_messages: number;
+  /** The memories the job stored. */
   memory_ids: string[];
+  /** Counts of each extraction step. */
+  extraction: Record<string, unknown>;
+  /** Embeddings written. */
+  vectorized: number;
+  /** Features that could not run, and why. */
+  degraded: Degradation[];
+  /** LLM calls and tokens per stage. */
+  usage: Usage;
+  /** A failed job that was cancelled (its status is `failed`). */
+  cancelled: boolean;
+  /** Fields this client does not model (messages, candidates, drafts, ...). */
   [field: string]: unknown;
 }
 

@@ -187,8 +187,10 @@ test("a busy 503 is retried for any method; a timed-out POST is not repeated", a
       return true;
     });
     assert.equal(slow.hits(), 1, "a POST that may have run is not sent again");
+    await assert.rejects(client.sessions.delete("s1"), UnavailableError);
+    assert.equal(slow.hits(), 2, "nor is a DELETE (a repeat would answer 404 for a delete that worked)");
     await assert.rejects(client.profiles(), UnavailableError);
-    assert.equal(slow.hits(), 4, "a GET is retried twice");
+    assert.equal(slow.hits(), 5, "a GET is retried twice");
   } finally {
     await slow.close();
   }
@@ -215,4 +217,49 @@ test("Retry-After reads seconds and HTTP dates", () => {
   assert.equal(retryAfterMs("soon"), undefined);
   const later = retryAfterMs(new Date(Date.now() + 5000).toUTCString());
   assert.ok(later !== undefined && later > 3000 && later <= 5000, String(later));
+});
+
+test("waitForJob stops at every final status", async () => {
+  const statuses = ["queued", "extracting", "done_with_errors"];
+  const jobs = await stub((hit, respond) => {
+    respond(200, JSON.stringify({ id: "j1", status: statuses[Math.min(hit, statuses.length) - 1] }));
+  });
+  try {
+    const job = await new MemoryClient({ baseUrl: jobs.url }).profile("p").waitForJob("j1", { intervalMs: 10 });
+    assert.equal(job.status, "done_with_errors");
+    assert.equal(jobs.hits(), 3);
+  } finally {
+    await jobs.close();
+  }
+});
+
+test("leaving an export early closes its connection", async () => {
+  const state = { closed: false };
+  const endless: HttpServer = createServer((request, response) => {
+    response.writeHead(200, { "content-type": "application/x-ndjson" });
+    const timer = setInterval(() => response.write('{"kind":"line"}\n'), 5);
+    request.socket.on("close", () => {
+      state.closed = true;
+      clearInterval(timer);
+    });
+  });
+  await new Promise<void>((resolve) => endless.listen(0, "127.0.0.1", resolve));
+  const { port } = endless.address() as AddressInfo;
+  try {
+    const session = new MemoryClient({ baseUrl: `http://127.0.0.1:${port}` }).sessions.session("s");
+    let seen = 0;
+    for await (const line of session.exportLines()) {
+      assert.equal(line, '{"kind":"line"}');
+      if (++seen === 3) break;
+    }
+    for (let i = 0; i < 100 && !state.closed; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.ok(state.closed, "the client closed the connection");
+  } finally {
+    endless.closeAllConnections();
+    await new Promise<void>((resolve) => {
+      endless.close(() => {
+        resolve();
+      });
+    });
+  }
 });

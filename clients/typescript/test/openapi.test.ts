@@ -70,7 +70,9 @@ async function tour(memory: MemoryClient): Promise<void> {
   await fork.deleteMessage("m3");
   await fork.deleteMessages(["m2"]);
   await memory.sessions.listPage({ limit: 10, offset: 0 });
-  for await (const info of memory.sessions.list()) assert.ok(info.id.length > 0);
+  const listed: string[] = [];
+  for await (const info of memory.sessions.list()) listed.push(info.id);
+  assert.ok(listed.includes("tour") && listed.includes(fork.id), listed.join(","));
   const exported: string[] = [];
   for await (const line of fork.exportLines()) exported.push(line);
   await fork.delete();
@@ -86,7 +88,9 @@ async function tour(memory: MemoryClient): Promise<void> {
   await profile.ingest({ session: "tour", leaf: "m7", from: "m0", to: "m7" });
   await profile.recall("Lyon", { limit: 3, answer: false, explain: true });
   await profile.listPage({ kind: "event", key: "tour stop", session: "tour", all: true, limit: 5 });
-  for await (const m of profile.list()) assert.ok(m.id.length > 0);
+  const memories: string[] = [];
+  for await (const m of profile.list()) memories.push(m.id);
+  assert.ok(memories.includes(remembered.id), memories.join(","));
   await profile.jobs();
   const other = await profile.remember("Temporary", { kind: "fact" });
   await profile.forget(other.id, { reason: "tour" });
