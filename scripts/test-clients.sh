@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The client packages' suites against a real `memory serve`: the TypeScript package
-# (clients/typescript: ESLint, tsc, node:test) and the example agent built on it. Node.js 20+
-# and npm come from the machine, or from Debian's `nodejs` and `npm` packages when missing;
-# the packages from the npm registry, pinned by each package-lock.json.
+# (clients/typescript: ESLint, tsc, node:test) and the example agent built on it, then the
+# Python package (clients/python: ruff, mypy, pytest) with its OpenAI Agents SDK and LangGraph
+# integrations and examples/python-agent. Node.js 20+ and npm come from the machine, or from
+# Debian's `nodejs` and `npm` packages when missing, the npm packages from the npm registry
+# (pinned by each package-lock.json); Python 3.10+ from the machine, its packages from PyPI
+# into a virtualenv outside the repository (MEMORY_PYTHON_VENV, default
+# ~/.cache/memory-python/venv; pinned by clients/python/constraints.txt).
 # The server binary is cargo's debug build (`cargo build --workspace --bins`), or MEMORY_BIN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,3 +41,18 @@ npm_quiet=(--no-audit --no-fund --loglevel=error)
   npm run --silent build
 )
 (cd clients/typescript && npm test)
+
+venv="${MEMORY_PYTHON_VENV:-$HOME/.cache/memory-python/venv}"
+if [[ ! -x "$venv/bin/python" ]]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install --quiet --disable-pip-version-check \
+  -c clients/python/constraints.txt -e "clients/python[test,openai-agents,langgraph]"
+(
+  cd clients/python
+  "$venv/bin/ruff" check . ../../examples/python-agent
+  "$venv/bin/ruff" format --check . ../../examples/python-agent
+  "$venv/bin/mypy"
+  "$venv/bin/python" scripts/generate_sync.py --check
+  "$venv/bin/pytest" -q
+)

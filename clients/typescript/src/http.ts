@@ -22,7 +22,8 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Retries of a 429, or of a 503 the server did not start on (default 2; 0 turns them off). */
   maxRetries?: number;
-  /** The longest single wait between attempts, in milliseconds (default 30 000). */
+  /** The longest single wait between attempts, in milliseconds (default 30 000); a
+   * `Retry-After` over it is not waited for: the error is thrown at once. */
   maxRetryDelayMs?: number;
   /** Headers sent with every request. */
   headers?: Record<string, string>;
@@ -119,8 +120,11 @@ export class Transport {
       if (response.ok) return response;
       const error = await errorOf(response);
       if (attempt >= this.maxRetries || !replayable || !retryable(method, error)) throw error;
+      // A server asking for a longer wait than the client allows would only refuse a sooner
+      // attempt again: the error comes at once.
+      if (error.retryAfterMs !== undefined && error.retryAfterMs > this.maxRetryDelayMs) throw error;
       const backoff = Math.min(250 * 2 ** attempt, this.maxRetryDelayMs);
-      await sleep(Math.min(error.retryAfterMs ?? backoff, this.maxRetryDelayMs), call.signal);
+      await sleep(error.retryAfterMs ?? backoff, call.signal);
     }
   }
 

@@ -69,6 +69,8 @@ export interface CompactResult {
   from_message_id: string | null;
   to_message_id: string | null;
   summary: string | null;
+  /** The summarizing call's tokens; `null` when nothing was compacted. */
+  usage: { input_tokens: number; output_tokens: number } | null;
 }
 
 /** A compaction overlay and the overlay that replaced it, if any. */

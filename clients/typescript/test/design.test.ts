@@ -92,6 +92,7 @@ test("compaction summarizes older turns through the model; the originals stay", 
   assert.equal(result.compacted, true);
   assert.equal(result.from_message_id, "m1");
   assert.equal(result.summary, "## Goal\nPlan a trip to Lyon by train.");
+  assert.deepEqual(result.usage, { input_tokens: 300, output_tokens: 12 });
   assert.ok(context.model.requests.length > before, "the summary came from the model endpoint");
 
   const visible = await session.getHistory();

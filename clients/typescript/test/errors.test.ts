@@ -263,3 +263,20 @@ test("leaving an export early closes its connection", async () => {
     });
   }
 });
+
+test("a Retry-After over maxRetryDelayMs is thrown at once", async () => {
+  const limited = await stub((_hit, respond) => {
+    respond(429, JSON.stringify({ error: { code: "rate_limited", message: "slow down" } }), { "retry-after": "120" });
+  });
+  try {
+    const client = new MemoryClient({ baseUrl: limited.url, maxRetryDelayMs: 5_000 });
+    await assert.rejects(client.profiles(), (e: unknown) => {
+      assert.ok(e instanceof RateLimitedError);
+      assert.equal(e.retryAfterMs, 120_000);
+      return true;
+    });
+    assert.equal(limited.hits(), 1);
+  } finally {
+    await limited.close();
+  }
+});

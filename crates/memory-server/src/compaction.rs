@@ -30,6 +30,10 @@ pub struct Compacted {
     pub to_message_id: Option<String>,
     /// The summary that replaces the range at read time.
     pub summary: Option<String>,
+    /// The summarizing call's tokens (`input_tokens`, `output_tokens`); `null` when nothing
+    /// was compacted.
+    #[schema(value_type = Option<Object>)]
+    pub usage: Option<memory_core::ports::TokenUsage>,
 }
 
 /// Compacts a branch now (the deployment's `[llm]` summarizes; without one this is a 400).
@@ -58,12 +62,14 @@ pub async fn compact(
             from_message_id: Some(r.from_message_id),
             to_message_id: Some(r.to_message_id),
             summary: Some(r.summary),
+            usage: Some(r.usage),
         },
         None => Compacted {
             compacted: false,
             from_message_id: None,
             to_message_id: None,
             summary: None,
+            usage: None,
         },
     }))
 }

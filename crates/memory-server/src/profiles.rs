@@ -12,7 +12,6 @@ use memory_engine::long_term::{
 };
 use memory_engine::profile_link::ShipSelection;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, ErrorBody};
@@ -217,11 +216,18 @@ pub struct Ingest {
 /// An accepted ingest: the job and where to follow it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Accepted {
-    /// The job as queued.
-    #[schema(value_type = Object)]
-    pub job: IngestJob,
-    /// `GET` this for the job's status.
-    pub status_url: String,
+    /// The job as queued (`null` when a stored session had nothing new to ship).
+    #[schema(value_type = Option<Object>)]
+    pub job: Option<IngestJob>,
+    /// `GET` this for the job's status (`null` without a job).
+    pub status_url: Option<String>,
+    /// Messages this ingest took from the stored session (only for an ingest by session).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shipped: Option<usize>,
+    /// Messages of the stored session the profile had already (only for an ingest by
+    /// session).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub already_shipped: Option<usize>,
 }
 
 /// Queues a conversation for ingest (raw messages stored now, extraction in the
@@ -243,7 +249,7 @@ pub async fn ingest(
     Extension(metrics): Extension<Metrics>,
     Path(profile): Path<String>,
     Json(body): Json<Ingest>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<Accepted>)> {
     let Some(messages) = body.messages else {
         let selection = ShipSelection {
             leaf: body.leaf,
@@ -265,12 +271,12 @@ pub async fn ingest(
             .map(|job| format!("/v1/profiles/{profile}/jobs/{}", job.id));
         return Ok((
             status,
-            Json(json!({
-                "job": report.job,
-                "status_url": status_url,
-                "shipped": report.shipped,
-                "already_shipped": report.already_shipped,
-            })),
+            Json(Accepted {
+                job: report.job,
+                status_url,
+                shipped: Some(report.shipped),
+                already_shipped: Some(report.already_shipped),
+            }),
         ));
     };
     if body.leaf.is_some() || body.from.is_some() || body.to.is_some() {
@@ -304,7 +310,12 @@ pub async fn ingest(
     let status_url = format!("/v1/profiles/{profile}/jobs/{}", job.id);
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({"job": job, "status_url": status_url})),
+        Json(Accepted {
+            job: Some(job),
+            status_url: Some(status_url),
+            shipped: None,
+            already_shipped: None,
+        }),
     ))
 }
 

@@ -252,6 +252,7 @@ async fn compaction_runs_over_http_and_its_tokens_reach_the_metrics() {
         .await
         .unwrap();
     assert_eq!(nothing["compacted"], false);
+    assert_eq!(nothing["usage"], Value::Null);
     append(
         &http,
         &server.url("/v1/sessions/c/messages"),
@@ -266,6 +267,10 @@ async fn compaction_runs_over_http_and_its_tokens_reach_the_metrics() {
     assert_eq!(done["compacted"], true, "{done}");
     assert_eq!(done["from_message_id"], "u1");
     assert_eq!(done["to_message_id"], "a1");
+    assert_eq!(
+        done["usage"],
+        json!({"input_tokens": 120, "output_tokens": 7})
+    );
     let overlays: Value = get_json(&http, &server.url("/v1/sessions/c/compactions")).await;
     assert_eq!(overlays["compactions"].as_array().unwrap().len(), 1);
     assert_eq!(

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::accounting::UsageReport;
 use super::core::Core;
+use super::keys::normalize_key;
 use super::vectorize::{MEMORY_NAMESPACE, RAW_NAMESPACE, Vectorizer, is_vectorized};
 
 /// The most memories one [`MemoryService::list`] page holds.
@@ -63,6 +64,18 @@ impl Core {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<MemoryPage> {
+        // Keys are stored normalised (`remember` normalises them): so is the filter's.
+        let normalized;
+        let filter = match &filter.key {
+            Some(key) => {
+                normalized = MemoryFilter {
+                    key: Some(normalize_key(key)),
+                    ..filter.clone()
+                };
+                &normalized
+            }
+            None => filter,
+        };
         self.backends
             .existing_store(profile)
             .await?

@@ -84,6 +84,21 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
         all.memories[0].superseded_by.as_deref(),
         Some(new.id.as_str())
     );
+    // The filter's key is normalised as `remember` normalised the stored one.
+    let by_key = s
+        .list(
+            "ada",
+            &MemoryFilter {
+                key: Some("User  City".into()),
+                ..MemoryFilter::default()
+            },
+            None,
+            10,
+        )
+        .await
+        .unwrap();
+    assert_eq!(by_key.memories.len(), 1);
+    assert_eq!(by_key.memories[0].id, new.id);
 
     let recall = |q: &'static str| {
         let s = s.clone();

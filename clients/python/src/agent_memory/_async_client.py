@@ -1,0 +1,590 @@
+"""The asynchronous client: sessions (tree history, search, compaction, context blocks, the
+frozen prompt, tools) and long-term memory profiles, with the method names of the Rust and
+TypeScript APIs in snake_case.
+
+This file is the source of the synchronous client (``_sync_client.py`` is generated from it
+by ``scripts/generate_sync.py``; a test fails when the two drift apart).
+
+>>> async with AsyncMemoryClient() as memory:
+...     session = await memory.sessions.create(profile="alice")
+...     hi = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}
+...     await session.append_message(hi)
+...     hits = await memory.profile("alice").recall("what does alice like?")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import aclosing
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx
+
+from ._transport import DEFAULT_BASE_URL, AsyncTransport
+from .errors import TimeoutError
+from .models import (
+    AppendOutcome,
+    Compaction,
+    CompactResult,
+    ContextBlock,
+    Ended,
+    IngestAccepted,
+    IngestJob,
+    IngestLine,
+    Memory,
+    MemoryPage,
+    Message,
+    ProfileImport,
+    Purged,
+    RecallResult,
+    SearchHit,
+    SessionImport,
+    SessionInfo,
+    ToolDefinition,
+    ToolResult,
+)
+
+Body = str | bytes | Iterable[str] | AsyncIterable[str]
+"""What an import takes: NDJSON text or bytes, or its lines."""
+
+SearchMode = Literal["all_words", "any_words", "phrase"]
+MemoryKind = Literal["fact", "event", "instruction", "task"]
+
+IMPORT_TIMEOUT = 300.0
+"""An import's default timeout: the server gives imports ten times its request limit."""
+
+
+def _seg(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _line(line: str) -> str:
+    return line if line.endswith("\n") else line + "\n"
+
+
+async def _ndjson(body: Body) -> bytes:
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    parts: list[str] = []
+    if isinstance(body, AsyncIterable):
+        async for line in body:
+            parts.append(_line(line))
+    else:
+        for line in body:
+            parts.append(_line(line))
+    return "".join(parts).encode()
+
+
+def _parent(parent_id: str | None, root: bool) -> dict[str, str]:
+    if root:
+        return {"kind": "root"}
+    if parent_id is not None:
+        return {"kind": "message", "id": parent_id}
+    return {"kind": "latest_leaf"}
+
+
+def _drop_none(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+class AsyncSession:
+    """A session on the server. Cheap to make: it holds the id and the transport."""
+
+    def __init__(self, http: AsyncTransport, id: str) -> None:
+        self._http = http
+        self.id = id
+        """The session id."""
+
+    def _path(self, suffix: str = "") -> str:
+        return f"/v1/sessions/{_seg(self.id)}{suffix}"
+
+    async def info(self) -> SessionInfo:
+        """The session's record: name, model, usage, profile, end reason, times."""
+        return SessionInfo.model_validate(await self._http.json("GET", self._path()))
+
+    async def append_message(
+        self, message: Message, *, parent_id: str | None = None, root: bool = False
+    ) -> AppendOutcome:
+        """Appends a message (insert-if-absent) to ``parent_id``, the latest leaf, or a new root."""
+        answer = await self._http.json(
+            "POST",
+            self._path("/messages"),
+            body={"message": message, "parent": _parent(parent_id, root)},
+        )
+        return AppendOutcome.model_validate(answer["outcomes"][0])
+
+    async def append_messages(
+        self, messages: Sequence[Message], *, parent_id: str | None = None, root: bool = False
+    ) -> list[AppendOutcome]:
+        """Appends a chain (each message the parent of the next) in one request, atomically."""
+        answer = await self._http.json(
+            "POST",
+            self._path("/messages"),
+            body={"messages": list(messages), "parent": _parent(parent_id, root)},
+        )
+        return [AppendOutcome.model_validate(o) for o in answer["outcomes"]]
+
+    async def get_history(self, leaf_id: str | None = None) -> list[Message]:
+        """The root-to-leaf history of ``leaf_id`` (the latest leaf), compactions applied."""
+        answer = await self._http.json("GET", self._path("/history"), query={"leaf": leaf_id})
+        return list(answer["messages"])
+
+    async def get_latest_leaf(self) -> Message | None:
+        """The most recent message with no children, or ``None`` for an empty session."""
+        answer = await self._http.json("GET", self._path("/latest-leaf"))
+        message: Message | None = answer["message"]
+        return message
+
+    async def get_branches(self, message_id: str) -> list[Message]:
+        """The children of a message (its branches), in insertion order."""
+        answer = await self._http.json("GET", self._path(f"/messages/{_seg(message_id)}/children"))
+        return list(answer["messages"])
+
+    async def update_message(self, message: Message) -> None:
+        """Replaces a stored message's content (same id; its parent and role stay)."""
+        await self._http.json("PUT", self._path(f"/messages/{_seg(message['id'])}"), body=message)
+
+    async def delete_message(self, message_id: str) -> None:
+        """Deletes one message (its children re-link to its parent); ``NotFoundError`` if absent."""
+        await self._http.json("DELETE", self._path(f"/messages/{_seg(message_id)}"))
+
+    async def delete_messages(self, message_ids: Sequence[str]) -> int:
+        """Deletes messages (children re-link to their parents); how many were deleted."""
+        answer = await self._http.json(
+            "DELETE", self._path("/messages"), body={"ids": list(message_ids)}
+        )
+        return int(answer["deleted"])
+
+    async def search(
+        self, query: str, *, limit: int | None = None, mode: SearchMode | None = None
+    ) -> list[SearchHit]:
+        """Full-text search over this session's messages, best first."""
+        answer = await self._http.json(
+            "GET",
+            "/v1/search",
+            query={"q": query, "session": self.id, "limit": limit, "mode": mode},
+        )
+        return [SearchHit.model_validate(h) for h in answer["hits"]]
+
+    async def compact(self, *, leaf_id: str | None = None) -> CompactResult:
+        """Compacts a branch into a summary overlay through the server's model (originals stay)."""
+        answer = await self._http.json(
+            "POST", self._path("/compact"), body=_drop_none({"leaf": leaf_id})
+        )
+        return CompactResult.model_validate(answer)
+
+    async def get_compactions(self) -> list[Compaction]:
+        """The compaction overlays, oldest first."""
+        answer = await self._http.json("GET", self._path("/compactions"))
+        return [Compaction.model_validate(c) for c in answer["compactions"]]
+
+    async def get_context_blocks(self) -> list[ContextBlock]:
+        """Every context block, in prompt order."""
+        answer = await self._http.json("GET", self._path("/context"))
+        return [ContextBlock.model_validate(b) for b in answer["blocks"]]
+
+    async def get_context_block(self, label: str) -> ContextBlock:
+        """One context block."""
+        return ContextBlock.model_validate(
+            await self._http.json("GET", self._path(f"/context/{_seg(label)}"))
+        )
+
+    async def replace_context_block(self, label: str, content: str) -> ContextBlock:
+        """Replaces a writable block's content (``RefusedError`` over its budget)."""
+        answer = await self._http.json(
+            "PUT", self._path(f"/context/{_seg(label)}"), body={"content": content}
+        )
+        return ContextBlock.model_validate(answer)
+
+    async def append_context_block(self, label: str, content: str) -> ContextBlock:
+        """Appends to a writable block on a new line (``RefusedError`` over its budget)."""
+        answer = await self._http.json(
+            "POST", self._path(f"/context/{_seg(label)}/append"), body={"content": content}
+        )
+        return ContextBlock.model_validate(answer)
+
+    async def freeze_system_prompt(self) -> str:
+        """The system prompt, frozen at its first render (writes show after a refresh)."""
+        answer = await self._http.json("GET", self._path("/prompt"))
+        return str(answer["prompt"])
+
+    async def refresh_system_prompt(self) -> str:
+        """Renders the prompt again from the blocks as they are now, and freezes that."""
+        answer = await self._http.json("GET", self._path("/prompt"), query={"refresh": True})
+        return str(answer["prompt"])
+
+    async def tool_definitions(self) -> list[ToolDefinition]:
+        """The session's tools (context tools, search, and ``recall``/``remember`` when bound)."""
+        answer = await self._http.json("GET", self._path("/tools"), query={"format": "mcp"})
+        return [ToolDefinition.model_validate(t) for t in answer]
+
+    async def tools(
+        self, format: Literal["openai", "anthropic", "mcp"] = "openai"
+    ) -> list[dict[str, Any]]:
+        """The session's tool definitions in a provider's shape, for any framework."""
+        answer = await self._http.json("GET", self._path("/tools"), query={"format": format})
+        return list(answer)
+
+    async def execute_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None
+    ) -> ToolResult:
+        """Runs one of the session's tools on the server (a refusal is a result: ``is_error``)."""
+        answer = await self._http.json(
+            "POST", self._path(f"/tools/{_seg(name)}"), body=dict(arguments or {})
+        )
+        return ToolResult.model_validate(answer)
+
+    async def rename(self, name: str) -> SessionInfo:
+        """Renames the session."""
+        return SessionInfo.model_validate(
+            await self._http.json("PATCH", self._path(), body={"name": name})
+        )
+
+    async def bind(self, profile: str | None) -> SessionInfo:
+        """Binds the session to a long-term profile, or unbinds it with ``None``."""
+        answer = await self._http.json("PATCH", self._path(), body={"profile": profile})
+        return SessionInfo.model_validate(answer)
+
+    async def end(self, *, reason: str | None = None) -> Ended:
+        """Ends the session; a bound session ships what was not shipped yet to its profile."""
+        answer = await self._http.json(
+            "POST", self._path("/end"), body=_drop_none({"reason": reason})
+        )
+        return Ended.model_validate(answer)
+
+    async def delete(self) -> None:
+        """Deletes the session with its messages, overlays and index entries."""
+        await self._http.json("DELETE", self._path())
+
+    async def export_lines(self) -> AsyncIterator[str]:
+        """The session's export, one JSON line at a time, streamed."""
+        async with aclosing(self._http.stream_lines("GET", self._path("/export"))) as lines:
+            async for line in lines:
+                yield line
+
+
+class AsyncSessionManager:
+    """The sessions of one server (one tenant, with API keys)."""
+
+    def __init__(self, http: AsyncTransport) -> None:
+        self._http = http
+
+    async def create(
+        self,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        parent_session_id: str | None = None,
+        profile: str | None = None,
+    ) -> AsyncSession:
+        """Creates a session (``ConflictError`` when the id is taken)."""
+        fields = {
+            "id": id,
+            "name": name,
+            "model": model,
+            "source": source,
+            "parent_session_id": parent_session_id,
+            "profile": profile,
+        }
+        answer = await self._http.json("POST", "/v1/sessions", body=_drop_none(fields))
+        return AsyncSession(self._http, answer["id"])
+
+    async def get(self, id: str) -> AsyncSession:
+        """The session ``id``, checked to exist (``NotFoundError`` otherwise)."""
+        answer = await self._http.json("GET", f"/v1/sessions/{_seg(id)}")
+        return AsyncSession(self._http, answer["id"])
+
+    def session(self, id: str) -> AsyncSession:
+        """A handle on session ``id`` without a request."""
+        return AsyncSession(self._http, id)
+
+    async def list_page(
+        self, *, limit: int | None = None, offset: int | None = None
+    ) -> builtins.list[SessionInfo]:
+        """One page of sessions, most recently updated first."""
+        answer = await self._http.json(
+            "GET", "/v1/sessions", query={"limit": limit, "offset": offset}
+        )
+        return [SessionInfo.model_validate(s) for s in answer["sessions"]]
+
+    async def list(self, *, page_size: int = 100) -> AsyncIterator[SessionInfo]:
+        """Every session, page by page (a session updated meanwhile may move between pages)."""
+        offset = 0
+        while True:
+            page = await self.list_page(limit=page_size, offset=offset)
+            for info in page:
+                yield info
+            if len(page) < page_size:
+                return
+            offset += len(page)
+
+    async def fork(self, id: str, at: str, *, name: str | None = None) -> AsyncSession:
+        """Forks session ``id`` at message ``at`` into a new linked session."""
+        answer = await self._http.json(
+            "POST", f"/v1/sessions/{_seg(id)}/fork", body=_drop_none({"at": at, "name": name})
+        )
+        return AsyncSession(self._http, answer["id"])
+
+    async def delete(self, id: str) -> None:
+        """Deletes session ``id`` with its messages, overlays and index entries."""
+        await self._http.json("DELETE", f"/v1/sessions/{_seg(id)}")
+
+    async def search(
+        self, query: str, *, limit: int | None = None, mode: SearchMode | None = None
+    ) -> builtins.list[SearchHit]:
+        """Full-text search across every session, best first."""
+        answer = await self._http.json(
+            "GET", "/v1/search", query={"q": query, "limit": limit, "mode": mode}
+        )
+        return [SearchHit.model_validate(h) for h in answer["hits"]]
+
+    async def import_(self, body: Body, *, timeout: float = IMPORT_TIMEOUT) -> SessionImport:
+        """Imports session export lines (validated first: a bad line writes nothing)."""
+        answer = await self._http.json(
+            "POST",
+            "/v1/sessions/import",
+            content=await _ndjson(body),
+            content_type="application/x-ndjson",
+            timeout=timeout,
+        )
+        return SessionImport.model_validate(answer)
+
+
+class AsyncProfile:
+    """A long-term memory profile (it exists once something is stored in it)."""
+
+    def __init__(self, http: AsyncTransport, name: str) -> None:
+        self._http = http
+        self.name = name
+        """The profile's name."""
+
+    def _path(self, suffix: str = "") -> str:
+        return f"/v1/profiles/{_seg(self.name)}{suffix}"
+
+    async def ingest(
+        self,
+        session: str,
+        messages: Sequence[IngestLine | Mapping[str, Any]] | None = None,
+        *,
+        leaf: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+    ) -> IngestAccepted:
+        """Queues an ingest job: ``messages`` given here, or (without them) the unshipped
+        messages of the stored session ``session`` (``leaf``, ``from_`` and ``to`` pick a range).
+        ``job`` is ``None`` when a stored session had nothing new."""
+        body: dict[str, Any] = {"session": session}
+        if messages is not None:
+            body["messages"] = [
+                m.model_dump(exclude_none=True) if isinstance(m, IngestLine) else dict(m)
+                for m in messages
+            ]
+        body.update(_drop_none({"leaf": leaf, "from": from_, "to": to}))
+        return IngestAccepted.model_validate(
+            await self._http.json("POST", self._path("/ingest"), body=body)
+        )
+
+    async def remember(
+        self,
+        content: str,
+        *,
+        kind: MemoryKind | None = None,
+        key: str | None = None,
+        session_id: str | None = None,
+    ) -> Memory:
+        """Stores one memory now, superseding the current memory with the same key."""
+        body = _drop_none({"content": content, "kind": kind, "key": key, "session_id": session_id})
+        return Memory.model_validate(
+            await self._http.json("POST", self._path("/memories"), body=body)
+        )
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        answer: bool | None = None,
+        explain: bool | None = None,
+    ) -> RecallResult:
+        """Hybrid recall (full text, vectors, keys, dates; fused by reciprocal rank)."""
+        body = _drop_none({"query": query, "limit": limit, "answer": answer, "explain": explain})
+        return RecallResult.model_validate(
+            await self._http.json("POST", self._path("/recall"), body=body)
+        )
+
+    async def list_page(
+        self,
+        *,
+        kind: MemoryKind | None = None,
+        key: str | None = None,
+        session: str | None = None,
+        all: bool | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> MemoryPage:
+        """One page of memories, in the order they were recorded."""
+        query = {
+            "kind": kind,
+            "key": key,
+            "session": session,
+            "all": all,
+            "limit": limit,
+            "cursor": cursor,
+        }
+        return MemoryPage.model_validate(
+            await self._http.json("GET", self._path("/memories"), query=query)
+        )
+
+    async def list(
+        self,
+        *,
+        kind: MemoryKind | None = None,
+        key: str | None = None,
+        session: str | None = None,
+        all: bool | None = None,
+        page_size: int | None = None,
+    ) -> AsyncIterator[Memory]:
+        """Every matching memory, page by page (current ones; ``all`` adds superseded and
+        forgotten ones)."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_page(
+                kind=kind, key=key, session=session, all=all, limit=page_size, cursor=cursor
+            )
+            for memory in page.memories:
+                yield memory
+            if page.next_cursor is None or not page.memories:
+                return
+            cursor = page.next_cursor
+
+    async def forget(self, memory_id: str, *, reason: str | None = None) -> None:
+        """Forgets a memory (kept, marked, for audit; recall no longer returns it)."""
+        await self._http.json(
+            "DELETE", self._path(f"/memories/{_seg(memory_id)}"), query={"reason": reason}
+        )
+
+    async def purge(self, memory_id: str, *, with_sources: bool | None = None) -> Purged:
+        """Erases a memory for good with its vectors, and with ``with_sources`` its raw messages."""
+        answer = await self._http.json(
+            "POST",
+            self._path(f"/memories/{_seg(memory_id)}/purge"),
+            query={"with_sources": with_sources},
+        )
+        return Purged.model_validate(answer)
+
+    async def job(self, job_id: str) -> IngestJob:
+        """One ingest job."""
+        return IngestJob.model_validate(
+            await self._http.json("GET", self._path(f"/jobs/{_seg(job_id)}"))
+        )
+
+    async def jobs(self) -> builtins.list[IngestJob]:
+        """The profile's ingest jobs."""
+        answer = await self._http.json("GET", self._path("/jobs"))
+        return [IngestJob.model_validate(j) for j in answer["jobs"]]
+
+    async def wait_for_job(
+        self, job_id: str, *, timeout: float = 120.0, interval: float = 0.25
+    ) -> IngestJob:
+        """Polls a job until it is final (``TimeoutError`` after ``timeout`` seconds)."""
+        waited = 0.0
+        while True:
+            job = await self.job(job_id)
+            if job.finished:
+                return job
+            if waited >= timeout:
+                raise TimeoutError(f"job {job_id} is still {job.status} after {timeout} s")
+            await asyncio.sleep(interval)
+            waited += interval
+
+    async def delete(self) -> None:
+        """Deletes the profile with everything in it."""
+        await self._http.json("DELETE", self._path())
+
+    async def export_lines(self, *, vectors: bool | None = None) -> AsyncIterator[str]:
+        """The profile's export, one JSON line at a time, streamed."""
+        query = {"vectors": vectors}
+        async with aclosing(
+            self._http.stream_lines("GET", self._path("/export"), query=query)
+        ) as lines:
+            async for line in lines:
+                yield line
+
+    async def import_(self, body: Body, *, timeout: float = IMPORT_TIMEOUT) -> ProfileImport:
+        """Imports export lines (idempotent: what is there already is counted, not doubled)."""
+        answer = await self._http.json(
+            "POST",
+            self._path("/import"),
+            content=await _ndjson(body),
+            content_type="application/x-ndjson",
+            timeout=timeout,
+        )
+        return ProfileImport.model_validate(answer)
+
+
+class AsyncMemoryClient:
+    """The client of one ``memory serve`` (one tenant, with API keys)."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_BASE_URL,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        max_retry_delay: float = 30.0,
+        headers: Mapping[str, str] | None = None,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.http = AsyncTransport(
+            base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_retry_delay=max_retry_delay,
+            headers=headers,
+            http=http,
+        )
+        """The transport every call goes through."""
+        self.sessions = AsyncSessionManager(self.http)
+        """Sessions: create, list, fork, delete, search, import."""
+
+    async def __aenter__(self) -> AsyncMemoryClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Closes the connection pool."""
+        await self.http.close()
+
+    def profile(self, name: str) -> AsyncProfile:
+        """The long-term profile ``name`` (no request is made)."""
+        return AsyncProfile(self.http, name)
+
+    async def profiles(self) -> list[str]:
+        """The names of the profiles that hold anything."""
+        answer = await self.http.json("GET", "/v1/profiles")
+        return list(answer["profiles"])
+
+    async def health(self) -> None:
+        """Liveness: returns when the server answers."""
+        await self.http.json("GET", "/healthz")
+
+    async def ready(self) -> dict[str, Any]:
+        """Readiness: what each backend reported (``UnavailableError`` when one is down)."""
+        answer: dict[str, Any] = await self.http.json("GET", "/readyz")
+        return answer
+
+    async def openapi(self) -> dict[str, Any]:
+        """The server's OpenAPI document."""
+        answer: dict[str, Any] = await self.http.json("GET", "/openapi.json")
+        return answer

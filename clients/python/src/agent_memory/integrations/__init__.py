@@ -1,0 +1,2 @@
+"""Drop-in memory for agent frameworks: ``openai_agents`` (a ``Session``) and ``langgraph``
+(a ``BaseStore``)."""

@@ -1,0 +1,326 @@
+"""The JSON shapes the server returns, as pydantic models with the server's field names.
+Fields this client does not model are kept (``model_extra``), so nothing the server sends
+is lost. Messages are AI SDK ``UIMessage`` dicts, stored and returned as given.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Message = dict[str, Any]
+"""An AI SDK ``UIMessage``: ``id``, ``role``, ``parts`` and any other fields, kept as given."""
+
+
+class Model(BaseModel):
+    """A server shape: unknown fields are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class SessionUsage(Model):
+    input_tokens: int
+    output_tokens: int
+    cost: float
+
+
+class SessionInfo(Model):
+    """A session record."""
+
+    id: str
+    name: str | None
+    parent_session_id: str | None
+    model: str | None
+    source: str | None
+    usage: SessionUsage
+    end_reason: str | None
+    """Why the session ended; ``None`` while open."""
+    profile: str | None
+    """The long-term profile the session is bound to."""
+    created_at: int
+    """Milliseconds since the epoch."""
+    updated_at: int
+
+
+class AppendOutcome(Model):
+    """What an append did with one message: ``inserted`` (with its parent) or ``already_exists``."""
+
+    outcome: Literal["inserted", "already_exists"]
+    parent_id: str | None = None
+
+
+class SearchHit(Model):
+    """A full-text search hit."""
+
+    session_id: str
+    message_id: str
+    role: str
+    content: str
+    score: float
+
+
+class ContextBlock(Model):
+    """A context block as the prompt shows it."""
+
+    label: str
+    description: str | None
+    content: str
+    tokens: int
+    max_tokens: int | None
+    kind: str
+    """``readonly`` (a profile block too), ``writable``, ``searchable`` or ``skill``."""
+    scope: str
+
+
+class TokenUsage(Model):
+    """One LLM call's tokens."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+class CompactResult(Model):
+    """What a compaction did."""
+
+    compacted: bool
+    from_message_id: str | None
+    to_message_id: str | None
+    summary: str | None
+    usage: TokenUsage | None
+    """The summarizing call's tokens; ``None`` when nothing was compacted."""
+
+
+class CompactionOverlay(Model):
+    id: str
+    summary: str
+    from_message_id: str
+    to_message_id: str
+    created_at: int
+    seq: int
+
+
+class Compaction(Model):
+    """A compaction overlay and the overlay that replaced it, if any."""
+
+    overlay: CompactionOverlay
+    superseded_by: str | None
+
+
+class ToolDefinition(Model):
+    """A tool as MCP describes it: name, description, JSON input schema."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any] = Field(alias="inputSchema")
+
+
+class ToolResult(Model):
+    """What a tool returned: the text the model reads, and whether it refused."""
+
+    result: str
+    is_error: bool
+
+
+class Forgotten(Model):
+    reason: str
+    at: int
+
+
+class Memory(Model):
+    """A typed long-term memory with its provenance."""
+
+    id: str
+    kind: Literal["fact", "event", "instruction", "task"]
+    content: str
+    key: str | None
+    questions: list[str]
+    session_id: str | None
+    source_message_ids: list[str]
+    recorded_at: int
+    valid_at: int | None
+    superseded_by: str | None
+    forgotten: Forgotten | None
+
+
+class MemoryPage(Model):
+    """A page of memories and the cursor of the next (``None`` on the last)."""
+
+    memories: list[Memory]
+    next_cursor: str | None
+
+
+class RawMessage(Model):
+    """A message as long-term memory stored it."""
+
+    id: str
+    session_id: str
+    role: str
+    content: str
+    created_at: int
+
+
+class ChannelRank(Model):
+    channel: str
+    rank: int
+    score: float
+
+
+class RecallHit(Model):
+    """A recall hit: a memory (``item.type == "memory"``) or a raw message (``"raw"``)."""
+
+    item: dict[str, Any]
+    score: float
+    ranks: list[ChannelRank]
+
+    @property
+    def memory(self) -> Memory | None:
+        """The hit as a memory, when it is one."""
+        return Memory.model_validate(self.item) if self.item.get("type") == "memory" else None
+
+    @property
+    def raw(self) -> RawMessage | None:
+        """The hit as a raw message, when it is one."""
+        return RawMessage.model_validate(self.item) if self.item.get("type") == "raw" else None
+
+
+class Degradation(Model):
+    """A feature that could not run, and why."""
+
+    feature: str
+    reason: str
+
+
+class StageUsage(Model):
+    """LLM calls and tokens of one stage."""
+
+    calls: int
+    requests: int = 0
+    repairs: int = 0
+    input_tokens: int
+    output_tokens: int
+
+
+class Usage(Model):
+    """LLM usage per stage (extraction, verification, synthesis, ...)."""
+
+    stages: dict[str, StageUsage]
+
+    @property
+    def total(self) -> StageUsage:
+        """Every stage added up."""
+        return StageUsage(
+            calls=sum(s.calls for s in self.stages.values()),
+            requests=sum(s.requests for s in self.stages.values()),
+            repairs=sum(s.repairs for s in self.stages.values()),
+            input_tokens=sum(s.input_tokens for s in self.stages.values()),
+            output_tokens=sum(s.output_tokens for s in self.stages.values()),
+        )
+
+
+class Answer(Model):
+    """A synthesized answer and the memories it cites."""
+
+    answer: str
+    citations: list[str]
+
+
+class RecallResult(Model):
+    """What a recall found."""
+
+    hits: list[RecallHit]
+    answer: Answer | None
+    temporal_facts: list[Any]
+    analysis: dict[str, Any] | None
+    terms: list[str]
+    degraded: list[Degradation]
+    usage: Usage
+
+
+JobStatus = Literal[
+    "queued",
+    "extracting",
+    "verifying",
+    "storing",
+    "vectorizing",
+    "done",
+    "done_with_errors",
+    "failed",
+]
+
+
+class IngestJob(Model):
+    """An ingest job; ``done``, ``done_with_errors`` and ``failed`` are final."""
+
+    id: str
+    session_id: str
+    status: JobStatus
+    failed_stage: str | None
+    error: str | None
+    new_messages: int
+    known_messages: int
+    memory_ids: list[str]
+    vectorized: int
+    degraded: list[Degradation]
+    usage: Usage
+    cancelled: bool = False
+
+    @property
+    def finished(self) -> bool:
+        """True once the job will change no more."""
+        return self.status in ("done", "done_with_errors", "failed")
+
+
+class IngestAccepted(Model):
+    """An accepted ingest: the job (``None`` when a stored session had nothing new)."""
+
+    job: IngestJob | None
+    status_url: str | None = None
+    shipped: int | None = None
+    already_shipped: int | None = None
+
+
+class ShipReport(Model):
+    profile: str
+    session: str
+    shipped: int
+    already_shipped: int
+    job: IngestJob | None
+    queued: bool
+
+
+class Ended(Model):
+    """An ended session and what it shipped to its profile (``None`` when unbound)."""
+
+    session: SessionInfo
+    shipped: ShipReport | None
+
+
+class SessionImport(Model):
+    messages: int
+    inserted: int
+    already_present: int
+    sessions_created: int
+
+
+class ProfileImport(Model):
+    raw_new: int
+    raw_known: int
+    memories_new: int
+    memories_known: int
+    superseded: int
+    vectors: int
+
+
+class Purged(Model):
+    memory: bool
+    vectors: int
+    raw_messages: int
+
+
+class IngestLine(Model):
+    """A line to ingest: role, text, and optionally the time (milliseconds)."""
+
+    role: str
+    content: str
+    created_at: int | None = None

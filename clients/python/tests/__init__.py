@@ -1,0 +1,1 @@
+"""The package tests (they start a real memory serve)."""

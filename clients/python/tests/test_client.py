@@ -1,0 +1,312 @@
+"""Every client method once, sync and async, against a real server, while an httpx event hook
+records each request; then every request must match an operation of the server's OpenAPI
+document (method, path, declared query parameters, body fields of its schema, required
+fields present), and every documented operation must have been called. A route the client
+lacks, or a call the server does not document, fails here."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agent_memory import AsyncMemoryClient, MemoryClient, NotFoundError, RefusedError
+from agent_memory.models import IngestLine
+
+from .conftest import FakeModel, Served, text
+
+
+async def resolve(value: Any) -> Any:
+    """The value, awaited when the async client returned an awaitable."""
+    return await value if inspect.isawaitable(value) else value
+
+
+async def collect(values: Iterator[Any] | AsyncIterator[Any]) -> list[Any]:
+    if isinstance(values, AsyncIterator):
+        return [v async for v in values]
+    return list(values)
+
+
+async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: str) -> None:
+    """Calls every method of the client, checking what each returns."""
+    r = resolve
+    await r(memory.health())
+    assert (await r(memory.ready()))["status"] == "ok"
+    sid = f"tour-{tag}"
+    profile_name = f"tour-{tag}"
+    session = await r(
+        memory.sessions.create(id=sid, name="tour", model="m", source="t", profile=profile_name)
+    )
+    assert (await r(memory.sessions.get(sid))).id == sid
+    info = await r(session.info())
+    assert (info.name, info.profile) == ("tour", profile_name)
+
+    outcome = await r(session.append_message(text("m0", "user", "hello there")))
+    assert outcome.outcome == "inserted"
+    chain = [
+        text(f"m{i}", "user" if i % 2 == 0 else "assistant", f"turn {i} of the tour")
+        for i in range(1, 8)
+    ]
+    outcomes = await r(session.append_messages(chain, parent_id="m0"))
+    assert [o.parent_id for o in outcomes][:2] == ["m0", "m1"]
+    await r(session.append_message(text("b1", "assistant", "a branch"), parent_id="m0"))
+    assert [m["id"] for m in await r(session.get_branches("m0"))] == ["m1", "b1"]
+    assert [m["id"] for m in await r(session.get_history("m3"))] == ["m0", "m1", "m2", "m3"]
+    assert (await r(session.get_latest_leaf()))["id"] == "b1"
+    assert [m["id"] for m in await r(session.get_history())] == ["m0", "b1"]
+    await r(session.delete_message("b1"))
+    await r(session.update_message(text("m7", "assistant", "the last turn")))
+    assert (await r(session.get_history()))[-1]["parts"][0]["text"] == "the last turn"
+    assert [h.message_id for h in await r(session.search("turn 3", limit=5, mode="phrase"))] == [
+        "m3"
+    ]
+    assert len(await r(memory.sessions.search("tour", limit=50, mode="any_words"))) >= 6
+
+    before = len(model.requests)
+    compacted = await r(session.compact(leaf_id="m7"))
+    assert compacted.compacted and compacted.usage is not None
+    assert compacted.usage.input_tokens == 300
+    assert len(model.requests) > before
+    assert len(await r(session.get_compactions())) == 1
+
+    blocks = await r(session.get_context_blocks())
+    assert [b.label for b in blocks] == ["soul", "memory", "knowledge", "profile"]
+    assert (await r(session.get_context_block("soul"))).kind == "readonly"
+    await r(session.replace_context_block("memory", "a fact"))
+    assert (
+        await r(session.append_context_block("memory", "another fact"))
+    ).content == "a fact\nanother fact"
+    with pytest.raises(RefusedError):
+        await r(session.replace_context_block("soul", "x"))
+    frozen = await r(session.refresh_system_prompt())
+    assert "another fact" in frozen
+    assert await r(session.freeze_system_prompt()) == frozen
+    names = [t.name for t in await r(session.tool_definitions())]
+    assert {"set_context", "recall", "remember"} <= set(names), names
+    openai_tools = await r(session.tools())
+    assert openai_tools[0]["type"] == "function"
+    result = await r(
+        session.execute_tool("set_context", {"label": "memory", "content": "replaced"})
+    )
+    assert not result.is_error, result.result
+    assert await r(session.freeze_system_prompt()) == frozen
+    assert "replaced" in await r(session.refresh_system_prompt())
+    assert (await r(session.rename("tour renamed"))).name == "tour renamed"
+    assert (await r(session.bind(profile_name))).profile == profile_name
+
+    fork = await r(memory.sessions.fork(sid, "m3", name="fork"))
+    assert (await r(fork.delete_messages(["m3", "unknown"]))) == 1
+    page = await r(memory.sessions.list_page(limit=10, offset=0))
+    assert any(s.id == fork.id for s in page)
+    listed = [s.id for s in await collect(memory.sessions.list(page_size=1))]
+    assert sid in listed and fork.id in listed
+    exported = await collect(fork.export_lines())
+    assert len(exported) >= 3
+    await r(fork.delete())
+    with pytest.raises(NotFoundError):
+        await r(fork.info())
+    imported = await r(memory.sessions.import_(exported))
+    assert imported.sessions_created == 1
+    await r(memory.sessions.delete(fork.id))
+
+    ended = await r(session.end(reason="tour over"))
+    assert ended.session.end_reason == "tour over"
+    assert ended.shipped is not None and ended.shipped.job is not None
+    profile = memory.profile(profile_name)
+    assert (await r(profile.wait_for_job(ended.shipped.job.id))).status == "done"
+    remembered = await r(
+        profile.remember("The tour visits Lyon", kind="event", key="tour stop", session_id=sid)
+    )
+    accepted = await r(
+        profile.ingest(
+            "side", [IngestLine(role="user", content="A side trip to Annecy", created_at=1)]
+        )
+    )
+    assert accepted.job is not None
+    job = await r(profile.wait_for_job(accepted.job.id))
+    assert job.finished
+    assert [d.feature for d in job.degraded] == ["vectors"], "extraction ran through the model"
+    assert job.usage.stages["extraction"].calls >= 1, job.usage
+    again = await r(profile.ingest(sid, leaf="m7", from_="m0", to="m7"))
+    assert again.job is None and again.already_shipped
+    recalled = await r(profile.recall("Lyon", limit=3, answer=True, explain=True))
+    assert recalled.hits[0].memory is not None and recalled.hits[0].memory.id == remembered.id
+    assert recalled.answer is not None and recalled.usage.total.calls >= 1
+    annecy = await r(profile.recall("Annecy"))
+    assert annecy.hits[0].raw is not None and "Annecy" in annecy.hits[0].raw.content
+    listed_page = await r(
+        profile.list_page(kind="event", key="tour stop", session=sid, all=True, limit=5)
+    )
+    assert [m.id for m in listed_page.memories] == [remembered.id]
+    assert remembered.id in [m.id for m in await collect(profile.list(page_size=1))]
+    assert any(j.id == job.id for j in await r(profile.jobs()))
+    other = await r(profile.remember("Temporary", kind="fact"))
+    await r(profile.forget(other.id, reason="tour"))
+    assert (await r(profile.purge(other.id, with_sources=True))).memory
+    lines = await collect(profile.export_lines(vectors=False))
+    assert profile_name in await r(memory.profiles())
+    await r(profile.delete())
+    copy = memory.profile(f"{profile_name}-copy")
+    assert (await r(copy.import_(lines))).memories_new >= 1
+    await r(copy.forget(remembered.id))
+    await r(session.delete())
+
+
+def operations(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    schemas = doc.get("components", {}).get("schemas", {})
+    out = []
+    for template, item in doc["paths"].items():
+        pattern = re.compile("^" + re.sub(r"\{[^}]+\}", "[^/]+", template) + "$")
+        for method, operation in item.items():
+            ref = (
+                (operation.get("requestBody") or {})
+                .get("content", {})
+                .get("application/json", {})
+                .get("schema", {})
+                .get("$ref")
+            )
+            out.append(
+                {
+                    "method": method.upper(),
+                    "template": template,
+                    "pattern": pattern,
+                    "query": {
+                        p["name"] for p in operation.get("parameters", []) if p["in"] == "query"
+                    },
+                    "schema": schemas.get(ref.rsplit("/", 1)[-1]) if ref else None,
+                }
+            )
+    return out
+
+
+def check_against_document(recorded: list[httpx.Request], doc: dict[str, Any]) -> None:
+    documented = operations(doc)
+    called = set()
+    for request in recorded:
+        candidates = [
+            o
+            for o in documented
+            if o["method"] == request.method and o["pattern"].match(request.url.path)
+        ]
+        candidates.sort(key=lambda o: o["template"].count("{"))
+        assert candidates, f"{request.method} {request.url.path} is not in the document"
+        operation = candidates[0]
+        called.add((operation["method"], operation["template"]))
+        for name in request.url.params:
+            assert name in operation["query"], (
+                f"{operation['template']} declares no query parameter {name}"
+            )
+        schema = operation["schema"]
+        if (
+            schema
+            and "properties" in schema
+            and request.headers.get("content-type") == "application/json"
+        ):
+            import json
+
+            body = json.loads(request.content)
+            for key in body:
+                assert key in schema["properties"], (
+                    f"{operation['template']} has no body field {key}"
+                )
+            for key in schema.get("required", []):
+                assert key in body, f"{operation['template']} requires {key}"
+    missing = sorted({(o["method"], o["template"]) for o in documented} - called)
+    assert missing == [], f"documented operations without a client call: {missing}"
+
+
+def test_every_method_sync_matches_the_document(server: Served, model: FakeModel) -> None:
+    recorded: list[httpx.Request] = []
+    http = httpx.Client(event_hooks={"request": [recorded.append]})
+    memory = MemoryClient(server.base_url, http=http)
+    coroutine = tour(memory, model, "sync")
+    # The sync client never awaits: drive the tour's coroutine to its end by hand.
+    try:
+        coroutine.send(None)
+    except StopIteration:
+        pass
+    else:
+        pytest.fail("the sync tour awaited something")
+    http.close()
+    check_against_document(recorded, MemoryClient(server.base_url).openapi())
+
+
+async def test_every_method_async_matches_the_document(server: Served, model: FakeModel) -> None:
+    recorded: list[httpx.Request] = []
+
+    async def record(request: httpx.Request) -> None:
+        recorded.append(request)
+
+    async with httpx.AsyncClient(event_hooks={"request": [record]}) as http:
+        memory = AsyncMemoryClient(server.base_url, http=http)
+        await tour(memory, model, "async")
+        toured = list(recorded)
+        check_against_document(toured, await memory.openapi())
+
+
+def test_the_sync_client_is_generated_from_the_async_one() -> None:
+    script = Path(__file__).resolve().parent.parent / "scripts" / "generate_sync.py"
+    checked = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_the_models_match_the_documents_schemas(client: MemoryClient) -> None:
+    """Each model of a documented response or request shape has exactly its properties: a
+    field renamed, added or dropped on either side fails here."""
+    from agent_memory import models
+
+    schemas = client.openapi()["components"]["schemas"]
+    pairs = {
+        "Accepted": models.IngestAccepted,
+        "Compacted": models.CompactResult,
+        "Ended": models.Ended,
+        "Overlay": models.Compaction,
+        "ProfileImport": models.ProfileImport,
+        "Purged": models.Purged,
+        "SessionImport": models.SessionImport,
+        "ToolResult": models.ToolResult,
+        "IngestLine": models.IngestLine,
+    }
+    for name, model in pairs.items():
+        documented = set(schemas[name]["properties"])
+        fields = {f.alias or n for n, f in model.model_fields.items()}
+        assert fields == documented, (
+            f"{model.__name__} {sorted(fields)} vs {name} {sorted(documented)}"
+        )
+        for required in schemas[name].get("required", []):
+            field = next(f for n, f in model.model_fields.items() if (f.alias or n) == required)
+            assert field.is_required(), f"{model.__name__}.{required} is required by the document"
+
+
+def test_session_tools_are_plain_functions(client: MemoryClient) -> None:
+    from agent_memory import session_tools
+
+    session = client.sessions.create(profile="tools-user")
+    tools = {t.name: t for t in session_tools(session)}
+    assert {"set_context", "recall", "remember"} <= set(tools)
+    assert tools["remember"].to_openai()["function"]["parameters"]["type"] == "object"
+    assert not tools["set_context"](label="memory", content="Likes tea").startswith("Error:")
+    assert session.get_context_block("memory").content == "Likes tea"
+    assert tools["set_context"](label="soul", content="x").startswith("Error:"), (
+        "a refusal is a result"
+    )
+    tools["remember"](content="Tools user drinks tea")
+    assert "Tools user drinks tea" in tools["recall"](query="tea")
+
+
+async def test_async_session_tools_are_awaitable_functions(aclient: AsyncMemoryClient) -> None:
+    from agent_memory import async_session_tools
+
+    session = await aclient.sessions.create(profile="atools-user")
+    tools = {t.name: t for t in await async_session_tools(session)}
+    await tools["remember"](content="Async tools user drinks coffee")
+    assert "Async tools user drinks coffee" in await tools["recall"](query="coffee")
