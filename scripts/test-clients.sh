@@ -6,7 +6,9 @@
 # Debian's `nodejs` and `npm` packages when missing, the npm packages from the npm registry
 # (pinned by each package-lock.json); Python 3.10+ from the machine, its packages from PyPI
 # into a virtualenv outside the repository (MEMORY_PYTHON_VENV, default
-# ~/.cache/memory-python/venv; pinned by clients/python/constraints.txt).
+# ~/.cache/memory-python/venv; pinned by clients/python/constraints.txt). The inspector's
+# browser test (clients/python/tests/test_inspector.py) uses Debian's `chromium`, installed
+# when missing, driven by Playwright from PyPI (no browser download).
 # The server binary is cargo's debug build (`cargo build --workspace --bins`), or MEMORY_BIN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +43,12 @@ npm_quiet=(--no-audit --no-fund --loglevel=error)
   npm run --silent build
 )
 (cd clients/typescript && npm test)
+
+# The inspector's browser test drives Debian's Chromium (headless) through Playwright.
+if [[ -z "${MEMORY_CHROMIUM:-}" ]] && ! command -v chromium >/dev/null 2>&1; then
+  echo "installing Chromium from Debian's packages (once)..." >&2
+  apt-get update -qq >&2 && apt-get install -y -qq chromium >&2
+fi
 
 venv="${MEMORY_PYTHON_VENV:-$HOME/.cache/memory-python/venv}"
 if [[ ! -x "$venv/bin/python" ]]; then

@@ -39,6 +39,8 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
     r = resolve
     await r(memory.health())
     assert (await r(memory.ready()))["status"] == "ok"
+    about = await r(memory.about())
+    assert (about.embedder, about.roles["sessions"], about.llm_model) == ("none", "sqlite", "fake")
     sid = f"tour-{tag}"
     profile_name = f"tour-{tag}"
     session = await r(

@@ -10,6 +10,7 @@
 import { type ClientOptions, type RequestOptions, Transport } from "./http.js";
 import { Profile } from "./profile.js";
 import { SessionManager } from "./sessions.js";
+import type { About } from "./types.js";
 
 /** A client of one server (one tenant, with API keys). */
 export class MemoryClient {
@@ -43,6 +44,11 @@ export class MemoryClient {
   /** Readiness: what each backend reported (throws `UnavailableError` when one is down). */
   ready(options: RequestOptions = {}): Promise<Record<string, unknown>> {
     return this.http.json("GET", "/readyz", options);
+  }
+
+  /** What the deployment is made of: each storage role's backend, the models, warnings. */
+  about(options: RequestOptions = {}): Promise<About> {
+    return this.http.json("GET", "/v1/about", options);
   }
 
   /** The server's OpenAPI document. */

@@ -285,3 +285,18 @@ export interface Purged {
   vectors: number;
   raw_messages: number;
 }
+
+/** What a deployment is made of. */
+export interface About {
+  /** The backend serving each storage role (`records`, `sessions`, `text`, ...). */
+  roles: Record<string, string>;
+  embedder: string | null;
+  /** The chat model (`null` without `[llm]`). */
+  llm_model: string | null;
+  /** What is off or weaker than it could be. */
+  warnings: string[];
+  /** Whether the server runs accepted ingest jobs itself. */
+  run_jobs: boolean;
+  /** The profile `/mcp` serves by default. */
+  mcp_profile: string;
+}

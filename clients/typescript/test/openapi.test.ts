@@ -39,6 +39,9 @@ const context = withDesignServer();
 async function tour(memory: MemoryClient): Promise<void> {
   await memory.health();
   await memory.ready();
+  const about = await memory.about();
+  assert.equal(about.embedder, "none");
+  assert.equal(about.roles.sessions, "sqlite");
   const session = await memory.sessions.create({ id: "tour", name: "tour", model: "m", source: "t", profile: "tour" });
   await memory.sessions.get("tour");
   await session.info();

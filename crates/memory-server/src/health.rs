@@ -38,3 +38,28 @@ pub async fn readyz(State(tenants): State<Tenants>) -> ApiResult<Json<Health>> {
     }
     Ok(Json(Health { status: "ok" }))
 }
+
+/// The deployment behind this key (or the local one), with `run_jobs` and the MCP profile.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct AboutAnswer {
+    /// What the deployment is made of.
+    #[serde(flatten)]
+    pub about: crate::state::About,
+    /// Whether this process runs accepted ingest jobs (else `memory worker` does).
+    pub run_jobs: bool,
+    /// The profile `/mcp` serves by default.
+    pub mcp_profile: String,
+}
+
+/// What the deployment is made of: each storage role's backend, the models, warnings.
+#[utoipa::path(get, path = "/v1/about", tag = "health",
+    responses((status = 200, description = "The deployment", body = AboutAnswer)))]
+pub async fn about(
+    axum::Extension(state): axum::Extension<crate::state::AppState>,
+) -> Json<AboutAnswer> {
+    Json(AboutAnswer {
+        about: (*state.about).clone(),
+        run_jobs: state.run_jobs,
+        mcp_profile: state.mcp_profile.clone(),
+    })
+}

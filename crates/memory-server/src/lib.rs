@@ -24,6 +24,7 @@ mod sessions;
 mod state;
 pub mod tenants;
 mod transfer;
+mod ui;
 
 use std::net::SocketAddr;
 
@@ -34,7 +35,7 @@ use axum::http::{HeaderName, Request};
 use axum::routing::{get, post};
 pub use limits::Limits;
 pub use metrics::Metrics;
-pub use state::AppState;
+pub use state::{About, AppState};
 pub use tenants::{RateLimit, Tenant, Tenants};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
@@ -130,6 +131,7 @@ fn public_routes(tenants: Tenants) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/openapi.json", get(openapi_json))
         .merge(openapi::docs_page())
+        .merge(ui::routes())
         .with_state(tenants)
 }
 
@@ -186,6 +188,7 @@ fn routes() -> Router {
         .route("/v1/sessions/{id}/tools/{name}", post(context::call_tool))
         .route("/v1/sessions/{id}/history", get(sessions::session_history))
         .route("/v1/search", get(sessions::search_messages))
+        .route("/v1/about", get(health::about))
         .route("/v1/profiles", get(profiles::list_profiles))
         .route(
             "/v1/profiles/{profile}",

@@ -12,6 +12,7 @@ use utoipa::{Modify, OpenApi};
     paths(
         crate::health::healthz,
         crate::health::readyz,
+        crate::health::about,
         crate::sessions::create_session,
         crate::sessions::list_sessions,
         crate::sessions::get_session,

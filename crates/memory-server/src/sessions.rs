@@ -408,6 +408,8 @@ pub async fn latest_leaf(
 pub struct HistoryParams {
     /// The leaf (the latest leaf by default).
     pub leaf: Option<String>,
+    /// The stored messages as they are, without compaction overlays (default false).
+    pub raw: Option<bool>,
 }
 
 /// A root-to-leaf history.
@@ -418,7 +420,8 @@ pub struct History {
     pub messages: Vec<UiMessage>,
 }
 
-/// The history of a leaf, root first, with compaction overlays applied.
+/// The history of a leaf, root first, with compaction overlays applied (or, with `raw`,
+/// the stored messages the overlays stand in for).
 #[utoipa::path(get, path = "/v1/sessions/{id}/history", tag = "messages",
     params(("id" = String, Path, description = "Session id"), HistoryParams),
     responses(
@@ -430,7 +433,11 @@ pub async fn session_history(
     Query(params): Query<HistoryParams>,
 ) -> ApiResult<Json<History>> {
     let session = state.sessions.session(&session_id(&id)?).await?;
-    let messages = session.history(params.leaf.as_deref()).await?;
+    let messages = if params.raw.unwrap_or(false) {
+        session.raw_history(params.leaf.as_deref()).await?
+    } else {
+        session.history(params.leaf.as_deref()).await?
+    };
     Ok(Json(History { messages }))
 }
 

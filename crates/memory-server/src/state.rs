@@ -22,6 +22,23 @@ pub struct AppState {
     /// The ingest jobs this process runs in the background (a graceful shutdown stops the
     /// memory service's jobs and waits for these to give theirs back).
     pub jobs: tokio_util::task::TaskTracker,
+    /// What the deployment is made of (`GET /v1/about`, the inspector's health view).
+    pub about: Arc<About>,
+}
+
+/// What a deployment is made of: the backend of each storage role, the models, and what
+/// is off or not durable. The binary that composes the deployment fills it in.
+#[derive(Debug, Clone, Default, serde::Serialize, utoipa::ToSchema)]
+pub struct About {
+    /// The backend serving each storage role (`records`, `sessions`, `text`, `vectors`,
+    /// `jobs`, `kv`, `blobs`); empty when the composing binary did not say.
+    pub roles: std::collections::BTreeMap<String, String>,
+    /// The embedder (`local`, `openai`, `none`).
+    pub embedder: Option<String>,
+    /// The chat model for compaction, extraction and answers (`null` without `[llm]`).
+    pub llm_model: Option<String>,
+    /// What is off or weaker than it could be, in sentences.
+    pub warnings: Vec<String>,
 }
 
 impl AppState {
@@ -51,7 +68,14 @@ impl AppState {
             run_jobs,
             mcp_profile: mcp_profile.into(),
             jobs,
+            about: Arc::new(About::default()),
         }
+    }
+
+    /// The same state, describing its deployment with `about`.
+    pub fn with_about(mut self, about: About) -> Self {
+        self.about = Arc::new(about);
+        self
     }
 
     /// Graceful shutdown of background jobs: claims no more, gives the ones in hand back

@@ -461,6 +461,49 @@ async fn latest_leaf_batch_delete_and_block_append() {
 }
 
 #[tokio::test]
+async fn the_inspector_is_served_under_a_strict_policy_and_about_answers() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    for (path, kind) in [
+        ("/ui", "text/html"),
+        ("/ui/app.js", "text/javascript"),
+        ("/ui/app.css", "text/css"),
+    ] {
+        let response = http
+            .get(format!("{}{path}", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let headers = response.headers().clone();
+        assert!(headers["content-type"].to_str().unwrap().starts_with(kind));
+        let policy = headers["content-security-policy"].to_str().unwrap();
+        assert!(
+            policy.contains("script-src 'self'") && !policy.contains("unsafe-inline"),
+            "{policy}"
+        );
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+    }
+    let page = http
+        .get(format!("{}/ui", server.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("/ui/app.js") && !page.contains("<script>"),
+        "no inline script"
+    );
+    // The test server's state says nothing about its deployment: roles are empty.
+    let about = get_json(&http, &format!("{}/v1/about", server.base)).await;
+    assert_eq!(about["run_jobs"], true, "{about}");
+    assert_eq!(about["mcp_profile"], "default");
+    assert!(about["roles"].is_object() && about["warnings"].is_array());
+}
+
+#[tokio::test]
 async fn profiles_list_purge_jobs_and_delete() {
     let server = start().await;
     let http = reqwest::Client::new();

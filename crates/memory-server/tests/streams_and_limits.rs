@@ -286,6 +286,14 @@ async fn compaction_runs_over_http_and_its_tokens_reach_the_metrics() {
         .collect();
     assert_eq!(ids.len(), 2, "the overlay replaces u1..a1: {ids:?}");
     assert_eq!(ids[1], "u2");
+    let raw: Value = get_json(&http, &server.url("/v1/sessions/c/history?raw=true")).await;
+    let raw_ids: Vec<&str> = raw["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(raw_ids, ["u1", "a1", "u2"], "raw: the stored originals");
     let metrics = http
         .get(server.url("/metrics"))
         .send()

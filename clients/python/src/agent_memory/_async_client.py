@@ -26,6 +26,7 @@ import httpx
 from ._transport import DEFAULT_BASE_URL, AsyncTransport
 from .errors import TimeoutError
 from .models import (
+    About,
     AppendOutcome,
     Compaction,
     CompactResult,
@@ -583,6 +584,10 @@ class AsyncMemoryClient:
         """Readiness: what each backend reported (``UnavailableError`` when one is down)."""
         answer: dict[str, Any] = await self.http.json("GET", "/readyz")
         return answer
+
+    async def about(self) -> About:
+        """What the deployment is made of: each storage role's backend, the models, warnings."""
+        return About.model_validate(await self.http.json("GET", "/v1/about"))
 
     async def openapi(self) -> dict[str, Any]:
         """The server's OpenAPI document."""

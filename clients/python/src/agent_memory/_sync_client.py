@@ -21,6 +21,7 @@ import httpx
 from ._transport import DEFAULT_BASE_URL, Transport
 from .errors import TimeoutError
 from .models import (
+    About,
     AppendOutcome,
     Compaction,
     CompactResult,
@@ -578,6 +579,10 @@ class MemoryClient:
         """Readiness: what each backend reported (``UnavailableError`` when one is down)."""
         answer: dict[str, Any] = self.http.json("GET", "/readyz")
         return answer
+
+    def about(self) -> About:
+        """What the deployment is made of: each storage role's backend, the models, warnings."""
+        return About.model_validate(self.http.json("GET", "/v1/about"))
 
     def openapi(self) -> dict[str, Any]:
         """The server's OpenAPI document."""

@@ -324,3 +324,16 @@ class IngestLine(Model):
     role: str
     content: str
     created_at: int | None = None
+
+
+class About(Model):
+    """What a deployment is made of."""
+
+    roles: dict[str, str]
+    """The backend serving each storage role (``records``, ``sessions``, ``text``, ...)."""
+    embedder: str | None
+    llm_model: str | None
+    """The chat model (``None`` without ``[llm]``)."""
+    warnings: list[str]
+    run_jobs: bool
+    mcp_profile: str

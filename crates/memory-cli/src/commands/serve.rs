@@ -45,12 +45,55 @@ async fn services(
     {
         eprintln!("note: {note}");
     }
-    Ok(AppState::new(
-        sessions,
-        Arc::new(memory),
-        run_jobs,
-        mcp_profile,
-    ))
+    Ok(
+        AppState::new(sessions, Arc::new(memory), run_jobs, mcp_profile)
+            .with_about(about(deployment)),
+    )
+}
+
+/// What the deployment is made of, for `GET /v1/about` and the inspector's health view.
+fn about(deployment: &Deployment) -> memory_server::About {
+    let config = deployment.config();
+    let storage = deployment.storage();
+    let roles = [
+        ("records", storage.records),
+        ("sessions", storage.sessions),
+        ("text", storage.text),
+        ("vectors", storage.vectors),
+        ("jobs", storage.jobs),
+        ("kv", storage.kv),
+        ("blobs", storage.blobs),
+    ]
+    .into_iter()
+    .map(|(role, backend)| (role.to_owned(), backend.to_string()))
+    .collect::<std::collections::BTreeMap<_, _>>();
+    let embedder = match config.memory.embedder {
+        memory_config::EmbedderChoice::Local => "local",
+        memory_config::EmbedderChoice::Openai => "openai",
+        memory_config::EmbedderChoice::None => "none",
+    };
+    let mut warnings = Vec::new();
+    if config.llm.is_none() {
+        warnings.push(
+            "no [llm]: no compaction summaries, no typed memories (raw messages only), no synthesized answers"
+                .to_owned(),
+        );
+    }
+    if matches!(config.memory.embedder, memory_config::EmbedderChoice::None) {
+        warnings.push("no embedder: recall runs on full text and keys, without vectors".to_owned());
+    }
+    if roles.values().any(|b| b == "redis") {
+        warnings.push(
+            "Redis holds some roles: an acknowledged write survives a Redis crash only with `appendfsync always` (this server does not read Redis's setting)"
+                .to_owned(),
+        );
+    }
+    memory_server::About {
+        roles,
+        embedder: Some(embedder.to_owned()),
+        llm_model: config.llm.as_ref().map(|llm| llm.model.clone()),
+        warnings,
+    }
 }
 
 /// The deployments a process serves: the data dir's own (local mode), or one per tenant

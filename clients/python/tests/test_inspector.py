@@ -1,0 +1,196 @@
+"""The inspector (``/ui`` of ``memory serve``) in a real browser: Debian's Chromium, headless,
+driven by Playwright, on a server seeded with a branching session, a compaction overlay, a
+supersession chain, a finished job and stored text that looks like HTML. Screenshots of each
+view go to ``docs/inspector/`` (the README shows them)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from agent_memory import MemoryClient
+
+from .conftest import FakeModel, Served, design_config, key_entry, serve, text
+
+SHOTS = Path(__file__).resolve().parents[3] / "docs" / "inspector"
+HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+
+
+def chromium() -> str:
+    path = (
+        os.environ.get("MEMORY_CHROMIUM")
+        or shutil.which("chromium")
+        or shutil.which("chromium-browser")
+    )
+    if path is None:
+        raise RuntimeError("no Chromium: install Debian's chromium (scripts/test-clients.sh does)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium(),
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def seeded(model: FakeModel) -> Iterator[Served]:
+    served = serve(design_config(model))
+    with MemoryClient(served.base_url) as memory:
+        trip = memory.sessions.create(id="trip", name="Trip planning", profile="alice")
+        trip.append_messages(
+            [text("u1", "user", "Plan a trip to Lyon"), text("a1", "assistant", "By train?")]
+        )
+        trip.append_message(text("a2", "assistant", "By plane?"), parent_id="u1")
+        chain = [
+            text(f"t{i}", "user" if i % 2 == 0 else "assistant", f"turn {i} about the trip")
+            for i in range(8)
+        ]
+        trip.append_messages(chain, parent_id="a1")
+        trip.append_message(text("x1", "user", HOSTILE))
+        assert trip.compact().compacted
+        alice = memory.profile("alice")
+        alice.remember("Prefers window seats", kind="fact", key="seat", session_id="trip")
+        alice.remember("Prefers aisle seats now", kind="fact", key="seat", session_id="trip")
+        alice.remember(HOSTILE, kind="fact")
+        accepted = alice.ingest(
+            "chat-1", [{"role": "user", "content": "My sister lives in Marseille."}]
+        )
+        assert accepted.job is not None
+        assert alice.wait_for_job(accepted.job.id).status == "done"
+    yield served
+    served.stop()
+
+
+def open_page(browser: Browser, url: str) -> Page:
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.goto(url)
+    return page
+
+
+def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_sessions_branches_overlays_and_escaping(browser: Browser, seeded: Served) -> None:
+    page = open_page(browser, f"{seeded.base_url}/ui")
+    expect(page.get_by_role("link", name="trip")).to_be_visible()
+    shot(page, "sessions")
+    page.get_by_role("link", name="trip").click()
+    expect(page.locator("article.overlay")).to_have_count(1)
+    expect(page.locator("article.leaf")).to_contain_text("latest leaf")
+    # Stored HTML is text: it shows as written, and its script never ran.
+    expect(page.locator('article[data-id="x1"]')).to_contain_text(
+        "<script>window.__pwned = 1</script>"
+    )
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator('article[data-id="x1"] script, article[data-id="x1"] img').count() == 0
+    shot(page, "session")
+
+    # The raw originals instead of the summary.
+    page.select_option("#raw-toggle", "1")
+    expect(page.locator("article.overlay")).to_have_count(0)
+    expect(page.locator('article[data-id="t3"]')).to_be_visible()
+    # Another branch: u1's second answer.
+    page.locator('button[data-branch="a2"]').click()
+    expect(page.locator('article[data-id="a2"]')).to_be_visible()
+    expect(page.locator('article[data-id="a1"]')).to_have_count(0)
+    assert "leaf=a2" in page.url
+    shot(page, "branch")
+
+    page.get_by_role("link", name="Context").click()
+    expect(page.locator("#frozen-prompt")).to_contain_text("SOUL (Identity)")
+    expect(page.locator("table")).to_contain_text("writable")
+    shot(page, "context")
+    page.close()
+
+
+def test_profiles_chains_recall_forget_jobs_and_health(browser: Browser, seeded: Served) -> None:
+    page = open_page(browser, f"{seeded.base_url}/ui#/profile/alice")
+    row = page.locator("tr", has_text="Prefers aisle seats now")
+    expect(row).to_be_visible()
+    expect(page.locator("td.content", has_text="<script>")).to_be_visible()
+    assert page.evaluate("window.__pwned") is None
+    row.get_by_role("button", name="Chain and provenance").click()
+    chain = page.locator("ol.chain li")
+    expect(chain).to_have_count(2)
+    expect(chain.nth(0)).to_contain_text("Prefers window seats")
+    expect(chain.nth(0)).to_contain_text("superseded")
+    expect(page.locator("#memory-detail")).to_contain_text("Session trip")
+    shot(page, "profile")
+
+    page.goto(f"{seeded.base_url}/ui#/recall?profile=alice&q=aisle%20seats")
+    first = page.locator("tr[data-hit]").first
+    expect(first).to_contain_text("Prefers aisle seats now")
+    ranks = first.locator("td[data-channel]")
+    assert ranks.count() >= 1
+    assert any(ranks.nth(i).inner_text().strip() not in ("", "—") for i in range(ranks.count()))
+    expect(page.locator("main")).to_contain_text("Degraded")
+    shot(page, "recall")
+
+    # Forget (confirmed): gone from the current list; listed, forgotten, with `all`.
+    page.goto(f"{seeded.base_url}/ui#/profile/alice")
+    page.locator("tr", has_text="Prefers aisle seats now").get_by_role(
+        "button", name="Forget"
+    ).click()
+    expect(page.locator("tr", has_text="Prefers aisle seats now")).to_have_count(0)
+    page.goto(f"{seeded.base_url}/ui#/profile/alice?all=true")
+    expect(page.locator("tr", has_text="Prefers aisle seats now")).to_contain_text("forgotten")
+
+    page.goto(f"{seeded.base_url}/ui#/jobs?profile=alice")
+    expect(page.locator("tr[data-job]").first).to_contain_text("done")
+    shot(page, "jobs")
+    page.goto(f"{seeded.base_url}/ui#/health")
+    expect(page.locator("main")).to_contain_text("sessions")
+    expect(page.locator("main")).to_contain_text("sqlite")
+    expect(page.locator("main")).to_contain_text("no embedder")
+    shot(page, "health")
+    # A narrow window still reads.
+    page.set_viewport_size({"width": 420, "height": 900})
+    page.goto(f"{seeded.base_url}/ui#/profile/alice")
+    expect(page.get_by_role("button", name="Chain and provenance").first).to_be_visible()
+    shot(page, "narrow")
+    page.close()
+
+
+def test_under_api_keys_the_page_asks_for_one(browser: Browser) -> None:
+    key = "mk_test_ui_0123456789abcdef"
+    served = serve('[memory]\nembedder = "none"\n', keys=key_entry("ui", key))
+    try:
+        with MemoryClient(served.base_url, api_key=key) as memory:
+            memory.sessions.create(id="tenant-session")
+        page = open_page(browser, f"{served.base_url}/ui")
+        expect(page.get_by_role("alert")).to_contain_text("enter an API key")
+        page.get_by_label("API key").fill(key)
+        page.get_by_role("button", name="Use").click()
+        expect(page.get_by_role("link", name="tenant-session")).to_be_visible()
+        # Keyboard: Tab moves along the views' links and Enter opens one.
+        page.get_by_role("link", name="Sessions").focus()
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "Profiles"
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("heading", name="Profiles")).to_be_visible()
+        page.close()
+    finally:
+        served.stop()

@@ -1,0 +1,471 @@
+// The memory inspector: views over the REST API, rendered with DOM nodes and textContent
+// only (stored text never becomes markup). Routes are URL hashes: #/sessions,
+// #/session/ID?leaf=M&raw=1, #/profiles, #/profile/NAME?..., #/recall, #/jobs, #/health.
+
+const view = document.getElementById("view");
+const PAGE = 50;
+
+// ---- HTTP ----------------------------------------------------------------------------
+
+function apiKey() {
+  return sessionStorage.getItem("memory-api-key") || "";
+}
+
+class HttpError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, { query, body } = {}) {
+  const url = new URL(path, location.origin);
+  for (const [k, v] of Object.entries(query || {})) {
+    if (v !== undefined && v !== null && v !== "") url.searchParams.set(k, String(v));
+  }
+  const headers = { accept: "application/json" };
+  if (apiKey()) headers.authorization = `Bearer ${apiKey()}`;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await response.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!response.ok) {
+    const error = (data && data.error) || {};
+    throw new HttpError(response.status, error.code || "error", error.message || `HTTP ${response.status}`);
+  }
+  return data;
+}
+
+// ---- DOM helpers -----------------------------------------------------------------------
+
+/** An element with attributes and children (strings become text nodes, never markup). */
+function h(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attributes)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (k === "class") node.className = v;
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function show(...nodes) {
+  view.replaceChildren(...nodes);
+}
+
+function time(ms) {
+  return ms === null || ms === undefined ? "" : new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+}
+
+function json(value) {
+  return h("pre", {}, typeof value === "string" ? value : JSON.stringify(value, null, 2));
+}
+
+function table(headers, rows) {
+  return h("table", {}, h("thead", {}, h("tr", {}, headers.map((x) => h("th", { scope: "col" }, x)))), h("tbody", {}, rows));
+}
+
+function failure(error) {
+  const node = h("p", { class: "error", role: "alert" }, `${error.message}`);
+  if (error.status === 401) node.append(" — enter an API key above.");
+  return node;
+}
+
+function link(hash, text) {
+  return h("a", { href: hash }, text);
+}
+
+function params() {
+  const [, query = ""] = location.hash.split("?");
+  return new URLSearchParams(query);
+}
+
+function go(hash) {
+  location.hash = hash;
+}
+
+// ---- Messages ------------------------------------------------------------------------
+
+function renderPart(part) {
+  const type = String(part.type || "unknown");
+  const box = (label, ...body) => h("div", { class: "part" }, h("div", { class: "kind" }, label), ...body);
+  if (type === "text") return box("text", h("div", {}, part.text));
+  if (type === "reasoning") return box("reasoning", h("div", { class: "meta" }, part.text));
+  if (type === "step-start") return box("step start");
+  if (type.startsWith("tool-") || type === "dynamic-tool") {
+    const name = type === "dynamic-tool" ? part.toolName : type.slice(5);
+    return box(
+      `tool ${name} · ${part.state || ""} · ${part.toolCallId || ""}`,
+      part.input !== undefined ? h("div", {}, "input", json(part.input)) : null,
+      part.output !== undefined ? h("div", {}, "output", json(part.output)) : null,
+      part.errorText ? h("div", { class: "error" }, part.errorText) : null,
+    );
+  }
+  if (type === "file") return box(`file ${part.mediaType || ""}`, h("div", {}, part.filename || part.url || ""));
+  if (type === "source-url") return box("source", h("a", { href: part.url, rel: "noreferrer noopener" }, part.title || part.url));
+  if (type === "source-document") return box("source document", h("div", {}, `${part.title || ""} ${part.filename || ""}`));
+  if (type.startsWith("data-")) return box(type, json(part.data));
+  return box(type, json(part));
+}
+
+function renderMessage(message, { overlay = false, leaf = false, extra = [] } = {}) {
+  const classes = ["message", overlay ? "overlay" : "", leaf ? "leaf" : ""].join(" ");
+  return h(
+    "article",
+    { class: classes, "data-id": message.id },
+    h("div", { class: "meta" }, `${message.role} · ${message.id}`, overlay ? " · compaction summary" : "", leaf ? " · latest leaf" : ""),
+    (message.parts || []).map(renderPart),
+    extra,
+  );
+}
+
+// ---- Sessions ------------------------------------------------------------------------
+
+async function sessionsView() {
+  const p = params();
+  const offset = Number(p.get("offset") || 0);
+  const q = p.get("q") || "";
+  const search = h(
+    "form",
+    { class: "controls", role: "search", onsubmit: (e) => { e.preventDefault(); go(`#/sessions?q=${encodeURIComponent(e.target.q.value)}`); } },
+    h("label", {}, "Search messages", h("input", { name: "q", value: q, type: "search" })),
+    h("button", { type: "submit" }, "Search"),
+  );
+  if (q) {
+    const { hits } = await api("GET", "/v1/search", { query: { q, limit: 100 } });
+    return show(
+      h("h2", {}, `Messages matching “${q}”`),
+      search,
+      table(["Session", "Message", "Role", "Text"], hits.map((hit) =>
+        h("tr", {}, h("td", {}, link(`#/session/${encodeURIComponent(hit.session_id)}?leaf=${encodeURIComponent(hit.message_id)}`, hit.session_id)), h("td", {}, hit.message_id), h("td", {}, hit.role), h("td", {}, hit.content)))),
+    );
+  }
+  const { sessions } = await api("GET", "/v1/sessions", { query: { limit: PAGE, offset } });
+  show(
+    h("h2", {}, "Sessions"),
+    search,
+    table(["Session", "Name", "Profile", "Tokens (in/out)", "Updated", "Ended"], sessions.map((s) =>
+      h("tr", {},
+        h("td", {}, link(`#/session/${encodeURIComponent(s.id)}`, s.id)),
+        h("td", {}, s.name || ""),
+        h("td", {}, s.profile ? link(`#/profile/${encodeURIComponent(s.profile)}`, s.profile) : "unbound"),
+        h("td", {}, `${s.usage.input_tokens} / ${s.usage.output_tokens}`),
+        h("td", {}, time(s.updated_at)),
+        h("td", {}, s.end_reason || "")))),
+    h("div", { class: "controls" },
+      offset > 0 ? link(`#/sessions?offset=${Math.max(0, offset - PAGE)}`, "Newer") : null,
+      sessions.length === PAGE ? link(`#/sessions?offset=${offset + PAGE}`, "Older") : null),
+  );
+}
+
+/** The latest leaf under `messageId`: the newest child at every step (bounded). */
+async function leafUnder(session, messageId) {
+  let current = messageId;
+  for (let step = 0; step < 500; step++) {
+    const { messages } = await api("GET", `/v1/sessions/${encodeURIComponent(session)}/messages/${encodeURIComponent(current)}/children`);
+    if (messages.length === 0) return current;
+    current = messages[messages.length - 1].id;
+  }
+  return current;
+}
+
+async function sessionView(id) {
+  const p = params();
+  const raw = p.get("raw") === "1";
+  const tab = p.get("tab") || "history";
+  const base = `/v1/sessions/${encodeURIComponent(id)}`;
+  const [info, latest] = await Promise.all([api("GET", base), api("GET", `${base}/latest-leaf`)]);
+  const leaf = p.get("leaf") || (latest.message && latest.message.id) || "";
+  const here = (changes) => {
+    const next = new URLSearchParams({ leaf, raw: raw ? "1" : "0", tab, ...changes });
+    return `#/session/${encodeURIComponent(id)}?${next}`;
+  };
+  const header = [
+    h("h2", {}, `Session ${id}`, info.name ? ` — ${info.name}` : ""),
+    h("p", { class: "meta" },
+      "Profile: ", info.profile ? link(`#/profile/${encodeURIComponent(info.profile)}`, info.profile) : "unbound",
+      ` · tokens in ${info.usage.input_tokens}, out ${info.usage.output_tokens} · created ${time(info.created_at)}`,
+      info.end_reason ? ` · ended: ${info.end_reason}` : ""),
+    h("nav", { class: "controls", "aria-label": "Session views" },
+      link(here({ tab: "history" }), "History"), link(here({ tab: "context" }), "Context")),
+  ];
+  if (tab === "context") return show(...header, await contextPanel(base));
+  const [history, compactions] = await Promise.all([
+    api("GET", `${base}/history`, { query: { leaf, raw: raw ? "true" : undefined } }),
+    api("GET", `${base}/compactions`),
+  ]);
+  const messages = history.messages;
+  const shown = messages.slice(-200);
+  // Branch points among the shown messages: their children, when more than one.
+  const children = await Promise.all(shown.map((m) =>
+    m.id.startsWith("compaction_") ? { messages: [] } : api("GET", `${base}/messages/${encodeURIComponent(m.id)}/children`)));
+  const onPath = new Set(messages.map((m) => m.id));
+  const cards = shown.map((message, i) => {
+    const kids = children[i].messages;
+    const extra = kids.length > 1
+      ? h("div", { class: "branches" }, `${kids.length} branches:`, kids.map((kid) =>
+          h("button", {
+            type: "button",
+            "aria-pressed": onPath.has(kid.id) ? "true" : "false",
+            "data-branch": kid.id,
+            onclick: async () => go(here({ leaf: await leafUnder(id, kid.id) })),
+          }, kid.id)))
+      : null;
+    return renderMessage(message, {
+      overlay: message.id.startsWith("compaction_"),
+      leaf: latest.message && message.id === latest.message.id,
+      extra,
+    });
+  });
+  show(
+    ...header,
+    h("div", { class: "controls" },
+      h("label", {}, h("span", {}, "Show"),
+        h("select", { id: "raw-toggle", onchange: (e) => go(here({ raw: e.target.value })) },
+          h("option", { value: "0", selected: !raw }, "with compaction summaries"),
+          h("option", { value: "1", selected: raw }, "raw originals"))),
+      h("span", { class: "meta" }, `${messages.length} messages on this path${messages.length > shown.length ? `, the last ${shown.length} shown` : ""} · leaf ${leaf}`)),
+    compactions.compactions.length
+      ? h("details", {}, h("summary", {}, `${compactions.compactions.length} compaction overlay(s)`),
+          table(["Overlay", "Covers", "Summary", "Superseded by"], compactions.compactions.map((c) =>
+            h("tr", {}, h("td", {}, c.overlay.id), h("td", {}, `${c.overlay.from_message_id} → ${c.overlay.to_message_id}`), h("td", {}, c.overlay.summary), h("td", {}, c.superseded_by || "")))))
+      : null,
+    h("section", { "aria-label": "History" }, cards),
+  );
+}
+
+async function contextPanel(base) {
+  const format = params().get("format") || "openai";
+  const [{ blocks }, prompt, tools] = await Promise.all([
+    api("GET", `${base}/context`),
+    api("GET", `${base}/prompt`),
+    api("GET", `${base}/tools`, { query: { format } }),
+  ]);
+  return h("section", {},
+    h("h3", {}, "Blocks"),
+    table(["Label", "Kind", "Scope", "Tokens used / allowed", "Content"], blocks.map((b) =>
+      h("tr", {}, h("td", {}, b.label), h("td", {}, b.kind), h("td", {}, b.scope),
+        h("td", {}, `${b.tokens} / ${b.max_tokens ?? "∞"}`), h("td", {}, h("pre", {}, b.content))))),
+    h("h3", {}, "The frozen system prompt, exactly as sent"),
+    h("pre", { id: "frozen-prompt" }, prompt.prompt),
+    h("h3", {}, "Generated tools"),
+    h("div", { class: "controls" }, ["openai", "anthropic", "mcp"].map((f) =>
+      link(`${location.hash.split("?")[0]}?${new URLSearchParams({ ...Object.fromEntries(params()), format: f })}`, f === format ? `[${f}]` : f))),
+    json(tools));
+}
+
+// ---- Profiles ------------------------------------------------------------------------
+
+async function profilesView() {
+  const { profiles } = await api("GET", "/v1/profiles");
+  show(h("h2", {}, "Profiles"), h("ul", {}, profiles.map((p) => h("li", {}, link(`#/profile/${encodeURIComponent(p)}`, p)))));
+}
+
+function status(memory) {
+  if (memory.forgotten) return h("span", { class: "badge forgotten" }, "forgotten");
+  if (memory.superseded_by) return h("span", { class: "badge superseded" }, "superseded");
+  return h("span", { class: "badge current" }, "current");
+}
+
+async function profileView(name) {
+  const p = params();
+  const base = `/v1/profiles/${encodeURIComponent(name)}`;
+  const filters = { kind: p.get("kind") || "", key: p.get("key") || "", session: p.get("session") || "", all: p.get("all") === "true" ? "true" : "", cursor: p.get("cursor") || "" };
+  const page = await api("GET", `${base}/memories`, { query: { ...filters, limit: PAGE } });
+  const since = p.get("since") ? Date.parse(p.get("since")) : null;
+  const memories = since ? page.memories.filter((m) => m.recorded_at >= since) : page.memories;
+  const form = h("form", {
+    class: "controls",
+    onsubmit: (e) => {
+      e.preventDefault();
+      const f = e.target;
+      const next = new URLSearchParams({ kind: f.kind.value, key: f.key.value, session: f.session.value, all: f.all.checked ? "true" : "", since: f.since.value });
+      go(`#/profile/${encodeURIComponent(name)}?${next}`);
+    },
+  },
+    h("label", {}, "Kind", h("select", { name: "kind" }, ["", "fact", "event", "instruction", "task"].map((k) => h("option", { value: k, selected: k === filters.kind }, k || "any")))),
+    h("label", {}, "Key", h("input", { name: "key", value: filters.key })),
+    h("label", {}, "Session", h("input", { name: "session", value: filters.session })),
+    h("label", {}, "Recorded since", h("input", { name: "since", type: "date", value: p.get("since") || "" })),
+    h("label", {}, "Superseded and forgotten too", h("input", { name: "all", type: "checkbox", checked: filters.all === "true" })),
+    h("button", { type: "submit" }, "Filter"));
+  const detail = h("section", { id: "memory-detail", "aria-live": "polite" });
+  show(
+    h("h2", {}, `Profile ${name}`),
+    h("p", {}, link(`#/recall?profile=${encodeURIComponent(name)}`, "Recall in this profile"), " · ", link(`#/jobs?profile=${encodeURIComponent(name)}`, "Its jobs")),
+    form,
+    table(["Status", "Kind", "Key", "Content", "Recorded", ""], memories.map((m) =>
+      h("tr", { "data-memory": m.id },
+        h("td", {}, status(m)), h("td", {}, m.kind), h("td", {}, m.key || ""), h("td", { class: "content" }, m.content),
+        h("td", { class: "optional" }, time(m.recorded_at)),
+        h("td", {},
+          h("button", { type: "button", onclick: () => memoryDetail(name, m, detail) }, "Chain and provenance"), " ",
+          m.forgotten ? null : h("button", { type: "button", "data-action": "forget", onclick: () => forget(name, m) }, "Forget"), " ",
+          h("button", { type: "button", "data-action": "purge", onclick: () => purge(name, m) }, "Purge"))))),
+    page.next_cursor ? link(`#/profile/${encodeURIComponent(name)}?${new URLSearchParams({ ...Object.fromEntries(p), cursor: page.next_cursor })}`, "Next page") : null,
+    detail,
+  );
+}
+
+async function memoryDetail(name, memory, target) {
+  const base = `/v1/profiles/${encodeURIComponent(name)}`;
+  let chain = [memory];
+  if (memory.key) {
+    const all = [];
+    let cursor;
+    do {
+      const page = await api("GET", `${base}/memories`, { query: { key: memory.key, all: "true", limit: 1000, cursor } });
+      all.push(...page.memories);
+      cursor = page.next_cursor;
+    } while (cursor && all.length < 5000);
+    chain = all.sort((a, b) => a.recorded_at - b.recorded_at);
+  }
+  target.replaceChildren(
+    h("h3", {}, `Memory ${memory.id}`),
+    h("p", {}, h("strong", {}, "Version chain"), memory.key ? ` (key ${memory.key}, oldest first)` : " (no key: no chain)"),
+    h("ol", { class: "chain" }, chain.map((m) => h("li", {}, status(m), m.content,
+      h("span", { class: "meta" }, ` · recorded ${time(m.recorded_at)}${m.valid_at ? ` · valid ${time(m.valid_at)}` : ""}${m.superseded_by ? ` · superseded by ${m.superseded_by}` : ""}${m.forgotten ? ` · forgotten: ${m.forgotten.reason}` : ""}`)))),
+    h("p", {}, h("strong", {}, "Provenance")),
+    memory.session_id
+      ? h("p", {}, "Session ", link(`#/session/${encodeURIComponent(memory.session_id)}`, memory.session_id),
+          memory.source_message_ids.length ? [" · messages: ", memory.source_message_ids.map((id) => [link(`#/session/${encodeURIComponent(memory.session_id)}?leaf=${encodeURIComponent(id)}`, id), " "])] : " · remembered directly")
+      : h("p", {}, "No session recorded (remembered directly)."),
+    h("p", {}, h("strong", {}, "Search questions")),
+    memory.questions.length ? h("ul", {}, memory.questions.map((q) => h("li", {}, q))) : h("p", { class: "meta" }, "none"),
+  );
+  target.focus?.();
+}
+
+async function forget(name, memory) {
+  if (!confirm(`Forget this memory?\n\n${memory.content}\n\nIt stays stored, marked forgotten, for audit; recall and the current list no longer show it.`)) return;
+  await api("DELETE", `/v1/profiles/${encodeURIComponent(name)}/memories/${encodeURIComponent(memory.id)}`, { query: { reason: "forgotten in the inspector" } });
+  route();
+}
+
+async function purge(name, memory) {
+  const withSources = confirm(`Purge this memory for good?\n\n${memory.content}\n\nPurge erases the memory record and its vectors; it cannot be undone.\nOK also erases the raw messages it came from; Cancel asks once more without them.`);
+  if (!withSources && !confirm("Purge the memory and its vectors only (keeping its raw messages)?")) return;
+  await api("POST", `/v1/profiles/${encodeURIComponent(name)}/memories/${encodeURIComponent(memory.id)}/purge`, { query: { with_sources: withSources ? "true" : "false" } });
+  route();
+}
+
+// ---- Recall playground ---------------------------------------------------------------
+
+async function profileChooser(selected, hashBase) {
+  const { profiles } = await api("GET", "/v1/profiles");
+  return h("label", {}, "Profile", h("select", {
+    name: "profile",
+    onchange: (e) => go(`${hashBase}?profile=${encodeURIComponent(e.target.value)}`),
+  }, h("option", { value: "" }, "choose"), profiles.map((p) => h("option", { value: p, selected: p === selected }, p))));
+}
+
+async function recallView() {
+  const p = params();
+  const profile = p.get("profile") || "";
+  const query = p.get("q") || "";
+  const form = h("form", {
+    class: "controls",
+    role: "search",
+    onsubmit: (e) => { e.preventDefault(); go(`#/recall?${new URLSearchParams({ profile: e.target.profile.value, q: e.target.q.value })}`); },
+  }, await profileChooser(profile, "#/recall"), h("label", {}, "Query", h("input", { name: "q", value: query, size: 50 })), h("button", { type: "submit" }, "Recall"));
+  if (!profile || !query) return show(h("h2", {}, "Recall playground"), form);
+  const result = await api("POST", `/v1/profiles/${encodeURIComponent(profile)}/recall`, { body: { query, explain: true, answer: true } });
+  const channels = [...new Set(result.hits.flatMap((hit) => hit.ranks.map((r) => r.channel)))];
+  show(
+    h("h2", {}, "Recall playground"),
+    form,
+    result.answer ? h("section", {}, h("h3", {}, "Answer"), h("p", {}, result.answer.answer), h("p", { class: "meta" }, `cites ${result.answer.citations.join(", ")}`)) : null,
+    h("h3", {}, "Fused order"),
+    table(["#", "Fused score", "Type", "Content", ...channels.map((c) => `${c} rank (score)`)], result.hits.map((hit, i) => {
+      const byChannel = Object.fromEntries(hit.ranks.map((r) => [r.channel, r]));
+      return h("tr", { "data-hit": hit.item.id },
+        h("td", {}, i + 1), h("td", {}, hit.score.toFixed(4)), h("td", {}, hit.item.type === "memory" ? `memory · ${hit.item.kind}` : `message · ${hit.item.role}`),
+        h("td", {}, hit.item.content),
+        channels.map((c) => h("td", { "data-channel": c }, byChannel[c] ? `${byChannel[c].rank} (${byChannel[c].score.toPrecision(3)})` : "—")));
+    })),
+    h("h3", {}, "Date facts"),
+    result.temporal_facts.length ? json(result.temporal_facts) : h("p", { class: "meta" }, "none"),
+    h("h3", {}, "Degraded"),
+    result.degraded.length ? h("ul", {}, result.degraded.map((d) => h("li", { class: "warning" }, `${d.feature}: ${d.reason}`))) : h("p", { class: "meta" }, "nothing"),
+    h("h3", {}, "Model usage"),
+    json(result.usage),
+  );
+}
+
+// ---- Jobs ----------------------------------------------------------------------------
+
+let refresh;
+
+async function jobsView() {
+  const profile = params().get("profile") || "";
+  const chooser = h("div", { class: "controls" }, await profileChooser(profile, "#/jobs"));
+  if (!profile) return show(h("h2", {}, "Ingest jobs"), chooser);
+  const { jobs } = await api("GET", `/v1/profiles/${encodeURIComponent(profile)}/jobs`);
+  const final = new Set(["done", "done_with_errors", "failed"]);
+  show(
+    h("h2", {}, `Ingest jobs of ${profile}`),
+    chooser,
+    table(["Job", "Session", "State", "Failed stage", "Error", "Messages (new / known)", "Memories", "LLM calls · tokens in/out"], jobs.map((job) => {
+      const total = Object.values(job.usage.stages).reduce((t, s) => ({ calls: t.calls + s.calls, input: t.input + s.input_tokens, output: t.output + s.output_tokens }), { calls: 0, input: 0, output: 0 });
+      return h("tr", { "data-job": job.id },
+        h("td", {}, job.id), h("td", {}, link(`#/session/${encodeURIComponent(job.session_id)}`, job.session_id)),
+        h("td", {}, job.status, job.cancelled ? " (cancelled)" : ""), h("td", {}, job.failed_stage || ""), h("td", { class: "error" }, job.error || ""),
+        h("td", {}, `${job.new_messages} / ${job.known_messages}`), h("td", {}, job.memory_ids.length),
+        h("td", {}, `${total.calls} · ${total.input}/${total.output}`, h("details", {}, h("summary", {}, "per stage"), json(job.usage.stages))));
+    })),
+  );
+  if (jobs.some((job) => !final.has(job.status))) {
+    refresh = setTimeout(() => { if (location.hash.startsWith("#/jobs")) route(); }, 2000);
+  }
+}
+
+// ---- Health --------------------------------------------------------------------------
+
+async function healthView() {
+  const [ready, about] = await Promise.all([api("GET", "/readyz").catch((e) => ({ status: e.message })), api("GET", "/v1/about")]);
+  show(
+    h("h2", {}, "Health"),
+    h("p", {}, `Readiness: ${ready.status}`),
+    table(["Role", "Backend"], Object.entries(about.roles).map(([role, backend]) => h("tr", {}, h("td", {}, role), h("td", {}, backend)))),
+    h("p", {}, `Embedder: ${about.embedder || "unknown"} · model: ${about.llm_model || "none"} · ingest jobs run ${about.run_jobs ? "in this server" : "in memory worker processes"} · MCP profile ${about.mcp_profile}`),
+    about.warnings.length ? h("ul", {}, about.warnings.map((w) => h("li", { class: "warning" }, w))) : h("p", {}, "No warnings."),
+  );
+}
+
+// ---- Routing -------------------------------------------------------------------------
+
+async function route() {
+  clearTimeout(refresh);
+  const [path] = location.hash.slice(1).split("?");
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  for (const a of document.querySelectorAll("nav a")) {
+    a.toggleAttribute("aria-current", path.startsWith(a.getAttribute("href").slice(1).replace(/s$/, "")));
+    if (a.hasAttribute("aria-current")) a.setAttribute("aria-current", "page");
+  }
+  try {
+    if (parts[0] === "session" && parts[1]) await sessionView(parts[1]);
+    else if (parts[0] === "profile" && parts[1]) await profileView(parts[1]);
+    else if (parts[0] === "profiles") await profilesView();
+    else if (parts[0] === "recall") await recallView();
+    else if (parts[0] === "jobs") await jobsView();
+    else if (parts[0] === "health") await healthView();
+    else await sessionsView();
+  } catch (error) {
+    show(failure(error));
+  }
+}
+
+document.getElementById("key-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  sessionStorage.setItem("memory-api-key", document.getElementById("api-key").value.trim());
+  route();
+});
+document.getElementById("api-key").value = apiKey();
+window.addEventListener("hashchange", route);
+route();
