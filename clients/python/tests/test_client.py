@@ -61,6 +61,7 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
     await r(session.append_message(text("b1", "assistant", "a branch"), parent_id="m0"))
     assert [m["id"] for m in await r(session.get_branches("m0"))] == ["m1", "b1"]
     assert [m["id"] for m in await r(session.get_history("m3"))] == ["m0", "m1", "m2", "m3"]
+    assert len(await r(session.get_history("m3", raw=True))) == 4
     assert (await r(session.get_latest_leaf()))["id"] == "b1"
     assert [m["id"] for m in await r(session.get_history())] == ["m0", "b1"]
     await r(session.delete_message("b1"))
@@ -144,7 +145,9 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
     annecy = await r(profile.recall("Annecy"))
     assert annecy.hits[0].raw is not None and "Annecy" in annecy.hits[0].raw.content
     listed_page = await r(
-        profile.list_page(kind="event", key="tour stop", session=sid, all=True, limit=5)
+        profile.list_page(
+            kind="event", key="tour stop", session=sid, all=True, since=0, until=2**53, limit=5
+        )
     )
     assert [m.id for m in listed_page.memories] == [remembered.id]
     assert remembered.id in [m.id for m in await collect(profile.list(page_size=1))]

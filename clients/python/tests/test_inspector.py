@@ -119,8 +119,19 @@ def test_sessions_branches_overlays_and_escaping(browser: Browser, seeded: Serve
     assert "leaf=a2" in page.url
     shot(page, "branch")
 
+    # The profile block changed since the seed froze the prompt: refresh it, then look.
+    with MemoryClient(seeded.base_url) as memory:
+        memory.sessions.session("trip").refresh_system_prompt()
     page.get_by_role("link", name="Context").click()
     expect(page.locator("#frozen-prompt")).to_contain_text("SOUL (Identity)")
+    expect(page.locator("#prompt-state")).to_contain_text("Current")
+    expect(page.locator("#loaded-skills")).to_contain_text("none")
+    # A write to a block leaves the frozen prompt as it was, and marks it stale.
+    with MemoryClient(seeded.base_url) as memory:
+        memory.sessions.session("trip").replace_context_block("memory", "Prefers trains")
+    page.reload()
+    expect(page.locator("#prompt-state")).to_contain_text("Stale")
+    expect(page.locator("#frozen-prompt")).not_to_contain_text("Prefers trains")
     expect(page.locator("table")).to_contain_text("writable")
     shot(page, "context")
     page.close()
@@ -138,6 +149,7 @@ def test_profiles_chains_recall_forget_jobs_and_health(browser: Browser, seeded:
     expect(chain.nth(0)).to_contain_text("Prefers window seats")
     expect(chain.nth(0)).to_contain_text("superseded")
     expect(page.locator("#memory-detail")).to_contain_text("Session trip")
+    assert "null" not in page.locator("main").inner_text().split()
     shot(page, "profile")
 
     page.goto(f"{seeded.base_url}/ui#/recall?profile=alice&q=aisle%20seats")

@@ -51,6 +51,10 @@ export interface ListOptions extends RequestOptions {
   session?: string;
   /** Include superseded and forgotten memories. */
   all?: boolean;
+  /** Only memories recorded at or after this time (milliseconds since the epoch). */
+  since?: number;
+  /** Only memories recorded before this time (milliseconds since the epoch). */
+  until?: number;
   /** Page size (the server's default when absent). */
   limit?: number;
   /** Start after this cursor (from an earlier page). */
@@ -122,6 +126,8 @@ export class Profile {
         key: options.key,
         session: options.session,
         all: options.all,
+        since: options.since,
+        until: options.until,
         limit: options.limit,
         cursor: options.cursor,
       },

@@ -92,11 +92,14 @@ export class Session {
     return outcomes;
   }
 
-  /** The root-to-leaf history of `leafId` (the latest leaf by default), compactions applied. */
-  async getHistory(leafId?: string, options: RequestOptions = {}): Promise<UIMessage[]> {
+  /**
+   * The root-to-leaf history of `leafId` (the latest leaf by default), compactions applied;
+   * with `raw`, the stored messages the compaction summaries stand in for.
+   */
+  async getHistory(leafId?: string, options: RequestOptions & { raw?: boolean } = {}): Promise<UIMessage[]> {
     const { messages } = await this.http.json<{ messages: UIMessage[] }>("GET", this.path("/history"), {
       ...options,
-      query: { leaf: leafId },
+      query: { leaf: leafId, raw: options.raw },
     });
     return messages;
   }

@@ -51,6 +51,7 @@ async function tour(memory: MemoryClient): Promise<void> {
   await session.appendMessages(chain, { parentId: "m0" });
   await session.getHistory();
   await session.getHistory("m3");
+  assert.equal((await session.getHistory("m7", { raw: true })).length, 8);
   await session.getLatestLeaf();
   await session.getBranches("m0");
   await session.updateMessage(text("m7", "assistant", "the last turn"));
@@ -90,7 +91,8 @@ async function tour(memory: MemoryClient): Promise<void> {
   if (accepted.job) await profile.waitForJob(accepted.job.id);
   await profile.ingest({ session: "tour", leaf: "m7", from: "m0", to: "m7" });
   await profile.recall("Lyon", { limit: 3, answer: false, explain: true });
-  await profile.listPage({ kind: "event", key: "tour stop", session: "tour", all: true, limit: 5 });
+  const since = await profile.listPage({ kind: "event", key: "tour stop", session: "tour", all: true, since: 0, until: Date.now() + 60_000, limit: 5 });
+  assert.deepEqual(since.memories.map((m) => m.id), [remembered.id]);
   const memories: string[] = [];
   for await (const m of profile.list()) memories.push(m.id);
   assert.ok(memories.includes(remembered.id), memories.join(","));

@@ -113,6 +113,13 @@ impl Deployment {
         self.stores.storage()
     }
 
+    /// Sentences about the opened backends whose acknowledged writes a crash can lose (Redis
+    /// without `appendfsync always`, read from the server when it connected); empty when
+    /// every opened backend keeps every acknowledged write.
+    pub fn durability_warnings(&self) -> Vec<String> {
+        self.stores.durability_warnings()
+    }
+
     /// The data directory.
     pub fn data_dir(&self) -> &Path {
         &self.data_dir

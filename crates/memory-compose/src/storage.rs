@@ -439,6 +439,31 @@ impl Stores {
         Ok(db.clone())
     }
 
+    /// Sentences about opened backends whose acknowledged writes a crash can lose (Redis
+    /// without `appendfsync always`, or one that does not say).
+    pub(crate) fn durability_warnings(&self) -> Vec<String> {
+        #[allow(unused_mut)]
+        let mut warnings = Vec::new();
+        #[cfg(feature = "redis")]
+        if let Some(db) = self.redis_db.get() {
+            use memory_redis::Durability;
+            let warning = match db.durability() {
+                Durability::EveryWrite => None,
+                Durability::AboutASecond => Some(
+                    "Redis runs with `appendfsync everysec`: a Redis crash can lose about a second of acknowledged writes",
+                ),
+                Durability::Snapshots => Some(
+                    "Redis runs without an append-only file: a Redis crash loses the acknowledged writes since its last snapshot",
+                ),
+                Durability::Unknown => Some(
+                    "Redis does not say how it persists writes (CONFIG is disabled): only `appendfsync always` keeps every acknowledged write",
+                ),
+            };
+            warnings.extend(warning.map(str::to_owned));
+        }
+        warnings
+    }
+
     /// The Redis deployment of `[storage.redis]`, connected once; the URL comes from the
     /// environment variable the settings name.
     #[cfg(feature = "redis")]

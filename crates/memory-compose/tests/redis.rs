@@ -63,6 +63,12 @@ async fn redis_sessions_with_the_embedded_text_index_pass_the_contract() {
     let db = RedisDatabase::connect(RedisConfig::new(url).key_prefix(prefix))
         .await
         .unwrap();
+    // The deployment reports what the server said about its persistence.
+    let warnings = deployment.durability_warnings();
+    match db.durability() {
+        memory_redis::Durability::EveryWrite => assert!(warnings.is_empty(), "{warnings:?}"),
+        _ => assert!(warnings.iter().any(|w| w.contains("Redis")), "{warnings:?}"),
+    }
     db.drop_all().await.unwrap();
 }
 

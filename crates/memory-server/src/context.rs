@@ -20,6 +20,8 @@ pub struct Blocks {
     /// Label, kind, scope, content and token counts of every block, in prompt order.
     #[schema(value_type = Vec<Object>)]
     pub blocks: Vec<ContextBlock>,
+    /// The skills the session has loaded (`load_context`), as `label/key`.
+    pub loaded_skills: Vec<String>,
 }
 
 /// The session's context blocks, in prompt order.
@@ -35,6 +37,7 @@ pub async fn list_blocks(
     let session = state.sessions.session(&session_id(&id)?).await?;
     Ok(Json(Blocks {
         blocks: session.context().blocks().await?,
+        loaded_skills: session.context().loaded_skills().await?,
     }))
 }
 
@@ -108,6 +111,9 @@ pub async fn append_block(
 pub struct PromptParams {
     /// Re-render from the blocks' current values (else the frozen prompt is returned).
     pub refresh: Option<bool>,
+    /// Also say whether a refresh would change the prompt (`stale`); it reads every block's
+    /// provider again, so agents leave it off.
+    pub check_stale: Option<bool>,
 }
 
 /// A system prompt.
@@ -115,6 +121,10 @@ pub struct PromptParams {
 pub struct Prompt {
     /// The rendered prompt.
     pub prompt: String,
+    /// With `check_stale=true`: whether a refresh would change the frozen prompt (the
+    /// blocks were written since it was frozen).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<bool>,
 }
 
 /// The session's frozen system prompt (rendered and frozen on first use; `refresh=true`
@@ -135,7 +145,12 @@ pub async fn prompt(
     } else {
         session.freeze_system_prompt().await?
     };
-    Ok(Json(Prompt { prompt }))
+    let stale = if params.check_stale.unwrap_or(false) {
+        Some(session.context().render_current().await? != prompt)
+    } else {
+        None
+    };
+    Ok(Json(Prompt { prompt, stale }))
 }
 
 /// Which provider's tool format.

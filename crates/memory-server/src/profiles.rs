@@ -76,6 +76,10 @@ pub struct ListParams {
     pub session: Option<String>,
     /// Include superseded and forgotten memories.
     pub all: Option<bool>,
+    /// Only memories recorded at or after this time (milliseconds since the epoch).
+    pub since: Option<i64>,
+    /// Only memories recorded before this time (milliseconds since the epoch).
+    pub until: Option<i64>,
     /// The cursor of the previous page.
     pub cursor: Option<String>,
     /// At most this many (default 50, at most 1,000).
@@ -98,9 +102,10 @@ pub async fn list_memories(
         kind: kind(params.kind)?,
         key: params.key,
         session_id: params.session,
+        from: params.since.map(memory_core::Timestamp),
+        to: params.until.map(memory_core::Timestamp),
         include_superseded: all,
         include_forgotten: all,
-        ..MemoryFilter::default()
     };
     let limit = crate::sessions::page_limit(params.limit)?;
     Ok(Json(

@@ -410,6 +410,8 @@ pub struct HistoryParams {
     pub leaf: Option<String>,
     /// The stored messages as they are, without compaction overlays (default false).
     pub raw: Option<bool>,
+    /// Only the last this many messages of the path (`total` still counts them all).
+    pub limit: Option<usize>,
 }
 
 /// A root-to-leaf history.
@@ -418,6 +420,9 @@ pub struct History {
     /// Root first, compaction overlays applied.
     #[schema(value_type = Vec<Object>)]
     pub messages: Vec<UiMessage>,
+    /// How many messages the whole path holds (more than `messages` with a `limit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<usize>,
 }
 
 /// The history of a leaf, root first, with compaction overlays applied (or, with `raw`,
@@ -433,12 +438,19 @@ pub async fn session_history(
     Query(params): Query<HistoryParams>,
 ) -> ApiResult<Json<History>> {
     let session = state.sessions.session(&session_id(&id)?).await?;
-    let messages = if params.raw.unwrap_or(false) {
+    let mut messages = if params.raw.unwrap_or(false) {
         session.raw_history(params.leaf.as_deref()).await?
     } else {
         session.history(params.leaf.as_deref()).await?
     };
-    Ok(Json(History { messages }))
+    let total = messages.len();
+    if let Some(limit) = params.limit {
+        messages.drain(..total.saturating_sub(limit));
+    }
+    Ok(Json(History {
+        messages,
+        total: Some(total),
+    }))
 }
 
 /// A search.
@@ -544,6 +556,7 @@ pub async fn children(
     let session = state.sessions.session(&session_id(&id)?).await?;
     Ok(Json(History {
         messages: session.branches(&message_id).await?,
+        total: None,
     }))
 }
 

@@ -179,6 +179,16 @@ async fn long_term_remember_recall_ingest_and_forget() {
 
     let listed: Value = get_json(&http, &url("/v1/profiles/team/memories?key=deploy.day")).await;
     assert_eq!(listed["memories"].as_array().unwrap().len(), 1);
+    let recorded = listed["memories"][0]["recorded_at"].as_i64().unwrap();
+    let window = |since: i64, until: i64| {
+        url(&format!(
+            "/v1/profiles/team/memories?key=deploy.day&since={since}&until={until}"
+        ))
+    };
+    let inside = get_json(&http, &window(recorded, recorded + 1)).await;
+    assert_eq!(inside["memories"].as_array().unwrap().len(), 1, "{inside}");
+    let after = get_json(&http, &window(recorded + 1, recorded + 10_000)).await;
+    assert_eq!(after["memories"].as_array().unwrap().len(), 0, "{after}");
     let forgotten = http
         .delete(url(&format!(
             "/v1/profiles/team/memories/{id}?reason=moved"
@@ -368,7 +378,13 @@ async fn branches_fork_update_delete_context_and_tools() {
     );
     let still = get_json(&http, &url("/v1/sessions/s/prompt")).await;
     assert_eq!(still, frozen, "the frozen prompt survives a write");
+    let checked = get_json(&http, &url("/v1/sessions/s/prompt?check_stale=true")).await;
+    assert_eq!(checked["stale"], true, "a write makes it stale: {checked}");
+    assert_eq!(checked["prompt"], frozen["prompt"]);
+    assert_eq!(blocks["loaded_skills"], json!([]));
     let refreshed = get_json(&http, &url("/v1/sessions/s/prompt?refresh=true")).await;
+    let fresh = get_json(&http, &url("/v1/sessions/s/prompt?check_stale=true")).await;
+    assert_eq!(fresh["stale"], false, "{fresh}");
     assert!(
         refreshed["prompt"]
             .as_str()
@@ -402,6 +418,10 @@ async fn latest_leaf_batch_delete_and_block_append() {
     .await;
     let leaf = get_json(&http, &url("/v1/sessions/s/latest-leaf")).await;
     assert_eq!(leaf["message"]["id"], "u2", "{leaf}");
+    let last = get_json(&http, &url("/v1/sessions/s/history?limit=1")).await;
+    assert_eq!(last["total"], 3, "{last}");
+    assert_eq!(last["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(last["messages"][0]["id"], "u2");
     assert_eq!(leaf["message"]["parts"][0]["text"], "more");
 
     // Two of three go at once (one unknown id is skipped); the child re-links to the root.

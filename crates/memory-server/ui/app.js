@@ -56,7 +56,7 @@ function h(tag, attributes = {}, ...children) {
 }
 
 function show(...nodes) {
-  view.replaceChildren(...nodes);
+  view.replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false));
 }
 
 function time(ms) {
@@ -197,15 +197,16 @@ async function sessionView(id) {
   ];
   if (tab === "context") return show(...header, await contextPanel(base));
   const [history, compactions] = await Promise.all([
-    api("GET", `${base}/history`, { query: { leaf, raw: raw ? "true" : undefined } }),
+    api("GET", `${base}/history`, { query: { leaf, raw: raw ? "true" : undefined, limit: 200 } }),
     api("GET", `${base}/compactions`),
   ]);
-  const messages = history.messages;
-  const shown = messages.slice(-200);
+  // The path's last 200 messages: a session of 100,000 messages stays quick to show.
+  const shown = history.messages;
+  const total = history.total ?? shown.length;
   // Branch points among the shown messages: their children, when more than one.
   const children = await Promise.all(shown.map((m) =>
     m.id.startsWith("compaction_") ? { messages: [] } : api("GET", `${base}/messages/${encodeURIComponent(m.id)}/children`)));
-  const onPath = new Set(messages.map((m) => m.id));
+  const onPath = new Set(shown.map((m) => m.id));
   const cards = shown.map((message, i) => {
     const kids = children[i].messages;
     const extra = kids.length > 1
@@ -230,7 +231,7 @@ async function sessionView(id) {
         h("select", { id: "raw-toggle", onchange: (e) => go(here({ raw: e.target.value })) },
           h("option", { value: "0", selected: !raw }, "with compaction summaries"),
           h("option", { value: "1", selected: raw }, "raw originals"))),
-      h("span", { class: "meta" }, `${messages.length} messages on this path${messages.length > shown.length ? `, the last ${shown.length} shown` : ""} · leaf ${leaf}`)),
+      h("span", { class: "meta" }, `${total} messages on this path${total > shown.length ? `, the last ${shown.length} shown` : ""} · leaf ${leaf}`)),
     compactions.compactions.length
       ? h("details", {}, h("summary", {}, `${compactions.compactions.length} compaction overlay(s)`),
           table(["Overlay", "Covers", "Summary", "Superseded by"], compactions.compactions.map((c) =>
@@ -242,9 +243,9 @@ async function sessionView(id) {
 
 async function contextPanel(base) {
   const format = params().get("format") || "openai";
-  const [{ blocks }, prompt, tools] = await Promise.all([
+  const [{ blocks, loaded_skills: loaded }, prompt, tools] = await Promise.all([
     api("GET", `${base}/context`),
-    api("GET", `${base}/prompt`),
+    api("GET", `${base}/prompt`, { query: { check_stale: "true" } }),
     api("GET", `${base}/tools`, { query: { format } }),
   ]);
   return h("section", {},
@@ -252,7 +253,10 @@ async function contextPanel(base) {
     table(["Label", "Kind", "Scope", "Tokens used / allowed", "Content"], blocks.map((b) =>
       h("tr", {}, h("td", {}, b.label), h("td", {}, b.kind), h("td", {}, b.scope),
         h("td", {}, `${b.tokens} / ${b.max_tokens ?? "∞"}`), h("td", {}, h("pre", {}, b.content))))),
+    h("p", { id: "loaded-skills" }, "Skills loaded: ", loaded.length ? loaded.join(", ") : "none"),
     h("h3", {}, "The frozen system prompt, exactly as sent"),
+    h("p", { id: "prompt-state", class: prompt.stale ? "warning" : "meta" },
+      prompt.stale ? "Stale: the blocks changed since it was frozen; a refresh would change it." : "Current: a refresh would not change it."),
     h("pre", { id: "frozen-prompt" }, prompt.prompt),
     h("h3", {}, "Generated tools"),
     h("div", { class: "controls" }, ["openai", "anthropic", "mcp"].map((f) =>
@@ -277,9 +281,9 @@ async function profileView(name) {
   const p = params();
   const base = `/v1/profiles/${encodeURIComponent(name)}`;
   const filters = { kind: p.get("kind") || "", key: p.get("key") || "", session: p.get("session") || "", all: p.get("all") === "true" ? "true" : "", cursor: p.get("cursor") || "" };
-  const page = await api("GET", `${base}/memories`, { query: { ...filters, limit: PAGE } });
-  const since = p.get("since") ? Date.parse(p.get("since")) : null;
-  const memories = since ? page.memories.filter((m) => m.recorded_at >= since) : page.memories;
+  const since = p.get("since") ? Date.parse(p.get("since")) : undefined;
+  const page = await api("GET", `${base}/memories`, { query: { ...filters, since, limit: PAGE } });
+  const memories = page.memories;
   const form = h("form", {
     class: "controls",
     onsubmit: (e) => {

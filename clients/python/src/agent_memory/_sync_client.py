@@ -125,9 +125,11 @@ class Session:
         )
         return [AppendOutcome.model_validate(o) for o in answer["outcomes"]]
 
-    def get_history(self, leaf_id: str | None = None) -> list[Message]:
-        """The root-to-leaf history of ``leaf_id`` (the latest leaf), compactions applied."""
-        answer = self._http.json("GET", self._path("/history"), query={"leaf": leaf_id})
+    def get_history(self, leaf_id: str | None = None, *, raw: bool = False) -> list[Message]:
+        """The root-to-leaf history of ``leaf_id`` (the latest leaf), compactions applied;
+        with ``raw``, the stored messages the compaction summaries stand in for."""
+        query = {"leaf": leaf_id, "raw": True if raw else None}
+        answer = self._http.json("GET", self._path("/history"), query=query)
         return list(answer["messages"])
 
     def get_latest_leaf(self) -> Message | None:
@@ -422,15 +424,20 @@ class Profile:
         key: str | None = None,
         session: str | None = None,
         all: bool | None = None,
+        since: int | None = None,
+        until: int | None = None,
         limit: int | None = None,
         cursor: str | None = None,
     ) -> MemoryPage:
-        """One page of memories, in the order they were recorded."""
+        """One page of memories, in the order they were recorded (``since`` and ``until`` in
+        milliseconds since the epoch)."""
         query = {
             "kind": kind,
             "key": key,
             "session": session,
             "all": all,
+            "since": since,
+            "until": until,
             "limit": limit,
             "cursor": cursor,
         }

@@ -82,12 +82,7 @@ fn about(deployment: &Deployment) -> memory_server::About {
     if matches!(config.memory.embedder, memory_config::EmbedderChoice::None) {
         warnings.push("no embedder: recall runs on full text and keys, without vectors".to_owned());
     }
-    if roles.values().any(|b| b == "redis") {
-        warnings.push(
-            "Redis holds some roles: an acknowledged write survives a Redis crash only with `appendfsync always` (this server does not read Redis's setting)"
-                .to_owned(),
-        );
-    }
+    warnings.extend(deployment.durability_warnings());
     memory_server::About {
         roles,
         embedder: Some(embedder.to_owned()),

@@ -506,6 +506,12 @@ impl ContextBlocks {
         Ok(prompt)
     }
 
+    /// The prompt a refresh would freeze now (every provider read again), never storing it:
+    /// compared with the frozen prompt it tells whether that one is stale.
+    pub async fn render_current(&self) -> Result<String> {
+        Ok(render_prompt(&self.load().await?))
+    }
+
     /// The prompt for token estimates, never storing anything: the frozen prompt if there is
     /// one, else a fresh render.
     pub async fn system_prompt_for_estimate(&self) -> Result<String> {
