@@ -135,6 +135,7 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
     assert accepted.job is not None
     job = await r(profile.wait_for_job(accepted.job.id))
     assert job.finished
+    assert job.attempts == 0, "no failed run"
     assert [d.feature for d in job.degraded] == ["vectors"], "extraction ran through the model"
     assert job.usage.stages["extraction"].calls >= 1, job.usage
     again = await r(profile.ingest(sid, leaf="m7", from_="m0", to="m7"))

@@ -172,6 +172,7 @@ def test_profiles_chains_recall_forget_jobs_and_health(browser: Browser, seeded:
 
     page.goto(f"{seeded.base_url}/ui#/jobs?profile=alice")
     expect(page.locator("tr[data-job]").first).to_contain_text("done")
+    expect(page.locator("tr[data-job] td[data-attempts]").first).to_have_text("0")
     shot(page, "jobs")
     page.goto(f"{seeded.base_url}/ui#/health")
     expect(page.locator("main")).to_contain_text("sessions")

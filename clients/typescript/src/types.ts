@@ -223,6 +223,8 @@ export interface IngestJob {
   usage: Usage;
   /** A failed job that was cancelled (its status is `failed`). */
   cancelled: boolean;
+  /** Failed runs so far. */
+  attempts: number;
   /** Fields this client does not model (messages, candidates, drafts, ...). */
   [field: string]: unknown;
 }

@@ -415,11 +415,11 @@ async function jobsView() {
   show(
     h("h2", {}, `Ingest jobs of ${profile}`),
     chooser,
-    table(["Job", "Session", "State", "Failed stage", "Error", "Messages (new / known)", "Memories", "LLM calls · tokens in/out"], jobs.map((job) => {
+    table(["Job", "Session", "State", "Failed runs", "Failed stage", "Error", "Messages (new / known)", "Memories", "LLM calls · tokens in/out"], jobs.map((job) => {
       const total = Object.values(job.usage.stages).reduce((t, s) => ({ calls: t.calls + s.calls, input: t.input + s.input_tokens, output: t.output + s.output_tokens }), { calls: 0, input: 0, output: 0 });
       return h("tr", { "data-job": job.id },
         h("td", {}, job.id), h("td", {}, link(`#/session/${encodeURIComponent(job.session_id)}`, job.session_id)),
-        h("td", {}, job.status, job.cancelled ? " (cancelled)" : ""), h("td", {}, job.failed_stage || ""), h("td", { class: "error" }, job.error || ""),
+        h("td", {}, job.status, job.cancelled ? " (cancelled)" : ""), h("td", { "data-attempts": "" }, job.attempts ?? ""), h("td", {}, job.failed_stage || ""), h("td", { class: "error" }, job.error || ""),
         h("td", {}, `${job.new_messages} / ${job.known_messages}`), h("td", {}, job.memory_ids.length),
         h("td", {}, `${total.calls} · ${total.input}/${total.output}`, h("details", {}, h("summary", {}, "per stage"), json(job.usage.stages))));
     })),

@@ -264,6 +264,8 @@ class IngestJob(Model):
     degraded: list[Degradation]
     usage: Usage
     cancelled: bool = False
+    attempts: int = 0
+    """Failed runs so far."""
 
     @property
     def finished(self) -> bool:

@@ -639,6 +639,11 @@ async fn a_second_failed_retry_stays_failed_and_a_purge_cancels_jobs_holding_era
         "never Done with every candidate dropped"
     );
     assert_eq!(again.candidates.len(), 4);
+    assert_eq!(
+        s.job("ada", &job.id).await.unwrap().attempts,
+        2,
+        "the queue's record counts both failed runs"
+    );
 
     // A memory sourced from the job's first message is purged with its sources.
     let source = s.raw_messages("chat-1", conversation(4)).unwrap()[0]

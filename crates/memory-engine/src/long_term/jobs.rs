@@ -124,6 +124,10 @@ pub struct IngestJob {
     /// Cancelled because data it held was purged; never resumed.
     #[serde(default)]
     pub cancelled: bool,
+    /// Failed runs so far (from the queue's record; a failed job retried shows each
+    /// failure).
+    #[serde(default)]
+    pub attempts: u32,
 }
 
 /// Jobs read per page when listing a profile's jobs.
@@ -136,8 +140,10 @@ const FAILED: &str = "failed:";
 const FAILED_SAMPLE: usize = 100;
 
 fn from_record(record: &JobRecord) -> Result<IngestJob> {
-    serde_json::from_value(record.body.clone())
-        .map_err(|e| MemoryError::serialization(format!("job {}: {e}", record.id)))
+    let mut job: IngestJob = serde_json::from_value(record.body.clone())
+        .map_err(|e| MemoryError::serialization(format!("job {}: {e}", record.id)))?;
+    job.attempts = record.attempts;
+    Ok(job)
 }
 
 impl Core {
@@ -199,6 +205,7 @@ impl Core {
             degraded: Vec::new(),
             usage: UsageReport::default(),
             cancelled: false,
+            attempts: 0,
         };
         let new = NewJob {
             id: job.id.clone(),
