@@ -329,6 +329,8 @@ async fn walk(
     println!("  memory --data-dir {d} tools {} --format openai", two.id);
     println!("  memory --data-dir {d} profile recall {PROFILE} \"rainy Sunday museums\" --explain");
     println!("  memory --data-dir {d} profile list {PROFILE}");
-    println!("  memory --data-dir {d} serve   # the same over REST (/docs) and MCP (/mcp)");
+    println!(
+        "  memory --data-dir {d} serve   # the same over REST (/docs) and MCP (/mcp), and the inspector at /ui"
+    );
     Ok(())
 }

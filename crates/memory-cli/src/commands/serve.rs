@@ -180,11 +180,11 @@ pub async fn run(data_dir: &Path, options: ServeOptions<'_>) -> Result<(), CliEr
         |bound| {
             if local {
                 eprintln!(
-                    "serving http://{bound} (local mode: no API keys, loopback only; OpenAPI at /openapi.json, docs at /docs, MCP at /mcp)"
+                    "serving http://{bound} (local mode: no API keys, loopback only; OpenAPI at /openapi.json, docs at /docs, MCP at /mcp, inspector at /ui)"
                 );
             } else {
                 eprintln!(
-                    "serving http://{bound} for {tenant_count} tenant(s) (API keys required; OpenAPI at /openapi.json, docs at /docs, MCP at /mcp)"
+                    "serving http://{bound} for {tenant_count} tenant(s) (API keys required; OpenAPI at /openapi.json, docs at /docs, MCP at /mcp, inspector at /ui)"
                 );
             }
         },
