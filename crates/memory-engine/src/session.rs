@@ -10,7 +10,8 @@ use memory_core::{
 use serde_json::Value;
 
 use crate::compaction::{
-    CompactResult, Compactor, apply_overlays, enforce_row_size, superseded_by, visible_overlays,
+    CompactResult, Compactor, Shown, apply_overlays, enforce_row_size, overlay_message,
+    overlay_plan, superseded_by, visible_overlays,
 };
 use crate::context::{ContextBlocks, ContextTools};
 use crate::message_search::MessageSearch;
@@ -526,6 +527,50 @@ impl Session {
             .await?;
         let compactions = self.store.compactions(&self.id).await?;
         Ok(apply_overlays(raw, &compactions))
+    }
+
+    /// The last `limit` entries of the history of `leaf` (the latest leaf by default), with
+    /// compaction overlays applied unless `raw`, and how many entries the whole history has.
+    /// The path is walked as ids only and just the shown messages are read, so a long
+    /// session's tail costs little more than the tail.
+    pub async fn history_tail(
+        &self,
+        leaf: Option<&str>,
+        limit: usize,
+        raw: bool,
+    ) -> Result<(Vec<UiMessage>, usize)> {
+        let path = self.store.path(&self.id, leaf.map(str::to_owned)).await?;
+        let ids: Vec<&str> = path.iter().map(|entry| entry.id.as_str()).collect();
+        let compactions = if raw {
+            Vec::new()
+        } else {
+            self.store.compactions(&self.id).await?
+        };
+        let plan = overlay_plan(&ids, &compactions);
+        let total = plan.len();
+        let tail = &plan[total.saturating_sub(limit)..];
+        let wanted: Vec<String> = tail
+            .iter()
+            .filter_map(|shown| match shown {
+                Shown::Message(i) => ids.get(*i).map(|id| (*id).to_owned()),
+                Shown::Overlay(_) => None,
+            })
+            .collect();
+        let mut stored: std::collections::HashMap<String, UiMessage> = self
+            .store
+            .get_many(&self.id, &wanted)
+            .await?
+            .into_iter()
+            .map(|m| (m.id.clone(), m))
+            .collect();
+        let messages = tail
+            .iter()
+            .filter_map(|shown| match shown {
+                Shown::Message(i) => ids.get(*i).and_then(|id| stored.remove(*id)),
+                Shown::Overlay(record) => Some(overlay_message(record)),
+            })
+            .collect();
+        Ok((messages, total))
     }
 
     /// The most recently appended message without children.

@@ -438,15 +438,24 @@ pub async fn session_history(
     Query(params): Query<HistoryParams>,
 ) -> ApiResult<Json<History>> {
     let session = state.sessions.session(&session_id(&id)?).await?;
-    let mut messages = if params.raw.unwrap_or(false) {
-        session.raw_history(params.leaf.as_deref()).await?
-    } else {
-        session.history(params.leaf.as_deref()).await?
+    let raw = params.raw.unwrap_or(false);
+    let (messages, total) = match params.limit {
+        // The tail only: the path is walked as ids and just the shown messages are read.
+        Some(limit) => {
+            session
+                .history_tail(params.leaf.as_deref(), limit, raw)
+                .await?
+        }
+        None => {
+            let messages = if raw {
+                session.raw_history(params.leaf.as_deref()).await?
+            } else {
+                session.history(params.leaf.as_deref()).await?
+            };
+            let total = messages.len();
+            (messages, total)
+        }
     };
-    let total = messages.len();
-    if let Some(limit) = params.limit {
-        messages.drain(..total.saturating_sub(limit));
-    }
     Ok(Json(History {
         messages,
         total: Some(total),

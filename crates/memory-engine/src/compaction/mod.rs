@@ -15,7 +15,8 @@ pub use compactor::{
     CompactResult, Compactor, CompactorOptions, NoCompaction, SummarizingCompactor,
 };
 pub use overlay::{
-    apply_overlays, overlay_message, overlay_message_id, superseded_by, visible_overlays,
+    Shown, apply_overlays, overlay_message, overlay_message_id, overlay_plan, superseded_by,
+    visible_overlays,
 };
 pub use prompt::{summary_prompt, transcript_entry};
 pub use truncate::{

@@ -30,20 +30,23 @@ pub fn overlay_message(record: &CompactionRecord) -> UiMessage {
     message
 }
 
-/// Applies overlays to a root-to-leaf path.
+/// One entry of a path as overlays show it: a stored message (its index in the path) or
+/// an overlay's summary standing in for a range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Shown<'a> {
+    /// The path's message at this index.
+    Message(usize),
+    /// The overlay that replaces a range.
+    Overlay(&'a CompactionRecord),
+}
+
+/// What a root-to-leaf path shows once overlays apply, from its ids alone.
 ///
 /// An overlay applies only where its whole range lies on this path (`from` before or at
 /// `to`), so sibling branches never see each other's overlays. Among overlays starting at the
 /// same message, the newest (highest `seq`, so deterministic even on equal timestamps) wins.
-pub fn apply_overlays(path: Vec<UiMessage>, compactions: &[CompactionRecord]) -> Vec<UiMessage> {
-    if compactions.is_empty() {
-        return path;
-    }
-    let position: HashMap<&str, usize> = path
-        .iter()
-        .enumerate()
-        .map(|(i, m)| (m.id.as_str(), i))
-        .collect();
+pub fn overlay_plan<'a>(ids: &[&str], compactions: &'a [CompactionRecord]) -> Vec<Shown<'a>> {
+    let position: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     // For each start position: the newest overlay whose end lies at or after it on this path.
     let mut best: HashMap<usize, (&CompactionRecord, usize)> = HashMap::new();
     for record in compactions {
@@ -63,12 +66,9 @@ pub fn apply_overlays(path: Vec<UiMessage>, compactions: &[CompactionRecord]) ->
             }
         }
     }
-    if best.is_empty() {
-        return path;
-    }
-    let mut out = Vec::with_capacity(path.len());
+    let mut out = Vec::with_capacity(ids.len());
     let mut skip_until: Option<usize> = None;
-    for (i, message) in path.into_iter().enumerate() {
+    for i in 0..ids.len() {
         if let Some(end) = skip_until {
             if i <= end {
                 continue;
@@ -77,13 +77,30 @@ pub fn apply_overlays(path: Vec<UiMessage>, compactions: &[CompactionRecord]) ->
         }
         match best.get(&i) {
             Some((record, to)) => {
-                out.push(overlay_message(record));
+                out.push(Shown::Overlay(record));
                 skip_until = Some(*to);
             }
-            None => out.push(message),
+            None => out.push(Shown::Message(i)),
         }
     }
     out
+}
+
+/// Applies overlays to a root-to-leaf path (see [`overlay_plan`]).
+pub fn apply_overlays(path: Vec<UiMessage>, compactions: &[CompactionRecord]) -> Vec<UiMessage> {
+    if compactions.is_empty() {
+        return path;
+    }
+    let ids: Vec<String> = path.iter().map(|m| m.id.clone()).collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let plan = overlay_plan(&refs, compactions);
+    let mut slots: Vec<Option<UiMessage>> = path.into_iter().map(Some).collect();
+    plan.into_iter()
+        .filter_map(|shown| match shown {
+            Shown::Message(i) => slots.get_mut(i).and_then(Option::take),
+            Shown::Overlay(record) => Some(overlay_message(record)),
+        })
+        .collect()
 }
 
 /// The overlay records visible in an overlay-applied history (by synthetic id).

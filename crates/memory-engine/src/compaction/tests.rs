@@ -200,6 +200,51 @@ async fn overlays_are_branch_local_and_the_newest_wins_on_ties() {
     );
 }
 
+/// A history's tail read from ids is the tail of the whole history, overlays applied or
+/// not, on both branches, for every window size.
+#[tokio::test]
+async fn the_history_tail_is_the_tail_of_the_history() {
+    let store = Arc::new(InMemoryMessageStore::new());
+    let session = Session::new(store.clone(), SessionId::new("t").unwrap());
+    for i in 0..20 {
+        session
+            .append(user(&format!("m{i}"), &format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    session
+        .append_to(user("b1", "b1"), Parent::message("m5"))
+        .await
+        .unwrap();
+    session.add_compaction("early", "m2", "m7").await.unwrap();
+    session.add_compaction("late", "m12", "m14").await.unwrap();
+    session
+        .add_compaction("late, newer", "m12", "m15")
+        .await
+        .unwrap();
+    for leaf in ["m19", "b1"] {
+        let whole = session.history(Some(leaf)).await.unwrap();
+        let raw = session.raw_history(Some(leaf)).await.unwrap();
+        for limit in 0..=whole.len() + 2 {
+            let (tail, total) = session
+                .history_tail(Some(leaf), limit, false)
+                .await
+                .unwrap();
+            assert_eq!(total, whole.len());
+            assert_eq!(
+                tail,
+                whole[whole.len().saturating_sub(limit)..],
+                "{leaf} {limit}"
+            );
+            let (raw_tail, raw_total) =
+                session.history_tail(Some(leaf), limit, true).await.unwrap();
+            assert_eq!(raw_total, raw.len());
+            assert_eq!(raw_tail, raw[raw.len().saturating_sub(limit)..]);
+        }
+    }
+    assert!(session.history_tail(Some("nope"), 5, false).await.is_err());
+}
+
 #[tokio::test]
 async fn incomplete_tool_calls_are_never_summarized_and_outputs_render_as_json() {
     let llm = Arc::new(ScriptedLanguageModel::new(["s"]));
