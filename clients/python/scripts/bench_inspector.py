@@ -137,7 +137,16 @@ def main() -> None:
                 base,
             )
             timed(
-                "children of one message (200 per history view)",
+                f"history of a {n}-message path, last 200, with branch points (the view)",
+                lambda: http.json(
+                    "GET",
+                    "/v1/sessions/big/history",
+                    query={"leaf": f"m{n - 1}", "limit": 200, "branches": True},
+                ),
+                base,
+            )
+            timed(
+                "children of one message (a branch walk: one per level)",
                 lambda: http.json("GET", f"/v1/sessions/big/messages/m{n - 10}/children"),
                 base,
             )

@@ -412,6 +412,9 @@ pub struct HistoryParams {
     pub raw: Option<bool>,
     /// Only the last this many messages of the path (`total` still counts them all).
     pub limit: Option<usize>,
+    /// Also name, for each returned message with more than one child, its children's ids
+    /// in insertion order (`branches`): where the conversation forks.
+    pub branches: Option<bool>,
 }
 
 /// A root-to-leaf history.
@@ -423,6 +426,10 @@ pub struct History {
     /// How many messages the whole path holds (more than `messages` with a `limit`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total: Option<usize>,
+    /// With `branches=true`: message id → its children's ids, for the returned messages
+    /// with more than one child.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branches: Option<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 /// The history of a leaf, root first, with compaction overlays applied (or, with `raw`,
@@ -456,9 +463,28 @@ pub async fn session_history(
             (messages, total)
         }
     };
+    let branches = if params.branches.unwrap_or(false) {
+        let mut forks = std::collections::BTreeMap::new();
+        for message in &messages {
+            if message.id.starts_with(memory_core::COMPACTION_PREFIX) {
+                continue;
+            }
+            let children = session.branches(&message.id).await?;
+            if children.len() > 1 {
+                forks.insert(
+                    message.id.clone(),
+                    children.into_iter().map(|child| child.id).collect(),
+                );
+            }
+        }
+        Some(forks)
+    } else {
+        None
+    };
     Ok(Json(History {
         messages,
         total: Some(total),
+        branches,
     }))
 }
 
@@ -566,6 +592,7 @@ pub async fn children(
     Ok(Json(History {
         messages: session.branches(&message_id).await?,
         total: None,
+        branches: None,
     }))
 }
 

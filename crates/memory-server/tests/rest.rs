@@ -312,6 +312,10 @@ async fn branches_fork_update_delete_context_and_tools() {
     .await;
     let children = get_json(&http, &url("/v1/sessions/s/messages/u1/children")).await;
     assert_eq!(children["messages"].as_array().unwrap().len(), 2);
+    let forks = get_json(&http, &url("/v1/sessions/s/history?leaf=a1&branches=true")).await;
+    assert_eq!(forks["branches"], json!({"u1": ["a1", "a2"]}), "{forks}");
+    let plain = get_json(&http, &url("/v1/sessions/s/history?leaf=a1")).await;
+    assert!(plain.get("branches").is_none(), "{plain}");
 
     let updated = http
         .put(url("/v1/sessions/s/messages/a1"))

@@ -197,26 +197,25 @@ async function sessionView(id) {
   ];
   if (tab === "context") return show(...header, await contextPanel(base));
   const [history, compactions] = await Promise.all([
-    api("GET", `${base}/history`, { query: { leaf, raw: raw ? "true" : undefined, limit: 200 } }),
+    api("GET", `${base}/history`, { query: { leaf, raw: raw ? "true" : undefined, limit: 200, branches: "true" } }),
     api("GET", `${base}/compactions`),
   ]);
   // The path's last 200 messages: a session of 100,000 messages stays quick to show.
   const shown = history.messages;
   const total = history.total ?? shown.length;
-  // Branch points among the shown messages: their children, when more than one.
-  const children = await Promise.all(shown.map((m) =>
-    m.id.startsWith("compaction_") ? { messages: [] } : api("GET", `${base}/messages/${encodeURIComponent(m.id)}/children`)));
+  // Branch points among the shown messages (the server names their children).
+  const forks = history.branches || {};
   const onPath = new Set(shown.map((m) => m.id));
-  const cards = shown.map((message, i) => {
-    const kids = children[i].messages;
+  const cards = shown.map((message) => {
+    const kids = forks[message.id] || [];
     const extra = kids.length > 1
       ? h("div", { class: "branches" }, `${kids.length} branches:`, kids.map((kid) =>
           h("button", {
             type: "button",
-            "aria-pressed": onPath.has(kid.id) ? "true" : "false",
-            "data-branch": kid.id,
-            onclick: async () => go(here({ leaf: await leafUnder(id, kid.id) })),
-          }, kid.id)))
+            "aria-pressed": onPath.has(kid) ? "true" : "false",
+            "data-branch": kid,
+            onclick: async () => go(here({ leaf: await leafUnder(id, kid) })),
+          }, kid)))
       : null;
     return renderMessage(message, {
       overlay: message.id.startsWith("compaction_"),
