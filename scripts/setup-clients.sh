@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The client packages' suites against a real `memory serve`: the TypeScript package
-# (clients/typescript: ESLint, tsc, node:test) and the example agent built on it, then the
-# Python package (clients/python: ruff, mypy, pytest) with its OpenAI Agents SDK and LangGraph
-# integrations and examples/python-agent. Node.js 20+ and npm come from the machine, or from
+# Readies the client packages for their suites (which scripts/test.sh then runs against a
+# real `memory serve`): the `memory` binary, the TypeScript package (clients/typescript:
+# installed, ESLint, tsc, built) and the example agent built on it, the Python package
+# (clients/python: installed with its OpenAI Agents SDK and LangGraph extras, ruff, mypy, the
+# generated sync client checked) and Chromium for the inspector's browser test. Node.js 20+ and npm come from the machine, or from
 # Debian's `nodejs` and `npm` packages when missing, the npm packages from the npm registry
 # (pinned by each package-lock.json); Python 3.10+ from the machine, its packages from PyPI
 # into a virtualenv outside the repository (MEMORY_PYTHON_VENV, default
@@ -10,8 +11,10 @@
 # browser test (clients/python/tests/test_inspector.py) uses Debian's `chromium`, installed
 # when missing, driven by Playwright from PyPI (no browser download).
 # The server binary is cargo's debug build (`cargo build --workspace --bins`), or MEMORY_BIN.
+# Prints the Python virtualenv's path on its last line (everything else goes to stderr).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+exec 3>&1 1>&2
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/memory-target}"
 
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
@@ -26,7 +29,6 @@ fi
 
 if [[ -z "${MEMORY_BIN:-}" ]]; then
   cargo build --workspace --bins
-  export MEMORY_BIN="$CARGO_TARGET_DIR/debug/memory"
 fi
 
 npm_quiet=(--no-audit --no-fund --loglevel=error)
@@ -42,7 +44,6 @@ npm_quiet=(--no-audit --no-fund --loglevel=error)
   npm ci "${npm_quiet[@]}"
   npm run --silent build
 )
-(cd clients/typescript && npm test)
 
 # The inspector's browser test drives Debian's Chromium (headless) through Playwright.
 if [[ -z "${MEMORY_CHROMIUM:-}" ]] && ! command -v chromium >/dev/null 2>&1; then
@@ -62,5 +63,5 @@ fi
   "$venv/bin/ruff" format --check . ../../examples/python-agent
   "$venv/bin/mypy"
   "$venv/bin/python" scripts/generate_sync.py --check
-  "$venv/bin/pytest" -q
 )
+echo "$venv" >&3
