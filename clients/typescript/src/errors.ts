@@ -11,25 +11,30 @@
  * ```
  */
 
+const CODES = [
+  "invalid_input",
+  "not_found",
+  "already_exists",
+  "conflict",
+  "refused",
+  "not_supported",
+  "unavailable",
+  "busy",
+  "timeout",
+  "unauthorized",
+  "forbidden",
+  "rate_limited",
+  "too_large",
+  "method_not_allowed",
+  "unsupported_media_type",
+  "not_acceptable",
+  "internal",
+] as const;
+
 /** The stable codes of the server's error body (`{"error": {"code", "message"}}`). */
-export type ErrorCode =
-  | "invalid_input"
-  | "not_found"
-  | "already_exists"
-  | "conflict"
-  | "refused"
-  | "not_supported"
-  | "unavailable"
-  | "busy"
-  | "timeout"
-  | "unauthorized"
-  | "forbidden"
-  | "rate_limited"
-  | "too_large"
-  | "method_not_allowed"
-  | "unsupported_media_type"
-  | "not_acceptable"
-  | "internal";
+export type ErrorCode = (typeof CODES)[number];
+
+const KNOWN_CODES: ReadonlySet<string> = new Set(CODES);
 
 /** Every error this package throws. */
 export class MemoryError extends Error {
@@ -117,26 +122,6 @@ export class AbortedError extends MemoryError {
 export class ConnectionError extends MemoryError {
   override name = "ConnectionError";
 }
-
-const KNOWN_CODES = new Set<string>([
-  "invalid_input",
-  "not_found",
-  "already_exists",
-  "conflict",
-  "refused",
-  "not_supported",
-  "unavailable",
-  "busy",
-  "timeout",
-  "unauthorized",
-  "forbidden",
-  "rate_limited",
-  "too_large",
-  "method_not_allowed",
-  "unsupported_media_type",
-  "not_acceptable",
-  "internal",
-]);
 
 /** The typed error for a status and the server's body (any body: a proxy's page too). */
 export function apiError(

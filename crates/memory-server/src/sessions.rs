@@ -369,8 +369,10 @@ pub async fn delete_messages(
         )));
     }
     let id = session_id(&id)?;
-    // A missing session is a 404, not "0 deleted".
-    state.sessions.session(&id).await?;
+    // A missing session is a 404, not "0 deleted" (its record is enough to know).
+    if state.sessions.get(&id).await?.is_none() {
+        return Err(memory_core::MemoryError::not_found("session", id.as_str()).into());
+    }
     let deleted = state.sessions.delete_messages(&id, &body.ids).await?;
     Ok(Json(Deleted { deleted }))
 }

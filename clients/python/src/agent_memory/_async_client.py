@@ -23,7 +23,8 @@ from urllib.parse import quote
 
 import httpx
 
-from ._transport import DEFAULT_BASE_URL, AsyncTransport
+from ._async_transport import AsyncTransport
+from ._transport import DEFAULT_BASE_URL
 from .errors import TimeoutError
 from .models import (
     About,

@@ -18,7 +18,8 @@ from urllib.parse import quote
 
 import httpx
 
-from ._transport import DEFAULT_BASE_URL, Transport
+from ._sync_transport import Transport
+from ._transport import DEFAULT_BASE_URL
 from .errors import TimeoutError
 from .models import (
     About,
