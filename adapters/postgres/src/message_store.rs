@@ -4,7 +4,8 @@ use async_trait::async_trait;
 use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
 use memory_core::{
     AppendOutcome, CompactionRecord, MemoryError, MessagePage, NewCompaction, NewMessage, Parent,
-    PathEntry, Result, Role, SessionId, StoredMessage, Timestamp, UiMessage, validate_message_id,
+    PathEntry, PathTail, Result, Role, SessionId, StoredMessage, Timestamp, UiMessage,
+    validate_message_id,
 };
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
@@ -114,6 +115,17 @@ const SEGMENTS: &str = "WITH RECURSIVE seg(run_id, upto, depth) AS ( \
 
 /// Up to this many runs on a path are read one ordered range each; more in one statement.
 const MAX_RUN_READS: usize = 16;
+
+/// A row of `id, role, bytes` as a path entry.
+fn path_entry(row: &PgRow) -> Result<PathEntry> {
+    let role: &str = row.get(1);
+    let bytes: i64 = row.get(2);
+    Ok(PathEntry {
+        id: row.get(0),
+        role: Role::parse(role)?,
+        bytes: bytes.max(0) as u64,
+    })
+}
 
 /// A message encoded for storage.
 pub(crate) struct Encoded {
@@ -421,16 +433,108 @@ impl MessageStore for PostgresMessageStore {
     }
 
     async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>> {
-        self.read_path(session, leaf, "m.id, m.role, m.bytes", |row| {
-            let role: &str = row.get(1);
-            let bytes: i64 = row.get(2);
-            Ok(PathEntry {
-                id: row.get(0),
-                role: Role::parse(role)?,
-                bytes: bytes.max(0) as u64,
+        self.read_path(session, leaf, "m.id, m.role, m.bytes", path_entry)
+            .await
+    }
+
+    async fn path_tail(
+        &self,
+        session: &SessionId,
+        leaf: Option<String>,
+        limit: usize,
+    ) -> Result<PathTail> {
+        self.db
+            .idempotent(|| async {
+                let mut tx = self.db.pool.begin().await.map_err(db)?;
+                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                let Some((key, leaf)) = resolve_leaf(&mut tx, session, leaf.clone()).await? else {
+                    return Ok(PathTail::default());
+                };
+                // Leaf first; every run counted in one statement by its index range.
+                let segments: Vec<(i64, i64)> = sqlx::query_as(SEGMENTS)
+                    .bind(key)
+                    .bind(leaf)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                let runs: Vec<i64> = segments.iter().map(|s| s.0).collect();
+                let uptos: Vec<i64> = segments.iter().map(|s| s.1).collect();
+                let counts: Vec<i64> = sqlx::query_scalar(
+                    "SELECT (SELECT count(*) FROM messages m WHERE m.session_key = $1 \
+                       AND m.run_id = s.run_id AND m.seq <= s.upto) \
+                     FROM UNNEST($2::bigint[], $3::bigint[]) WITH ORDINALITY AS s(run_id, upto, n) \
+                     ORDER BY s.n",
+                )
+                .bind(key)
+                .bind(&runs)
+                .bind(&uptos)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db)?;
+                let mut tail = PathTail {
+                    entries: Vec::new(),
+                    total: counts
+                        .iter()
+                        .map(|c| usize::try_from(*c).unwrap_or(0))
+                        .sum(),
+                };
+                for (run_id, upto) in &segments {
+                    let wanted = limit.saturating_sub(tail.entries.len());
+                    if wanted == 0 {
+                        break;
+                    }
+                    let rows = sqlx::query(
+                        "SELECT m.id, m.role, m.bytes FROM messages m WHERE m.session_key = $1 \
+                         AND m.run_id = $2 AND m.seq <= $3 ORDER BY m.seq DESC LIMIT $4",
+                    )
+                    .bind(key)
+                    .bind(run_id)
+                    .bind(upto)
+                    .bind(i64::try_from(wanted).unwrap_or(i64::MAX))
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(db)?;
+                    for row in &rows {
+                        tail.entries.push(path_entry(row)?);
+                    }
+                }
+                tx.commit().await.map_err(db)?;
+                tail.entries.reverse();
+                Ok(tail)
             })
-        })
-        .await
+            .await
+    }
+
+    async fn forks(
+        &self,
+        session: &SessionId,
+        ids: &[String],
+    ) -> Result<std::collections::BTreeMap<String, Vec<String>>> {
+        let unique: Vec<String> = ids
+            .iter()
+            .cloned()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        self.db
+            .idempotent(|| async {
+                let rows: Vec<(String, String)> = sqlx::query_as(
+                    "SELECT p.id, c.id FROM message_sessions s \
+                     JOIN messages p ON p.session_key = s.key AND p.id = ANY($2) \
+                     JOIN messages c ON c.session_key = p.session_key AND c.parent_seq = p.seq \
+                     WHERE s.session_id = $1 ORDER BY p.seq, c.seq",
+                )
+                .bind(session.as_str())
+                .bind(&unique)
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db)?;
+                Ok(memory_core::forks_from_pairs(rows))
+            })
+            .await
     }
 
     async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>> {

@@ -21,7 +21,8 @@ use memory_core::append_plan::TreeNode;
 use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
 use memory_core::{
     AppendOutcome, CompactionRecord, MemoryError, MessagePage, NewCompaction, NewMessage, Parent,
-    PathEntry, Result, Role, SessionId, StoredMessage, Timestamp, UiMessage, validate_message_id,
+    PathEntry, PathTail, Result, Role, SessionId, StoredMessage, Timestamp, UiMessage,
+    validate_message_id,
 };
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +74,29 @@ local kids = redis.call('HGET', KEYS[2], seq)
 local out = {}
 if kids then
   for kid in string.gmatch(kids, '[^,]+') do out[#out + 1] = redis.call('HGET', KEYS[3], kid) end
+end
+return out
+";
+
+/// Where the tree forks among some ids: KEYS = ids, kids, nodes; ARGV = the ids. Per id
+/// with more than one child: the id, its number of children, then their ids in order.
+const FORKS: &str = r"
+local out = {}
+for _, id in ipairs(ARGV) do
+  local seq = redis.call('HGET', KEYS[1], id)
+  local kids = seq and redis.call('HGET', KEYS[2], seq)
+  if kids and kids:find(',') then
+    local names = {}
+    for kid in string.gmatch(kids, '[^,]+') do
+      local node = redis.call('HGET', KEYS[3], kid)
+      if node then names[#names + 1] = node:match('^[^|]*|[^|]*|[^|]*|[^|]*|(.*)$') end
+    end
+    if #names > 1 then
+      out[#out + 1] = id
+      out[#out + 1] = tostring(#names)
+      for _, name in ipairs(names) do out[#out + 1] = name end
+    end
+  end
 end
 return out
 ";
@@ -260,6 +284,15 @@ pub(crate) fn member_seq(member: &str) -> Result<String> {
 }
 
 impl Node {
+    /// The node as a row of a path.
+    pub(crate) fn into_path_entry(self) -> PathEntry {
+        PathEntry {
+            id: self.id,
+            role: self.role,
+            bytes: self.bytes,
+        }
+    }
+
     pub(crate) fn parse(text: &str) -> Result<Self> {
         let bad = || corrupt("message node", text);
         let mut parts = text.splitn(5, '|');
@@ -332,6 +365,7 @@ struct Scripts {
     get: redis::Script,
     get_many: redis::Script,
     children: redis::Script,
+    forks: redis::Script,
     page: redis::Script,
     update: redis::Script,
     delete: redis::Script,
@@ -351,6 +385,7 @@ impl RedisMessageStore {
                 get: redis::Script::new(GET),
                 get_many: redis::Script::new(GET_MANY),
                 children: redis::Script::new(CHILDREN),
+                forks: redis::Script::new(FORKS),
                 page: redis::Script::new(PAGE),
                 update: redis::Script::new(UPDATE),
                 delete: redis::Script::new(DELETE),
@@ -574,15 +609,57 @@ impl MessageStore for RedisMessageStore {
         let nodes = path::read(&self.db, &self.scripts.segments, &keys, &leaf, &keys.nodes).await?;
         nodes
             .iter()
-            .map(|text| {
-                let node = Node::parse(text)?;
-                Ok(PathEntry {
-                    id: node.id,
-                    role: node.role,
-                    bytes: node.bytes,
-                })
-            })
+            .map(|text| Node::parse(text).map(Node::into_path_entry))
             .collect()
+    }
+
+    async fn path_tail(
+        &self,
+        session: &SessionId,
+        leaf: Option<String>,
+        limit: usize,
+    ) -> Result<PathTail> {
+        let keys = self.keys(session);
+        let (nodes, total) =
+            path::read_tail(&self.db, &self.scripts.segments, &keys, &leaf, limit).await?;
+        let entries = nodes
+            .iter()
+            .map(|text| Node::parse(text).map(Node::into_path_entry))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(PathTail { entries, total })
+    }
+
+    async fn forks(
+        &self,
+        session: &SessionId,
+        ids: &[String],
+    ) -> Result<std::collections::BTreeMap<String, Vec<String>>> {
+        let mut forks = std::collections::BTreeMap::new();
+        if ids.is_empty() {
+            return Ok(forks);
+        }
+        let keys = self.keys(session);
+        let reply: Vec<String> = self
+            .db
+            .invoke(
+                self.scripts
+                    .forks
+                    .key(&keys.ids)
+                    .key(&keys.kids)
+                    .key(&keys.nodes)
+                    .arg(ids),
+            )
+            .await?;
+        let mut items = reply.into_iter();
+        while let Some(id) = items.next() {
+            let count: usize = items
+                .next()
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| corrupt("forks reply", &id))?;
+            let children: Vec<String> = items.by_ref().take(count).collect();
+            forks.insert(id, children);
+        }
+        Ok(forks)
     }
 
     async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>> {

@@ -59,6 +59,28 @@ end
 return out
 ";
 
+/// Runs the segments script: the generation token, then `run, upto` per segment, leaf
+/// first (empty for an empty session). [`MemoryError::NotFound`] for an unknown leaf.
+async fn segments_of(
+    db: &RedisDatabase,
+    segments: &redis::Script,
+    keys: &SessionKeys,
+    leaf: &Option<String>,
+) -> Result<Vec<String>> {
+    let reply: Option<Vec<String>> = db
+        .invoke(
+            segments
+                .key(&keys.ids)
+                .key(&keys.nodes)
+                .key(&keys.order)
+                .key(&keys.runs)
+                .key(&keys.meta)
+                .arg(leaf.as_deref().unwrap_or("")),
+        )
+        .await?;
+    reply.ok_or_else(|| MemoryError::not_found("message", leaf.clone().unwrap_or_default()))
+}
+
 /// The values of `field` (the session's `nodes` or `content` hash) along the path to `leaf`
 /// (the latest leaf when `None`), root first. [`MemoryError::NotFound`] for an unknown leaf.
 pub(crate) async fn read(
@@ -70,23 +92,7 @@ pub(crate) async fn read(
 ) -> Result<Vec<String>> {
     let mut connection = db.connection.clone();
     for _ in 0..READ_ATTEMPTS {
-        let reply: Option<Vec<String>> = db
-            .invoke(
-                segments
-                    .key(&keys.ids)
-                    .key(&keys.nodes)
-                    .key(&keys.order)
-                    .key(&keys.runs)
-                    .key(&keys.meta)
-                    .arg(leaf.as_deref().unwrap_or("")),
-            )
-            .await?;
-        let Some(reply) = reply else {
-            return Err(MemoryError::not_found(
-                "message",
-                leaf.clone().unwrap_or_default(),
-            ));
-        };
+        let reply = segments_of(db, segments, keys, leaf).await?;
         let [generation, rest @ ..] = reply.as_slice() else {
             return Ok(Vec::new());
         };
@@ -105,24 +111,116 @@ pub(crate) async fn read(
             .flatten()
             .map(|m| member_seq(m))
             .collect::<Result<Vec<_>>>()?;
-        let mut values = redis::pipe();
-        for chunk in seqs.chunks(CHUNK) {
-            values.cmd("HMGET").arg(field).arg(chunk);
+        if let Some(values) =
+            values_if_current(&mut connection, keys, field, &seqs, generation, true).await?
+        {
+            return Ok(values);
         }
-        values.cmd("HMGET").arg(&keys.meta).arg("gen");
-        let mut replies: Vec<Vec<Option<String>>> =
-            values.query_async(&mut connection).await.map_err(redis)?;
-        let now = replies.pop().unwrap_or_default().pop().flatten();
-        let values: Vec<Option<String>> = replies.into_iter().flatten().collect();
-        let leaf_present = values.last().is_some_and(Option::is_some);
-        if now.as_ref() != Some(generation) || !leaf_present {
-            continue;
-        }
-        return Ok(values.into_iter().flatten().collect());
     }
     Err(MemoryError::Conflict {
         message: format!(
             "the leaf of the path was deleted or the session cleared under the read, {READ_ATTEMPTS} times; retry"
         ),
     })
+}
+
+/// The last `limit` nodes (the session's `nodes` hash values) of the path to `leaf`, root-ward
+/// first, and the path's length, in four round trips: the segments script, one pipelined
+/// `ZLEXCOUNT` per run, `ZREVRANGEBYLEX … LIMIT` on the leaf-side runs the tail reaches, and
+/// the `HMGET`s with the generation check. Restarts and conflicts as in [`read`].
+pub(crate) async fn read_tail(
+    db: &RedisDatabase,
+    segments: &redis::Script,
+    keys: &SessionKeys,
+    leaf: &Option<String>,
+    limit: usize,
+) -> Result<(Vec<String>, usize)> {
+    let mut connection = db.connection.clone();
+    for _ in 0..READ_ATTEMPTS {
+        let reply = segments_of(db, segments, keys, leaf).await?;
+        let [generation, rest @ ..] = reply.as_slice() else {
+            return Ok((Vec::new(), 0));
+        };
+        // Leaf-side run first.
+        let runs = rest
+            .chunks_exact(2)
+            .map(|segment| Ok((parse_seq(&segment[0])?, parse_seq(&segment[1])?)))
+            .collect::<Result<Vec<(i64, i64)>>>()?;
+        let mut counting = redis::pipe();
+        for (run, upto) in &runs {
+            counting
+                .cmd("ZLEXCOUNT")
+                .arg(&keys.runs)
+                .arg(format!("[{run:016}:"))
+                .arg(format!("[{}", run_member(*run, *upto)));
+        }
+        let counts: Vec<usize> = counting.query_async(&mut connection).await.map_err(redis)?;
+        let total = counts.iter().sum();
+        let mut ranges = redis::pipe();
+        let mut left = limit;
+        for ((run, upto), count) in runs.iter().zip(&counts) {
+            if left == 0 {
+                break;
+            }
+            ranges
+                .cmd("ZREVRANGEBYLEX")
+                .arg(&keys.runs)
+                .arg(format!("[{}", run_member(*run, *upto)))
+                .arg(format!("[{run:016}:"))
+                .arg("LIMIT")
+                .arg(0)
+                .arg(left);
+            left = left.saturating_sub(*count);
+        }
+        let members: Vec<Vec<String>> = if limit == 0 {
+            Vec::new()
+        } else {
+            ranges.query_async(&mut connection).await.map_err(redis)?
+        };
+        let mut seqs = members
+            .iter()
+            .flatten()
+            .map(|m| member_seq(m))
+            .collect::<Result<Vec<_>>>()?;
+        seqs.truncate(limit);
+        seqs.reverse();
+        let nodes = &keys.nodes;
+        if let Some(values) =
+            values_if_current(&mut connection, keys, nodes, &seqs, generation, limit > 0).await?
+        {
+            return Ok((values, total));
+        }
+    }
+    Err(MemoryError::Conflict {
+        message: format!(
+            "the leaf of the path was deleted or the session cleared under the read, {READ_ATTEMPTS} times; retry"
+        ),
+    })
+}
+
+/// The values of `field` for `seqs` (chunked `HMGET`s), then the generation: `None` when the
+/// session was cleared since `generation` was read, or (with `leaf_last`) the last of `seqs`,
+/// the leaf, was deleted: the read starts again. Messages deleted in between are dropped.
+async fn values_if_current(
+    connection: &mut redis::aio::ConnectionManager,
+    keys: &SessionKeys,
+    field: &str,
+    seqs: &[String],
+    generation: &str,
+    leaf_last: bool,
+) -> Result<Option<Vec<String>>> {
+    let mut values = redis::pipe();
+    for chunk in seqs.chunks(CHUNK) {
+        values.cmd("HMGET").arg(field).arg(chunk);
+    }
+    values.cmd("HMGET").arg(&keys.meta).arg("gen");
+    let mut replies: Vec<Vec<Option<String>>> =
+        values.query_async(connection).await.map_err(redis)?;
+    let now = replies.pop().unwrap_or_default().pop().flatten();
+    let values: Vec<Option<String>> = replies.into_iter().flatten().collect();
+    let leaf_present = !leaf_last || values.last().is_some_and(Option::is_some);
+    if now.as_deref() != Some(generation) || !leaf_present {
+        return Ok(None);
+    }
+    Ok(Some(values.into_iter().flatten().collect()))
 }

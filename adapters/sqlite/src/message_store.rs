@@ -5,7 +5,8 @@ use futures::TryStreamExt;
 use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
 use memory_core::{
     AppendOutcome, CompactionRecord, MemoryError, MessagePage, NewCompaction, NewMessage, Parent,
-    PathEntry, Result, Role, SessionId, StoredMessage, Timestamp, UiMessage, validate_message_id,
+    PathEntry, PathTail, Result, Role, SessionId, StoredMessage, Timestamp, UiMessage,
+    validate_message_id,
 };
 use sqlx::{Row, SqliteConnection};
 
@@ -54,6 +55,17 @@ impl SqliteMessageStore {
         }
         Ok(out)
     }
+}
+
+/// A row of `id, role, bytes` as a path entry.
+fn path_entry(row: &sqlx::sqlite::SqliteRow) -> Result<PathEntry> {
+    let role: &str = row.get(1);
+    let bytes: i64 = row.get(2);
+    Ok(PathEntry {
+        id: row.get(0),
+        role: Role::parse(role)?,
+        bytes: bytes.max(0) as u64,
+    })
 }
 
 /// A message encoded for storage.
@@ -425,16 +437,81 @@ impl MessageStore for SqliteMessageStore {
     }
 
     async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>> {
-        self.read_path(session, leaf, "SELECT id, role, bytes", |row| {
-            let role: &str = row.get(1);
-            let bytes: i64 = row.get(2);
-            Ok(PathEntry {
-                id: row.get(0),
-                role: Role::parse(role)?,
-                bytes: bytes.max(0) as u64,
-            })
-        })
+        self.read_path(session, leaf, "SELECT id, role, bytes", path_entry)
+            .await
+    }
+
+    async fn path_tail(
+        &self,
+        session: &SessionId,
+        leaf: Option<String>,
+        limit: usize,
+    ) -> Result<PathTail> {
+        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let Some(leaf) = resolve_leaf(&mut conn, session, leaf).await? else {
+            return Ok(PathTail::default());
+        };
+        let mut tail = PathTail::default();
+        // Leaf-side runs first: each is counted by its index range, and read backwards only
+        // while the tail still wants entries.
+        for segment in segments(&mut conn, leaf).await?.iter().rev() {
+            let count: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM messages WHERE run_id = ? AND seq BETWEEN ? AND ?",
+            )
+            .bind(segment.run_id)
+            .bind(segment.head)
+            .bind(segment.upto)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db)?;
+            tail.total += usize::try_from(count).unwrap_or(0);
+            let wanted = limit.saturating_sub(tail.entries.len());
+            if wanted == 0 {
+                continue;
+            }
+            let rows = sqlx::query(
+                "SELECT id, role, bytes FROM messages WHERE run_id = ? AND seq BETWEEN ? AND ? \
+                 ORDER BY seq DESC LIMIT ?",
+            )
+            .bind(segment.run_id)
+            .bind(segment.head)
+            .bind(segment.upto)
+            .bind(i64::try_from(wanted).unwrap_or(i64::MAX))
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db)?;
+            for row in &rows {
+                tail.entries.push(path_entry(row)?);
+            }
+        }
+        tail.entries.reverse();
+        Ok(tail)
+    }
+
+    async fn forks(
+        &self,
+        session: &SessionId,
+        ids: &[String],
+    ) -> Result<std::collections::BTreeMap<String, Vec<String>>> {
+        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let Some(key) = session_key(&mut conn, session).await? else {
+            return Ok(Default::default());
+        };
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            // CROSS JOIN keeps the asked ids the outer loop: left to itself the planner
+            // scans the whole session (1.3 s at 100,000 messages instead of milliseconds).
+            "SELECT p.id, c.id FROM json_each(?) j \
+             CROSS JOIN messages p ON p.session_key = ? AND p.id = j.value \
+             CROSS JOIN messages c ON c.parent_seq = p.seq ORDER BY p.seq, c.seq",
+        )
+        .bind(serde_json::to_string(
+            &ids.iter().collect::<std::collections::BTreeSet<_>>(),
+        )?)
+        .bind(key)
+        .fetch_all(&mut *conn)
         .await
+        .map_err(db)?;
+        Ok(memory_core::forks_from_pairs(rows))
     }
 
     async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>> {

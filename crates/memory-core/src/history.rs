@@ -80,6 +80,39 @@ pub struct PathEntry {
     pub bytes: u64,
 }
 
+/// The end of a root-to-leaf path: its last entries and how long the whole path is.
+///
+/// What [`crate::ports::MessageStore::path_tail`] reads, so a view of a long session costs
+/// what it shows rather than what the session holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathTail {
+    /// The last entries of the path, root-ward first, the leaf last.
+    pub entries: Vec<PathEntry>,
+    /// How many messages the whole path holds (`entries.len()` when the tail is the path).
+    pub total: usize,
+}
+
+impl PathTail {
+    /// True when the tail is the whole path (it starts at the root).
+    pub fn is_whole_path(&self) -> bool {
+        self.entries.len() >= self.total
+    }
+}
+
+/// Where a conversation forks, from `(parent id, child id)` pairs with each parent's
+/// children in insertion order: every parent with more than one child, mapped to them (what
+/// [`crate::ports::MessageStore::forks`] answers).
+pub fn forks_from_pairs(
+    pairs: impl IntoIterator<Item = (String, String)>,
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut children: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (parent, child) in pairs {
+        children.entry(parent).or_default().push(child);
+    }
+    children.retain(|_, kids| kids.len() > 1);
+    children
+}
+
 /// A message as stored, with its parent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredMessage {

@@ -30,7 +30,7 @@ pub use context::{BlockKind, BlockScope, ContextBlock};
 pub use error::{MemoryError, Result};
 pub use history::{
     AppendOutcome, CompactionRecord, MessagePage, NewCompaction, NewMessage, Parent, PathEntry,
-    RecentHistory, StoredMessage,
+    PathTail, RecentHistory, StoredMessage, forks_from_pairs,
 };
 pub use ids::{COMPACTION_PREFIX, SessionId, validate_message_id, validate_profile_name};
 pub use language::TextLanguage;

@@ -8,8 +8,8 @@ use memory_core::ports::{
     message_document_id, namespaces,
 };
 use memory_core::{
-    AppendOutcome, CompactionRecord, MessagePage, NewCompaction, NewMessage, PathEntry, Result,
-    SessionId, UiMessage,
+    AppendOutcome, CompactionRecord, MessagePage, NewCompaction, NewMessage, PathEntry, PathTail,
+    Result, SessionId, UiMessage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -240,6 +240,23 @@ impl MessageStore for IndexedMessageStore {
 
     async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>> {
         self.inner.path(session, leaf).await
+    }
+
+    async fn path_tail(
+        &self,
+        session: &SessionId,
+        leaf: Option<String>,
+        limit: usize,
+    ) -> Result<PathTail> {
+        self.inner.path_tail(session, leaf, limit).await
+    }
+
+    async fn forks(
+        &self,
+        session: &SessionId,
+        ids: &[String],
+    ) -> Result<std::collections::BTreeMap<String, Vec<String>>> {
+        self.inner.forks(session, ids).await
     }
 
     async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>> {

@@ -39,7 +39,7 @@ pub mod session_transfer;
 pub use archive::ArchiveReport;
 pub use indexed_message_store::IndexedMessageStore;
 pub use message_search::{MessageSearch, ReindexReport};
-pub use session::{AppendReport, CompactionSettings, CompactionStatus, Session};
+pub use session::{AppendReport, CompactionSettings, CompactionStatus, HistoryTail, Session};
 pub use session_manager::SessionManager;
 
 #[cfg(test)]

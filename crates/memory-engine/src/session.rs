@@ -18,6 +18,17 @@ use crate::message_search::MessageSearch;
 use crate::profile_link::ProfileLink;
 use tracing::{debug, warn};
 
+/// The end of a history, as [`Session::history_tail`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryTail {
+    /// The last entries, root-ward first (overlays applied unless read raw).
+    pub messages: Vec<UiMessage>,
+    /// How many stored messages the whole path holds.
+    pub total: usize,
+    /// True when the history has entries before the first of `messages`.
+    pub truncated: bool,
+}
+
 /// One conversation: a tree of messages with branches, backed by a [`MessageStore`].
 ///
 /// A `Session` is a cheap handle (an `Arc` and an id); clone it freely.
@@ -530,28 +541,52 @@ impl Session {
     }
 
     /// The last `limit` entries of the history of `leaf` (the latest leaf by default), with
-    /// compaction overlays applied unless `raw`, and how many entries the whole history has.
-    /// The path is walked as ids only and just the shown messages are read, so a long
-    /// session's tail costs little more than the tail.
+    /// compaction overlays applied unless `raw`, and how many stored messages the whole path
+    /// holds (overlays not counted as one). The path is read from the leaf upward
+    /// ([`MessageStore::path_tail`]), widening the window until no overlay crosses its top
+    /// edge and it shows `limit` entries, and only the shown messages are read: a long
+    /// session's tail costs what the tail shows.
     pub async fn history_tail(
         &self,
         leaf: Option<&str>,
         limit: usize,
         raw: bool,
-    ) -> Result<(Vec<UiMessage>, usize)> {
-        let path = self.store.path(&self.id, leaf.map(str::to_owned)).await?;
-        let ids: Vec<&str> = path.iter().map(|entry| entry.id.as_str()).collect();
+    ) -> Result<HistoryTail> {
         let compactions = if raw {
             Vec::new()
         } else {
             self.store.compactions(&self.id).await?
         };
+        let mut window = limit.saturating_add(limit / 2).max(16);
+        let (tail, plan_ids) = loop {
+            let tail = self
+                .store
+                .path_tail(&self.id, leaf.map(str::to_owned), window)
+                .await?;
+            let ids: Vec<String> = tail.entries.iter().map(|e| e.id.clone()).collect();
+            if tail.is_whole_path() {
+                break (tail, ids);
+            }
+            let shown: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+            // An overlay ending inside the window but starting above it decides what the
+            // window's top shows: widen until none does.
+            let crossed = compactions.iter().any(|record| {
+                shown.contains(record.to_message_id.as_str())
+                    && !shown.contains(record.from_message_id.as_str())
+            });
+            let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+            if !crossed && overlay_plan(&refs, &compactions).len() >= limit {
+                break (tail, ids);
+            }
+            window = window.saturating_mul(2).min(tail.total.max(window));
+        };
+        let ids: Vec<&str> = plan_ids.iter().map(String::as_str).collect();
         let plan = overlay_plan(&ids, &compactions);
-        let total = plan.len();
-        let tail = &plan[total.saturating_sub(limit)..];
-        let wanted: Vec<String> = tail
+        let truncated = !tail.is_whole_path() || plan.len() > limit;
+        let shown = &plan[plan.len().saturating_sub(limit)..];
+        let wanted: Vec<String> = shown
             .iter()
-            .filter_map(|shown| match shown {
+            .filter_map(|item| match item {
                 Shown::Message(i) => ids.get(*i).map(|id| (*id).to_owned()),
                 Shown::Overlay(_) => None,
             })
@@ -563,14 +598,27 @@ impl Session {
             .into_iter()
             .map(|m| (m.id.clone(), m))
             .collect();
-        let messages = tail
+        let messages = shown
             .iter()
-            .filter_map(|shown| match shown {
+            .filter_map(|item| match item {
                 Shown::Message(i) => ids.get(*i).and_then(|id| stored.remove(*id)),
                 Shown::Overlay(record) => Some(overlay_message(record)),
             })
             .collect();
-        Ok((messages, total))
+        Ok(HistoryTail {
+            messages,
+            total: tail.total,
+            truncated,
+        })
+    }
+
+    /// Where the conversation forks among `ids`: each with more than one child, mapped to
+    /// its children's ids in insertion order ([`MessageStore::forks`]).
+    pub async fn forks(
+        &self,
+        ids: &[String],
+    ) -> Result<std::collections::BTreeMap<String, Vec<String>>> {
+        self.store.forks(&self.id, ids).await
     }
 
     /// The most recently appended message without children.

@@ -412,7 +412,8 @@ pub struct HistoryParams {
     pub leaf: Option<String>,
     /// The stored messages as they are, without compaction overlays (default false).
     pub raw: Option<bool>,
-    /// Only the last this many messages of the path (`total` still counts them all).
+    /// Only the last this many entries of the path (`total` still counts them all), read
+    /// from the leaf upward: the cost follows the limit, not the session's length.
     pub limit: Option<usize>,
     /// Also name, for each returned message with more than one child, its children's ids
     /// in insertion order (`branches`): where the conversation forks.
@@ -425,9 +426,12 @@ pub struct History {
     /// Root first, compaction overlays applied.
     #[schema(value_type = Vec<Object>)]
     pub messages: Vec<UiMessage>,
-    /// How many messages the whole path holds (more than `messages` with a `limit`).
+    /// How many stored messages the whole path holds (more than `messages` with a `limit`;
+    /// an overlay in `messages` stands in for several).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total: Option<usize>,
+    /// True when a `limit` left out entries before the first of `messages`.
+    pub truncated: bool,
     /// With `branches=true`: message id → its children's ids, for the returned messages
     /// with more than one child.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -448,44 +452,40 @@ pub async fn session_history(
 ) -> ApiResult<Json<History>> {
     let session = state.sessions.session(&session_id(&id)?).await?;
     let raw = params.raw.unwrap_or(false);
-    let (messages, total) = match params.limit {
-        // The tail only: the path is walked as ids and just the shown messages are read.
+    let (messages, total, truncated) = match params.limit {
+        // The tail only: read from the leaf upward, and just the shown messages.
         Some(limit) => {
-            session
+            let tail = session
                 .history_tail(params.leaf.as_deref(), limit, raw)
-                .await?
+                .await?;
+            (tail.messages, tail.total, tail.truncated)
         }
         None => {
-            let messages = if raw {
-                session.raw_history(params.leaf.as_deref()).await?
+            if raw {
+                let messages = session.raw_history(params.leaf.as_deref()).await?;
+                let total = messages.len();
+                (messages, total, false)
             } else {
-                session.history(params.leaf.as_deref()).await?
-            };
-            let total = messages.len();
-            (messages, total)
+                let messages = session.history(params.leaf.as_deref()).await?;
+                let total = session.path_length(params.leaf.as_deref()).await?;
+                (messages, total, false)
+            }
         }
     };
     let branches = if params.branches.unwrap_or(false) {
-        let mut forks = std::collections::BTreeMap::new();
-        for message in &messages {
-            if message.id.starts_with(memory_core::COMPACTION_PREFIX) {
-                continue;
-            }
-            let children = session.branches(&message.id).await?;
-            if children.len() > 1 {
-                forks.insert(
-                    message.id.clone(),
-                    children.into_iter().map(|child| child.id).collect(),
-                );
-            }
-        }
-        Some(forks)
+        let ids: Vec<String> = messages
+            .iter()
+            .filter(|message| !message.id.starts_with(memory_core::COMPACTION_PREFIX))
+            .map(|message| message.id.clone())
+            .collect();
+        Some(session.forks(&ids).await?)
     } else {
         None
     };
     Ok(Json(History {
         messages,
         total: Some(total),
+        truncated,
         branches,
     }))
 }
@@ -594,6 +594,7 @@ pub async fn children(
     Ok(Json(History {
         messages: session.branches(&message_id).await?,
         total: None,
+        truncated: false,
         branches: None,
     }))
 }

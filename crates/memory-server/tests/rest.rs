@@ -424,6 +424,13 @@ async fn latest_leaf_batch_delete_and_block_append() {
     assert_eq!(leaf["message"]["id"], "u2", "{leaf}");
     let last = get_json(&http, &url("/v1/sessions/s/history?limit=1")).await;
     assert_eq!(last["total"], 3, "{last}");
+    assert_eq!(last["truncated"], true, "{last}");
+    let all = get_json(&http, &url("/v1/sessions/s/history?limit=3")).await;
+    assert_eq!(
+        (&all["total"], &all["truncated"]),
+        (&json!(3), &json!(false)),
+        "{all}"
+    );
     assert_eq!(last["messages"].as_array().unwrap().len(), 1);
     assert_eq!(last["messages"][0]["id"], "u2");
     assert_eq!(leaf["message"]["parts"][0]["text"], "more");

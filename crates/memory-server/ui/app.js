@@ -230,7 +230,7 @@ async function sessionView(id) {
         h("select", { id: "raw-toggle", onchange: (e) => go(here({ raw: e.target.value })) },
           h("option", { value: "0", selected: !raw }, "with compaction summaries"),
           h("option", { value: "1", selected: raw }, "raw originals"))),
-      h("span", { class: "meta" }, `${total} messages on this path${total > shown.length ? `, the last ${shown.length} shown` : ""} · leaf ${leaf}`)),
+      h("span", { class: "meta" }, `${total} stored messages on this path${history.truncated ? `, the last ${shown.length} entries shown` : ""} · leaf ${leaf}`)),
     compactions.compactions.length
       ? h("details", {}, h("summary", {}, `${compactions.compactions.length} compaction overlay(s)`),
           table(["Overlay", "Covers", "Summary", "Superseded by"], compactions.compactions.map((c) =>

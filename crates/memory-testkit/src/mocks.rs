@@ -22,7 +22,7 @@ use memory_core::ports::{
 };
 use memory_core::{
     AppendOutcome, CompactionRecord, MessagePage, NewCompaction, NewMessage, NewSession, PathEntry,
-    Result, SessionId, SessionInfo, SessionPatch, SessionUsage, Timestamp, UiMessage,
+    PathTail, Result, SessionId, SessionInfo, SessionPatch, SessionUsage, Timestamp, UiMessage,
 };
 use mockall::mock;
 
@@ -42,6 +42,8 @@ mock! {
         async fn latest_leaf(&self, session: &SessionId) -> Result<Option<String>>;
         async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>>;
         async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>>;
+        async fn path_tail(&self, session: &SessionId, leaf: Option<String>, limit: usize) -> Result<PathTail>;
+        async fn forks(&self, session: &SessionId, ids: &[String]) -> Result<std::collections::BTreeMap<String, Vec<String>>>;
         async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>>;
         async fn messages(&self, session: &SessionId, cursor: Option<String>, limit: usize) -> Result<MessagePage>;
         async fn add_compaction(&self, session: &SessionId, compaction: NewCompaction) -> Result<CompactionRecord>;

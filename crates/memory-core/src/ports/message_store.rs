@@ -2,8 +2,9 @@ use async_trait::async_trait;
 
 use crate::{
     AppendOutcome, CompactionRecord, MemoryError, MessagePage, NewCompaction, NewMessage, Parent,
-    PathEntry, RecentHistory, Result, SessionId, UiMessage,
+    PathEntry, PathTail, RecentHistory, Result, SessionId, UiMessage,
 };
+use std::collections::BTreeMap;
 
 /// What a message store can and cannot hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +78,26 @@ pub trait MessageStore: Send + Sync {
     /// empty session gives an empty path; an unknown leaf is [`MemoryError::NotFound`].
     async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>>;
 
+    /// The last `limit` entries of the root-to-leaf path (root-ward first) and the path's
+    /// length, read from the leaf upward: the cost follows `limit` and the path's branch
+    /// points, not its length. Same leaf rules as [`path`](Self::path); `limit: 0` gives
+    /// just the length.
+    async fn path_tail(
+        &self,
+        session: &SessionId,
+        leaf: Option<String>,
+        limit: usize,
+    ) -> Result<PathTail>;
+
+    /// Where the conversation forks among `ids`: for each of them with more than one child,
+    /// its children's ids in insertion order. Ids not in the session, and messages with one
+    /// child or none, are left out.
+    async fn forks(
+        &self,
+        session: &SessionId,
+        ids: &[String],
+    ) -> Result<BTreeMap<String, Vec<String>>>;
+
     /// The root-to-leaf path with content, raw (no overlays applied). Same leaf rules as
     /// [`path`](Self::path).
     async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>>;
@@ -137,7 +158,10 @@ pub trait MessageStoreExt: MessageStore {
 
     /// Number of messages on the path to `leaf` (latest leaf by default).
     async fn path_length(&self, session: &SessionId, leaf: Option<&str>) -> Result<usize> {
-        Ok(self.path(session, leaf.map(str::to_owned)).await?.len())
+        Ok(self
+            .path_tail(session, leaf.map(str::to_owned), 0)
+            .await?
+            .total)
     }
 
     /// The contiguous suffix of the path that fits `max_bytes`, always including the leaf and

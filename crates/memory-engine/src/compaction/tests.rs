@@ -200,13 +200,14 @@ async fn overlays_are_branch_local_and_the_newest_wins_on_ties() {
     );
 }
 
-/// A history's tail read from ids is the tail of the whole history, overlays applied or
-/// not, on both branches, for every window size.
+/// A history's tail read from the leaf upward is the tail of the whole history, overlays
+/// applied or not, on both branches, for every window size: windows whose top edge an
+/// overlay crosses widen until it does not. `total` counts the stored messages of the path.
 #[tokio::test]
 async fn the_history_tail_is_the_tail_of_the_history() {
     let store = Arc::new(InMemoryMessageStore::new());
     let session = Session::new(store.clone(), SessionId::new("t").unwrap());
-    for i in 0..20 {
+    for i in 0..60 {
         session
             .append(user(&format!("m{i}"), &format!("m{i}")))
             .await
@@ -217,29 +218,32 @@ async fn the_history_tail_is_the_tail_of_the_history() {
         .await
         .unwrap();
     session.add_compaction("early", "m2", "m7").await.unwrap();
-    session.add_compaction("late", "m12", "m14").await.unwrap();
+    session.add_compaction("wide", "m10", "m50").await.unwrap();
+    session.add_compaction("inner", "m20", "m52").await.unwrap();
+    session.add_compaction("late", "m53", "m55").await.unwrap();
     session
-        .add_compaction("late, newer", "m12", "m15")
+        .add_compaction("late, newer", "m53", "m56")
         .await
         .unwrap();
-    for leaf in ["m19", "b1"] {
+    for leaf in ["m59", "m51", "b1"] {
         let whole = session.history(Some(leaf)).await.unwrap();
         let raw = session.raw_history(Some(leaf)).await.unwrap();
-        for limit in 0..=whole.len() + 2 {
-            let (tail, total) = session
+        for limit in 0..=raw.len() + 2 {
+            let tail = session
                 .history_tail(Some(leaf), limit, false)
                 .await
                 .unwrap();
-            assert_eq!(total, whole.len());
+            assert_eq!(tail.total, raw.len());
             assert_eq!(
-                tail,
+                tail.messages,
                 whole[whole.len().saturating_sub(limit)..],
                 "{leaf} {limit}"
             );
-            let (raw_tail, raw_total) =
-                session.history_tail(Some(leaf), limit, true).await.unwrap();
-            assert_eq!(raw_total, raw.len());
-            assert_eq!(raw_tail, raw[raw.len().saturating_sub(limit)..]);
+            assert_eq!(tail.truncated, limit < whole.len());
+            let raw_tail = session.history_tail(Some(leaf), limit, true).await.unwrap();
+            assert_eq!(raw_tail.total, raw.len());
+            assert_eq!(raw_tail.messages, raw[raw.len().saturating_sub(limit)..]);
+            assert_eq!(raw_tail.truncated, limit < raw.len());
         }
     }
     assert!(session.history_tail(Some("nope"), 5, false).await.is_err());

@@ -40,6 +40,8 @@ pub async fn run_all(store: &dyn MessageStore, index: Option<&dyn TextIndex>, de
     compaction_records(store).await;
     deep_linear_path(store, deep_path).await;
     interleaved_sessions_and_many_branches(store).await;
+    path_tail_is_the_end_of_the_path(store).await;
+    forks_name_the_branch_points(store).await;
 }
 
 /// The hits of `query`; `None` without an index.
@@ -986,6 +988,18 @@ pub async fn deep_linear_path(store: &dyn MessageStore, length: usize) {
             store.history(&s, Some(mid.clone())).await.unwrap().len(),
             length / 2 + 1
         );
+        let tail = store.path_tail(&s, None, 10).await.unwrap();
+        assert_eq!(tail.total, length);
+        let expected: Vec<String> = (length.saturating_sub(10)..length)
+            .map(|i| format!("d{i}"))
+            .collect();
+        assert_eq!(
+            tail.entries
+                .iter()
+                .map(|e| e.id.clone())
+                .collect::<Vec<_>>(),
+            expected
+        );
         let recent = store.recent_history(&s, None, 0, 3).await.unwrap();
         assert_eq!(recent.messages.len(), 3);
         assert!(recent.truncated);
@@ -1056,4 +1070,120 @@ pub async fn resend_with_missing_parent_is_already_exists(store: &dyn MessageSto
         .await
         .unwrap();
     assert_eq!(again, AppendOutcome::AlreadyExists);
+}
+
+/// A bushy tree for the tail and fork checks: a main line `m0..m11`, branches off `m2`
+/// (`b0..b3`, itself forking at `b1` into `c0, c1`) and `m7` (`d0`), then `m5` deleted (its
+/// child re-links to `m4`). Returns the session and every message id.
+async fn bushy_tree(store: &dyn MessageStore, name: &str) -> (SessionId, Vec<String>) {
+    let s = fresh_session(name);
+    let main: Vec<String> = (0..12).map(|i| format!("m{i}")).collect();
+    let refs: Vec<&str> = main.iter().map(String::as_str).collect();
+    append_chain(store, &s, &refs).await;
+    for (id, parent) in [
+        ("b0", "m2"),
+        ("b1", "b0"),
+        ("b2", "b1"),
+        ("b3", "b2"),
+        ("c0", "b1"),
+        ("c1", "c0"),
+        ("d0", "m7"),
+        ("m11x", "m10"),
+    ] {
+        store
+            .append_one(&s, user(id, id), Parent::message(parent))
+            .await
+            .unwrap();
+    }
+    assert_eq!(store.delete(&s, &["m5".to_owned()]).await.unwrap(), 1);
+    let mut all: Vec<String> = main.into_iter().filter(|id| id != "m5").collect();
+    all.extend(
+        ["b0", "b1", "b2", "b3", "c0", "c1", "d0", "m11x"]
+            .iter()
+            .map(|id| (*id).to_owned()),
+    );
+    (s, all)
+}
+
+/// `path_tail` is exactly the end of `path` and counts the whole path, for every message
+/// and limit, across runs, branch points and a deleted message; same leaf rules as `path`.
+pub async fn path_tail_is_the_end_of_the_path(store: &dyn MessageStore) {
+    let (s, all) = bushy_tree(store, "path-tail").await;
+    let mut leaves: Vec<Option<String>> = all.iter().cloned().map(Some).collect();
+    leaves.push(None);
+    for leaf in leaves {
+        let path = store.path(&s, leaf.clone()).await.unwrap();
+        for limit in [0, 1, 2, 3, 5, 8, path.len(), path.len() + 4] {
+            let tail = store.path_tail(&s, leaf.clone(), limit).await.unwrap();
+            assert_eq!(tail.total, path.len(), "total to {leaf:?}");
+            let start = path.len().saturating_sub(limit);
+            assert_eq!(tail.entries, path[start..], "tail {limit} to {leaf:?}");
+            assert_eq!(tail.is_whole_path(), start == 0);
+        }
+    }
+    let path = store.path(&s, Some("c1".into())).await.unwrap();
+    assert_eq!(
+        path.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
+        vec!["m0", "m1", "m2", "b0", "b1", "c0", "c1"]
+    );
+    let empty = store
+        .path_tail(&fresh_session("path-tail-empty"), None, 5)
+        .await
+        .unwrap();
+    assert_eq!(empty, memory_core::PathTail::default());
+    for leaf in ["nope", "m5"] {
+        let missing = store.path_tail(&s, Some(leaf.into()), 3).await;
+        assert!(
+            matches!(missing, Err(MemoryError::NotFound { .. })),
+            "{missing:?}"
+        );
+    }
+    let other = fresh_session("path-tail-other");
+    append_chain(store, &other, &["o1"]).await;
+    assert!(
+        store
+            .path_tail(&s, Some("o1".into()), 3)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}
+
+/// `forks` names each asked-for message with more than one child, with its children in
+/// insertion order, and agrees with `children`; unknown ids, duplicates and another
+/// session's ids change nothing.
+pub async fn forks_name_the_branch_points(store: &dyn MessageStore) {
+    let (s, all) = bushy_tree(store, "forks").await;
+    let mut expected = std::collections::BTreeMap::new();
+    for id in &all {
+        let children = store.children(&s, id).await.unwrap();
+        if children.len() > 1 {
+            expected.insert(
+                id.clone(),
+                children.into_iter().map(|m| m.id).collect::<Vec<_>>(),
+            );
+        }
+    }
+    assert_eq!(
+        expected.keys().map(String::as_str).collect::<Vec<_>>(),
+        vec!["b1", "m10", "m2", "m7"]
+    );
+    assert_eq!(expected["m2"], vec!["m3", "b0"]);
+    let mut asked = all.clone();
+    asked.push("nope".into());
+    asked.push("m2".into());
+    assert_eq!(store.forks(&s, &asked).await.unwrap(), expected);
+    assert_eq!(
+        store
+            .forks(&s, &["b1".to_owned(), "b2".to_owned()])
+            .await
+            .unwrap(),
+        std::collections::BTreeMap::from([(
+            "b1".to_owned(),
+            vec!["b2".to_owned(), "c0".to_owned()]
+        )])
+    );
+    assert!(store.forks(&s, &[]).await.unwrap().is_empty());
+    let other = fresh_session("forks-other");
+    assert!(store.forks(&other, &all).await.unwrap().is_empty());
 }

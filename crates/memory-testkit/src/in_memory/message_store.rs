@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
 use memory_core::{
     AppendOutcome, CompactionRecord, MemoryError, MessagePage, NewCompaction, NewMessage, Parent,
-    PathEntry, Result, SessionId, StoredMessage, UiMessage, validate_message_id,
+    PathEntry, PathTail, Result, SessionId, StoredMessage, UiMessage, validate_message_id,
 };
 
 use super::lock;
@@ -293,6 +293,36 @@ impl MessageStore for InMemoryMessageStore {
             role: n.message.role,
             bytes: n.json_len,
         })
+    }
+
+    async fn path_tail(
+        &self,
+        session: &SessionId,
+        leaf: Option<String>,
+        limit: usize,
+    ) -> Result<PathTail> {
+        let mut entries = self.path(session, leaf).await?;
+        let total = entries.len();
+        entries.drain(..total.saturating_sub(limit));
+        Ok(PathTail { entries, total })
+    }
+
+    async fn forks(
+        &self,
+        session: &SessionId,
+        ids: &[String],
+    ) -> Result<std::collections::BTreeMap<String, Vec<String>>> {
+        let guard = lock(&self.inner);
+        let Some(data) = guard.sessions.get(session) else {
+            return Ok(Default::default());
+        };
+        Ok(ids
+            .iter()
+            .filter_map(|id| {
+                let node = data.nodes.get(id)?;
+                (node.children.len() > 1).then(|| (id.clone(), node.children.clone()))
+            })
+            .collect())
     }
 
     async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>> {
