@@ -656,6 +656,36 @@ pub enum EvalCommand {
         #[command(flatten)]
         format: Format,
     },
+    /// LongMemEval (each question's haystack in a fresh profile, recalled at the question's
+    /// date): session-level recall_any@5/@10, recall_all@5/@10 and nDCG@10, turn-level
+    /// recall@10, per question type and overall, beside a BM25 baseline. Resumable: each
+    /// finished question is appended to `--results` and skipped by the next run.
+    #[command(name = "longmemeval")]
+    LongMemEval {
+        /// The data set (`longmemeval_s_dev.json.gz`, or plain JSON); read in place.
+        #[arg(long)]
+        data: PathBuf,
+        /// Only these question types (comma-separated, for example `temporal-reasoning`).
+        #[arg(long, value_delimiter = ',')]
+        types: Vec<String>,
+        /// Only the first N questions (after `--types`).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// This process's share, `K/N` (K from 0): several processes may append to one
+        /// results file.
+        #[arg(long)]
+        shard: Option<String>,
+        /// The results file (JSON lines); default `eval/longmemeval-<data file>.jsonl` in
+        /// the data dir. Results of another configuration are not told apart: use another
+        /// file, or `--fresh`.
+        #[arg(long)]
+        results: Option<PathBuf>,
+        /// Start over: delete the results file first.
+        #[arg(long)]
+        fresh: bool,
+        #[command(flatten)]
+        format: Format,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -241,6 +241,92 @@ fn eval_locomo_runs_on_a_data_set_in_its_format() {
         .failure();
 }
 
+/// A question in LongMemEval's format: three dated sessions, the evidence in the second.
+fn longmemeval_question(id: &str, question: &str, evidence: &str) -> Value {
+    json!({
+        "question_id": id, "question_type": "single-session-user", "question": question,
+        "question_date": "2023/05/20 (Sat) 10:00", "answer": "x",
+        "answer_session_ids": ["answer_1"],
+        "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/08 (Mon) 09:00", "2023/05/15 (Mon) 09:00"],
+        "haystack_session_ids": ["other_1", "answer_1", "other_2"],
+        "haystack_sessions": [
+            [{"role": "user", "content": "I repainted the kitchen a pale green."},
+             {"role": "assistant", "content": "Green kitchens feel calm."}],
+            [{"role": "user", "content": evidence, "has_answer": true},
+             {"role": "assistant", "content": "Noted.", "has_answer": false}],
+            [{"role": "user", "content": "My sister visits in June."},
+             {"role": "assistant", "content": "Enjoy the visit."}]
+        ]
+    })
+}
+
+#[test]
+fn eval_longmemeval_scores_resumes_and_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = d.join("tiny.json");
+    let questions = json!([
+        longmemeval_question(
+            "q1",
+            "What breed is my dog?",
+            "My dog is a greyhound named Pixel."
+        ),
+        longmemeval_question(
+            "q2_abs",
+            "Which cello teacher do I have?",
+            "I started cello lessons with Mrs Alvarez."
+        ),
+    ]);
+    std::fs::write(&data, questions.to_string()).unwrap();
+    let results = d.join("runs").join("r.jsonl");
+    let run = |extra: &[&str]| {
+        json_out(
+            memory(d)
+                .args(["eval", "longmemeval", "--json", "--data"])
+                .arg(&data)
+                .arg("--results")
+                .arg(&results)
+                .args(extra),
+        )
+    };
+    let report = run(&[]);
+    assert_eq!(
+        (report["selected"].clone(), report["done"].clone()),
+        (json!(2), json!(2))
+    );
+    for system in ["pipeline", "bm25"] {
+        let overall = &report[system]["overall"];
+        assert_eq!(overall["n"], 1, "{report}");
+        assert_eq!(overall["sessions"]["recall_any_at_5"], 1.0, "{report}");
+        assert_eq!(overall["turn_recall_at_10"], 1.0, "{report}");
+        assert_eq!(report[system]["abstention"]["n"], 1, "{report}");
+        assert_eq!(report[system]["single-session-user"]["n"], 1, "{report}");
+    }
+    let lines = || std::fs::read_to_string(&results).unwrap().lines().count();
+    assert_eq!(lines(), 2);
+    // A second run resumes: nothing new is run, the report is the same.
+    assert_eq!(run(&[])["pipeline"], report["pipeline"]);
+    assert_eq!(lines(), 2);
+    // Shards split the questions; --fresh starts over.
+    let second = run(&["--fresh", "--shard", "1/2"]);
+    assert_eq!(
+        (second["selected"].clone(), second["done"].clone()),
+        (json!(1), json!(1))
+    );
+    assert_eq!(second["pipeline"]["abstention"]["n"], 1, "{second}");
+    assert_eq!(lines(), 1);
+    assert_eq!(run(&["--types", "multi-session"])["selected"], 0);
+    for bad in [["--shard", "2/2"], ["--shard", "x"]] {
+        memory(d)
+            .args(["eval", "longmemeval", "--data"])
+            .arg(&data)
+            .args(bad)
+            .assert()
+            .failure()
+            .stderr(predicate::str::contains("--shard"));
+    }
+}
+
 #[test]
 fn the_memory_section_chooses_the_embedder() {
     let dir = tempfile::tempdir().unwrap();

@@ -6,6 +6,7 @@ use memory_config::MemoryConfig;
 
 use super::CliError;
 use crate::cli::EvalCommand;
+use crate::eval::longmemeval_run::{self, LongMemEvalOptions, run_longmemeval};
 use crate::eval::{EvalOptions, render, run_locomo};
 use crate::output;
 
@@ -60,6 +61,98 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
             print!("{}", render(&report));
             Ok(())
         }
+        EvalCommand::LongMemEval {
+            data,
+            types,
+            limit,
+            shard,
+            results,
+            fresh,
+            format,
+        } => {
+            let shard = shard.as_deref().map(parse_shard).transpose()?;
+            let results = results.unwrap_or_else(|| {
+                let name = data
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("data")
+                    .trim_end_matches(".gz")
+                    .trim_end_matches(".json")
+                    .to_owned();
+                data_dir
+                    .join("eval")
+                    .join(format!("longmemeval-{name}.jsonl"))
+            });
+            if fresh {
+                match std::fs::remove_file(&results) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(CliError::io(format!("removing {}", results.display()), e));
+                    }
+                }
+            }
+            let config =
+                MemoryConfig::load_dir(data_dir).map_err(|e| CliError::Input(e.to_string()))?;
+            let scratch = tempfile_dir()?;
+            let (service, note) = crate::app::memory_service_with(&config, scratch.path()).await?;
+            if let Some(note) = note {
+                eprintln!("note: {note}");
+            }
+            let options = LongMemEvalOptions {
+                data,
+                types,
+                limit,
+                shard,
+                results: results.clone(),
+            };
+            let quiet = format.json;
+            let report = run_longmemeval(&service, &options, |n, of, result, eta| {
+                if !quiet {
+                    eprintln!(
+                        "[{n}/{of}] {} ({}): any@5 {} all@5 {} (bm25 {} {}) · eta {}",
+                        result.id,
+                        result.kind,
+                        result.pipeline.sessions.recall_any_at_5,
+                        result.pipeline.sessions.recall_all_at_5,
+                        result.bm25.sessions.recall_any_at_5,
+                        result.bm25.sessions.recall_all_at_5,
+                        duration(eta)
+                    );
+                }
+            })
+            .await?;
+            if format.json {
+                return output::json(&report);
+            }
+            print!("{}", longmemeval_run::render(&report));
+            println!("results: {}", results.display());
+            Ok(())
+        }
+    }
+}
+
+/// `K/N` with `K < N`.
+fn parse_shard(text: &str) -> Result<(usize, usize), CliError> {
+    let bad = || CliError::Input(format!("--shard {text:?}: expected K/N with 0 <= K < N"));
+    let (k, n) = text.split_once('/').ok_or_else(bad)?;
+    let (k, n): (usize, usize) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if k >= n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+/// `1h02m`, `4m10s`, `12s`.
+fn duration(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, _) => format!("{h}h{m:02}m"),
     }
 }
 

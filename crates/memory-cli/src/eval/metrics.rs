@@ -46,6 +46,41 @@ pub fn score(ranked: &[String], gold: &HashSet<String>) -> QuestionScores {
     }
 }
 
+/// Session-level scores of one question (LongMemEval's retrieval metrics, binary relevance).
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct SessionScores {
+    /// 1 when any gold id is in the top 5.
+    pub recall_any_at_5: f64,
+    /// 1 when any gold id is in the top 10.
+    pub recall_any_at_10: f64,
+    /// 1 when every gold id is in the top 5.
+    pub recall_all_at_5: f64,
+    /// 1 when every gold id is in the top 10.
+    pub recall_all_at_10: f64,
+    /// nDCG@10.
+    pub ndcg_at_10: f64,
+}
+
+/// Scores a ranking of sessions (best first, duplicates removed) against `gold`.
+pub fn score_sessions(ranked: &[String], gold: &HashSet<String>) -> SessionScores {
+    let found = |k: usize| {
+        ranked
+            .iter()
+            .take(k)
+            .filter(|id| gold.contains(*id))
+            .count()
+    };
+    let flag = |b: bool| if b { 1.0 } else { 0.0 };
+    let all = |k: usize| flag(!gold.is_empty() && found(k) == gold.len());
+    SessionScores {
+        recall_any_at_5: flag(found(5) > 0),
+        recall_any_at_10: flag(found(10) > 0),
+        recall_all_at_5: all(5),
+        recall_all_at_10: all(10),
+        ndcg_at_10: score(ranked, gold).ndcg_at_10,
+    }
+}
+
 /// Macro averages of a group of questions.
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
 pub struct GroupScores {
@@ -98,6 +133,17 @@ mod tests {
         assert_eq!(late.recall_all_at_10, 0.0);
         let expected = (1.0 / 7f64.log2()) / (1.0 + 1.0 / 3f64.log2());
         assert!((late.ndcg_at_10 - expected).abs() < 1e-12);
+        let sessions = score_sessions(&ids(&["x", "a", "y", "z", "w", "b"]), &gold);
+        assert_eq!(
+            (sessions.recall_any_at_5, sessions.recall_all_at_5),
+            (1.0, 0.0)
+        );
+        assert_eq!(
+            (sessions.recall_any_at_10, sessions.recall_all_at_10),
+            (1.0, 1.0)
+        );
+        let none = score_sessions(&ids(&["x"]), &gold);
+        assert_eq!((none.recall_any_at_10, none.ndcg_at_10), (0.0, 0.0));
         let mean = average(&[perfect, late]);
         assert_eq!(mean.n, 2);
         assert!((mean.recall_at_10 - 0.75).abs() < 1e-12);

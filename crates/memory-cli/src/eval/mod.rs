@@ -1,7 +1,10 @@
-//! `memory eval locomo`: retrieval quality through the real ingest and recall paths, beside
-//! a BM25-only baseline measured by the same harness in the same run.
+//! `memory eval locomo` and `memory eval longmemeval`: retrieval quality through the real
+//! ingest and recall paths, beside a BM25-only baseline measured by the same harness in the
+//! same run.
 
 pub mod locomo;
+pub mod longmemeval;
+pub mod longmemeval_run;
 pub mod metrics;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

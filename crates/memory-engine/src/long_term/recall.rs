@@ -32,6 +32,9 @@ pub struct RecallRequest {
     pub limit: usize,
     /// Ask the synthesis model for an answer.
     pub synthesize: bool,
+    /// When the question is asked: relative dates ("3 days ago") are computed against it.
+    /// `None` is now (the service's clock).
+    pub as_of: Option<Timestamp>,
 }
 
 impl RecallRequest {
@@ -41,7 +44,14 @@ impl RecallRequest {
             query: query.into(),
             limit,
             synthesize: false,
+            as_of: None,
         }
+    }
+
+    /// Asked at `at` rather than now (a replayed conversation's question date).
+    pub fn as_of(mut self, at: Timestamp) -> Self {
+        self.as_of = Some(at);
+        self
     }
 
     /// Also synthesize an answer.
@@ -321,7 +331,7 @@ impl Core {
             .enumerate()
             .map(|(n, h)| (format!("[{}]", n + 1), h.item.time()))
             .collect();
-        let facts = temporal_facts(self.clock.now(), &dated);
+        let facts = temporal_facts(request.as_of.unwrap_or_else(|| self.clock.now()), &dated);
         let answer = if request.synthesize {
             match &self.models.synthesis {
                 Some(model) => {
