@@ -683,6 +683,12 @@ pub enum EvalCommand {
         /// Start over: delete the results file first.
         #[arg(long)]
         fresh: bool,
+        /// Keep the ingested haystacks in this directory (profiles and a record of each),
+        /// and reuse those already there: a second run with other recall settings (with
+        /// another `--results`) skips the hours of ingesting. Without it they live in a
+        /// scratch directory removed at the end.
+        #[arg(long)]
+        keep: Option<PathBuf>,
         #[command(flatten)]
         format: Format,
     },

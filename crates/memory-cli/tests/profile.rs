@@ -316,6 +316,22 @@ fn eval_longmemeval_scores_resumes_and_shards() {
     assert_eq!(second["pipeline"]["abstention"]["n"], 1, "{second}");
     assert_eq!(lines(), 1);
     assert_eq!(run(&["--types", "multi-session"])["selected"], 0);
+    // Kept haystacks are scored again without ingesting: same scores, a record per question.
+    let keep = d.join("kept");
+    let kept = run(&["--fresh", "--keep", keep.to_str().unwrap()]);
+    assert_eq!(kept["pipeline"], report["pipeline"]);
+    assert_eq!(
+        std::fs::read_dir(keep.join("haystacks")).unwrap().count(),
+        2
+    );
+    let again = run(&["--fresh", "--keep", keep.to_str().unwrap()]);
+    assert_eq!(again["pipeline"], report["pipeline"]);
+    assert_eq!(again["bm25"], report["bm25"]);
+    // Not ingested again: the ingest time is the first run's, read from its record.
+    assert_eq!(
+        again["seconds_per_question"][0],
+        kept["seconds_per_question"][0]
+    );
     for bad in [["--shard", "2/2"], ["--shard", "x"]] {
         memory(d)
             .args(["eval", "longmemeval", "--data"])

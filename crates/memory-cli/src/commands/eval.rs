@@ -68,6 +68,7 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
             shard,
             results,
             fresh,
+            keep,
             format,
         } => {
             let shard = shard.as_deref().map(parse_shard).transpose()?;
@@ -95,7 +96,8 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
             let config =
                 MemoryConfig::load_dir(data_dir).map_err(|e| CliError::Input(e.to_string()))?;
             let scratch = tempfile_dir()?;
-            let (service, note) = crate::app::memory_service_with(&config, scratch.path()).await?;
+            let root = keep.clone().unwrap_or_else(|| scratch.path().to_owned());
+            let (service, note) = crate::app::memory_service_with(&config, &root).await?;
             if let Some(note) = note {
                 eprintln!("note: {note}");
             }
@@ -105,6 +107,7 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
                 limit,
                 shard,
                 results: results.clone(),
+                keep,
             };
             let quiet = format.json;
             let report = run_longmemeval(&service, &options, |n, of, result, eta| {

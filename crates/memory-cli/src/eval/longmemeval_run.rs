@@ -38,6 +38,20 @@ pub struct LongMemEvalOptions {
     pub shard: Option<(usize, usize)>,
     /// The results file (JSON lines), appended to and read back for resuming.
     pub results: PathBuf,
+    /// Where ingested haystacks are kept between runs (`None`: each question's profile is
+    /// deleted once scored). A kept haystack is recalled again without ingesting, so recall
+    /// settings can be compared in minutes rather than hours.
+    pub keep: Option<PathBuf>,
+}
+
+/// What ingesting one question's haystack left: kept beside the profile so a later run
+/// can score it again without ingesting.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Ingested {
+    /// Message id → `(session position, turn position)`.
+    positions: HashMap<String, (usize, usize)>,
+    degraded: BTreeSet<String>,
+    seconds: f64,
 }
 
 /// One system's scores on one question.
@@ -190,15 +204,20 @@ fn score_turns(ranked: &[(usize, usize)], question: &Question) -> Scores {
     }
 }
 
-/// Runs one question in a fresh profile of `service`.
-pub async fn run_question(
+/// A file-name-safe form of a question id.
+fn safe(id: &str) -> String {
+    id.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-")
+}
+
+/// Ingests the haystack into `profile` (fresh), recording where each message came from.
+async fn ingest(
     service: &MemoryService,
+    profile: &str,
     question: &Question,
-) -> Result<QuestionResult, CliError> {
-    const PROFILE: &str = "longmemeval";
-    service.delete_profile(PROFILE).await?;
+) -> Result<Ingested, CliError> {
+    service.delete_profile(profile).await?;
     let started = Instant::now();
-    let mut position_of: HashMap<String, (usize, usize)> = HashMap::new();
+    let mut positions: HashMap<String, (usize, usize)> = HashMap::new();
     let mut degraded = BTreeSet::new();
     for (s, session) in question.haystack.iter().enumerate() {
         if session.turns.is_empty() {
@@ -215,21 +234,68 @@ pub async fn run_question(
             .collect();
         // The session's name is its position: never the data set's id (it names the label).
         let report = service
-            .ingest_messages(PROFILE, &format!("h{s}"), messages)
+            .ingest_messages(profile, &format!("h{s}"), messages)
             .await?;
         for d in report.degraded {
             degraded.insert(format!("{}: {}", d.feature, d.reason));
         }
         for (t, id) in report.message_ids.into_iter().enumerate() {
-            position_of.entry(id).or_insert((s, t));
+            positions.entry(id).or_insert((s, t));
         }
     }
-    let ingest_seconds = started.elapsed().as_secs_f64();
+    Ok(Ingested {
+        positions,
+        degraded,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The haystack of `question` in `profile`: ingested now, or (with `keep`) read back from
+/// an earlier run's record when that run finished ingesting it.
+async fn haystack(
+    service: &MemoryService,
+    profile: &str,
+    question: &Question,
+    keep: Option<&Path>,
+) -> Result<Ingested, CliError> {
+    let Some(keep) = keep else {
+        return ingest(service, profile, question).await;
+    };
+    let record = keep.join("haystacks").join(format!("{profile}.json"));
+    if let Ok(text) = std::fs::read_to_string(&record)
+        && let Ok(ingested) = serde_json::from_str::<Ingested>(&text)
+    {
+        return Ok(ingested);
+    }
+    let ingested = ingest(service, profile, question).await?;
+    std::fs::create_dir_all(keep.join("haystacks"))
+        .and_then(|()| {
+            let text = serde_json::to_string(&ingested).map_err(std::io::Error::other)?;
+            std::fs::write(&record, text)
+        })
+        .map_err(|e| CliError::io(format!("writing {}", record.display()), e))?;
+    Ok(ingested)
+}
+
+/// Runs one question in its own profile of `service` (kept when `keep` names a directory,
+/// deleted afterwards otherwise).
+pub async fn run_question(
+    service: &MemoryService,
+    question: &Question,
+    keep: Option<&Path>,
+) -> Result<QuestionResult, CliError> {
+    let profile = format!("q-{}", safe(&question.id));
+    let Ingested {
+        positions: position_of,
+        degraded,
+        seconds: ingest_seconds,
+    } = haystack(service, &profile, question, keep).await?;
+    let profile = profile.as_str();
 
     let started = Instant::now();
     let response = service
         .recall(
-            PROFILE,
+            profile,
             RecallRequest::new(question.text.clone(), DEPTH).as_of(question.asked_at),
         )
         .await?;
@@ -248,7 +314,7 @@ pub async fn run_question(
         .collect();
     let pipeline = score_turns(&ranked, question);
 
-    let text = service.backends().text.text_index(PROFILE).await?;
+    let text = service.backends().text.text_index(profile).await?;
     let words: Vec<&str> = question
         .text
         .split(|c: char| !c.is_alphanumeric())
@@ -261,7 +327,9 @@ pub async fn run_question(
         .filter_map(|hit| position_of.get(&hit.id).copied())
         .collect();
     let bm25 = score_turns(&ranked, question);
-    service.delete_profile(PROFILE).await?;
+    if keep.is_none() {
+        service.delete_profile(profile).await?;
+    }
     Ok(QuestionResult {
         id: question.id.clone(),
         kind: question.kind.clone(),
@@ -291,7 +359,7 @@ pub async fn run_longmemeval(
         .collect();
     let started = Instant::now();
     for (n, question) in todo.iter().enumerate() {
-        let result = run_question(service, question).await?;
+        let result = run_question(service, question, options.keep.as_deref()).await?;
         append_result(&options.results, &result)?;
         let per_question = started.elapsed().as_secs_f64() / (n + 1) as f64;
         progress(
