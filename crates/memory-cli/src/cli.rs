@@ -310,6 +310,27 @@ pub enum ConfigCommand {
     },
 }
 
+/// Recall settings an evaluation may override (the deployment's configuration otherwise),
+/// for ablations: the shipped defaults are what the evaluations report.
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct RecallKnobs {
+    /// Weight of the raw-message full-text channel.
+    #[arg(long)]
+    pub raw_fts_weight: Option<f64>,
+    /// Weight of the raw-message vector channel.
+    #[arg(long)]
+    pub raw_vector_weight: Option<f64>,
+    /// Neighbours pulled in on each side of a raw hit (0: off).
+    #[arg(long)]
+    pub context_radius: Option<usize>,
+    /// Share of a raw hit's score its neighbours inherit.
+    #[arg(long)]
+    pub context_weight: Option<f64>,
+    /// The RRF constant.
+    #[arg(long)]
+    pub rrf_k: Option<f64>,
+}
+
 #[derive(Debug, Args, Clone, Copy)]
 pub struct Format {
     /// Print JSON (a stable shape) instead of text.
@@ -638,21 +659,8 @@ pub enum EvalCommand {
         /// Skip the first N conversations (for a held-out split).
         #[arg(long, default_value_t = 0)]
         skip: usize,
-        /// Weight of the raw-message full-text channel.
-        #[arg(long)]
-        raw_fts_weight: Option<f64>,
-        /// Weight of the raw-message vector channel.
-        #[arg(long)]
-        raw_vector_weight: Option<f64>,
-        /// Neighbours pulled in on each side of a raw hit (0: off).
-        #[arg(long)]
-        context_radius: Option<usize>,
-        /// Share of a raw hit's score its neighbours inherit.
-        #[arg(long)]
-        context_weight: Option<f64>,
-        /// The RRF constant.
-        #[arg(long)]
-        rrf_k: Option<f64>,
+        #[command(flatten)]
+        knobs: RecallKnobs,
         #[command(flatten)]
         format: Format,
     },
@@ -689,6 +697,8 @@ pub enum EvalCommand {
         /// scratch directory removed at the end.
         #[arg(long)]
         keep: Option<PathBuf>,
+        #[command(flatten)]
+        knobs: RecallKnobs,
         #[command(flatten)]
         format: Format,
     },

@@ -5,10 +5,11 @@ use std::path::Path;
 use memory_config::MemoryConfig;
 
 use super::CliError;
-use crate::cli::EvalCommand;
+use crate::cli::{EvalCommand, RecallKnobs};
 use crate::eval::longmemeval_run::{self, LongMemEvalOptions, run_longmemeval};
 use crate::eval::{EvalOptions, render, run_locomo};
 use crate::output;
+use memory_engine::long_term::MemoryService;
 
 pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> {
     match command {
@@ -16,34 +17,14 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
             data,
             conversations,
             skip,
-            raw_fts_weight,
-            raw_vector_weight,
-            context_radius,
-            context_weight,
-            rrf_k,
+            knobs,
             format,
         } => {
             let config =
                 MemoryConfig::load_dir(data_dir).map_err(|e| CliError::Input(e.to_string()))?;
             let scratch = tempfile_dir()?;
             let (service, note) = crate::app::memory_service_with(&config, scratch.path()).await?;
-            let mut long_term = service.config().clone();
-            if let Some(w) = raw_fts_weight {
-                long_term.weights.raw_fts = w;
-            }
-            if let Some(w) = raw_vector_weight {
-                long_term.weights.raw_vector = w;
-            }
-            if let Some(r) = context_radius {
-                long_term.context_radius = r;
-            }
-            if let Some(w) = context_weight {
-                long_term.context_weight = w;
-            }
-            if let Some(k) = rrf_k {
-                long_term.rrf_k = k;
-            }
-            let service = service.with_config(long_term);
+            let service = with_knobs(service, knobs);
             if let Some(note) = note {
                 eprintln!("note: {note}");
             }
@@ -69,6 +50,7 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
             results,
             fresh,
             keep,
+            knobs,
             format,
         } => {
             let shard = shard.as_deref().map(parse_shard).transpose()?;
@@ -98,6 +80,7 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
             let scratch = tempfile_dir()?;
             let root = keep.clone().unwrap_or_else(|| scratch.path().to_owned());
             let (service, note) = crate::app::memory_service_with(&config, &root).await?;
+            let service = with_knobs(service, knobs);
             if let Some(note) = note {
                 eprintln!("note: {note}");
             }
@@ -133,6 +116,27 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
             Ok(())
         }
     }
+}
+
+/// The service with the evaluation's overrides applied.
+fn with_knobs(service: MemoryService, knobs: RecallKnobs) -> MemoryService {
+    let mut long_term = service.config().clone();
+    if let Some(w) = knobs.raw_fts_weight {
+        long_term.weights.raw_fts = w;
+    }
+    if let Some(w) = knobs.raw_vector_weight {
+        long_term.weights.raw_vector = w;
+    }
+    if let Some(r) = knobs.context_radius {
+        long_term.context_radius = r;
+    }
+    if let Some(w) = knobs.context_weight {
+        long_term.context_weight = w;
+    }
+    if let Some(k) = knobs.rrf_k {
+        long_term.rrf_k = k;
+    }
+    service.with_config(long_term)
 }
 
 /// `K/N` with `K < N`.
