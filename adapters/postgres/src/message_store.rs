@@ -408,6 +408,35 @@ impl MessageStore for PostgresMessageStore {
             .await
     }
 
+    async fn latest_leaf_under(&self, session: &SessionId, id: &str) -> Result<String> {
+        self.db
+            .idempotent(|| async {
+                // Children are always newer than their parent, so the subtree's newest
+                // message is its newest leaf.
+                let found: Option<(String,)> = sqlx::query_as(
+                    "WITH RECURSIVE sub(key, seq) AS ( \
+                       SELECT p.session_key, p.seq FROM messages p \
+                         JOIN message_sessions s ON s.key = p.session_key \
+                         WHERE s.session_id = $1 AND p.id = $2 \
+                       UNION ALL \
+                       SELECT m.session_key, m.seq FROM sub \
+                         JOIN messages m ON m.session_key = sub.key AND m.parent_seq = sub.seq) \
+                     SELECT m.id FROM messages m JOIN ( \
+                       SELECT key, max(seq) AS seq FROM sub GROUP BY key) t \
+                       ON m.session_key = t.key AND m.seq = t.seq",
+                )
+                .bind(session.as_str())
+                .bind(id)
+                .fetch_optional(&self.db.pool)
+                .await
+                .map_err(db)?;
+                found
+                    .map(|(leaf,)| leaf)
+                    .ok_or_else(|| MemoryError::not_found("message", id))
+            })
+            .await
+    }
+
     async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>> {
         self.db
             .idempotent(|| async {

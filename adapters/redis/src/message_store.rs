@@ -78,6 +78,33 @@ end
 return out
 ";
 
+/// A bounded step of the walk for the newest message under a message: KEYS = kids; ARGV =
+/// the most nodes to visit, then the walk's frontier (sequence numbers). Replies with the
+/// largest sequence number visited, then the frontier left. Bounded so no call blocks the
+/// server for long, whatever the subtree's size.
+const SUBTREE_STEP: &str = r"
+local budget = tonumber(ARGV[1])
+local frontier = {}
+for i = 2, #ARGV do frontier[#frontier + 1] = ARGV[i] end
+local best = 0
+local steps = 0
+while #frontier > 0 and steps < budget do
+  local seq = table.remove(frontier)
+  steps = steps + 1
+  if tonumber(seq) > best then best = tonumber(seq) end
+  local kids = redis.call('HGET', KEYS[1], seq)
+  if kids then
+    for kid in string.gmatch(kids, '[^,]+') do frontier[#frontier + 1] = kid end
+  end
+end
+local out = {tostring(best)}
+for _, seq in ipairs(frontier) do out[#out + 1] = seq end
+return out
+";
+
+/// Nodes one [`SUBTREE_STEP`] call visits at most.
+const SUBTREE_BUDGET: usize = 5_000;
+
 /// Where the tree forks among some ids: KEYS = ids, kids, nodes; ARGV = the ids. Per id
 /// with more than one child: the id, its number of children, then their ids in order.
 const FORKS: &str = r"
@@ -366,6 +393,7 @@ struct Scripts {
     get_many: redis::Script,
     children: redis::Script,
     forks: redis::Script,
+    subtree_step: redis::Script,
     page: redis::Script,
     update: redis::Script,
     delete: redis::Script,
@@ -386,6 +414,7 @@ impl RedisMessageStore {
                 get_many: redis::Script::new(GET_MANY),
                 children: redis::Script::new(CHILDREN),
                 forks: redis::Script::new(FORKS),
+                subtree_step: redis::Script::new(SUBTREE_STEP),
                 page: redis::Script::new(PAGE),
                 update: redis::Script::new(UPDATE),
                 delete: redis::Script::new(DELETE),
@@ -602,6 +631,53 @@ impl MessageStore for RedisMessageStore {
             .await?;
         let found = found.ok_or_else(|| MemoryError::not_found("message", id))?;
         found.iter().map(|json| decode(json)).collect()
+    }
+
+    async fn latest_leaf_under(&self, session: &SessionId, id: &str) -> Result<String> {
+        let keys = self.keys(session);
+        let mut connection = self.db.connection.clone();
+        for _ in 0..3 {
+            let start: Option<String> = redis::cmd("HGET")
+                .arg(&keys.ids)
+                .arg(id)
+                .query_async(&mut connection)
+                .await
+                .map_err(crate::error::redis)?;
+            let start = start.ok_or_else(|| MemoryError::not_found("message", id))?;
+            // Children are always newer than their parent, so the subtree's newest message
+            // is its newest leaf.
+            let mut newest: i64 = crate::append::parse_seq(&start)?;
+            let mut frontier = vec![start];
+            while !frontier.is_empty() {
+                let reply: Vec<String> = self
+                    .db
+                    .invoke(
+                        self.scripts
+                            .subtree_step
+                            .key(&keys.kids)
+                            .arg(SUBTREE_BUDGET)
+                            .arg(&frontier),
+                    )
+                    .await?;
+                let mut reply = reply.into_iter();
+                let best = reply.next().ok_or_else(|| corrupt("subtree walk", id))?;
+                newest = newest.max(crate::append::parse_seq(&best)?);
+                frontier = reply.collect();
+            }
+            let node: Option<String> = redis::cmd("HGET")
+                .arg(&keys.nodes)
+                .arg(newest.to_string())
+                .query_async(&mut connection)
+                .await
+                .map_err(crate::error::redis)?;
+            // Deleted under the walk: walk again.
+            if let Some(node) = node {
+                return Ok(Node::parse(&node)?.id);
+            }
+        }
+        Err(MemoryError::Conflict {
+            message: format!("the subtree under {id:?} kept changing under the read; retry"),
+        })
     }
 
     async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>> {

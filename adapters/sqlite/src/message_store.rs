@@ -420,6 +420,26 @@ impl MessageStore for SqliteMessageStore {
         Ok(latest_leaf_row(&mut conn, key).await?.map(|(_, id, _)| id))
     }
 
+    async fn latest_leaf_under(&self, session: &SessionId, id: &str) -> Result<String> {
+        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let found = match session_key(&mut conn, session).await? {
+            Some(key) => find(&mut conn, key, id).await?,
+            None => None,
+        }
+        .ok_or_else(|| MemoryError::not_found("message", id))?;
+        // Children are always newer than their parent, so the subtree's newest message is
+        // its newest leaf.
+        sqlx::query_scalar(
+            "WITH RECURSIVE sub(seq) AS (SELECT ? UNION ALL \
+               SELECT m.seq FROM sub JOIN messages m ON m.parent_seq = sub.seq) \
+             SELECT id FROM messages WHERE seq = (SELECT max(seq) FROM sub)",
+        )
+        .bind(found.seq)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db)
+    }
+
     async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>> {
         let mut conn = self.db.reader.begin().await.map_err(db)?;
         let found = match session_key(&mut conn, session).await? {

@@ -146,8 +146,13 @@ def main() -> None:
                 base,
             )
             timed(
-                "children of one message (a branch walk: one per level)",
+                "children of one message",
                 lambda: http.json("GET", f"/v1/sessions/big/messages/m{n - 10}/children"),
+                base,
+            )
+            timed(
+                f"latest leaf under the root: a {n}-message subtree (a branch switch)",
+                lambda: http.json("GET", "/v1/sessions/big/latest-leaf", query={"under": "m0"}),
                 base,
             )
             timed("compactions", lambda: http.json("GET", "/v1/sessions/big/compactions"), base)

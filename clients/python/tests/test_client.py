@@ -63,6 +63,7 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
     assert [m["id"] for m in await r(session.get_history("m3"))] == ["m0", "m1", "m2", "m3"]
     assert len(await r(session.get_history("m3", raw=True))) == 4
     assert (await r(session.get_latest_leaf()))["id"] == "b1"
+    assert (await r(session.get_latest_leaf(under="m1")))["id"] == "m7"
     assert [m["id"] for m in await r(session.get_history())] == ["m0", "b1"]
     await r(session.delete_message("b1"))
     await r(session.update_message(text("m7", "assistant", "the last turn")))

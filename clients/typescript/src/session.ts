@@ -104,9 +104,12 @@ export class Session {
     return messages;
   }
 
-  /** The most recent message with no children, or `null` for an empty session. */
-  async getLatestLeaf(options: RequestOptions = {}): Promise<UIMessage | null> {
-    const { message } = await this.http.json<{ message: UIMessage | null }>("GET", this.path("/latest-leaf"), options);
+  /** The most recent message with no children (in the subtree under a message, with `under`), or `null` for an empty session. */
+  async getLatestLeaf(options: RequestOptions & { under?: string } = {}): Promise<UIMessage | null> {
+    const { message } = await this.http.json<{ message: UIMessage | null }>("GET", this.path("/latest-leaf"), {
+      ...options,
+      query: { under: options.under },
+    });
     return message;
   }
 

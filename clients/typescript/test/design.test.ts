@@ -36,6 +36,8 @@ test("conversation history: append, read, branch and walk any path", async () =>
     ["a1", "a2"],
   );
   assert.equal((await session.getLatestLeaf())?.id, "a2");
+  assert.equal((await session.getLatestLeaf({ under: "a1" }))?.id, "a1");
+  assert.equal((await session.getLatestLeaf({ under: question }))?.id, "a2");
   assert.deepEqual(
     (await session.getHistory("a1")).map((m) => m.id),
     [question, "a1"],

@@ -242,6 +242,10 @@ impl MessageStore for IndexedMessageStore {
         self.inner.path(session, leaf).await
     }
 
+    async fn latest_leaf_under(&self, session: &SessionId, id: &str) -> Result<String> {
+        self.inner.latest_leaf_under(session, id).await
+    }
+
     async fn path_tail(
         &self,
         session: &SessionId,

@@ -626,6 +626,12 @@ impl Session {
         self.store.latest_leaf(&self.id).await
     }
 
+    /// The most recently appended message without children under `message_id` (itself when
+    /// it has none): where switching to that branch lands.
+    pub async fn latest_leaf_under(&self, message_id: &str) -> Result<String> {
+        self.store.latest_leaf_under(&self.id, message_id).await
+    }
+
     /// The children of a message, in insertion order.
     pub async fn branches(&self, message_id: &str) -> Result<Vec<UiMessage>> {
         self.store.children(&self.id, message_id).await

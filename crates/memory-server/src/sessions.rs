@@ -385,19 +385,33 @@ pub struct LatestLeaf {
     pub message: Option<UiMessage>,
 }
 
+/// Whose latest leaf.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LatestLeafParams {
+    /// Only the subtree under this message (itself when it has no children): where a view
+    /// switching to that branch lands, in one request whatever the branch's depth.
+    pub under: Option<String>,
+}
+
 /// The session's latest leaf: the most recently added message that has no children (where
-/// an append without a parent attaches).
+/// an append without a parent attaches), or with `under` the latest leaf of that subtree.
 #[utoipa::path(get, path = "/v1/sessions/{id}/latest-leaf", tag = "messages",
-    params(("id" = String, Path, description = "Session id")),
+    params(("id" = String, Path, description = "Session id"), LatestLeafParams),
     responses(
         (status = 200, description = "The leaf, or `null` for an empty session", body = LatestLeaf),
-        (status = 404, description = "No such session", body = ErrorBody)))]
+        (status = 404, description = "No such session, or no such message `under`", body = ErrorBody)))]
 pub async fn latest_leaf(
     Extension(state): Extension<AppState>,
     Path(id): Path<String>,
+    Query(params): Query<LatestLeafParams>,
 ) -> ApiResult<Json<LatestLeaf>> {
     let session = state.sessions.session(&session_id(&id)?).await?;
-    let message = match session.latest_leaf().await? {
+    let leaf = match &params.under {
+        Some(under) => Some(session.latest_leaf_under(under).await?),
+        None => session.latest_leaf().await?,
+    };
+    let message = match leaf {
         Some(leaf) => session.get(&leaf).await?,
         None => None,
     };

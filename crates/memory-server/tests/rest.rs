@@ -312,6 +312,12 @@ async fn branches_fork_update_delete_context_and_tools() {
     .await;
     let children = get_json(&http, &url("/v1/sessions/s/messages/u1/children")).await;
     assert_eq!(children["messages"].as_array().unwrap().len(), 2);
+    let under = get_json(&http, &url("/v1/sessions/s/latest-leaf?under=u1")).await;
+    assert_eq!(under["message"]["id"], "a2", "{under}");
+    let under = get_json(&http, &url("/v1/sessions/s/latest-leaf?under=a1")).await;
+    assert_eq!(under["message"]["id"], "a1", "{under}");
+    let (missing, _) = call(http.get(url("/v1/sessions/s/latest-leaf?under=nope"))).await;
+    assert_eq!(missing, StatusCode::NOT_FOUND);
     let forks = get_json(&http, &url("/v1/sessions/s/history?leaf=a1&branches=true")).await;
     assert_eq!(forks["branches"], json!({"u1": ["a1", "a2"]}), "{forks}");
     let plain = get_json(&http, &url("/v1/sessions/s/history?leaf=a1")).await;

@@ -164,15 +164,10 @@ async function sessionsView() {
   );
 }
 
-/** The latest leaf under `messageId`: the newest child at every step (bounded). */
+/** The latest leaf under `messageId` (the server finds it in one request, whatever the depth). */
 async function leafUnder(session, messageId) {
-  let current = messageId;
-  for (let step = 0; step < 500; step++) {
-    const { messages } = await api("GET", `/v1/sessions/${encodeURIComponent(session)}/messages/${encodeURIComponent(current)}/children`);
-    if (messages.length === 0) return current;
-    current = messages[messages.length - 1].id;
-  }
-  return current;
+  const { message } = await api("GET", `/v1/sessions/${encodeURIComponent(session)}/latest-leaf`, { query: { under: messageId } });
+  return message ? message.id : messageId;
 }
 
 async function sessionView(id) {

@@ -42,6 +42,7 @@ mock! {
         async fn latest_leaf(&self, session: &SessionId) -> Result<Option<String>>;
         async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>>;
         async fn path(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<PathEntry>>;
+        async fn latest_leaf_under(&self, session: &SessionId, id: &str) -> Result<String>;
         async fn path_tail(&self, session: &SessionId, leaf: Option<String>, limit: usize) -> Result<PathTail>;
         async fn forks(&self, session: &SessionId, ids: &[String]) -> Result<std::collections::BTreeMap<String, Vec<String>>>;
         async fn history(&self, session: &SessionId, leaf: Option<String>) -> Result<Vec<UiMessage>>;

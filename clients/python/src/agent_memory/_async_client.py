@@ -138,9 +138,10 @@ class AsyncSession:
         answer = await self._http.json("GET", self._path("/history"), query=query)
         return list(answer["messages"])
 
-    async def get_latest_leaf(self) -> Message | None:
-        """The most recent message with no children, or ``None`` for an empty session."""
-        answer = await self._http.json("GET", self._path("/latest-leaf"))
+    async def get_latest_leaf(self, *, under: str | None = None) -> Message | None:
+        """The most recent message with no children (in the subtree ``under`` a message,
+        when given), or ``None`` for an empty session."""
+        answer = await self._http.json("GET", self._path("/latest-leaf"), query={"under": under})
         message: Message | None = answer["message"]
         return message
 

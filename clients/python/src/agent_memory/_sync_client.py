@@ -133,9 +133,10 @@ class Session:
         answer = self._http.json("GET", self._path("/history"), query=query)
         return list(answer["messages"])
 
-    def get_latest_leaf(self) -> Message | None:
-        """The most recent message with no children, or ``None`` for an empty session."""
-        answer = self._http.json("GET", self._path("/latest-leaf"))
+    def get_latest_leaf(self, *, under: str | None = None) -> Message | None:
+        """The most recent message with no children (in the subtree ``under`` a message,
+        when given), or ``None`` for an empty session."""
+        answer = self._http.json("GET", self._path("/latest-leaf"), query={"under": under})
         message: Message | None = answer["message"]
         return message
 

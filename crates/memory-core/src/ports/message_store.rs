@@ -70,6 +70,12 @@ pub trait MessageStore: Send + Sync {
     /// The id of the most recently appended message without children.
     async fn latest_leaf(&self, session: &SessionId) -> Result<Option<String>>;
 
+    /// The most recently appended message without children in the subtree under `id` (`id`
+    /// itself when it has no children): where a view switching to that branch lands.
+    /// [`MemoryError::NotFound`] if the message is not in the session. Never walks the
+    /// subtree through the caller: one call whatever its depth.
+    async fn latest_leaf_under(&self, session: &SessionId, id: &str) -> Result<String>;
+
     /// The children of a message, in insertion order. [`MemoryError::NotFound`] if the
     /// message is not in the session.
     async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>>;

@@ -42,6 +42,7 @@ pub async fn run_all(store: &dyn MessageStore, index: Option<&dyn TextIndex>, de
     interleaved_sessions_and_many_branches(store).await;
     path_tail_is_the_end_of_the_path(store).await;
     forks_name_the_branch_points(store).await;
+    latest_leaf_under_is_the_newest_of_the_subtree(store).await;
 }
 
 /// The hits of `query`; `None` without an index.
@@ -988,6 +989,10 @@ pub async fn deep_linear_path(store: &dyn MessageStore, length: usize) {
             store.history(&s, Some(mid.clone())).await.unwrap().len(),
             length / 2 + 1
         );
+        assert_eq!(
+            store.latest_leaf_under(&s, "d0").await.unwrap(),
+            format!("d{}", length - 1)
+        );
         let tail = store.path_tail(&s, None, 10).await.unwrap();
         assert_eq!(tail.total, length);
         let expected: Vec<String> = (length.saturating_sub(10)..length)
@@ -1186,4 +1191,41 @@ pub async fn forks_name_the_branch_points(store: &dyn MessageStore) {
     assert!(store.forks(&s, &[]).await.unwrap().is_empty());
     let other = fresh_session("forks-other");
     assert!(store.forks(&other, &all).await.unwrap().is_empty());
+}
+
+/// `latest_leaf_under` is the most recently appended message of the subtree (itself for a
+/// leaf), across runs, forks and a deleted message's re-linked children; unknown, deleted
+/// and other sessions' ids are not found.
+pub async fn latest_leaf_under_is_the_newest_of_the_subtree(store: &dyn MessageStore) {
+    let (s, _) = bushy_tree(store, "leaf-under").await;
+    for (id, newest) in [
+        ("m0", "m11x"),
+        ("m2", "m11x"),
+        ("b0", "c1"),
+        ("b1", "c1"),
+        ("b2", "b3"),
+        ("b3", "b3"),
+        ("c0", "c1"),
+        ("m4", "m11x"),
+        ("m6", "m11x"),
+        ("m7", "m11x"),
+        ("m11", "m11"),
+        ("d0", "d0"),
+        ("m10", "m11x"),
+    ] {
+        assert_eq!(
+            store.latest_leaf_under(&s, id).await.unwrap(),
+            newest,
+            "under {id}"
+        );
+    }
+    let other = fresh_session("leaf-under-other");
+    append_chain(store, &other, &["o1"]).await;
+    for id in ["nope", "m5", "o1"] {
+        let missing = store.latest_leaf_under(&s, id).await;
+        assert!(
+            matches!(missing, Err(MemoryError::NotFound { .. })),
+            "{id}: {missing:?}"
+        );
+    }
 }

@@ -295,6 +295,29 @@ impl MessageStore for InMemoryMessageStore {
         })
     }
 
+    async fn latest_leaf_under(&self, session: &SessionId, id: &str) -> Result<String> {
+        let guard = lock(&self.inner);
+        let data = guard
+            .sessions
+            .get(session)
+            .filter(|d| d.nodes.contains_key(id))
+            .ok_or_else(|| MemoryError::not_found("message", id))?;
+        // Children are always newer than their parent, so the newest message of the subtree
+        // has no children.
+        let mut newest = id.to_owned();
+        let mut stack = vec![id.to_owned()];
+        while let Some(current) = stack.pop() {
+            let Some(node) = data.nodes.get(&current) else {
+                continue;
+            };
+            if data.nodes.get(&newest).is_none_or(|n| node.seq > n.seq) {
+                newest = current.clone();
+            }
+            stack.extend(node.children.iter().cloned());
+        }
+        Ok(newest)
+    }
+
     async fn path_tail(
         &self,
         session: &SessionId,
