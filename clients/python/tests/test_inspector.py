@@ -68,6 +68,10 @@ def seeded(model: FakeModel) -> Iterator[Served]:
         trip.append_messages(chain, parent_id="a1")
         trip.append_message(text("x1", "user", HOSTILE))
         assert trip.compact().compacted
+        long = memory.sessions.create(id="long", name="Longer than a page")
+        long.append_messages(
+            [text(f"m{i}", "user" if i % 2 == 0 else "assistant", f"line {i}") for i in range(230)]
+        )
         alice = memory.profile("alice")
         alice.remember("Prefers window seats", kind="fact", key="seat", session_id="trip")
         alice.remember("Prefers aisle seats now", kind="fact", key="seat", session_id="trip")
@@ -135,6 +139,21 @@ def test_sessions_branches_overlays_and_escaping(browser: Browser, seeded: Serve
     expect(page.locator("table")).to_contain_text("writable")
     shot(page, "context")
     page.close()
+
+
+def test_a_long_session_pages_back(browser: Browser, seeded: Served) -> None:
+    page = open_page(browser, f"{seeded.base_url}/ui#/session/long")
+    expect(page.locator("article")).to_have_count(200)
+    expect(
+        page.get_by_text("230 stored messages on this path, the last 200 entries shown")
+    ).to_be_visible()
+    expect(page.locator('article[data-id="m229"]')).to_be_visible()
+    expect(page.locator('article[data-id="m29"]')).to_have_count(0)
+    page.get_by_role("link", name="Earlier messages").click()
+    # The page of the path ending at the first one shown: m0 to m30 (31 messages, no more).
+    expect(page.locator('article[data-id="m0"]')).to_be_visible()
+    expect(page.locator("article")).to_have_count(31)
+    expect(page.get_by_role("link", name="Earlier messages")).to_have_count(0)
 
 
 def test_profiles_chains_recall_forget_jobs_and_health(browser: Browser, seeded: Served) -> None:

@@ -201,6 +201,7 @@ async function sessionView(id) {
   // Branch points among the shown messages (the server names their children).
   const forks = history.branches || {};
   const onPath = new Set(shown.map((m) => m.id));
+  const firstMessage = shown.find((m) => !m.id.startsWith("compaction_"));
   const cards = shown.map((message) => {
     const kids = forks[message.id] || [];
     const extra = kids.length > 1
@@ -230,6 +231,10 @@ async function sessionView(id) {
       ? h("details", {}, h("summary", {}, `${compactions.compactions.length} compaction overlay(s)`),
           table(["Overlay", "Covers", "Summary", "Superseded by"], compactions.compactions.map((c) =>
             h("tr", {}, h("td", {}, c.overlay.id), h("td", {}, `${c.overlay.from_message_id} → ${c.overlay.to_message_id}`), h("td", {}, c.overlay.summary), h("td", {}, c.superseded_by || "")))))
+      : null,
+    // Earlier entries: the page of the path that ends at the first message shown here.
+    history.truncated && firstMessage
+      ? h("p", { class: "controls" }, link(here({ leaf: firstMessage.id }), "Earlier messages"))
       : null,
     h("section", { "aria-label": "History" }, cards),
   );
