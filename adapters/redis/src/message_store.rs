@@ -634,15 +634,26 @@ impl MessageStore for RedisMessageStore {
     }
 
     async fn latest_leaf_under(&self, session: &SessionId, id: &str) -> Result<String> {
+        const ATTEMPTS: usize = 4;
         let keys = self.keys(session);
         let mut connection = self.db.connection.clone();
-        for _ in 0..3 {
-            let start: Option<String> = redis::cmd("HGET")
-                .arg(&keys.ids)
-                .arg(id)
-                .query_async(&mut connection)
-                .await
-                .map_err(crate::error::redis)?;
+        for attempt in 1..=ATTEMPTS {
+            // The session's version (bumped by every append and delete) and generation
+            // (new after a clear), read before and after the walk.
+            let (start, version, generation): (Option<String>, Option<String>, Option<String>) =
+                redis::pipe()
+                    .cmd("HGET")
+                    .arg(&keys.ids)
+                    .arg(id)
+                    .cmd("HGET")
+                    .arg(&keys.meta)
+                    .arg("version")
+                    .cmd("HGET")
+                    .arg(&keys.meta)
+                    .arg("gen")
+                    .query_async(&mut connection)
+                    .await
+                    .map_err(crate::error::redis)?;
             let start = start.ok_or_else(|| MemoryError::not_found("message", id))?;
             // Children are always newer than their parent, so the subtree's newest message
             // is its newest leaf.
@@ -664,14 +675,31 @@ impl MessageStore for RedisMessageStore {
                 newest = newest.max(crate::append::parse_seq(&best)?);
                 frontier = reply.collect();
             }
-            let node: Option<String> = redis::cmd("HGET")
+            let (node, version_after, generation_after): (
+                Option<String>,
+                Option<String>,
+                Option<String>,
+            ) = redis::pipe()
+                .cmd("HGET")
                 .arg(&keys.nodes)
                 .arg(newest.to_string())
+                .cmd("HGET")
+                .arg(&keys.meta)
+                .arg("version")
+                .cmd("HGET")
+                .arg(&keys.meta)
+                .arg("gen")
                 .query_async(&mut connection)
                 .await
                 .map_err(crate::error::redis)?;
-            // Deleted under the walk: walk again.
-            if let Some(node) = node {
+            // A write during the walk may have moved children it had not reached: walk
+            // again. On the last attempt a leaf of the same tree (no clear in between) is
+            // still an answer that held during the read.
+            let same_tree = generation_after == generation;
+            let unchanged = same_tree && version_after == version;
+            if let Some(node) = node
+                && (unchanged || (same_tree && attempt == ATTEMPTS))
+            {
                 return Ok(Node::parse(&node)?.id);
             }
         }

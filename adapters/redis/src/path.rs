@@ -169,7 +169,7 @@ pub(crate) async fn read_tail(
                 .arg(format!("[{run:016}:"))
                 .arg("LIMIT")
                 .arg(0)
-                .arg(left);
+                .arg(left.min(i64::MAX as usize));
             left = left.saturating_sub(*count);
         }
         let members: Vec<Vec<String>> = if limit == 0 {

@@ -552,11 +552,29 @@ impl Session {
         limit: usize,
         raw: bool,
     ) -> Result<HistoryTail> {
-        let compactions = if raw {
+        let mut compactions = if raw {
             Vec::new()
         } else {
             self.store.compactions(&self.id).await?
         };
+        // An overlay whose first message is gone (deleted since) never applies: dropped
+        // here, it cannot make every view widen to the whole path.
+        if !compactions.is_empty() {
+            let starts: Vec<String> = compactions
+                .iter()
+                .map(|record| record.from_message_id.clone())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let present: std::collections::HashSet<String> = self
+                .store
+                .get_many(&self.id, &starts)
+                .await?
+                .into_iter()
+                .map(|m| m.id)
+                .collect();
+            compactions.retain(|record| present.contains(&record.from_message_id));
+        }
         let mut window = limit.saturating_add(limit / 2).max(16);
         let (tail, plan_ids) = loop {
             let tail = self
@@ -578,7 +596,13 @@ impl Session {
             if !crossed && overlay_plan(&refs, &compactions).len() >= limit {
                 break (tail, ids);
             }
-            window = window.saturating_mul(2).min(tail.total.max(window));
+            let wider = window.saturating_mul(2).min(tail.total.max(window));
+            // A store answering fewer entries than its own count (a write in between) must
+            // not keep this loop asking for the same window.
+            if wider <= window {
+                break (tail, ids);
+            }
+            window = wider;
         };
         let ids: Vec<&str> = plan_ids.iter().map(String::as_str).collect();
         let plan = overlay_plan(&ids, &compactions);

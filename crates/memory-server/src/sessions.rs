@@ -480,8 +480,13 @@ pub async fn session_history(
                 let total = messages.len();
                 (messages, total, false)
             } else {
-                let messages = session.history(params.leaf.as_deref()).await?;
-                let total = session.path_length(params.leaf.as_deref()).await?;
+                // One leaf for both reads, so `total` counts the path `messages` shows.
+                let leaf = match params.leaf.clone() {
+                    Some(leaf) => Some(leaf),
+                    None => session.latest_leaf().await?,
+                };
+                let messages = session.history(leaf.as_deref()).await?;
+                let total = session.path_length(leaf.as_deref()).await?;
                 (messages, total, false)
             }
         }

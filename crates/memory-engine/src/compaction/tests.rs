@@ -225,6 +225,15 @@ async fn the_history_tail_is_the_tail_of_the_history() {
         .add_compaction("late, newer", "m53", "m56")
         .await
         .unwrap();
+    // An overlay whose first message was deleted since never applies, at any window.
+    session.add_compaction("stale", "m57", "m58").await.unwrap();
+    assert_eq!(
+        store
+            .delete(&SessionId::new("t").unwrap(), &["m57".into()])
+            .await
+            .unwrap(),
+        1
+    );
     for leaf in ["m59", "m51", "b1"] {
         let whole = session.history(Some(leaf)).await.unwrap();
         let raw = session.raw_history(Some(leaf)).await.unwrap();
