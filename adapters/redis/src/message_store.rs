@@ -78,6 +78,27 @@ end
 return out
 ";
 
+/// One field of a session hash with the session's version and generation, in one round trip.
+async fn field_with_version(
+    connection: &mut redis::aio::ConnectionManager,
+    keys: &SessionKeys,
+    hash: &str,
+    field: &str,
+) -> Result<(Option<String>, Option<String>, Option<String>)> {
+    redis::pipe()
+        .cmd("HGET")
+        .arg(hash)
+        .arg(field)
+        .cmd("HMGET")
+        .arg(&keys.meta)
+        .arg("version")
+        .arg("gen")
+        .query_async::<(Option<String>, (Option<String>, Option<String>))>(connection)
+        .await
+        .map(|(value, (version, generation))| (value, version, generation))
+        .map_err(crate::error::redis)
+}
+
 /// A bounded step of the walk for the newest message under a message: KEYS = kids; ARGV =
 /// the most nodes to visit, then the walk's frontier (sequence numbers). Replies with the
 /// largest sequence number visited, then the frontier left. Bounded so no call blocks the
@@ -640,20 +661,8 @@ impl MessageStore for RedisMessageStore {
         for attempt in 1..=ATTEMPTS {
             // The session's version (bumped by every append and delete) and generation
             // (new after a clear), read before and after the walk.
-            let (start, version, generation): (Option<String>, Option<String>, Option<String>) =
-                redis::pipe()
-                    .cmd("HGET")
-                    .arg(&keys.ids)
-                    .arg(id)
-                    .cmd("HGET")
-                    .arg(&keys.meta)
-                    .arg("version")
-                    .cmd("HGET")
-                    .arg(&keys.meta)
-                    .arg("gen")
-                    .query_async(&mut connection)
-                    .await
-                    .map_err(crate::error::redis)?;
+            let (start, version, generation) =
+                field_with_version(&mut connection, &keys, &keys.ids, id).await?;
             let start = start.ok_or_else(|| MemoryError::not_found("message", id))?;
             // Children are always newer than their parent, so the subtree's newest message
             // is its newest leaf.
@@ -675,23 +684,9 @@ impl MessageStore for RedisMessageStore {
                 newest = newest.max(crate::append::parse_seq(&best)?);
                 frontier = reply.collect();
             }
-            let (node, version_after, generation_after): (
-                Option<String>,
-                Option<String>,
-                Option<String>,
-            ) = redis::pipe()
-                .cmd("HGET")
-                .arg(&keys.nodes)
-                .arg(newest.to_string())
-                .cmd("HGET")
-                .arg(&keys.meta)
-                .arg("version")
-                .cmd("HGET")
-                .arg(&keys.meta)
-                .arg("gen")
-                .query_async(&mut connection)
-                .await
-                .map_err(crate::error::redis)?;
+            let (node, version_after, generation_after) =
+                field_with_version(&mut connection, &keys, &keys.nodes, &newest.to_string())
+                    .await?;
             // A write during the walk may have moved children it had not reached: walk
             // again. On the last attempt a leaf of the same tree (no clear in between) is
             // still an answer that held during the read.
