@@ -329,6 +329,12 @@ pub struct RecallKnobs {
     /// The RRF constant.
     #[arg(long)]
     pub rrf_k: Option<f64>,
+    /// How much further hits of one conversation give way to other conversations (0: off).
+    #[arg(long)]
+    pub session_spread: Option<f64>,
+    /// Weight of the `dated` channel (the window a question's date words name; 0: off).
+    #[arg(long)]
+    pub dated_weight: Option<f64>,
 }
 
 #[derive(Debug, Args, Clone, Copy)]
@@ -659,6 +665,10 @@ pub enum EvalCommand {
         /// Skip the first N conversations (for a held-out split).
         #[arg(long, default_value_t = 0)]
         skip: usize,
+        /// Keep the ingested conversations in this directory and reuse those already
+        /// there, so other recall settings are compared without ingesting again.
+        #[arg(long)]
+        keep: Option<PathBuf>,
         #[command(flatten)]
         knobs: RecallKnobs,
         #[command(flatten)]

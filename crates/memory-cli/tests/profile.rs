@@ -234,6 +234,47 @@ fn eval_locomo_runs_on_a_data_set_in_its_format() {
     assert_eq!(report["turns"], 3);
     assert_eq!(report["bm25"]["overall"]["recall_at_5"], 1.0);
     assert_eq!(report["pipeline"]["overall"]["recall_at_10"], 1.0);
+
+    // --keep: the first run ingests and records, the second scores the kept profile with
+    // other settings and ingests nothing.
+    // Kept profiles live where a data dir keeps its own, so the CLI can open them.
+    let kept_dir = d.join("kept");
+    let keep = kept_dir.join("profiles");
+    let kept_run = |data: &std::path::Path, extra: &[&str]| {
+        json_out(
+            memory(d)
+                .args(["eval", "locomo", "--json", "--keep"])
+                .arg(&keep)
+                .args(extra)
+                .arg("--data")
+                .arg(data),
+        )
+    };
+    let first = kept_run(&data, &[]);
+    assert_eq!(first["pipeline"], report["pipeline"]);
+    assert!(keep.join("locomo").join("tiny-1.json").is_file());
+    // The same conversation id with other words in its turns: were it ingested again, the
+    // profile would hold them.
+    let emptied = d.join("emptied.json");
+    let text = sample
+        .to_string()
+        .replace("Pixel", "Rex")
+        .replace("cello", "oboe");
+    std::fs::write(&emptied, text).unwrap();
+    let second = kept_run(&emptied, &["--dated-weight", "0", "--context-radius", "0"]);
+    assert_eq!(second["questions"], 2);
+    let recalled = memory(&kept_dir)
+        .args(["profile", "recall", "tiny-1", "Rex Pixel greyhound"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let recalled = String::from_utf8(recalled).unwrap();
+    assert!(
+        recalled.contains("Pixel") && !recalled.contains("Rex"),
+        "the kept profile was scored, not a new ingest: {recalled}"
+    );
     memory(d)
         .args(["eval", "locomo", "--data"])
         .arg(d.join("missing.json"))
@@ -317,7 +358,9 @@ fn eval_longmemeval_scores_resumes_and_shards() {
     assert_eq!(lines(), 1);
     assert_eq!(run(&["--types", "multi-session"])["selected"], 0);
     // Kept haystacks are scored again without ingesting: same scores, a record per question.
-    let keep = d.join("kept");
+    // Kept profiles live where a data dir keeps its own, so the CLI can open them.
+    let kept_dir = d.join("kept");
+    let keep = kept_dir.join("profiles");
     let kept = run(&["--fresh", "--keep", keep.to_str().unwrap()]);
     assert_eq!(kept["pipeline"], report["pipeline"]);
     assert_eq!(

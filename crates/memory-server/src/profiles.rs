@@ -154,7 +154,8 @@ pub struct Recall {
     /// Also synthesize a cited answer (needs an LLM).
     pub answer: Option<bool>,
     /// Also say why: each hit's rank and score in every channel, the query's terms, date
-    /// facts and analysis (default false: hits, answer and degradations only).
+    /// facts, the date window the question names and the analysis (default false: hits,
+    /// answer and degradations only).
     pub explain: Option<bool>,
 }
 
@@ -183,6 +184,7 @@ pub async fn recall(
         }
         response.terms.clear();
         response.temporal_facts.clear();
+        response.date_window = None;
         response.analysis = None;
     }
     Ok(Json(response))

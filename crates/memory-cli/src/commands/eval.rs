@@ -17,13 +17,15 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
             data,
             conversations,
             skip,
+            keep,
             knobs,
             format,
         } => {
             let config =
                 MemoryConfig::load_dir(data_dir).map_err(|e| CliError::Input(e.to_string()))?;
             let scratch = tempfile_dir()?;
-            let (service, note) = crate::app::memory_service_with(&config, scratch.path()).await?;
+            let root = keep.clone().unwrap_or_else(|| scratch.path().to_owned());
+            let (service, note) = crate::app::memory_service_with(&config, &root).await?;
             let service = with_knobs(service, knobs);
             if let Some(note) = note {
                 eprintln!("note: {note}");
@@ -32,6 +34,7 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
                 data,
                 conversations,
                 skip,
+                keep,
             };
             let progress = output::progress_bar(format.json, "turns + questions");
             let report = run_locomo(&service, &options, &progress).await?;
@@ -135,6 +138,12 @@ fn with_knobs(service: MemoryService, knobs: RecallKnobs) -> MemoryService {
     }
     if let Some(k) = knobs.rrf_k {
         long_term.rrf_k = k;
+    }
+    if let Some(s) = knobs.session_spread {
+        long_term.session_spread = s;
+    }
+    if let Some(w) = knobs.dated_weight {
+        long_term.weights.dated = w;
     }
     service.with_config(long_term)
 }

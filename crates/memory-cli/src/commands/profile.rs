@@ -410,6 +410,14 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             }
             if explain {
                 println!("terms: {}", response.terms.join(" "));
+                if let Some(w) = &response.date_window {
+                    println!(
+                        "date window: {} up to {} (\"{}\", the dated channel)",
+                        w.from.date(),
+                        w.to.date(),
+                        w.words.join(" ")
+                    );
+                }
                 for fact in &response.temporal_facts {
                     println!("date fact: {fact}");
                 }

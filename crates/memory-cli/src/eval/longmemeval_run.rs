@@ -17,6 +17,7 @@ use memory_core::ports::{TextQuery, namespaces};
 use memory_engine::long_term::{IngestMessage, MemoryService, RecallItem, RecallRequest};
 use serde::{Deserialize, Serialize};
 
+use super::kept;
 use super::longmemeval::{Question, load};
 use super::metrics::{SessionScores, score, score_sessions};
 use crate::commands::CliError;
@@ -261,19 +262,11 @@ async fn haystack(
     let Some(keep) = keep else {
         return ingest(service, profile, question).await;
     };
-    let record = keep.join("haystacks").join(format!("{profile}.json"));
-    if let Ok(text) = std::fs::read_to_string(&record)
-        && let Ok(ingested) = serde_json::from_str::<Ingested>(&text)
-    {
+    if let Some(ingested) = kept::read(keep, "haystacks", profile) {
         return Ok(ingested);
     }
     let ingested = ingest(service, profile, question).await?;
-    std::fs::create_dir_all(keep.join("haystacks"))
-        .and_then(|()| {
-            let text = serde_json::to_string(&ingested).map_err(std::io::Error::other)?;
-            std::fs::write(&record, text)
-        })
-        .map_err(|e| CliError::io(format!("writing {}", record.display()), e))?;
+    kept::write(keep, "haystacks", profile, &ingested)?;
     Ok(ingested)
 }
 

@@ -2,6 +2,7 @@
 //! ingest and recall paths, beside a BM25-only baseline measured by the same harness in the
 //! same run.
 
+pub mod kept;
 pub mod locomo;
 pub mod longmemeval;
 pub mod longmemeval_run;
@@ -27,6 +28,58 @@ pub struct EvalOptions {
     pub conversations: Option<usize>,
     /// Conversations skipped first.
     pub skip: usize,
+    /// Keep the ingested conversations here and reuse those already there.
+    pub keep: Option<PathBuf>,
+}
+
+/// What ingesting one conversation left (kept with `--keep`).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+struct Ingested {
+    /// Message id → `dia_id`.
+    dia_of: HashMap<String, String>,
+    degraded: Vec<String>,
+}
+
+/// Ingests `sample` into `profile` (fresh): every turn at its session's date.
+async fn ingest_sample(
+    service: &MemoryService,
+    profile: &str,
+    sample: &locomo::Sample,
+    progress: &indicatif::ProgressBar,
+) -> Result<Ingested, CliError> {
+    service.delete_profile(profile).await?;
+    let mut ingested = Ingested {
+        dia_of: HashMap::new(),
+        degraded: Vec::new(),
+    };
+    for session in &sample.sessions {
+        let messages = session
+            .turns
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                IngestMessage::new("user", t.text.clone())
+                    .at(memory_core::Timestamp(session.at.0 + i as i64 * 1_000))
+            })
+            .collect();
+        let report = service
+            .ingest_messages(profile, &format!("s{}", session.number), messages)
+            .await?;
+        for d in report.degraded {
+            let line = format!("{}: {}", d.feature, d.reason);
+            if !ingested.degraded.contains(&line) {
+                ingested.degraded.push(line);
+            }
+        }
+        for (turn, id) in session.turns.iter().zip(report.message_ids) {
+            ingested
+                .dia_of
+                .entry(id)
+                .or_insert_with(|| turn.dia_id.clone());
+        }
+        progress.inc(session.turns.len() as u64);
+    }
+    Ok(ingested)
 }
 
 /// Scores per group for one system.
@@ -118,32 +171,31 @@ pub async fn run_locomo(
         let profile = sample
             .id
             .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-");
-        service.delete_profile(&profile).await?;
         let started = std::time::Instant::now();
-        let mut dia_of: HashMap<String, String> = HashMap::new();
-        for session in &sample.sessions {
-            let messages = session
-                .turns
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    IngestMessage::new("user", t.text.clone())
-                        .at(memory_core::Timestamp(session.at.0 + i as i64 * 1_000))
-                })
-                .collect();
-            let report = service
-                .ingest_messages(&profile, &format!("s{}", session.number), messages)
-                .await?;
-            for d in report.degraded {
-                let line = format!("{}: {}", d.feature, d.reason);
-                if !degraded.contains(&line) {
-                    degraded.push(line);
+        let kept = options
+            .keep
+            .as_deref()
+            .and_then(|keep| kept::read::<Ingested>(keep, "locomo", &profile));
+        let Ingested {
+            dia_of,
+            degraded: notes,
+        } = match kept {
+            Some(ingested) => {
+                progress.inc(sample.sessions.iter().map(|s| s.turns.len() as u64).sum());
+                ingested
+            }
+            None => {
+                let ingested = ingest_sample(service, &profile, sample, progress).await?;
+                if let Some(keep) = &options.keep {
+                    kept::write(keep, "locomo", &profile, &ingested)?;
                 }
+                ingested
             }
-            for (turn, id) in session.turns.iter().zip(report.message_ids) {
-                dia_of.entry(id).or_insert_with(|| turn.dia_id.clone());
+        };
+        for line in notes {
+            if !degraded.contains(&line) {
+                degraded.push(line);
             }
-            progress.inc(session.turns.len() as u64);
         }
         ingest_seconds += started.elapsed().as_secs_f64();
         let started = std::time::Instant::now();
@@ -177,7 +229,9 @@ pub async fn run_locomo(
             progress.inc(1);
         }
         query_seconds += started.elapsed().as_secs_f64();
-        service.delete_profile(&profile).await?;
+        if options.keep.is_none() {
+            service.delete_profile(&profile).await?;
+        }
     }
     Ok(EvalReport {
         conversations: samples.len(),

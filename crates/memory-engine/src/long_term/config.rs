@@ -23,6 +23,9 @@ pub struct ChannelWeights {
     pub raw_fts: f64,
     /// The query's embedding against raw-message vectors.
     pub raw_vector: f64,
+    /// The query's embedding against the vectors (memories and raw messages) dated inside
+    /// the window its words name ("two weeks ago", "last May"); no window, no channel.
+    pub dated: f64,
 }
 
 impl Default for ChannelWeights {
@@ -34,6 +37,7 @@ impl Default for ChannelWeights {
             hyde_vector: 2.0,
             raw_fts: 1.0,
             raw_vector: 1.0,
+            dated: 1.0,
         }
     }
 }
@@ -55,6 +59,10 @@ pub struct LongTermConfig {
     pub context_radius: usize,
     /// Share of a raw hit's fused score its neighbours inherit (0.5).
     pub context_weight: f64,
+    /// How much a further hit from a conversation already in the results gives way to hits
+    /// from other conversations (0: plain score order). Each earlier hit of the same session
+    /// multiplies a hit's score by `1 - session_spread` for the ordering.
+    pub session_spread: f64,
     /// Header carrying the profile name on every LLM call, so a provider's prompt cache is
     /// reused (`x-session-affinity`); `None` sends none.
     pub affinity_header: Option<String>,
@@ -83,6 +91,7 @@ impl Default for LongTermConfig {
             channel_depth: 50,
             context_radius: 1,
             context_weight: 0.5,
+            session_spread: 0.0,
             affinity_header: Some("x-session-affinity".to_owned()),
             chunk_chars: 10_000,
             chunk_overlap: 2,

@@ -45,6 +45,14 @@ impl RecallItem {
         }
     }
 
+    /// The conversation it came from, when known.
+    pub fn session_id(&self) -> Option<&str> {
+        match self {
+            Self::Memory(m) => m.session_id.as_deref(),
+            Self::Raw { session_id, .. } => Some(session_id),
+        }
+    }
+
     /// The text.
     pub fn content(&self) -> &str {
         match self {

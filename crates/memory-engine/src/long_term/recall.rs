@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use futures::future::{OptionFuture, join, join_all};
 use memory_core::ports::{
-    Embedder, LongTermMemoryStore, MemoryKind, TextQuery, VectorIndex, namespaces,
+    Embedder, LongTermMemoryStore, MemoryKind, TextQuery, VectorFilter, VectorIndex, VectorQuery,
+    namespaces,
 };
 use memory_core::{MemoryError, Result, SearchMode, Timestamp};
 use serde::Serialize;
@@ -19,6 +20,7 @@ use super::fusion::{Channel, ChannelRank, rrf};
 use super::hits::{RecallHit, RecallItem};
 use super::keys::normalize_key;
 use super::query::{QueryAnalysis, analyze, query_terms};
+use super::query_dates::{DateWindow, query_window};
 use super::synthesis::{SynthesizedAnswer, synthesize};
 use super::temporal::temporal_facts;
 use super::vectorize::{MEMORY_NAMESPACE, RAW_NAMESPACE};
@@ -74,6 +76,10 @@ pub struct RecallResponse {
     pub analysis: Option<QueryAnalysis>,
     /// The full-text terms used.
     pub terms: Vec<String>,
+    /// The window of time the question names ("two weeks ago"), searched as the `dated`
+    /// channel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date_window: Option<DateWindow>,
     /// What did not run, and why.
     pub degraded: Vec<Degradation>,
     /// LLM and embedder usage.
@@ -106,6 +112,75 @@ async fn vector_channel(
         .into_iter()
         .map(|h| (format!("{prefix}{}", h.id), f64::from(h.score)))
         .collect())
+}
+
+/// The query's nearest memories and raw messages dated inside `window`, closest first;
+/// empty without a window or a usable vector.
+async fn dated_channel(
+    index: Option<&dyn VectorIndex>,
+    vector: Option<&Vec<f32>>,
+    window: Option<&DateWindow>,
+    depth: usize,
+) -> Result<Vec<(String, f64)>> {
+    let (Some(index), Some(vector), Some(window)) = (index, vector, window) else {
+        return Ok(Vec::new());
+    };
+    let filter = VectorFilter {
+        from: Some(window.from),
+        to: Some(window.to),
+        ..VectorFilter::default()
+    };
+    let query = VectorQuery::new(vector, depth).filter(filter);
+    let (memories, raw) = futures::future::try_join(
+        index.search(MEMORY_NAMESPACE, &query),
+        index.search(RAW_NAMESPACE, &query),
+    )
+    .await?;
+    let mut hits: Vec<(String, f64)> = memories
+        .into_iter()
+        .map(|h| (h.id, f64::from(h.score)))
+        .chain(
+            raw.into_iter()
+                .map(|h| (format!("{RAW_PREFIX}{}", h.id), f64::from(h.score))),
+        )
+        .collect();
+    hits.sort_by(|a, b| b.1.total_cmp(&a.1));
+    hits.truncate(depth);
+    Ok(hits)
+}
+
+/// Orders `hits` so conversations take turns: a hit's score counts `(1 - spread)` less for
+/// every hit of its session placed before it. Scores themselves are unchanged.
+fn spread_sessions(hits: Vec<RecallHit>, spread: f64) -> Vec<RecallHit> {
+    if spread <= 0.0 || hits.len() < 3 {
+        return hits;
+    }
+    let keep = (1.0 - spread).clamp(0.0, 1.0);
+    let mut placed: HashMap<String, i32> = HashMap::new();
+    let mut pending = hits;
+    let mut out = Vec::with_capacity(pending.len());
+    while !pending.is_empty() {
+        let effective = |hit: &RecallHit| {
+            let seen = hit
+                .item
+                .session_id()
+                .and_then(|s| placed.get(s))
+                .copied()
+                .unwrap_or(0);
+            hit.score * keep.powi(seen)
+        };
+        let best = pending
+            .iter()
+            .enumerate()
+            .max_by(|(i, a), (j, b)| effective(a).total_cmp(&effective(b)).then(j.cmp(i)))
+            .map_or(0, |(i, _)| i);
+        let hit = pending.remove(best);
+        if let Some(session) = hit.item.session_id() {
+            *placed.entry(session.to_owned()).or_insert(0) += 1;
+        }
+        out.push(hit);
+    }
+    out
 }
 
 /// The most items one recall returns; a larger `limit` is refused (every channel is
@@ -240,8 +315,22 @@ impl Core {
             _ => None,
         };
 
-        // Stage 2: the channels, concurrently.
+        // Stage 2: the channels, concurrently. A date the question names ("two weeks ago")
+        // is resolved here, against when it is asked, and searched as a channel of its own;
+        // its words leave the full-text query.
+        let asked_at = request.as_of.unwrap_or_else(|| self.clock.now());
+        let window = query_window(&request.query, asked_at);
         let mut terms = query_terms(&request.query);
+        if let Some(w) = &window {
+            let undated: Vec<String> = terms
+                .iter()
+                .filter(|t| !w.words.contains(t))
+                .cloned()
+                .collect();
+            if !undated.is_empty() {
+                terms = undated;
+            }
+        }
         let mut keys = vec![normalize_key(&request.query)];
         if let Some(a) = &analysis {
             keys = a.keys.clone();
@@ -303,13 +392,15 @@ impl Core {
             depth,
             RAW_PREFIX,
         );
+        let searched_window = window.as_ref().filter(|_| self.config.weights.dated > 0.0);
+        let dated_vector = dated_channel(index, query_vector.as_ref(), searched_window, depth);
         let (text, vector) = join(
             futures::future::try_join3(key_channel, memory_fts, raw_fts),
-            futures::future::try_join3(direct, hyde, raw_vector),
+            futures::future::try_join4(direct, hyde, raw_vector, dated_vector),
         )
         .await;
         let (key_hits, memory_hits, raw_hits) = text?;
-        let (direct_hits, hyde_hits, raw_vector_hits) = vector?;
+        let (direct_hits, hyde_hits, raw_vector_hits, dated_hits) = vector?;
 
         // Stage 3: fusion, context, recency.
         let w = self.config.weights;
@@ -320,18 +411,20 @@ impl Core {
             ("hyde_vector", w.hyde_vector, hyde_hits),
             ("raw_fts", w.raw_fts, raw_hits),
             ("raw_vector", w.raw_vector, raw_vector_hits),
+            ("dated", w.dated, dated_hits),
         ];
         let mut fused = rrf(self.config.rrf_k, &channels);
         self.add_context(store_ref, &mut fused, request.limit)
             .await?;
         let hits = self.materialize(store_ref, fused, request.limit).await?;
+        let hits = spread_sessions(hits, self.config.session_spread);
 
         let dated: Vec<(String, Timestamp)> = hits
             .iter()
             .enumerate()
             .map(|(n, h)| (format!("[{}]", n + 1), h.item.time()))
             .collect();
-        let facts = temporal_facts(request.as_of.unwrap_or_else(|| self.clock.now()), &dated);
+        let facts = temporal_facts(asked_at, &dated);
         let answer = if request.synthesize {
             match &self.models.synthesis {
                 Some(model) => {
@@ -357,6 +450,7 @@ impl Core {
             temporal_facts: facts,
             analysis,
             terms,
+            date_window: window,
             degraded,
             usage: meter.report(),
         })
@@ -468,5 +562,41 @@ impl Core {
                 .then_with(|| b.item.time().cmp(&a.item.time()))
         });
         Ok(hits)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn hit(session: &str, score: f64) -> RecallHit {
+        RecallHit {
+            item: RecallItem::Raw {
+                id: format!("{session}-{score}"),
+                session_id: session.to_owned(),
+                role: "user".into(),
+                content: String::new(),
+                created_at: Timestamp(0),
+            },
+            score,
+            ranks: Vec::new(),
+        }
+    }
+
+    fn order(hits: &[RecallHit]) -> Vec<&str> {
+        hits.iter().map(|h| h.item.id()).collect()
+    }
+
+    #[test]
+    fn spreading_lets_other_sessions_take_turns_without_changing_scores() {
+        let hits = vec![hit("a", 1.0), hit("a", 0.9), hit("a", 0.8), hit("b", 0.6)];
+        let plain = spread_sessions(hits.clone(), 0.0);
+        assert_eq!(order(&plain), ["a-1", "a-0.9", "a-0.8", "b-0.6"]);
+        // 0.9 × 0.5 = 0.45 < 0.6: session b comes second.
+        let spread = spread_sessions(hits, 0.5);
+        assert_eq!(order(&spread), ["a-1", "b-0.6", "a-0.9", "a-0.8"]);
+        assert_eq!(spread[1].score, 0.6);
     }
 }

@@ -475,6 +475,83 @@ async fn raw_hits_bring_their_conversational_neighbours() {
 }
 
 #[tokio::test]
+async fn a_date_the_question_names_is_searched_as_the_dated_channel() {
+    let s = service_with(Arc::new(InMemoryProfiles::new()), 64);
+    let at = |day: i64| memory_core::Timestamp(day * DAY);
+    // The same activity in two conversations 60 days apart.
+    for (session, day, text) in [
+        (
+            "early",
+            300,
+            "We planted basil and tomatoes in the garden today",
+        ),
+        (
+            "late",
+            360,
+            "We planted basil and peppers in the garden today",
+        ),
+    ] {
+        s.ingest_messages(
+            "p",
+            session,
+            vec![IngestMessage::new("user", text).at(at(day))],
+        )
+        .await
+        .unwrap();
+    }
+    // Asked on day 374: "two weeks ago" is day 360, give or take four days.
+    let asked = RecallRequest::new("What did we plant two weeks ago?", 5).as_of(at(374));
+    let response = s.recall("p", asked).await.unwrap();
+    let window = response.date_window.clone().unwrap();
+    assert_eq!((window.from, window.to), (at(356), at(365)));
+    assert!(
+        !response.terms.contains(&"ago".to_owned()),
+        "{:?}",
+        response.terms
+    );
+    let first = &response.hits[0];
+    assert!(
+        first.item.content().contains("peppers"),
+        "{:?}",
+        response.hits
+    );
+    assert!(first.ranks.iter().any(|r| r.channel == "dated"));
+    assert!(
+        response
+            .hits
+            .iter()
+            .all(|h| h.item.content().contains("peppers")
+                || h.ranks.iter().all(|r| r.channel != "dated")),
+        "only what is inside the window is dated"
+    );
+
+    // A question without a date has no window and no dated channel; weight 0 turns it off.
+    let plain = s
+        .recall(
+            "p",
+            RecallRequest::new("What did we plant?", 5).as_of(at(374)),
+        )
+        .await
+        .unwrap();
+    assert!(plain.date_window.is_none());
+    let off = s.clone().with_config(LongTermConfig {
+        weights: ChannelWeights {
+            dated: 0.0,
+            ..ChannelWeights::default()
+        },
+        ..LongTermConfig::default()
+    });
+    let asked = RecallRequest::new("What did we plant two weeks ago?", 5).as_of(at(374));
+    let response = off.recall("p", asked).await.unwrap();
+    assert!(
+        response
+            .hits
+            .iter()
+            .all(|h| h.ranks.iter().all(|r| r.channel != "dated"))
+    );
+}
+
+#[tokio::test]
 async fn fusion_orders_key_over_memory_text_over_raw_text() {
     use memory_core::ports::{TextFields, TextHit, TextIndex, TextIndexCapabilities, namespaces};
     use memory_testkit::in_memory::InMemoryJobQueue;

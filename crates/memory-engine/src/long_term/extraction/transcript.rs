@@ -4,6 +4,8 @@
 use memory_core::ports::RawMessage;
 use memory_core::{CivilDate, DAY_MILLIS, Timestamp};
 
+use crate::long_term::query_dates::WEEKDAYS;
+
 /// One transcript line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TranscriptLine {
@@ -55,16 +57,6 @@ pub fn render_lines(lines: &[TranscriptLine]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
-
-const WEEKDAYS: [&str; 7] = [
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-];
 
 fn number(word: &str) -> Option<i64> {
     const WORDS: [&str; 12] = [
