@@ -4,6 +4,9 @@
 //!
 //! A record is written only after its profile is fully ingested; a run that stopped halfway
 //! left no record, and the next run ingests that profile again from scratch.
+//!
+//! A record is keyed by profile name only: another data file, embedder or ingest setting
+//! needs another `DIR`.
 
 use std::path::{Path, PathBuf};
 

@@ -23,8 +23,9 @@ pub struct ChannelWeights {
     pub raw_fts: f64,
     /// The query's embedding against raw-message vectors.
     pub raw_vector: f64,
-    /// The query's embedding against the vectors (memories and raw messages) dated inside
-    /// the window its words name ("two weeks ago", "last May"); no window, no channel.
+    /// The query's embedding against the vectors dated inside the window its words name
+    /// ("two weeks ago", "in May"): raw messages by when they were said, memories by when
+    /// they were recorded. No window, no channel; 0 turns it off.
     pub dated: f64,
 }
 

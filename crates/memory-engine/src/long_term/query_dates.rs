@@ -3,7 +3,7 @@
 //! days" become a window of time that recall searches as a channel of its own (`dated`).
 //!
 //! English only, and deliberately conservative: a month name counts only beside a day, a
-//! year or a preposition ("I may go" is not May), and a phrase that names no time gives no
+//! year or a leading word such as "in" or "early" ("I may go" is not May), and a phrase that names no time gives no
 //! window rather than a guess.
 
 use memory_core::{CivilDate, DAY_MILLIS, Timestamp};
@@ -99,8 +99,9 @@ impl Unit {
 }
 
 fn number(word: &str) -> Option<f64> {
+    // Beyond a thousand units a window means nothing (and the arithmetic would overflow).
     if let Ok(n) = word.parse::<u32>() {
-        return Some(f64::from(n));
+        return (n <= 1_000).then_some(f64::from(n));
     }
     let n = match word {
         "a" | "an" | "one" => 1,
@@ -237,21 +238,30 @@ fn window_at(words: &[String], i: usize, asked_at: Timestamp) -> Option<DateWind
         }
     }
     match w {
-        "yesterday" => return found(i, i + 1, around(plus_days(today, -1.0), 0.0)),
-        "today" | "tonight" => return found(i, i + 1, around(today, 0.0)),
+        // A day either side: the dates are UTC, the speaker's day may not be.
+        "yesterday" => return found(i, i + 1, around(plus_days(today, -1.0), 1.0)),
+        "today" | "tonight" => return found(i, i + 1, around(today, 1.0)),
         "last" | "past" | "previous" => {
-            // "the past 10 days", "last three weeks": up to now.
+            let followed_by_of = |end: usize| words.get(end).is_some_and(|w| w == "of");
+            // "the past 10 days", "last three weeks": up to now ("the last two weeks of the
+            // trip" is not).
             if let Some(n) = number(next)
                 && let Some(unit) = Unit::parse(after)
+                && !followed_by_of(i + 3)
             {
                 let from = plus_days(today, -(n * unit.days()));
                 return found(i, i + 3, (from, plus_days(today, 1.0)));
             }
-            // "last week", "last month", "last year" ("the last day of the trip" is not
-            // yesterday).
-            if let Some(unit) =
-                Unit::parse(next).filter(|u| *u != Unit::Day && !next.ends_with('s'))
+            // "last week", "last month", "last year": the calendar period before this one;
+            // "the past year": the year up to today ("the last day of the trip" and "the
+            // last year of college" are neither).
+            if let Some(unit) = Unit::parse(next)
+                .filter(|u| *u != Unit::Day && !next.ends_with('s') && !followed_by_of(i + 2))
             {
+                if w == "past" {
+                    let from = plus_days(today, -unit.days().round());
+                    return found(i, i + 2, (from, plus_days(today, 1.0)));
+                }
                 let window = match unit {
                     Unit::Year => (date(this_year - 1, 1, 1), date(this_year, 1, 1)),
                     Unit::Month => {
@@ -263,15 +273,20 @@ fn window_at(words: &[String], i: usize, asked_at: Timestamp) -> Option<DateWind
                         };
                         month_window(y, m)
                     }
-                    Unit::Week | Unit::Day => around(plus_days(today, -7.0), 4.0),
+                    Unit::Week | Unit::Day => {
+                        // Monday to Sunday of the week before this one, a day either side.
+                        let monday = plus_days(today, -f64::from(asked_at.date().weekday()));
+                        (plus_days(monday, -8.0), plus_days(monday, 1.0))
+                    }
                 };
                 return found(i, i + 2, window);
             }
             if next == "weekend" {
                 let weekday = f64::from(asked_at.date().weekday());
                 // The Saturday before today (today's weekday 0 = Monday).
+                // On a weekend day, the weekend before this one.
                 let back = (weekday + 2.0).rem_euclid(7.0);
-                let back = if back == 0.0 { 7.0 } else { back };
+                let back = if weekday >= 5.0 { back + 7.0 } else { back };
                 let saturday = plus_days(today, -back);
                 return found(i, i + 2, (saturday, plus_days(saturday, 2.0)));
             }
@@ -279,7 +294,7 @@ fn window_at(words: &[String], i: usize, asked_at: Timestamp) -> Option<DateWind
                 let weekday = asked_at.date().weekday() as usize;
                 let back = (weekday + 7 - day) % 7;
                 let back = if back == 0 { 7 } else { back };
-                return found(i, i + 2, around(plus_days(today, -(back as f64)), 0.0));
+                return found(i, i + 2, around(plus_days(today, -(back as f64)), 1.0));
             }
         }
         _ => {}
@@ -305,8 +320,10 @@ fn window_at(words: &[String], i: usize, asked_at: Timestamp) -> Option<DateWind
             return found(i, i + 1, month_window(y, m));
         }
     }
+    // "3 March" ("Which of the 3 may help?" is not May: "may" here needs its year).
     if let Some(day) = day_of_month(w)
         && let Some(m) = month(next)
+        && (next != "may" || year(after).is_some())
     {
         let (y, end) = match year(after) {
             Some(y) => (y, i + 3),
@@ -360,13 +377,23 @@ mod tests {
 
     #[test]
     fn named_days_weeks_months_and_years() {
-        assert_eq!(span("yesterday"), is("2023-05-19", "2023-05-20"));
-        assert_eq!(span("last Saturday"), is("2023-05-13", "2023-05-14"));
-        assert_eq!(span("last friday"), is("2023-05-19", "2023-05-20"));
+        // Asked on a Saturday.
+        assert_eq!(span("yesterday"), is("2023-05-18", "2023-05-21"));
+        assert_eq!(span("last Saturday"), is("2023-05-12", "2023-05-15"));
+        assert_eq!(span("last friday"), is("2023-05-18", "2023-05-21"));
         assert_eq!(span("last weekend"), is("2023-05-13", "2023-05-15"));
+        assert_eq!(span("last week"), is("2023-05-07", "2023-05-16"));
         assert_eq!(span("last month"), is("2023-04-01", "2023-05-01"));
         assert_eq!(span("last year"), is("2022-01-01", "2023-01-01"));
+        assert_eq!(span("in the past year"), is("2022-05-20", "2023-05-21"));
         assert_eq!(span("in the past 10 days"), is("2023-05-10", "2023-05-21"));
+        // Asked on a Sunday, last weekend is the one before this one; asked in January,
+        // last month is December.
+        let sunday = date(2023, 5, 21);
+        let w = query_window("last weekend", sunday).unwrap();
+        assert_eq!((w.from, w.to), (date(2023, 5, 13), date(2023, 5, 15)));
+        let w = query_window("last month", date(2024, 1, 10)).unwrap();
+        assert_eq!((w.from, w.to), (date(2023, 12, 1), date(2024, 1, 1)));
     }
 
     #[test]
@@ -387,6 +414,9 @@ mod tests {
             "How many days passed between the two trips?",
             "the last time I saw a doctor",
             "which came first",
+            "the last year of college",
+            "the last two weeks of the trip",
+            "Which of the 3 may help?",
         ] {
             assert_eq!(span(query), None, "{query}");
         }

@@ -76,8 +76,8 @@ pub struct RecallResponse {
     pub analysis: Option<QueryAnalysis>,
     /// The full-text terms used.
     pub terms: Vec<String>,
-    /// The window of time the question names ("two weeks ago"), searched as the `dated`
-    /// channel.
+    /// The window of time the question names ("two weeks ago"); the `dated` channel searched
+    /// it when vectors were usable and its weight is above 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub date_window: Option<DateWindow>,
     /// What did not run, and why.
@@ -149,8 +149,9 @@ async fn dated_channel(
     Ok(hits)
 }
 
-/// Orders `hits` so conversations take turns: a hit's score counts `(1 - spread)` less for
-/// every hit of its session placed before it. Scores themselves are unchanged.
+/// Orders `hits` so conversations take turns: for the ordering, a hit's score is multiplied
+/// by `1 - spread` once for every hit of its session placed before it. Scores themselves are
+/// unchanged.
 fn spread_sessions(hits: Vec<RecallHit>, spread: f64) -> Vec<RecallHit> {
     if spread <= 0.0 || hits.len() < 3 {
         return hits;
@@ -215,7 +216,7 @@ impl Core {
                 degrade(
                     &mut degraded,
                     "vectors",
-                    "no embedder configured: the direct, HyDE and raw vector channels did not run",
+                    "no embedder configured: the direct, HyDE, raw vector and dated channels did not run",
                 );
                 None
             }
@@ -316,21 +317,14 @@ impl Core {
         };
 
         // Stage 2: the channels, concurrently. A date the question names ("two weeks ago")
-        // is resolved here, against when it is asked, and searched as a channel of its own;
+        // is resolved here, against when it is asked; when the dated channel searches it,
         // its words leave the full-text query.
         let asked_at = request.as_of.unwrap_or_else(|| self.clock.now());
         let window = query_window(&request.query, asked_at);
+        let searched_window = window.as_ref().filter(|_| {
+            self.config.weights.dated > 0.0 && vectors_usable && query_vector.is_some()
+        });
         let mut terms = query_terms(&request.query);
-        if let Some(w) = &window {
-            let undated: Vec<String> = terms
-                .iter()
-                .filter(|t| !w.words.contains(t))
-                .cloned()
-                .collect();
-            if !undated.is_empty() {
-                terms = undated;
-            }
-        }
         let mut keys = vec![normalize_key(&request.query)];
         if let Some(a) = &analysis {
             keys = a.keys.clone();
@@ -341,6 +335,16 @@ impl Core {
             }
         }
         keys.retain(|k| !k.is_empty());
+        if let Some(w) = searched_window {
+            let undated: Vec<String> = terms
+                .iter()
+                .filter(|t| !w.words.contains(t))
+                .cloned()
+                .collect();
+            if !undated.is_empty() {
+                terms = undated;
+            }
+        }
         let text_query = terms.join(" ");
         let store_ref = store.as_ref();
         let key_channel = async {
@@ -392,7 +396,6 @@ impl Core {
             depth,
             RAW_PREFIX,
         );
-        let searched_window = window.as_ref().filter(|_| self.config.weights.dated > 0.0);
         let dated_vector = dated_channel(index, query_vector.as_ref(), searched_window, depth);
         let (text, vector) = join(
             futures::future::try_join3(key_channel, memory_fts, raw_fts),
