@@ -49,6 +49,8 @@ pub struct SqliteDatabase {
     pub(crate) reader: SqlitePool,
     /// Freed pages are zeroed, and erasures clear their traces (see `erase_traces`).
     pub(crate) secure_delete: bool,
+    /// The database file (derived files, such as vector graph snapshots, sit beside it).
+    pub(crate) path: std::path::PathBuf,
 }
 
 impl SqliteDatabase {
@@ -100,6 +102,7 @@ impl SqliteDatabase {
             writer,
             reader,
             secure_delete: config.secure_delete,
+            path: config.path,
         })
     }
 

@@ -31,6 +31,14 @@ pub(crate) enum SqliteError {
     /// A blocking task (a vector scan) panicked or was cancelled.
     #[error("a background scan failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    /// The approximate vector graph (usearch) refused an operation.
+    #[error("vector graph: {what}: {message}")]
+    Graph {
+        /// What was being done.
+        what: &'static str,
+        /// usearch's message.
+        message: String,
+    },
     /// Readers kept the write-ahead log from being truncated after an erasure.
     #[error("erasure: readers kept the WAL from being truncated; retry the purge")]
     WalBusy,
@@ -94,6 +102,11 @@ pub(crate) fn invariant(what: &'static str) -> MemoryError {
 /// A blocking task that failed.
 pub(crate) fn task_failed(error: tokio::task::JoinError) -> MemoryError {
     SqliteError::Task(error).into()
+}
+
+/// The vector graph failed while `what` (its library's message kept).
+pub(crate) fn graph(what: &'static str, message: String) -> MemoryError {
+    SqliteError::Graph { what, message }.into()
 }
 
 /// Readers kept the WAL from being truncated (a retry may succeed).

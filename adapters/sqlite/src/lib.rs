@@ -26,6 +26,7 @@ mod config;
 mod database;
 mod error;
 mod fts;
+mod graph_snapshot;
 mod job_queue;
 mod key_value_store;
 mod long_term_memory;
@@ -37,6 +38,7 @@ mod skill_store;
 mod snapshot;
 mod store_written_index;
 mod text_index;
+mod vector_graph;
 mod vector_index;
 mod vector_matrix;
 
@@ -52,7 +54,7 @@ pub use session_registry::SqliteSessionRegistry;
 pub use skill_store::SqliteSkillStore;
 pub use snapshot::snapshot;
 pub use text_index::SqliteTextIndex;
-pub use vector_index::SqliteVectorIndex;
+pub use vector_index::{ApproximateSearch, SqliteVectorIndex};
 
 /// The largest message (stored JSON bytes) this adapter accepts, on every write path (append,
 /// update, import), declared through `StoreCapabilities::max_message_bytes` so the engine

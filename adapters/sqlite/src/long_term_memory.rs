@@ -374,6 +374,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
 pub struct SqliteProfiles {
     root: PathBuf,
     busy_timeout: std::time::Duration,
+    approximate: Option<crate::ApproximateSearch>,
     open: tokio::sync::Mutex<std::collections::HashMap<String, OpenProfile>>,
 }
 
@@ -390,6 +391,7 @@ impl SqliteProfiles {
         Self {
             root: root.into(),
             busy_timeout: crate::config::DEFAULT_BUSY_TIMEOUT,
+            approximate: Some(crate::ApproximateSearch::default()),
             open: tokio::sync::Mutex::new(std::collections::HashMap::new()),
         }
     }
@@ -399,6 +401,27 @@ impl SqliteProfiles {
     pub fn busy_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.busy_timeout = timeout;
         self
+    }
+
+    /// Sets when each profile's vectors are searched through an approximate graph (see
+    /// [`crate::ApproximateSearch`]); `None` scans exactly.
+    pub fn approximate(mut self, approximate: Option<crate::ApproximateSearch>) -> Self {
+        self.approximate = approximate;
+        self
+    }
+
+    /// Loads every vector namespace of `profile` and waits for their graphs (see
+    /// [`SqliteVectorIndex::prepare`]).
+    pub async fn prepare_vectors(&self, profile: &str) -> Result<()> {
+        let open = self.profile(profile).await?;
+        let names: Vec<String> = sqlx::query_scalar("SELECT namespace FROM vector_namespaces")
+            .fetch_all(&open.db.reader)
+            .await
+            .map_err(db)?;
+        for namespace in names {
+            open.vectors.prepare(&namespace).await?;
+        }
+        Ok(())
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -418,7 +441,9 @@ impl SqliteProfiles {
         )
         .await?;
         let profile = OpenProfile {
-            vectors: Arc::new(SqliteVectorIndex::new(db.clone())),
+            vectors: Arc::new(
+                SqliteVectorIndex::new(db.clone()).with_approximate(self.approximate),
+            ),
             db,
         };
         open.insert(name.to_owned(), profile.clone());
@@ -474,6 +499,7 @@ impl MemoryProfiles for SqliteProfiles {
                 Err(e) => return Err(crate::error::io(&file, e)),
             }
         }
+        crate::graph_snapshot::remove_all(&path)?;
         Ok(existed)
     }
 }

@@ -1,5 +1,7 @@
 //! [`VectorIndex`] in the profile's own SQLite file: vectors are stored as little-endian
-//! `f32` blobs and searched exactly over an in-memory matrix loaded on first use.
+//! `f32` blobs and searched over an in-memory matrix loaded on first use: exactly, or, for a
+//! namespace of many vectors, through an approximate graph ([`ApproximateSearch`]) whose
+//! candidates are rescored exactly.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -14,7 +16,58 @@ use sqlx::Row;
 
 use crate::database::SqliteDatabase;
 use crate::error::db;
-use crate::vector_matrix::VectorMatrix;
+use crate::graph_snapshot::GraphSnapshots;
+use crate::vector_graph::VectorGraph;
+use crate::vector_matrix::{VectorMatrix, normalised};
+
+/// When a namespace is searched through an approximate nearest-neighbour graph (HNSW, int8
+/// vectors, from the `usearch` crate) instead of an exact scan, and how.
+///
+/// The graph only picks candidates: each is rescored exactly in `f32`, so scores are exact
+/// cosines and only which rows come back is approximate (`memory bench long-term` reports
+/// recall@10 against the exact scan). A namespace is scanned exactly while its graph is
+/// built (in the background for a large catch-up), so no search waits for one.
+///
+/// ```
+/// use memory_sqlite::ApproximateSearch;
+/// let eager = ApproximateSearch { from_rows: 0, exact_below: 0, ..ApproximateSearch::default() };
+/// assert_eq!(eager.candidates, ApproximateSearch::default().candidates);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApproximateSearch {
+    /// Namespaces with at least this many vectors get a graph (below, the int8 scan is
+    /// cheap).
+    pub from_rows: usize,
+    /// A filtered search whose filter matches fewer rows than this scans them exactly (a
+    /// graph walk would visit mostly rows the filter drops).
+    pub exact_below: usize,
+    /// Candidates taken from the graph and rescored (at least `2 k`).
+    pub candidates: usize,
+    /// A graph's snapshot is saved beside the database (`<file>.vectors/`) after this many
+    /// changes, so a restart loads it and catches up instead of rebuilding.
+    pub save_after: usize,
+}
+
+impl Default for ApproximateSearch {
+    fn default() -> Self {
+        Self {
+            from_rows: 20_000,
+            exact_below: 4_096,
+            candidates: 64,
+            save_after: 2_000,
+        }
+    }
+}
+
+/// A graph's snapshot as of a namespace version, not yet written.
+struct Snapshot {
+    version: i64,
+    bytes: Vec<u8>,
+}
+
+/// A catch-up this small is done in the caller's thread; a larger one (a first build) in the
+/// background, while searches scan exactly.
+const INLINE_CATCH_UP: usize = 2_000;
 
 /// Exact cosine search over vectors kept in SQLite.
 ///
@@ -26,6 +79,8 @@ use crate::vector_matrix::VectorMatrix;
 pub struct SqliteVectorIndex {
     db: SqliteDatabase,
     cache: Arc<RwLock<HashMap<String, Arc<RwLock<Namespace>>>>>,
+    approximate: Option<ApproximateSearch>,
+    snapshots: Arc<GraphSnapshots>,
 }
 
 #[derive(Debug)]
@@ -34,6 +89,12 @@ struct Namespace {
     version: Option<i64>,
     model: Option<(String, usize)>,
     matrix: VectorMatrix,
+    /// The approximate graph, level with `matrix` whenever it is here.
+    graph: Option<VectorGraph>,
+    /// A graph is being built or caught up in the background (then `graph` is `None`).
+    building: bool,
+    /// Changes since the graph's snapshot was last saved.
+    unsaved: usize,
 }
 
 /// Bumps the write counter inside a write transaction; returns the new version.
@@ -104,11 +165,200 @@ fn decode(bytes: &[u8]) -> Result<Vec<f32>> {
 }
 
 impl SqliteVectorIndex {
-    /// The index over an open database.
+    /// The index over an open database, with approximate search at its defaults.
     pub fn new(db: SqliteDatabase) -> Self {
+        let snapshots = Arc::new(GraphSnapshots::new(&db.path));
         Self {
             db,
             cache: Arc::new(RwLock::new(HashMap::new())),
+            approximate: Some(ApproximateSearch::default()),
+            snapshots,
+        }
+    }
+
+    /// Loads the namespace and waits until its graph (if it should have one) is built, so
+    /// that the next search does not scan exactly: a warm-up for servers and benchmarks.
+    pub async fn prepare(&self, namespace: &str) -> Result<()> {
+        loop {
+            let ns = self.namespace(namespace).await?;
+            let ready = {
+                let ns = ns.read().map_err(|_| poisoned())?;
+                ns.graph.is_some()
+                    || (!ns.building
+                        && self
+                            .approximate
+                            .is_none_or(|a| ns.matrix.len() < a.from_rows || ns.model.is_none()))
+            };
+            if ready {
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Sets when the approximate graph is used; `None` scans every search exactly.
+    pub fn with_approximate(mut self, approximate: Option<ApproximateSearch>) -> Self {
+        self.approximate = approximate;
+        self
+    }
+
+    /// Brings the namespace's graph level with its matrix if it should have one: in this
+    /// thread when little is missing, else in a background thread (searches scan exactly
+    /// until it is done). `base` is a graph to start from (an earlier one, or a snapshot).
+    fn ready_graph(
+        &self,
+        namespace: &str,
+        ns: &Arc<RwLock<Namespace>>,
+        base: Option<VectorGraph>,
+    ) -> Result<Option<Snapshot>> {
+        let Some(settings) = self.approximate else {
+            return Ok(None);
+        };
+        let mut guard = ns.write().map_err(|_| poisoned())?;
+        if guard.graph.is_some() || guard.building || guard.matrix.len() < settings.from_rows {
+            drop(guard);
+            return self.due_snapshot(ns, settings);
+        }
+        let Some((_, dims)) = guard.model.clone() else {
+            return Ok(None);
+        };
+        let base = match base.filter(|g| g.dims() == dims) {
+            Some(graph) => graph,
+            None => VectorGraph::new(dims)?,
+        };
+        let missing = guard.matrix.len().abs_diff(base.len());
+        if missing <= INLINE_CATCH_UP {
+            let mut graph = base;
+            let matrix = &guard.matrix;
+            let changes = graph.catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())?;
+            guard.unsaved += changes.added + changes.removed;
+            guard.graph = Some(graph);
+            drop(guard);
+            return self.due_snapshot(ns, settings);
+        }
+        guard.building = true;
+        let snapshot = guard.matrix.clone();
+        drop(guard);
+        let (index, name, shared) = (self.clone(), namespace.to_owned(), Arc::clone(ns));
+        let runtime = tokio::runtime::Handle::try_current().ok();
+        let spawned = std::thread::Builder::new()
+            .name("vector-graph".into())
+            .spawn(move || {
+                let built = index.build_graph(&name, &shared, base, &snapshot, settings);
+                let saved = match (built, runtime) {
+                    (Ok(due), Some(runtime)) => {
+                        runtime.block_on(index.publish_snapshot(&name, due))
+                    }
+                    (built, _) => built.map(|_| ()),
+                };
+                if let Err(error) = saved {
+                    tracing::warn!(namespace = %name, %error, "building or saving the vector graph failed");
+                    if let Ok(mut guard) = shared.write() {
+                        guard.building = false;
+                    }
+                }
+            });
+        if let Err(error) = spawned {
+            ns.write().map_err(|_| poisoned())?.building = false;
+            return Err(crate::error::io(
+                std::path::PathBuf::from("vector-graph thread"),
+                error,
+            ));
+        }
+        Ok(None)
+    }
+
+    /// The background part of [`Self::ready_graph`]: the graph caught up with a copy of the
+    /// matrix, then (under the lock) with the writes made meanwhile, installed and saved.
+    fn build_graph(
+        &self,
+        namespace: &str,
+        ns: &Arc<RwLock<Namespace>>,
+        mut graph: VectorGraph,
+        snapshot: &VectorMatrix,
+        settings: ApproximateSearch,
+    ) -> Result<Option<Snapshot>> {
+        let started = std::time::Instant::now();
+        graph.catch_up(snapshot.entries(), |id| snapshot.hash_of(id).is_some())?;
+        let mut guard = ns.write().map_err(|_| poisoned())?;
+        let matrix = &guard.matrix;
+        graph.catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())?;
+        tracing::debug!(namespace, rows = graph.len(), elapsed = ?started.elapsed(), "vector graph ready");
+        guard.graph = Some(graph);
+        guard.building = false;
+        guard.unsaved = settings.save_after;
+        drop(guard);
+        self.due_snapshot(ns, settings)
+    }
+
+    /// The graph's snapshot when enough changed since the last one (removed vectors
+    /// scrubbed out first), to be published by [`Self::publish_snapshot`].
+    fn due_snapshot(
+        &self,
+        ns: &Arc<RwLock<Namespace>>,
+        settings: ApproximateSearch,
+    ) -> Result<Option<Snapshot>> {
+        let mut guard = ns.write().map_err(|_| poisoned())?;
+        if guard.unsaved < settings.save_after {
+            return Ok(None);
+        }
+        let Some(version) = guard.version else {
+            return Ok(None);
+        };
+        let Some(graph) = guard.graph.as_mut() else {
+            return Ok(None);
+        };
+        graph.scrub()?;
+        let bytes = graph.encode(version)?;
+        guard.unsaved = 0;
+        Ok(Some(Snapshot { version, bytes }))
+    }
+
+    /// Writes a snapshot and publishes it if the namespace is still at its version (checked
+    /// under the database's write lock, so an erasure committed meanwhile wins).
+    async fn publish_snapshot(&self, namespace: &str, snapshot: Option<Snapshot>) -> Result<()> {
+        let Some(Snapshot { version, bytes }) = snapshot else {
+            return Ok(());
+        };
+        let snapshots = Arc::clone(&self.snapshots);
+        let name = namespace.to_owned();
+        let written = tokio::task::spawn_blocking(move || snapshots.write(&name, &bytes))
+            .await
+            .map_err(crate::error::task_failed)??;
+        let mut tx = match self.db.write().await {
+            Ok(tx) => tx,
+            Err(error) => {
+                written.discard();
+                return Err(error);
+            }
+        };
+        match stored_version(&mut *tx, namespace).await {
+            Ok(Some(current)) if current == version => written.publish()?,
+            Ok(_) => written.discard(),
+            Err(error) => {
+                written.discard();
+                return Err(error);
+            }
+        }
+        tx.rollback().await.map_err(db)
+    }
+
+    /// The snapshot saved for `namespace`, if one is readable (a damaged one is ignored: the
+    /// graph is rebuilt from the rows).
+    fn saved_graph(&self, namespace: &str) -> Option<VectorGraph> {
+        self.approximate?;
+        match self
+            .snapshots
+            .read(namespace)
+            .and_then(|bytes| match bytes {
+                Some(bytes) => VectorGraph::decode(&bytes).map(|(_, graph)| Some(graph)),
+                None => Ok(None),
+            }) {
+            Ok(graph) => graph,
+            Err(error) => {
+                tracing::warn!(namespace, %error, "ignoring an unreadable vector graph snapshot");
+                None
+            }
         }
     }
 
@@ -122,11 +372,16 @@ impl SqliteVectorIndex {
             .map_err(|_| poisoned())?
             .get(namespace)
             .map(Arc::clone);
-        if let Some(ns) = cached
+        if let Some(ns) = &cached
             && ns.read().map_err(|_| poisoned())?.version == current
         {
-            return Ok(ns);
+            return Ok(Arc::clone(ns));
         }
+        // A stale cache's graph is the best start for the new one (it needs only a catch-up).
+        let earlier = match cached {
+            Some(ns) => ns.write().map_err(|_| poisoned())?.graph.take(),
+            None => None,
+        };
         // One read transaction: the version, the model and the rows agree.
         let mut tx = self.db.reader.begin().await.map_err(db)?;
         let head =
@@ -157,11 +412,17 @@ impl SqliteVectorIndex {
             version,
             model,
             matrix,
+            graph: None,
+            building: false,
+            unsaved: 0,
         }));
         self.cache
             .write()
             .map_err(|_| poisoned())?
             .insert(namespace.to_owned(), Arc::clone(&loaded));
+        let base = earlier.or_else(|| self.saved_graph(namespace));
+        let due = self.ready_graph(namespace, &loaded, base)?;
+        self.publish_snapshot(namespace, due).await?;
         Ok(loaded)
     }
 
@@ -174,20 +435,26 @@ impl SqliteVectorIndex {
         ns: &Arc<RwLock<Namespace>>,
         before: Option<i64>,
         after: Option<i64>,
-        apply: impl FnOnce(&mut Namespace),
-    ) -> Result<()> {
+        apply: impl FnOnce(&mut Namespace) -> Result<()>,
+    ) -> Result<Option<Snapshot>> {
         let mut cached = ns.write().map_err(|_| poisoned())?;
         if cached.version == before && cached.model.is_some() {
-            apply(&mut cached);
+            let applied = apply(&mut cached);
             cached.version = after;
-            return Ok(());
+            if let Err(error) = applied {
+                // The rows are committed; a graph that missed them must not answer.
+                cached.graph = None;
+                tracing::warn!(namespace, %error, "the vector graph missed a write; rebuilding");
+            }
+            drop(cached);
+            return self.ready_graph(namespace, ns, None);
         }
         drop(cached);
         self.cache
             .write()
             .map_err(|_| poisoned())?
             .remove(namespace);
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -256,13 +523,24 @@ impl VectorIndex for SqliteVectorIndex {
             .map_err(db)?;
         }
         tx.commit().await.map_err(db)?;
-        self.after_write(namespace, &ns, before, Some(version), |cached| {
+        let due = self.after_write(namespace, &ns, before, Some(version), |cached| {
             for record in &records {
                 cached
                     .matrix
                     .upsert(&record.id, &record.vector, record.fields.clone());
             }
-        })
+            let Some(graph) = cached.graph.as_mut() else {
+                return Ok(());
+            };
+            for record in &records {
+                if let Some(hash) = cached.matrix.hash_of(&record.id) {
+                    graph.insert(&record.id, &normalised(&record.vector), hash)?;
+                }
+            }
+            cached.unsaved += records.len();
+            Ok(())
+        })?;
+        self.publish_snapshot(namespace, due).await
     }
 
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
@@ -294,11 +572,21 @@ impl VectorIndex for SqliteVectorIndex {
             before
         };
         tx.commit().await.map_err(db)?;
-        self.after_write(namespace, &ns, Some(before), Some(after), |cached| {
+        if removed > 0 {
+            // No saved snapshot keeps an erased vector (a later save scrubs it out).
+            self.snapshots.erase(namespace)?;
+        }
+        let due = self.after_write(namespace, &ns, Some(before), Some(after), |cached| {
             for id in ids {
                 cached.matrix.remove(id);
+                if let Some(graph) = cached.graph.as_mut() {
+                    graph.remove(id)?;
+                }
             }
+            cached.unsaved += ids.len();
+            Ok(())
         })?;
+        self.publish_snapshot(namespace, due).await?;
         Ok(removed)
     }
 
@@ -306,6 +594,7 @@ impl VectorIndex for SqliteVectorIndex {
         let ns = self.namespace(namespace).await?;
         let (k, filter) = (query.k, query.filter.clone());
         let (query, name) = (query.vector.clone(), namespace.to_owned());
+        let approximate = self.approximate;
         // The scan is CPU work: off the async workers, so concurrent channels scan in parallel.
         tokio::task::spawn_blocking(move || {
             let ns = ns.read().map_err(|_| poisoned())?;
@@ -318,9 +607,13 @@ impl VectorIndex for SqliteVectorIndex {
                     query.len()
                 )));
             }
-            Ok(ns
-                .matrix
-                .top_k(&query, k, &filter)
+            let hits = match (&ns.graph, approximate) {
+                (Some(graph), Some(settings)) => {
+                    approximate_top_k(&ns.matrix, graph, &query, k, &filter, settings)?
+                }
+                _ => ns.matrix.top_k(&query, k, &filter),
+            };
+            Ok(hits
                 .into_iter()
                 .map(|(id, score)| VectorHit { id, score })
                 .collect())
@@ -386,10 +679,41 @@ impl VectorIndex for SqliteVectorIndex {
             .await
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
+        self.snapshots.erase(namespace)?;
         self.cache
             .write()
             .map_err(|_| poisoned())?
             .remove(namespace);
         Ok(())
     }
+}
+
+/// The `k` best rows for `query` through the graph, rescored exactly: a filter that matches
+/// few rows scans them exactly instead, and a graph walk that comes back short of what the
+/// filter matches is answered by the exact scan.
+fn approximate_top_k(
+    matrix: &VectorMatrix,
+    graph: &VectorGraph,
+    query: &[f32],
+    k: usize,
+    filter: &VectorFilter,
+    settings: ApproximateSearch,
+) -> Result<Vec<(String, f32)>> {
+    let matching = matrix.count_matching(filter, settings.exact_below.max(k));
+    if !filter.is_empty() && matching < settings.exact_below {
+        return Ok(matrix.top_k(query, k, filter));
+    }
+    let unit = normalised(query);
+    let count = settings.candidates.max(2 * k);
+    let keep = |id: &str| matrix.matches(id, filter);
+    let found = if filter.is_empty() {
+        graph.search(&unit, count, None)?
+    } else {
+        graph.search(&unit, count, Some(&keep))?
+    };
+    let hits = matrix.rescore(&unit, found, k, filter);
+    if hits.len() < k.min(matching) {
+        return Ok(matrix.top_k(query, k, filter));
+    }
+    Ok(hits)
 }

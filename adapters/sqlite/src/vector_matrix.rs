@@ -22,6 +22,15 @@ pub(crate) struct VectorMatrix {
     rows: HashMap<String, usize>,
     data: Vec<f32>,
     codes: Vec<i8>,
+    /// A hash of each row's unit vector: how the approximate graph tells a changed row.
+    hashes: Vec<u64>,
+}
+
+/// FNV-1a over a unit vector's bits, a component at a time: equal vectors, equal hashes.
+fn vector_hash(unit: &[f32]) -> u64 {
+    unit.iter().fold(0xcbf2_9ce4_8422_2325, |hash: u64, x| {
+        (hash ^ u64::from(x.to_bits())).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Below this many rows the exact scan is cheap enough on its own.
@@ -102,9 +111,69 @@ impl VectorMatrix {
     }
 
     /// Number of rows.
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.ids.len()
+    }
+
+    /// Columns per row.
+    #[cfg(test)]
+    pub(crate) fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Every row: its id, the hash of its vector, and its unit vector.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&str, u64, &[f32])> {
+        self.ids
+            .iter()
+            .zip(&self.hashes)
+            .zip(self.data.chunks_exact(self.dims.max(1)))
+            .map(|((id, hash), vector)| (id.as_str(), *hash, vector))
+    }
+
+    /// The hash of a row's vector, if the id is a row.
+    pub(crate) fn hash_of(&self, id: &str) -> Option<u64> {
+        self.rows.get(id).map(|&row| self.hashes[row])
+    }
+
+    /// Whether the row `id` exists and matches `filter`.
+    pub(crate) fn matches(&self, id: &str, filter: &VectorFilter) -> bool {
+        self.rows
+            .get(id)
+            .is_some_and(|&row| filter.is_empty() || filter.matches(&self.fields[row]))
+    }
+
+    /// How many rows match `filter`, counting no further than `enough`.
+    pub(crate) fn count_matching(&self, filter: &VectorFilter, enough: usize) -> usize {
+        if filter.is_empty() {
+            return self.ids.len().min(enough);
+        }
+        let mut count = 0;
+        for fields in &self.fields {
+            if filter.matches(fields) {
+                count += 1;
+                if count >= enough {
+                    break;
+                }
+            }
+        }
+        count
+    }
+
+    /// Exact scores of the rows `ids` names that match `filter`, best `k` first; ties by id.
+    /// Unknown ids are skipped.
+    pub(crate) fn rescore<'a>(
+        &self,
+        query: &[f32],
+        ids: impl IntoIterator<Item = &'a str>,
+        k: usize,
+        filter: &VectorFilter,
+    ) -> Vec<(String, f32)> {
+        let query = normalised(query);
+        let rows = ids
+            .into_iter()
+            .filter_map(|id| self.rows.get(id).copied())
+            .filter(|row| filter.is_empty() || filter.matches(&self.fields[*row]));
+        self.exact(&query, rows, k)
     }
 
     /// Inserts or replaces a row (the vector is normalised here).
@@ -114,6 +183,7 @@ impl VectorMatrix {
             Some(&row) => {
                 self.fields[row] = fields;
                 let range = row * self.dims..(row + 1) * self.dims;
+                self.hashes[row] = vector_hash(&unit);
                 self.data[range.clone()].copy_from_slice(&unit);
                 for (slot, code) in self.codes[range].iter_mut().zip(quantise(&unit)) {
                     *slot = code;
@@ -123,6 +193,7 @@ impl VectorMatrix {
                 self.rows.insert(id.to_owned(), self.ids.len());
                 self.ids.push(id.to_owned());
                 self.fields.push(fields);
+                self.hashes.push(vector_hash(&unit));
                 self.data.extend_from_slice(&unit);
                 self.codes.extend(quantise(&unit));
             }
@@ -142,10 +213,12 @@ impl VectorMatrix {
             head[row * self.dims..(row + 1) * self.dims].copy_from_slice(&tail[..self.dims]);
             self.ids.swap(row, last);
             self.fields.swap(row, last);
+            self.hashes.swap(row, last);
             self.rows.insert(self.ids[row].clone(), row);
         }
         self.ids.pop();
         self.fields.pop();
+        self.hashes.pop();
         self.data.truncate(last * self.dims);
         self.codes.truncate(last * self.dims);
         true

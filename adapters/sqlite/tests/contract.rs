@@ -171,6 +171,31 @@ async fn sqlite_vector_index_passes_the_contract() {
     contract::vector_index::profile_vectors_are_isolated(&profiles).await;
 }
 
+/// The same suite with every namespace searched through its approximate graph (built at
+/// the first write, saved after every write), filtered searches included.
+#[tokio::test]
+async fn sqlite_vector_index_passes_the_contract_through_its_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let eager = memory_sqlite::ApproximateSearch {
+        from_rows: 0,
+        exact_below: 0,
+        candidates: 64,
+        save_after: 1,
+    };
+    let index =
+        memory_sqlite::SqliteVectorIndex::new(open(&dir).await).with_approximate(Some(eager));
+    contract::vector_index::run_all(&index).await;
+    assert!(
+        dir.path()
+            .join("memory.db.vectors")
+            .read_dir()
+            .unwrap()
+            .count()
+            > 0,
+        "graph snapshots were saved"
+    );
+}
+
 /// Two index instances over one file (as two processes would have) race to set a
 /// namespace's model: one wins.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

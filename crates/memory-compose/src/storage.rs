@@ -640,10 +640,15 @@ impl Stores {
 
     fn sqlite_profiles(&self) -> Arc<memory_sqlite::SqliteProfiles> {
         Arc::clone(self.profiles.get_or_init(|| {
+            let settings = &self.storage.sqlite;
+            let approximate = (!settings.exact_vectors).then(|| memory_sqlite::ApproximateSearch {
+                from_rows: usize::try_from(settings.approximate_from_rows).unwrap_or(usize::MAX),
+                ..memory_sqlite::ApproximateSearch::default()
+            });
             Arc::new(
-                memory_sqlite::SqliteProfiles::new(&self.storage.sqlite.profiles).busy_timeout(
-                    std::time::Duration::from_millis(self.storage.sqlite.busy_timeout_ms),
-                ),
+                memory_sqlite::SqliteProfiles::new(&settings.profiles)
+                    .busy_timeout(std::time::Duration::from_millis(settings.busy_timeout_ms))
+                    .approximate(approximate),
             )
         }))
     }

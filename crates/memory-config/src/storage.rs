@@ -129,6 +129,9 @@ impl Role {
 /// The default of `[storage.sqlite] busy_timeout_ms`.
 pub const DEFAULT_BUSY_TIMEOUT_MS: u64 = 5_000;
 
+/// The default of `[storage.sqlite] approximate_from_rows`.
+pub const DEFAULT_APPROXIMATE_FROM_ROWS: u64 = 20_000;
+
 /// Embedded SQLite (`[storage.sqlite]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SqliteSettings {
@@ -143,6 +146,12 @@ pub struct SqliteSettings {
     /// Zero freed pages in the sessions database, so a deleted session's text leaves no
     /// trace in the file (profiles always do). Costs some write I/O (default false).
     pub secure_delete: bool,
+    /// Scan every vector search exactly instead of through an approximate graph (default
+    /// false).
+    pub exact_vectors: bool,
+    /// A profile's vector namespace of at least this many vectors is searched through an
+    /// approximate graph (HNSW) whose candidates are rescored exactly (default 20,000).
+    pub approximate_from_rows: u64,
 }
 
 /// PostgreSQL (`[storage.postgres]`).
@@ -320,6 +329,8 @@ impl StorageConfig {
             sqlite: SqliteSettings {
                 busy_timeout_ms: DEFAULT_BUSY_TIMEOUT_MS,
                 secure_delete: false,
+                exact_vectors: false,
+                approximate_from_rows: DEFAULT_APPROXIMATE_FROM_ROWS,
                 path: data_dir.join("memory.db"),
                 profiles: data_dir.join("profiles"),
             },
@@ -410,6 +421,8 @@ pub(crate) struct RawSqlite {
     pub profiles: Option<String>,
     pub busy_timeout_ms: Option<u64>,
     pub secure_delete: Option<bool>,
+    pub exact_vectors: Option<bool>,
+    pub approximate_from_rows: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -522,6 +535,10 @@ impl RawStorage {
             profiles: resolve(sqlite.profiles, "profiles"),
             busy_timeout_ms: sqlite.busy_timeout_ms.unwrap_or(DEFAULT_BUSY_TIMEOUT_MS),
             secure_delete: sqlite.secure_delete.unwrap_or(false),
+            exact_vectors: sqlite.exact_vectors.unwrap_or(false),
+            approximate_from_rows: sqlite
+                .approximate_from_rows
+                .unwrap_or(DEFAULT_APPROXIMATE_FROM_ROWS),
         };
         config.fs = DirectorySettings {
             path: resolve(self.fs.unwrap_or_default().path, "blobs"),

@@ -129,6 +129,9 @@ pub struct BenchReport {
     pub local_query_embedding: Option<Latency>,
     /// The local model: texts per second in batches.
     pub local_embedding_texts_per_sec: Option<f64>,
+    /// SQLite: the approximate graph beside the exact scan, in the same run.
+    #[cfg(feature = "sqlite")]
+    pub vectors: Option<super::bench_vectors::VectorComparison>,
 }
 
 /// Runs the long-term memory benchmark.
@@ -154,7 +157,15 @@ pub async fn long_term(
     } else {
         crate::app::scratch_long_term(scratch.path()).await?
     };
-    let result = run_long_term(backends, memories, raw, queries, postgres, json).await;
+    let result = run_long_term(
+        backends,
+        (!postgres).then_some(scratch.path()),
+        memories,
+        raw,
+        queries,
+        json,
+    )
+    .await;
     if postgres {
         drop_scratch_schema(&schema).await?;
     }
@@ -234,14 +245,16 @@ pub(super) async fn seed_memories(
     Ok(())
 }
 
+/// `sqlite_root`: the scratch directory of the SQLite profiles (`None` on PostgreSQL).
 async fn run_long_term(
     backends: memory_engine::long_term::LongTermBackends,
+    sqlite_root: Option<&std::path::Path>,
     memories: usize,
     raw: usize,
     queries: usize,
-    postgres: bool,
     json: bool,
 ) -> Result<(), CliError> {
+    let postgres = sqlite_root.is_none();
     let plain = MemoryService::new(backends.clone(), Arc::new(SystemClock));
     let hashing: Arc<dyn Embedder> = Arc::new(HashingEmbedder::new(384));
     let with_vectors = plain.clone().with_embedder(Arc::clone(&hashing));
@@ -284,8 +297,18 @@ async fn run_long_term(
     seed_memories(&backends, &hashing, "big", memories, &mut words).await?;
     progress.inc(1);
 
-    // 3. Recall latency (warm: the first query loads the vector matrices).
+    // 3. Recall latency (warm: the first query loads the vector matrices). On SQLite, the
+    // vectors' approximate graphs beside the exact scan, once the graphs are ready.
     let queries: Vec<String> = (0..queries.max(20)).map(|_| words.query()).collect();
+    #[cfg(feature = "sqlite")]
+    let vectors = match sqlite_root {
+        Some(root) => {
+            Some(super::bench_vectors::compare(root, &backends, &hashing, "big", &queries).await?)
+        }
+        None => None,
+    };
+    #[cfg(not(feature = "sqlite"))]
+    let _ = sqlite_root;
     with_vectors
         .recall("big", RecallRequest::new(queries[0].clone(), 10))
         .await?;
@@ -336,6 +359,8 @@ async fn run_long_term(
         recall_text_only: latency(text_only),
         local_query_embedding,
         local_embedding_texts_per_sec,
+        #[cfg(feature = "sqlite")]
+        vectors,
     };
     if json {
         return output::json(&report);
@@ -356,7 +381,32 @@ async fn run_long_term(
             l.p50_ms, l.p95_ms, l.p99_ms
         );
     };
-    show("recall, six channels", report.recall);
+    show("recall, every channel", report.recall);
+    #[cfg(feature = "sqlite")]
+    if let Some(v) = &report.vectors {
+        let cpu = |c: Option<f64>| c.map_or("n/a".to_owned(), |c| format!("{c:.2} ms"));
+        println!(
+            "vector graphs ready in {:.1} s (loaded or built)",
+            v.graph_ready_seconds
+        );
+        show(
+            "recall, every channel, approximate graph",
+            v.recall_approximate,
+        );
+        println!(
+            "  CPU per recall (whole process): {}",
+            cpu(v.cpu_ms_per_recall_approximate)
+        );
+        show("recall, every channel, exact scan", v.recall_exact);
+        println!(
+            "  CPU per recall (whole process): {}",
+            cpu(v.cpu_ms_per_recall_exact)
+        );
+        println!(
+            "graph recall@10 against the exact scan: {:.3}",
+            v.graph_recall_at_10
+        );
+    }
     show("recall, text channels only", report.recall_text_only);
     match (
         report.local_query_embedding,

@@ -3,6 +3,8 @@
 mod backup;
 mod bench;
 mod bench_serve;
+#[cfg(feature = "sqlite")]
+mod bench_vectors;
 mod context;
 mod demo;
 mod eval;

@@ -1,0 +1,496 @@
+//! An approximate nearest-neighbour graph over one namespace's vectors: HNSW from the
+//! `usearch` crate, its vectors quantised to int8.
+//!
+//! The graph is a derived structure. The vectors in SQLite stay the truth: every write
+//! lands there first, and the graph is brought level with the rows it should hold by
+//! [`VectorGraph::catch_up`], which compares ids and the hash of each vector. Candidates
+//! the graph finds are rescored exactly in `f32` by the caller, so returned scores are
+//! exact cosines; only which rows are found is approximate.
+//!
+//! [`VectorGraph::encode`] writes a self-describing snapshot (the namespace version it
+//! reflects, each id's key and vector hash, then usearch's own serialisation). usearch
+//! frees a removed vector's slot but keeps its bytes (and saves them, even after its own
+//! `compact`), so before a snapshot [`VectorGraph::scrub`] overwrites every free slot with
+//! zeros.
+
+use std::collections::HashMap;
+
+use memory_core::{MemoryError, Result};
+use usearch::{Index, IndexOptions, Key, MetricKind, ScalarKind};
+
+/// Links per node: usearch's default, a common HNSW choice for a few hundred dimensions.
+const CONNECTIVITY: usize = 16;
+/// Candidate list while inserting: higher builds a better graph, more slowly.
+const EXPANSION_ADD: usize = 128;
+/// The least candidate list while searching (a search for more results uses as many).
+const EXPANSION_SEARCH: usize = 64;
+/// The first bytes of a snapshot file, with the format's version.
+const MAGIC: &[u8; 8] = b"MEMANN01";
+
+/// An HNSW graph and the mapping between the namespace's ids and the graph's keys.
+pub(crate) struct VectorGraph {
+    index: Index,
+    dims: usize,
+    by_id: HashMap<String, Member>,
+    by_key: HashMap<Key, String>,
+    next_key: Key,
+    /// Slots freed by removals and not yet reused: usearch keeps their old bytes.
+    free: usize,
+    /// Some free slot may still hold a removed vector's bytes.
+    unscrubbed: bool,
+}
+
+/// Keys of the zero vectors that overwrite free slots (never a member's key: those count up
+/// from zero).
+const FILLER_KEYS: Key = u64::MAX / 2;
+
+/// One id in the graph.
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    key: Key,
+    hash: u64,
+}
+
+impl std::fmt::Debug for VectorGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VectorGraph")
+            .field("dims", &self.dims)
+            .field("len", &self.by_id.len())
+            .field("free", &self.free)
+            .finish()
+    }
+}
+
+/// What a catch-up changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Changes {
+    pub(crate) added: usize,
+    pub(crate) removed: usize,
+}
+
+impl Changes {
+    /// Whether anything changed.
+    #[cfg(test)]
+    pub(crate) fn any(&self) -> bool {
+        self.added + self.removed > 0
+    }
+}
+
+fn graph_error(what: &'static str, error: impl std::fmt::Display) -> MemoryError {
+    crate::error::graph(what, error.to_string())
+}
+
+fn options(dims: usize) -> IndexOptions {
+    IndexOptions {
+        dimensions: dims,
+        metric: MetricKind::Cos,
+        quantization: ScalarKind::I8,
+        connectivity: CONNECTIVITY,
+        expansion_add: EXPANSION_ADD,
+        expansion_search: EXPANSION_SEARCH,
+        multi: false,
+    }
+}
+
+impl VectorGraph {
+    /// An empty graph for `dims`-dimension vectors.
+    pub(crate) fn new(dims: usize) -> Result<Self> {
+        let index = Index::new(&options(dims)).map_err(|e| graph_error("creating", e))?;
+        Ok(Self {
+            index,
+            dims,
+            by_id: HashMap::new(),
+            by_key: HashMap::new(),
+            next_key: 0,
+            free: 0,
+            unscrubbed: false,
+        })
+    }
+
+    /// Dimensions of the graph's vectors.
+    pub(crate) fn dims(&self) -> usize {
+        self.dims
+    }
+
+    /// Number of vectors in the graph.
+    pub(crate) fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Adds `id`, or replaces it when its vector changed (`hash` tells). The vector is a unit
+    /// vector of the graph's dimensions.
+    pub(crate) fn insert(&mut self, id: &str, unit: &[f32], hash: u64) -> Result<()> {
+        if let Some(member) = self.by_id.get(id) {
+            if member.hash == hash {
+                return Ok(());
+            }
+            self.remove(id)?;
+        }
+        if self.index.size() + 1 > self.index.capacity() {
+            let grown = (self.index.capacity() * 2).max(1_024);
+            self.index
+                .reserve(grown)
+                .map_err(|e| graph_error("reserving", e))?;
+        }
+        let key = self.next_key;
+        self.index
+            .add(key, unit)
+            .map_err(|e| graph_error("adding", e))?;
+        // An add takes a free slot first.
+        self.free = self.free.saturating_sub(1);
+        self.next_key += 1;
+        self.by_id.insert(id.to_owned(), Member { key, hash });
+        self.by_key.insert(key, id.to_owned());
+        Ok(())
+    }
+
+    /// Removes `id`; true if it was there.
+    pub(crate) fn remove(&mut self, id: &str) -> Result<bool> {
+        let Some(member) = self.by_id.remove(id) else {
+            return Ok(false);
+        };
+        self.by_key.remove(&member.key);
+        self.index
+            .remove(member.key)
+            .map_err(|e| graph_error("removing", e))?;
+        self.free += 1;
+        self.unscrubbed = true;
+        Ok(true)
+    }
+
+    /// Brings the graph level with `rows` (id, vector hash, unit vector): adds what is missing
+    /// or changed, removes what is gone.
+    pub(crate) fn catch_up<'a>(
+        &mut self,
+        rows: impl Iterator<Item = (&'a str, u64, &'a [f32])>,
+        contains: impl Fn(&str) -> bool,
+    ) -> Result<Changes> {
+        let mut changes = Changes::default();
+        let gone: Vec<String> = self
+            .by_id
+            .keys()
+            .filter(|id| !contains(id))
+            .cloned()
+            .collect();
+        for id in gone {
+            if self.remove(&id)? {
+                changes.removed += 1;
+            }
+        }
+        for (id, hash, unit) in rows {
+            if self.by_id.get(id).is_some_and(|m| m.hash == hash) {
+                continue;
+            }
+            if self.by_id.contains_key(id) {
+                changes.removed += 1;
+            }
+            self.insert(id, unit, hash)?;
+            changes.added += 1;
+        }
+        Ok(changes)
+    }
+
+    /// The ids of up to `count` vectors near `unit` (approximately the nearest) among those
+    /// `keep` accepts; the candidate list is `count` long, at least 64.
+    pub(crate) fn search(
+        &self,
+        unit: &[f32],
+        count: usize,
+        keep: Option<&dyn Fn(&str) -> bool>,
+    ) -> Result<Vec<&str>> {
+        if count == 0 || self.by_id.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found = match keep {
+            None => self.index.search(unit, count),
+            Some(keep) => self.index.filtered_search(unit, count, |key| {
+                self.by_key.get(&key).is_some_and(|id| keep(id))
+            }),
+        }
+        .map_err(|e| graph_error("searching", e))?;
+        Ok(found
+            .keys
+            .iter()
+            .filter_map(|key| self.by_key.get(key).map(String::as_str))
+            .collect())
+    }
+
+    /// Overwrites every free slot with zeros: zero vectors are added (each add takes a free
+    /// slot) and removed again, so no removed vector's bytes are left in memory or in a
+    /// snapshot.
+    pub(crate) fn scrub(&mut self) -> Result<()> {
+        if !self.unscrubbed {
+            return Ok(());
+        }
+        let zeros = vec![0.0f32; self.dims];
+        let fillers = FILLER_KEYS..FILLER_KEYS + self.free as Key;
+        for key in fillers.clone() {
+            self.index
+                .add(key, &zeros)
+                .map_err(|e| graph_error("scrubbing", e))?;
+        }
+        for key in fillers {
+            self.index
+                .remove(key)
+                .map_err(|e| graph_error("scrubbing", e))?;
+        }
+        self.unscrubbed = false;
+        Ok(())
+    }
+
+    /// A snapshot of the graph as of namespace `version`. Scrub it first: a snapshot taken
+    /// with removals pending would keep the removed vectors.
+    pub(crate) fn encode(&self, version: i64) -> Result<Vec<u8>> {
+        if self.unscrubbed {
+            return Err(crate::error::invariant(
+                "a vector graph with removals is scrubbed before it is saved",
+            ));
+        }
+        let length = self.index.serialized_length();
+        let mut out = Vec::with_capacity(length + 64 + self.by_id.len() * 96);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&version.to_le_bytes());
+        out.extend_from_slice(&(self.dims as u64).to_le_bytes());
+        out.extend_from_slice(&self.next_key.to_le_bytes());
+        out.extend_from_slice(&(self.by_id.len() as u64).to_le_bytes());
+        for (id, member) in &self.by_id {
+            out.extend_from_slice(&member.key.to_le_bytes());
+            out.extend_from_slice(&member.hash.to_le_bytes());
+            out.extend_from_slice(&(id.len() as u64).to_le_bytes());
+            out.extend_from_slice(id.as_bytes());
+        }
+        out.extend_from_slice(&(length as u64).to_le_bytes());
+        let start = out.len();
+        out.resize(start + length, 0);
+        self.index
+            .save_to_buffer(&mut out[start..])
+            .map_err(|e| graph_error("saving", e))?;
+        Ok(out)
+    }
+
+    /// A graph from a snapshot, with the namespace version it reflects.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<(i64, Self)> {
+        let mut reader = Reader { bytes, at: 0 };
+        if reader.take(MAGIC.len())? != MAGIC {
+            return Err(corrupt());
+        }
+        let version = reader.u64()? as i64;
+        let dims = reader.u64()? as usize;
+        let next_key = reader.u64()?;
+        let members = reader.u64()? as usize;
+        let mut by_id = HashMap::with_capacity(members.min(bytes.len() / 24));
+        let mut by_key = HashMap::with_capacity(members.min(bytes.len() / 24));
+        for _ in 0..members {
+            let key = reader.u64()?;
+            let hash = reader.u64()?;
+            let length = reader.u64()? as usize;
+            let id = std::str::from_utf8(reader.take(length)?).map_err(|_| corrupt())?;
+            by_id.insert(id.to_owned(), Member { key, hash });
+            by_key.insert(key, id.to_owned());
+        }
+        let length = reader.u64()? as usize;
+        let index = Index::new(&options(dims)).map_err(|e| graph_error("creating", e))?;
+        index
+            .load_from_buffer(reader.take(length)?)
+            .map_err(|e| graph_error("loading", e))?;
+        if index.size() != by_id.len() || index.dimensions() != dims {
+            return Err(corrupt());
+        }
+        let free = index_free(&index, by_id.len());
+        Ok((
+            version,
+            Self {
+                index,
+                dims,
+                by_id,
+                by_key,
+                next_key,
+                free,
+                unscrubbed: false,
+            },
+        ))
+    }
+}
+
+/// Free slots of a loaded index: its stored nodes beyond its members.
+fn index_free(index: &Index, members: usize) -> usize {
+    let stored = index.stats().nodes;
+    stored.saturating_sub(members)
+}
+
+fn corrupt() -> MemoryError {
+    crate::error::invariant("a vector graph snapshot is malformed")
+}
+
+/// Reads a snapshot front to back.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self.at.checked_add(n).ok_or_else(corrupt)?;
+        let slice = self.bytes.get(self.at..end).ok_or_else(corrupt)?;
+        self.at = end;
+        Ok(slice)
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        let mut word = [0; 8];
+        word.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(word))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use crate::vector_matrix::{VectorMatrix, normalised};
+    use memory_core::ports::{VectorFields, VectorFilter};
+
+    /// Clustered unit vectors, as sentence embeddings are: a few hundred centres, noise.
+    fn clustered(n: usize, dims: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut state = seed | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 20_001) as f32 / 10_000.0 - 1.0
+        };
+        let centres: Vec<Vec<f32>> = (0..200)
+            .map(|_| (0..dims).map(|_| next()).collect())
+            .collect();
+        (0..n)
+            .map(|i| {
+                let centre = &centres[(i * 7919) % centres.len()];
+                normalised(
+                    &centre
+                        .iter()
+                        .map(|c| c + 0.6 * next())
+                        .collect::<Vec<f32>>(),
+                )
+            })
+            .collect()
+    }
+
+    fn matrix_of(vectors: &[Vec<f32>]) -> VectorMatrix {
+        let mut matrix = VectorMatrix::new(vectors[0].len());
+        for (i, v) in vectors.iter().enumerate() {
+            matrix.upsert(&format!("{i:06}"), v, VectorFields::default());
+        }
+        matrix
+    }
+
+    fn graph_of(matrix: &VectorMatrix) -> VectorGraph {
+        let mut graph = VectorGraph::new(matrix.dims()).unwrap();
+        graph
+            .catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())
+            .unwrap();
+        graph
+    }
+
+    #[test]
+    fn finds_nearly_all_of_the_exact_top_ten() {
+        let vectors = clustered(6_000, 48, 7);
+        let matrix = matrix_of(&vectors);
+        let graph = graph_of(&matrix);
+        let queries = clustered(50, 48, 99);
+        let (mut found, mut total) = (0, 0);
+        for q in &queries {
+            let exact = matrix.top_k(q, 10, &VectorFilter::default());
+            let ids = graph.search(q, 40, None).unwrap();
+            let approximate = matrix.rescore(q, ids, 10, &VectorFilter::default());
+            total += exact.len();
+            found += exact.iter().filter(|hit| approximate.contains(hit)).count();
+        }
+        let recall = found as f64 / total as f64;
+        assert!(recall >= 0.95, "recall@10 against exact: {recall}");
+    }
+
+    #[test]
+    fn catch_up_adds_changes_and_removes_by_hash() {
+        let vectors = clustered(300, 16, 3);
+        let mut matrix = matrix_of(&vectors);
+        let mut graph = graph_of(&matrix);
+        assert_eq!(graph.len(), 300);
+        matrix.remove("000001");
+        matrix.upsert("000002", &vectors[9], VectorFields::default());
+        matrix.upsert("new", &vectors[5], VectorFields::default());
+        let changes = graph
+            .catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())
+            .unwrap();
+        assert_eq!(
+            changes,
+            Changes {
+                added: 2,
+                removed: 2
+            }
+        );
+        assert_eq!(graph.len(), 300);
+        let again = graph
+            .catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())
+            .unwrap();
+        assert!(!again.any());
+        let near_nine = graph.search(&vectors[9], 2, None).unwrap();
+        assert!(near_nine.contains(&"000002") && near_nine.contains(&"000009"));
+    }
+
+    #[test]
+    fn a_filter_keeps_only_what_it_accepts() {
+        let vectors = clustered(2_000, 16, 5);
+        let graph = graph_of(&matrix_of(&vectors));
+        let even = |id: &str| id.ends_with(['0', '2', '4', '6', '8']);
+        let ids = graph.search(&vectors[3], 10, Some(&even)).unwrap();
+        assert_eq!(ids.len(), 10);
+        assert!(ids.iter().all(|id| even(id)));
+    }
+
+    #[test]
+    fn a_snapshot_round_trips_and_refuses_garbage() {
+        let vectors = clustered(500, 16, 11);
+        let matrix = matrix_of(&vectors);
+        let mut graph = graph_of(&matrix);
+        graph.remove("000004").unwrap();
+        assert!(graph.encode(7).is_err(), "removals are scrubbed first");
+        graph.scrub().unwrap();
+        let bytes = graph.encode(7).unwrap();
+        let (version, loaded) = VectorGraph::decode(&bytes).unwrap();
+        assert_eq!((version, loaded.len()), (7, 499));
+        assert_eq!(
+            graph.search(&vectors[8], 5, None).unwrap(),
+            loaded.search(&vectors[8], 5, None).unwrap()
+        );
+        assert!(VectorGraph::decode(&bytes[..bytes.len() / 2]).is_err());
+        assert!(VectorGraph::decode(b"not a graph").is_err());
+    }
+
+    /// usearch's int8 form of a member's vector.
+    fn codes(graph: &VectorGraph, id: &str) -> Vec<u8> {
+        let mut out = vec![0i8; graph.dims];
+        graph.index.get(graph.by_id[id].key, &mut out).unwrap();
+        out.into_iter().map(|x| x as u8).collect()
+    }
+
+    #[test]
+    fn a_scrubbed_snapshot_holds_no_removed_vector() {
+        let vectors = clustered(300, 16, 13);
+        let mut graph = graph_of(&matrix_of(&vectors));
+        let holds = |bytes: &[u8], c: &[u8]| bytes.windows(c.len()).any(|w| w == c);
+        let (first, second) = (codes(&graph, "000017"), codes(&graph, "000018"));
+        assert!(holds(&graph.encode(1).unwrap(), &first));
+        graph.remove("000017").unwrap();
+        graph.scrub().unwrap();
+        // A second removal while the first slot is still free: both are overwritten.
+        graph.remove("000018").unwrap();
+        graph.scrub().unwrap();
+        let bytes = graph.encode(2).unwrap();
+        assert!(!holds(&bytes, &first) && !holds(&bytes, &second));
+        let (_, loaded) = VectorGraph::decode(&bytes).unwrap();
+        assert_eq!(loaded.free, 2, "a loaded graph knows its free slots");
+        let near = loaded.search(&vectors[19], 1, None).unwrap();
+        assert_eq!(near, ["000019"]);
+    }
+}

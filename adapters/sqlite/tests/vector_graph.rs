@@ -1,0 +1,247 @@
+//! The approximate vector graph of the SQLite adapter: found against the exact scan, saved
+//! beside the database, caught up after a restart that missed writes, rebuilt from a damaged
+//! snapshot, and erased with what it indexed.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+
+use memory_core::ports::{VectorFields, VectorFilter, VectorIndex, VectorQuery, VectorRecord};
+use memory_sqlite::{ApproximateSearch, SqliteConfig, SqliteDatabase, SqliteVectorIndex};
+
+const DIMS: usize = 24;
+
+async fn open(dir: &Path) -> SqliteDatabase {
+    SqliteDatabase::open(SqliteConfig::new(dir.join("memory.db")).secure_delete(true))
+        .await
+        .unwrap()
+}
+
+fn eager() -> Option<ApproximateSearch> {
+    Some(ApproximateSearch {
+        from_rows: 0,
+        exact_below: 0,
+        candidates: 64,
+        save_after: 1,
+    })
+}
+
+/// Deterministic vectors spread around a few centres.
+fn vector(i: usize) -> Vec<f32> {
+    let mut state = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (0..DIMS)
+        .map(|d| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let centre = if (i % 5 + d).is_multiple_of(3) { 1.0 } else { 0.0 };
+            centre + (state % 1_000) as f32 / 2_000.0
+        })
+        .collect()
+}
+
+fn record(i: usize) -> VectorRecord {
+    VectorRecord {
+        id: format!("v{i:05}"),
+        vector: vector(i),
+        model: "m".into(),
+        fields: VectorFields {
+            session: Some(format!("s{}", i % 7)),
+            ..VectorFields::default()
+        },
+    }
+}
+
+async fn search(index: &SqliteVectorIndex, query: &[f32], filter: VectorFilter) -> Vec<String> {
+    let query = VectorQuery {
+        vector: query.to_vec(),
+        k: 10,
+        filter,
+    };
+    index
+        .search("ns", &query)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|hit| hit.id)
+        .collect()
+}
+
+fn snapshot_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    match std::fs::read_dir(dir.join("memory.db.vectors")) {
+        Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Whether a snapshot holds `codes`, each byte within one of the given (rounding may differ).
+fn snapshots_hold(dir: &Path, codes: &[u8]) -> bool {
+    snapshot_files(dir).iter().any(|path| {
+        std::fs::read(path).unwrap().windows(codes.len()).any(|w| {
+            w.iter()
+                .zip(codes)
+                .all(|(a, b)| (i16::from(*a as i8) - i16::from(*b as i8)).abs() <= 1)
+        })
+    })
+}
+
+/// Whether a snapshot holds these exact bytes.
+fn snapshots_contain(dir: &Path, needle: &[u8]) -> bool {
+    snapshot_files(dir).iter().any(|path| {
+        std::fs::read(path)
+            .unwrap()
+            .windows(needle.len())
+            .any(|w| w == needle)
+    })
+}
+
+/// usearch's int8 form of a vector (scaled by its norm to ±127, truncated).
+fn int8_codes(v: &[f32]) -> Vec<u8> {
+    let norm = v
+        .iter()
+        .map(|x| f64::from(*x) * f64::from(*x))
+        .sum::<f64>()
+        .sqrt();
+    v.iter()
+        .map(|x| ((f64::from(*x) * 127.0 / norm).clamp(-127.0, 127.0) as i8) as u8)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_graph_finds_what_the_exact_scan_finds_and_survives_a_restart_that_missed_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path()).await;
+    let graph = SqliteVectorIndex::new(db.clone()).with_approximate(eager());
+    let exact = SqliteVectorIndex::new(db.clone()).with_approximate(None);
+    graph
+        .upsert("ns", (0..1_500).map(record).collect())
+        .await
+        .unwrap();
+    // The first write creates the namespace; the next load builds and saves its graph.
+    search(&graph, &vector(1), VectorFilter::default()).await;
+    assert!(
+        !snapshot_files(dir.path()).is_empty(),
+        "a snapshot was saved"
+    );
+
+    // Writes the saved snapshot never saw (as after a kill -9 before the next save), by an
+    // instance without a graph: another process, say.
+    exact
+        .upsert("ns", (1_500..1_800).map(record).collect())
+        .await
+        .unwrap();
+    exact
+        .delete(
+            "ns",
+            &(0..100).map(|i| format!("v{i:05}")).collect::<Vec<_>>(),
+        )
+        .await
+        .unwrap();
+
+    let restarted = SqliteVectorIndex::new(db.clone()).with_approximate(eager());
+    for (q, filter) in [
+        (vector(1_700), VectorFilter::default()),
+        (vector(3), VectorFilter::default()),
+        (
+            vector(42),
+            VectorFilter {
+                session: Some("s3".into()),
+                ..VectorFilter::default()
+            },
+        ),
+    ] {
+        let found = search(&restarted, &q, filter.clone()).await;
+        let truth = search(&exact, &q, filter.clone()).await;
+        let overlap = found.iter().filter(|id| truth.contains(id)).count();
+        assert!(overlap >= 9, "{overlap} of 10: {found:?} against {truth:?}");
+        assert!(
+            found.iter().all(|id| id.as_str() >= "v00100"),
+            "erased rows stay gone"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_snapshot_is_ignored_and_the_graph_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path()).await;
+    let index = SqliteVectorIndex::new(db.clone()).with_approximate(eager());
+    index
+        .upsert("ns", (0..300).map(record).collect())
+        .await
+        .unwrap();
+    search(&index, &vector(1), VectorFilter::default()).await;
+    for file in snapshot_files(dir.path()) {
+        let bytes = std::fs::read(&file).unwrap();
+        std::fs::write(&file, &bytes[..bytes.len() / 3]).unwrap();
+    }
+    let reopened = SqliteVectorIndex::new(db).with_approximate(eager());
+    let found = search(&reopened, &vector(7), VectorFilter::default()).await;
+    assert_eq!(found.first().map(String::as_str), Some("v00007"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_vector_leaves_no_trace_in_the_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path()).await;
+    let index = SqliteVectorIndex::new(db.clone()).with_approximate(eager());
+    index
+        .upsert("ns", (0..400).map(record).collect())
+        .await
+        .unwrap();
+    search(&index, &vector(1), VectorFilter::default()).await;
+    let secret = record(123);
+    let codes = int8_codes(&secret.vector);
+    assert!(
+        snapshots_hold(dir.path(), &codes),
+        "the snapshot holds the vector's codes"
+    );
+    assert!(snapshots_contain(dir.path(), secret.id.as_bytes()));
+
+    index.delete("ns", std::slice::from_ref(&secret.id)).await.unwrap();
+    assert!(
+        !snapshots_hold(dir.path(), &codes),
+        "the int8 codes are gone"
+    );
+    // The graph still has the removed node in memory: the next save scrubs it out first.
+    index.upsert("ns", vec![record(9_999)]).await.unwrap();
+    db.close().await;
+    let reopened = SqliteVectorIndex::new(open(dir.path()).await).with_approximate(eager());
+    assert!(!snapshot_files(dir.path()).is_empty());
+    assert!(
+        !snapshots_hold(dir.path(), &codes),
+        "no later snapshot brings them back"
+    );
+    assert!(
+        !snapshots_contain(dir.path(), secret.id.as_bytes()),
+        "nor the id"
+    );
+    let found = search(&reopened, &secret.vector, VectorFilter::default()).await;
+    assert!(!found.contains(&secret.id));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clearing_a_namespace_or_deleting_a_profile_removes_its_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = SqliteVectorIndex::new(open(dir.path()).await).with_approximate(eager());
+    index
+        .upsert("ns", (0..50).map(record).collect())
+        .await
+        .unwrap();
+    search(&index, &vector(1), VectorFilter::default()).await;
+    assert!(!snapshot_files(dir.path()).is_empty());
+    index.clear("ns").await.unwrap();
+    assert!(snapshot_files(dir.path()).is_empty());
+
+    use memory_core::ports::{MemoryProfiles, VectorIndexes};
+    let profiles =
+        memory_sqlite::SqliteProfiles::new(dir.path().join("profiles")).approximate(eager());
+    let vectors = profiles.vector_index("p").await.unwrap();
+    vectors
+        .upsert("ns", (0..30).map(record).collect())
+        .await
+        .unwrap();
+    vectors.upsert("ns", vec![record(31)]).await.unwrap();
+    assert!(dir.path().join("profiles/p.db.vectors").exists());
+    profiles.delete("p").await.unwrap();
+    assert!(!dir.path().join("profiles/p.db.vectors").exists());
+}
