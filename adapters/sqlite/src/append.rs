@@ -209,11 +209,11 @@ fn single_sql(parent: &Parent) -> String {
     format!("{SINGLE_HEAD}{body}{SINGLE_TAIL}")
 }
 
-/// The common case in one autocommit statement: a single new message of a known session.
-/// `Ok(None)` means "not decided here" (new session, existing id, missing parent, or a
-/// busy database): the caller runs the general path, which decides and reports correctly.
+/// The common case in one statement: a single new message of a known session. `Ok(None)`
+/// means "not decided here" (new session, existing id, missing parent, or a busy database):
+/// the caller runs the general path, which decides and reports correctly.
 pub(crate) async fn single(
-    pool: &sqlx::SqlitePool,
+    conn: &mut SqliteConnection,
     session: &SessionId,
     message: &Encoded,
     parent: &Parent,
@@ -229,7 +229,7 @@ pub(crate) async fn single(
     if let Parent::Message(p) = parent {
         query = query.bind(p.as_str());
     }
-    match query.fetch_optional(pool).await {
+    match query.fetch_optional(conn).await {
         Ok(Some(row)) => Ok(Some(AppendOutcome::Inserted {
             parent_id: row.get(1),
         })),
@@ -237,6 +237,24 @@ pub(crate) async fn single(
         Err(sqlx::Error::Database(e)) if is_busy(e.code().as_deref()) => Ok(None),
         Err(e) => Err(db(e)),
     }
+}
+
+/// One message in the caller's transaction: [`single`], else the general path (probe, plan,
+/// insert).
+pub(crate) async fn one(
+    conn: &mut SqliteConnection,
+    session: &SessionId,
+    message: Encoded,
+    parent: Parent,
+) -> Result<Vec<AppendOutcome>> {
+    if let Some(outcome) = single(conn, session, &message, &parent).await? {
+        return Ok(vec![outcome]);
+    }
+    let batch = [message];
+    let probe = probe(conn, session, &batch).await?;
+    let plan = plan(conn, &probe, &batch, vec![parent]).await?;
+    insert_rows(conn, probe.key, &batch, &plan.rows).await?;
+    Ok(plan.outcomes)
 }
 
 /// SQLITE_BUSY and its extended codes (the general path waits for the lock instead).

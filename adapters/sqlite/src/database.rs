@@ -51,6 +51,8 @@ pub struct SqliteDatabase {
     pub(crate) secure_delete: bool,
     /// The database file (derived files, such as vector graph snapshots, sit beside it).
     pub(crate) path: std::path::PathBuf,
+    /// Small writes of concurrent callers, committed together on the writer.
+    pub(crate) group: crate::group_commit::GroupCommit,
 }
 
 impl SqliteDatabase {
@@ -99,6 +101,7 @@ impl SqliteDatabase {
             .map_err(db)?;
         debug!(path = %config.path.display(), "opened sqlite database");
         Ok(Self {
+            group: crate::group_commit::GroupCommit::new(writer.clone()),
             writer,
             reader,
             secure_delete: config.secure_delete,

@@ -27,6 +27,7 @@ mod database;
 mod error;
 mod fts;
 mod graph_snapshot;
+mod group_commit;
 mod job_queue;
 mod key_value_store;
 mod long_term_memory;

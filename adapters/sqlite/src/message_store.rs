@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use futures::TryStreamExt;
+use futures::{FutureExt, TryStreamExt};
 use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
 use memory_core::{
     AppendOutcome, CompactionRecord, MemoryError, MessagePage, NewCompaction, NewMessage, Parent,
@@ -259,15 +259,23 @@ impl MessageStore for SqliteMessageStore {
         if messages.is_empty() {
             return Ok(Vec::new());
         }
-        let encoded = messages
+        let mut encoded = messages
             .iter()
             .map(|m| encode(&m.message))
             .collect::<Result<Vec<_>>>()?;
-        let parents: Vec<Parent> = messages.into_iter().map(|m| m.parent).collect();
-        if let ([message], [parent]) = (encoded.as_slice(), parents.as_slice())
-            && let Some(outcome) = append::single(&self.db.writer, session, message, parent).await?
+        let mut parents: Vec<Parent> = messages.into_iter().map(|m| m.parent).collect();
+        if encoded.len() == 1
+            && let (Some(message), Some(parent)) = (encoded.pop(), parents.pop())
         {
-            return Ok(vec![outcome]);
+            // A single message joins concurrent ones in one transaction (group commit).
+            let session = session.clone();
+            return self
+                .db
+                .group
+                .run(Box::new(move |conn| {
+                    async move { append::one(conn, &session, message, parent).await }.boxed()
+                }))
+                .await;
         }
         let mut tx = self.db.write().await?;
         let probe = append::probe(&mut tx, session, &encoded).await?;

@@ -1,4 +1,5 @@
 use async_trait::async_trait;
+use futures::FutureExt;
 use memory_core::ports::SessionRegistry;
 use memory_core::{
     MemoryError, NewSession, Result, SessionId, SessionInfo, SessionPatch, SessionUsage, Timestamp,
@@ -183,17 +184,28 @@ impl SessionRegistry for SqliteSessionRegistry {
         returned(id, row)
     }
 
+    /// Joins concurrent appends' transactions (group commit): an append's touch commits with
+    /// the appends queued beside it.
     async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()> {
-        let result = sqlx::query("UPDATE sessions SET updated_at = ? WHERE id = ?")
-            .bind(now.millis())
-            .bind(id.as_str())
-            .execute(&self.db.writer)
+        let id = id.clone();
+        self.db
+            .group
+            .run(Box::new(move |conn| {
+                async move {
+                    let result = sqlx::query("UPDATE sessions SET updated_at = ? WHERE id = ?")
+                        .bind(now.millis())
+                        .bind(id.as_str())
+                        .execute(conn)
+                        .await
+                        .map_err(db)?;
+                    if result.rows_affected() == 0 {
+                        return Err(MemoryError::not_found("session", id.as_str()));
+                    }
+                    Ok(())
+                }
+                .boxed()
+            }))
             .await
-            .map_err(db)?;
-        if result.rows_affected() == 0 {
-            return Err(MemoryError::not_found("session", id.as_str()));
-        }
-        Ok(())
     }
 
     async fn delete(&self, id: &SessionId) -> Result<bool> {

@@ -22,6 +22,9 @@ use usearch::{Index, IndexOptions, Key, MetricKind, ScalarKind};
 const CONNECTIVITY: usize = 16;
 /// Candidate list while inserting: higher builds a better graph, more slowly.
 const EXPANSION_ADD: usize = 128;
+/// Searches and adds the graph serves at once: usearch keeps a context per concurrent caller
+/// and refuses a caller beyond them (the index then scans exactly).
+const CONCURRENT_CALLERS: usize = 128;
 /// The least candidate list while searching (a search for more results uses as many).
 const EXPANSION_SEARCH: usize = 64;
 /// The first bytes of a snapshot file, with the format's version.
@@ -129,7 +132,7 @@ impl VectorGraph {
         if self.index.size() + 1 > self.index.capacity() {
             let grown = (self.index.capacity() * 2).max(1_024);
             self.index
-                .reserve(grown)
+                .reserve_capacity_and_threads(grown, CONCURRENT_CALLERS)
                 .map_err(|e| graph_error("reserving", e))?;
         }
         let key = self.next_key;
@@ -223,6 +226,13 @@ impl VectorGraph {
             return Ok(());
         }
         let zeros = vec![0.0f32; self.dims];
+        // The fillers take free slots only, so the capacity suffices; reserve anyway in case.
+        let needed = self.index.size() + self.free;
+        if needed > self.index.capacity() {
+            self.index
+                .reserve_capacity_and_threads(needed, CONCURRENT_CALLERS)
+                .map_err(|e| graph_error("reserving", e))?;
+        }
         let fillers = FILLER_KEYS..FILLER_KEYS + self.free as Key;
         for key in fillers.clone() {
             self.index
@@ -293,6 +303,9 @@ impl VectorGraph {
         index
             .load_from_buffer(reader.take(length)?)
             .map_err(|e| graph_error("loading", e))?;
+        index
+            .reserve_capacity_and_threads(index.capacity().max(1_024), CONCURRENT_CALLERS)
+            .map_err(|e| graph_error("reserving", e))?;
         if index.size() != by_id.len() || index.dimensions() != dims {
             return Err(corrupt());
         }
@@ -492,5 +505,22 @@ mod tests {
         assert_eq!(loaded.free, 2, "a loaded graph knows its free slots");
         let near = loaded.search(&vectors[19], 1, None).unwrap();
         assert_eq!(near, ["000019"]);
+    }
+
+    #[test]
+    fn many_concurrent_searches_are_served() {
+        let vectors = clustered(3_000, 16, 17);
+        let graph = graph_of(&matrix_of(&vectors));
+        std::thread::scope(|scope| {
+            for t in 0..48 {
+                let (graph, vectors) = (&graph, &vectors);
+                scope.spawn(move || {
+                    for q in 0..20 {
+                        let found = graph.search(&vectors[(t * 20 + q) % 3_000], 10, None);
+                        assert_eq!(found.unwrap().len(), 10);
+                    }
+                });
+            }
+        });
     }
 }

@@ -44,7 +44,8 @@ pub struct ApproximateSearch {
     /// Candidates taken from the graph and rescored (at least `2 k`).
     pub candidates: usize,
     /// A graph's snapshot is saved beside the database (`<file>.vectors/`) after this many
-    /// changes, so a restart loads it and catches up instead of rebuilding.
+    /// changes, or a quarter of the namespace if that is more (each save writes the whole
+    /// graph), so a restart loads it and catches up instead of rebuilding.
     pub save_after: usize,
 }
 
@@ -286,7 +287,8 @@ impl SqliteVectorIndex {
         tracing::debug!(namespace, rows = graph.len(), elapsed = ?started.elapsed(), "vector graph ready");
         guard.graph = Some(graph);
         guard.building = false;
-        guard.unsaved = settings.save_after;
+        // A new graph is saved at once.
+        guard.unsaved = guard.matrix.len().max(settings.save_after);
         drop(guard);
         self.due_snapshot(ns, settings)
     }
@@ -299,7 +301,7 @@ impl SqliteVectorIndex {
         settings: ApproximateSearch,
     ) -> Result<Option<Snapshot>> {
         let mut guard = ns.write().map_err(|_| poisoned())?;
-        if guard.unsaved < settings.save_after {
+        if guard.unsaved < settings.save_after.max(guard.matrix.len() / 4) {
             return Ok(None);
         }
         let Some(version) = guard.version else {
@@ -609,7 +611,7 @@ impl VectorIndex for SqliteVectorIndex {
             }
             let hits = match (&ns.graph, approximate) {
                 (Some(graph), Some(settings)) => {
-                    approximate_top_k(&ns.matrix, graph, &query, k, &filter, settings)?
+                    approximate_top_k(&ns.matrix, graph, &query, k, &filter, settings)
                 }
                 _ => ns.matrix.top_k(&query, k, &filter),
             };
@@ -698,22 +700,25 @@ fn approximate_top_k(
     k: usize,
     filter: &VectorFilter,
     settings: ApproximateSearch,
-) -> Result<Vec<(String, f32)>> {
+) -> Vec<(String, f32)> {
     let matching = matrix.count_matching(filter, settings.exact_below.max(k));
     if !filter.is_empty() && matching < settings.exact_below {
-        return Ok(matrix.top_k(query, k, filter));
+        return matrix.top_k(query, k, filter);
     }
     let unit = normalised(query);
     let count = settings.candidates.max(2 * k);
-    let keep = |id: &str| matrix.matches(id, filter);
-    let found = if filter.is_empty() {
-        graph.search(&unit, count, None)?
-    } else {
-        graph.search(&unit, count, Some(&keep))?
+    let keep: &dyn Fn(&str) -> bool = &|id| matrix.matches(id, filter);
+    let found = match graph.search(&unit, count, (!filter.is_empty()).then_some(keep)) {
+        Ok(found) => found,
+        Err(error) => {
+            // More concurrent searches than the graph keeps contexts for: scan this one.
+            tracing::debug!(%error, "the vector graph refused a search; scanning exactly");
+            return matrix.top_k(query, k, filter);
+        }
     };
     let hits = matrix.rescore(&unit, found, k, filter);
     if hits.len() < k.min(matching) {
-        return Ok(matrix.top_k(query, k, filter));
+        return matrix.top_k(query, k, filter);
     }
-    Ok(hits)
+    hits
 }

@@ -33,7 +33,11 @@ fn vector(i: usize) -> Vec<f32> {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            let centre = if (i % 5 + d).is_multiple_of(3) { 1.0 } else { 0.0 };
+            let centre = if (i % 5 + d).is_multiple_of(3) {
+                1.0
+            } else {
+                0.0
+            };
             centre + (state % 1_000) as f32 / 2_000.0
         })
         .collect()
@@ -197,13 +201,20 @@ async fn a_deleted_vector_leaves_no_trace_in_the_snapshots() {
     );
     assert!(snapshots_contain(dir.path(), secret.id.as_bytes()));
 
-    index.delete("ns", std::slice::from_ref(&secret.id)).await.unwrap();
+    index
+        .delete("ns", std::slice::from_ref(&secret.id))
+        .await
+        .unwrap();
     assert!(
         !snapshots_hold(dir.path(), &codes),
         "the int8 codes are gone"
     );
     // The graph still has the removed node in memory: the next save scrubs it out first.
-    index.upsert("ns", vec![record(9_999)]).await.unwrap();
+    // (A save comes after a quarter of the namespace changed.)
+    index
+        .upsert("ns", (1_000..1_150).map(record).collect())
+        .await
+        .unwrap();
     db.close().await;
     let reopened = SqliteVectorIndex::new(open(dir.path()).await).with_approximate(eager());
     assert!(!snapshot_files(dir.path()).is_empty());
