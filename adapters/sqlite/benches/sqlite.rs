@@ -337,7 +337,128 @@ fn history(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, append, history);
+/// 16 tasks appending single messages to 16 sessions at once (800 appends a round), with group
+/// commit, without it (each append its own transaction), and the raw baseline: the same 16
+/// tasks each running the one autocommit `INSERT` of a message through a one-connection pool.
+fn concurrent_appends(c: &mut Criterion) {
+    const TASKS: usize = 16;
+    const EACH: usize = 50;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let vocab = std::sync::Arc::new(vocabulary(5_000));
+    let mut group = c.benchmark_group("concurrent_appends");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10))
+        .throughput(Throughput::Elements((TASKS * EACH) as u64));
+    for grouped in [true, false] {
+        let (_dir, store) = rt.block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let db = SqliteDatabase::open(
+                SqliteConfig::new(dir.path().join("c.db")).group_commit(grouped),
+            )
+            .await
+            .unwrap();
+            (dir, std::sync::Arc::new(SqliteMessageStore::new(db)))
+        });
+        let mut round = 0u64;
+        let name = if grouped {
+            "memory-sqlite, group commit"
+        } else {
+            "memory-sqlite, a transaction each"
+        };
+        group.bench_function(BenchmarkId::new("16_tasks_single_appends", name), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    round += 1;
+                    let start = Instant::now();
+                    rt.block_on(async {
+                        let tasks: Vec<_> = (0..TASKS)
+                            .map(|t| {
+                                let (store, vocab) = (store.clone(), vocab.clone());
+                                tokio::spawn(async move {
+                                    let session = SessionId::new(format!("t{t}")).unwrap();
+                                    let mut rng = Rng::new(round * 100 + t as u64);
+                                    for i in 0..EACH {
+                                        let m = message(format!("r{round}-{i}"), &mut rng, &vocab);
+                                        store
+                                            .append_one(&session, m, Parent::LatestLeaf)
+                                            .await
+                                            .unwrap();
+                                    }
+                                })
+                            })
+                            .collect();
+                        for task in tasks {
+                            task.await.unwrap();
+                        }
+                    });
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
+    let (_dir, raw) = rt.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("raw.db");
+        SqliteDatabase::open(SqliteConfig::new(&path))
+            .await
+            .unwrap();
+        let raw = raw_pool(&path).await;
+        (dir, raw)
+    });
+    let key = rt.block_on(raw_session_key(&raw, "raw"));
+    let mut round = 0u64;
+    group.bench_function(BenchmarkId::new("16_tasks_single_appends", "raw-sqlx"), |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                round += 1;
+                let start = Instant::now();
+                rt.block_on(async {
+                    let tasks: Vec<_> = (0..TASKS)
+                        .map(|t| {
+                            let (raw, vocab) = (raw.clone(), vocab.clone());
+                            tokio::spawn(async move {
+                                let mut rng = Rng::new(round * 100 + t as u64);
+                                for i in 0..EACH {
+                                    let m = message(format!("r{round}-{t}-{i}"), &mut rng, &vocab);
+                                    let json = serde_json::to_string(&m).unwrap();
+                                    sqlx::query(
+                                        "INSERT INTO messages (seq, session_key, id, parent_seq, run_id, role, content, search_text, bytes) \
+                                         VALUES ((SELECT IFNULL(MAX(seq), 0) + 1 FROM messages), ?, ?, NULL, 0, ?, ?, ?, ?)",
+                                    )
+                                    .bind(key)
+                                    .bind(&m.id)
+                                    .bind(m.role.as_str())
+                                    .bind(&json)
+                                    .bind(m.text())
+                                    .bind(json.len() as i64)
+                                    .execute(&raw)
+                                    .await
+                                    .unwrap();
+                                }
+                            })
+                        })
+                        .collect();
+                    for task in tasks {
+                        task.await.unwrap();
+                    }
+                });
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, append, history, concurrent_appends);
 criterion_main!(benches);
 
 /// A current-thread runtime: the benchmark thread drives the futures itself, so timings do

@@ -35,6 +35,9 @@ pub struct SqliteConfig {
     /// `secure_delete=ON`: deleted content is overwritten with zeros, so an erased record
     /// leaves no trace in the file (used for long-term memory profiles; costs some write I/O).
     pub secure_delete: bool,
+    /// Single appends and session touches of concurrent callers share one transaction
+    /// (default on); off, each is a transaction of its own.
+    pub group_commit: bool,
 }
 
 impl SqliteConfig {
@@ -46,7 +49,14 @@ impl SqliteConfig {
             readers: 4,
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
             secure_delete: false,
+            group_commit: true,
         }
+    }
+
+    /// Turns group commit on or off (see [`SqliteConfig::group_commit`]).
+    pub fn group_commit(mut self, on: bool) -> Self {
+        self.group_commit = on;
+        self
     }
 
     /// Sets the durability mode.

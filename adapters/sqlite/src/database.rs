@@ -101,7 +101,7 @@ impl SqliteDatabase {
             .map_err(db)?;
         debug!(path = %config.path.display(), "opened sqlite database");
         Ok(Self {
-            group: crate::group_commit::GroupCommit::new(writer.clone()),
+            group: crate::group_commit::GroupCommit::new(writer.clone(), config.group_commit),
             writer,
             reader,
             secure_delete: config.secure_delete,

@@ -44,6 +44,8 @@ struct Queue {
 pub(crate) struct GroupCommit {
     writer: SqlitePool,
     queue: Arc<Mutex<Queue>>,
+    /// Off: every write is a transaction of its own, in the caller's task.
+    grouped: bool,
 }
 
 impl std::fmt::Debug for GroupCommit {
@@ -63,17 +65,29 @@ fn group_failed(error: &MemoryError) -> MemoryError {
 }
 
 impl GroupCommit {
-    /// A committer over `writer` (the one-connection writer pool).
-    pub(crate) fn new(writer: SqlitePool) -> Self {
+    /// A committer over `writer` (the one-connection writer pool); `grouped: false` runs
+    /// each write in a transaction of its own.
+    pub(crate) fn new(writer: SqlitePool, grouped: bool) -> Self {
         Self {
             writer,
             queue: Arc::new(Mutex::new(Queue::default())),
+            grouped,
         }
     }
 
     /// Runs `write` in the next group's transaction and returns its result once that
     /// transaction committed (or the error that kept it from committing).
     pub(crate) async fn run<T: Send + 'static>(&self, write: GroupWrite<T>) -> Result<T> {
+        if !self.grouped {
+            let mut tx = self
+                .writer
+                .begin_with("BEGIN IMMEDIATE")
+                .await
+                .map_err(db)?;
+            let result = write(&mut tx).await?;
+            tx.commit().await.map_err(db)?;
+            return Ok(result);
+        }
         let (sender, receiver) = tokio::sync::oneshot::channel::<Result<T>>();
         let job: Job = Box::new(move |conn| {
             async move {

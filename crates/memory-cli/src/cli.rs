@@ -758,5 +758,13 @@ pub enum BenchCommand {
         /// afterwards) instead of embedded SQLite.
         #[arg(long)]
         postgres: bool,
+        /// SQLite: each append its own transaction (`[storage.sqlite] group_commit = false`),
+        /// the baseline of group commit.
+        #[arg(long)]
+        no_group_commit: bool,
+        /// SQLite: every vector search scans exactly (`[storage.sqlite] exact_vectors =
+        /// true`), the baseline of the approximate graph.
+        #[arg(long)]
+        exact_vectors: bool,
     },
 }

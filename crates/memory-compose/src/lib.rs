@@ -290,6 +290,12 @@ impl Deployment {
         ))
     }
 
+    /// Loads a profile's vectors and, on SQLite, waits until their approximate graphs are
+    /// built, so the next recall does not scan exactly: a warm-up before serving load.
+    pub async fn prepare_vectors(&self, profile: &str) -> Result<()> {
+        self.stores.prepare_vectors(profile).await
+    }
+
     /// Long-term memory with the embedder and per-stage models `memory.toml` names. The
     /// note says what is off, if anything.
     pub async fn memory_service(&self) -> Result<(MemoryService, Option<String>)> {

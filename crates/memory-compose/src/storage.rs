@@ -288,6 +288,16 @@ impl Stores {
         }
     }
 
+    /// Loads the profile's vectors and waits for their approximate graphs where the backend
+    /// keeps them in process (SQLite); nothing to do for a server-side index.
+    pub(crate) async fn prepare_vectors(&self, profile: &str) -> Result<()> {
+        match self.backend(Role::Vectors) {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => Ok(self.sqlite_profiles().prepare_vectors(profile).await?),
+            _ => Ok(()),
+        }
+    }
+
     /// The job queue.
     pub(crate) async fn jobs(&self) -> Result<Arc<dyn JobQueue>> {
         match self.backend(Role::Jobs) {
@@ -611,7 +621,8 @@ impl Stores {
         let settings = &self.storage.sqlite;
         let config = memory_sqlite::SqliteConfig::new(&settings.path)
             .busy_timeout(std::time::Duration::from_millis(settings.busy_timeout_ms))
-            .secure_delete(settings.secure_delete);
+            .secure_delete(settings.secure_delete)
+            .group_commit(settings.group_commit);
         let db = self
             .sessions_db
             .get_or_try_init(|| async move { memory_sqlite::SqliteDatabase::open(config).await })

@@ -152,6 +152,9 @@ pub struct SqliteSettings {
     /// A profile's vector namespace of at least this many vectors is searched through an
     /// approximate graph (HNSW) whose candidates are rescored exactly (default 20,000).
     pub approximate_from_rows: u64,
+    /// Single appends of concurrent callers share one transaction in the sessions database
+    /// (default true).
+    pub group_commit: bool,
 }
 
 /// PostgreSQL (`[storage.postgres]`).
@@ -331,6 +334,7 @@ impl StorageConfig {
                 secure_delete: false,
                 exact_vectors: false,
                 approximate_from_rows: DEFAULT_APPROXIMATE_FROM_ROWS,
+                group_commit: true,
                 path: data_dir.join("memory.db"),
                 profiles: data_dir.join("profiles"),
             },
@@ -423,6 +427,7 @@ pub(crate) struct RawSqlite {
     pub secure_delete: Option<bool>,
     pub exact_vectors: Option<bool>,
     pub approximate_from_rows: Option<u64>,
+    pub group_commit: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -539,6 +544,7 @@ impl RawStorage {
             approximate_from_rows: sqlite
                 .approximate_from_rows
                 .unwrap_or(DEFAULT_APPROXIMATE_FROM_ROWS),
+            group_commit: sqlite.group_commit.unwrap_or(true),
         };
         config.fs = DirectorySettings {
             path: resolve(self.fs.unwrap_or_default().path, "blobs"),

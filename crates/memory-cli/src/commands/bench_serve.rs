@@ -37,6 +37,10 @@ pub struct ServeBench {
     pub recall_rates: Vec<u32>,
     /// On PostgreSQL (`MEMORY_POSTGRES_URL`) instead of SQLite.
     pub postgres: bool,
+    /// SQLite: concurrent single appends share transactions.
+    pub group_commit: bool,
+    /// SQLite: vector searches scan exactly instead of through the approximate graph.
+    pub exact_vectors: bool,
 }
 
 const PROFILE: &str = "bench";
@@ -78,6 +82,11 @@ pub async fn run(bench: ServeBench) -> Result<(), CliError> {
     let mut config = "[memory]\nembedder = \"none\"\n".to_owned();
     if bench.postgres {
         config = format!("{}\n{config}", memory_config::all_on_postgres(&schema));
+    } else {
+        config.push_str(&format!(
+            "\n[storage.sqlite]\ngroup_commit = {}\nexact_vectors = {}\n",
+            bench.group_commit, bench.exact_vectors
+        ));
     }
     std::fs::write(scratch.path().join("memory.toml"), config)
         .map_err(|e| CliError::io("writing the scratch memory.toml", e))?;
@@ -116,11 +125,21 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
     let seed_sessions = started.elapsed();
     let started = Instant::now();
     seed_memories(&backends, &hashing, PROFILE, bench.memories, &mut words).await?;
+    // The approximate graphs (SQLite) are built before anything is timed.
+    deployment.prepare_vectors(PROFILE).await?;
     let seed_memories_took = started.elapsed();
     let backend = if bench.postgres {
-        "PostgreSQL"
+        "PostgreSQL".to_owned()
     } else {
-        "SQLite"
+        format!(
+            "SQLite (group commit {}, vectors {})",
+            if bench.group_commit { "on" } else { "off" },
+            if bench.exact_vectors {
+                "exact"
+            } else {
+                "approximate"
+            }
+        )
     };
     println!(
         "memory bench serve on {backend}: {} sessions ({} messages, seeded in {:.0} s), {} memories (seeded in {:.0} s); server and load generator in one process on this machine",

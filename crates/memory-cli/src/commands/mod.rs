@@ -144,6 +144,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         clients,
         recall_rates,
         postgres,
+        no_group_commit,
+        exact_vectors,
     }) = cli.command
     {
         return bench_serve::run(bench_serve::ServeBench {
@@ -153,6 +155,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             clients,
             recall_rates,
             postgres,
+            group_commit: !no_group_commit,
+            exact_vectors,
         })
         .await;
     }
