@@ -178,20 +178,33 @@ impl SqliteVectorIndex {
     }
 
     /// Loads the namespace and waits until its graph (if it should have one) is built, so
-    /// that the next search does not scan exactly: a warm-up for servers and benchmarks.
+    /// that the next search does not scan exactly: a warm-up for servers and benchmarks. A
+    /// graph that fails to build three times is an error (searches still scan exactly).
     pub async fn prepare(&self, namespace: &str) -> Result<()> {
+        let mut attempts = 0;
         loop {
             let ns = self.namespace(namespace).await?;
-            let ready = {
+            let (ready, idle) = {
                 let ns = ns.read().map_err(|_| poisoned())?;
-                ns.graph.is_some()
-                    || (!ns.building
-                        && self
-                            .approximate
-                            .is_none_or(|a| ns.matrix.len() < a.from_rows || ns.model.is_none()))
+                let wanted = self
+                    .approximate
+                    .is_some_and(|a| ns.model.is_some() && ns.matrix.len() >= a.from_rows);
+                (ns.graph.is_some() || !wanted, !ns.building)
             };
             if ready {
                 return Ok(());
+            }
+            if idle {
+                if attempts == 3 {
+                    return Err(crate::error::graph(
+                        "building",
+                        format!("namespace {namespace:?}: failed three times"),
+                    ));
+                }
+                attempts += 1;
+                let due = self.ready_graph(namespace, &ns, None)?;
+                self.publish_snapshot(namespace, due).await?;
+                continue;
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }

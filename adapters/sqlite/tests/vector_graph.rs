@@ -256,3 +256,28 @@ async fn clearing_a_namespace_or_deleting_a_profile_removes_its_snapshots() {
     profiles.delete("p").await.unwrap();
     assert!(!dir.path().join("profiles/p.db.vectors").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepare_waits_for_a_graph_built_in_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path()).await;
+    let settings = ApproximateSearch {
+        from_rows: 2_500,
+        ..ApproximateSearch::default()
+    };
+    let writer = SqliteVectorIndex::new(db.clone()).with_approximate(None);
+    writer
+        .upsert("ns", (0..3_000).map(record).collect())
+        .await
+        .unwrap();
+    let index = SqliteVectorIndex::new(db).with_approximate(Some(settings));
+    // More is missing than a caller's catch-up takes: the graph is built in the background.
+    index.prepare("ns").await.unwrap();
+    assert!(
+        !snapshot_files(dir.path()).is_empty(),
+        "a new graph is saved at once"
+    );
+    let found = search(&index, &vector(2_999), VectorFilter::default()).await;
+    assert_eq!(found.first().map(String::as_str), Some("v02999"));
+    index.prepare("missing").await.unwrap();
+}
