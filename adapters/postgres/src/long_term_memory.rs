@@ -295,6 +295,28 @@ impl MemoryRecordStore for PostgresLongTermMemory {
             .await
     }
 
+    async fn get_memories(&self, ids: &[String]) -> Result<Vec<MemoryRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = self
+            .db
+            .idempotent(|| async {
+                sqlx::query(select("AND id = ANY($2)"))
+                    .bind(self.profile_key)
+                    .bind(ids)
+                    .fetch_all(&self.db.pool)
+                    .await
+                    .map_err(db)
+            })
+            .await?;
+        let found: std::collections::HashMap<String, MemoryRecord> = rows
+            .iter()
+            .map(|row| from_row(row).map(|m| (m.id.clone(), m)))
+            .collect::<Result<_>>()?;
+        Ok(ids.iter().filter_map(|id| found.get(id).cloned()).collect())
+    }
+
     async fn current_by_key(&self, kind: MemoryKind, key: &str) -> Result<Option<MemoryRecord>> {
         self.db
             .idempotent(|| async {

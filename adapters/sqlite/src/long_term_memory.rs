@@ -246,6 +246,22 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         row.as_ref().map(from_row).transpose()
     }
 
+    async fn get_memories(&self, ids: &[String]) -> Result<Vec<MemoryRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(select("WHERE id IN (SELECT value FROM json_each(?))"))
+            .bind(serde_json::to_string(ids)?)
+            .fetch_all(&self.db.reader)
+            .await
+            .map_err(db)?;
+        let found: std::collections::HashMap<String, MemoryRecord> = rows
+            .iter()
+            .map(|row| from_row(row).map(|m| (m.id.clone(), m)))
+            .collect::<Result<_>>()?;
+        Ok(ids.iter().filter_map(|id| found.get(id).cloned()).collect())
+    }
+
     async fn current_by_key(&self, kind: MemoryKind, key: &str) -> Result<Option<MemoryRecord>> {
         let row = sqlx::query(select(
             "WHERE kind = ? AND key = ? AND superseded_by IS NULL AND forgotten_reason IS NULL ORDER BY pos DESC LIMIT 1",

@@ -54,7 +54,7 @@ impl Default for ApproximateSearch {
         Self {
             from_rows: 20_000,
             exact_below: 4_096,
-            candidates: 64,
+            candidates: 128,
             save_after: 2_000,
         }
     }

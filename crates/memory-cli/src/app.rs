@@ -91,7 +91,16 @@ pub async fn memory_service_with(
 /// Long-term backends with everything embedded under `root` (the benchmarks' scratch
 /// profiles).
 pub async fn scratch_long_term(root: &Path) -> std::result::Result<LongTermBackends, CliError> {
-    let deployment = Deployment::with_profiles_dir(MemoryConfig::default(), root, root);
+    let mut storage = memory_config::StorageConfig::embedded(root);
+    storage.sqlite.profiles = root.to_owned();
+    // Vector searches scan exactly here: a benchmark opens its own graphs when it wants them
+    // (no graph is built in the background while it measures something else).
+    storage.sqlite.exact_vectors = true;
+    let config = MemoryConfig {
+        storage: Some(storage),
+        ..MemoryConfig::default()
+    };
+    let deployment = Deployment::with_config(config, root);
     Ok(deployment.long_term_backends().await?)
 }
 

@@ -732,6 +732,13 @@ pub enum BenchCommand {
         /// schema dropped afterwards) instead of embedded SQLite.
         #[arg(long)]
         postgres: bool,
+        /// SQLite: candidates the approximate graph returns per search (rescored exactly).
+        #[arg(long, default_value_t = 128)]
+        graph_candidates: usize,
+        /// SQLite: also measure the graph's recall@10 against the exact scan on this many
+        /// sentences embedded by the local model (0: skip; needs scripts/setup-model.sh).
+        #[arg(long, default_value_t = 0)]
+        model_vectors: usize,
         #[command(flatten)]
         format: Format,
     },

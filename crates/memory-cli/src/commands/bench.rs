@@ -134,14 +134,26 @@ pub struct BenchReport {
     pub vectors: Option<super::bench_vectors::VectorComparison>,
 }
 
+/// What `memory bench long-term` measures.
+#[derive(Debug, Clone, Copy)]
+pub struct LongTermBench {
+    /// Memories in the profile.
+    pub memories: usize,
+    /// Raw messages in the profile.
+    pub raw: usize,
+    /// Recall queries timed.
+    pub queries: usize,
+    /// On PostgreSQL instead of SQLite.
+    pub postgres: bool,
+    /// SQLite: candidates per search from the approximate graph.
+    pub graph_candidates: usize,
+    /// SQLite: sentences embedded by the local model for the graph's recall on real vectors.
+    pub model_vectors: usize,
+}
+
 /// Runs the long-term memory benchmark.
-pub async fn long_term(
-    memories: usize,
-    raw: usize,
-    queries: usize,
-    postgres: bool,
-    json: bool,
-) -> Result<(), CliError> {
+pub async fn long_term(bench: LongTermBench, json: bool) -> Result<(), CliError> {
+    let postgres = bench.postgres;
     let scratch = tempfile::Builder::new()
         .prefix("memory-bench-")
         .tempdir()
@@ -157,15 +169,7 @@ pub async fn long_term(
     } else {
         crate::app::scratch_long_term(scratch.path()).await?
     };
-    let result = run_long_term(
-        backends,
-        (!postgres).then_some(scratch.path()),
-        memories,
-        raw,
-        queries,
-        json,
-    )
-    .await;
+    let result = run_long_term(backends, (!postgres).then_some(scratch.path()), bench, json).await;
     if postgres {
         drop_scratch_schema(&schema).await?;
     }
@@ -249,11 +253,10 @@ pub(super) async fn seed_memories(
 async fn run_long_term(
     backends: memory_engine::long_term::LongTermBackends,
     sqlite_root: Option<&std::path::Path>,
-    memories: usize,
-    raw: usize,
-    queries: usize,
+    bench: LongTermBench,
     json: bool,
 ) -> Result<(), CliError> {
+    let (memories, raw, queries) = (bench.memories, bench.raw, bench.queries);
     let postgres = sqlite_root.is_none();
     let plain = MemoryService::new(backends.clone(), Arc::new(SystemClock));
     let hashing: Arc<dyn Embedder> = Arc::new(HashingEmbedder::new(384));
@@ -302,9 +305,10 @@ async fn run_long_term(
     let queries: Vec<String> = (0..queries.max(20)).map(|_| words.query()).collect();
     #[cfg(feature = "sqlite")]
     let vectors = match sqlite_root {
-        Some(root) => {
-            Some(super::bench_vectors::compare(root, &backends, &hashing, "big", &queries).await?)
-        }
+        Some(root) => Some(
+            super::bench_vectors::compare(root, &backends, &hashing, "big", &queries, bench)
+                .await?,
+        ),
         None => None,
     };
     #[cfg(not(feature = "sqlite"))]
@@ -403,9 +407,19 @@ async fn run_long_term(
             cpu(v.cpu_ms_per_recall_exact)
         );
         println!(
-            "graph recall@10 against the exact scan: {:.3}",
-            v.graph_recall_at_10
+            "graph recall@10 against the exact scan ({} candidates): {:.3}",
+            v.graph_candidates, v.graph_recall_at_10
         );
+        if let Some(model) = &v.model_vectors {
+            println!(
+                "graph recall@10 on {} sentences embedded by the local model ({} candidates): {:.3}, one search p50 {:.3} ms (exact scan {:.3} ms)",
+                model.vectors,
+                v.graph_candidates,
+                model.recall_at_10,
+                model.graph_search.p50_ms,
+                model.exact_search.p50_ms
+            );
+        }
     }
     show("recall, text channels only", report.recall_text_only);
     match (

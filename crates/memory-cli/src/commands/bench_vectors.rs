@@ -7,15 +7,19 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use memory_core::ports::{Embedder, SystemClock, VectorIndexes, VectorQuery};
+use memory_core::ports::{
+    Embedder, SystemClock, VectorIndex, VectorIndexes, VectorQuery, VectorRecord,
+};
 use memory_engine::long_term::{
     LongTermBackends, MEMORY_NAMESPACE, MemoryService, RAW_NAMESPACE, RecallRequest,
 };
-use memory_sqlite::SqliteProfiles;
+use memory_sqlite::{
+    ApproximateSearch, SqliteConfig, SqliteDatabase, SqliteProfiles, SqliteVectorIndex,
+};
 use serde::Serialize;
 
 use super::CliError;
-use super::bench::{Latency, latency};
+use super::bench::{Latency, LongTermBench, Words, latency};
 
 /// Exact against approximate vector search, measured through recall.
 #[derive(Debug, Clone, Serialize)]
@@ -28,10 +32,27 @@ pub struct VectorComparison {
     pub recall_exact: Latency,
     /// CPU time of the whole process per recall, exact scan (ms).
     pub cpu_ms_per_recall_exact: Option<f64>,
+    /// Candidates per search from the graph.
+    pub graph_candidates: usize,
     /// Of the exact top 10 of each query vector, the share the graph returned.
     pub graph_recall_at_10: f64,
+    /// The graph on sentences embedded by the local model (when asked for and installed).
+    pub model_vectors: Option<ModelVectors>,
     /// Seconds to load the profile's vectors and build (or load) their graphs.
     pub graph_ready_seconds: f64,
+}
+
+/// The graph against the exact scan on vectors of the local model.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelVectors {
+    /// Vectors in the namespace.
+    pub vectors: usize,
+    /// Of the exact top 10 of each query, the share the graph returned.
+    pub recall_at_10: f64,
+    /// One vector search through the graph.
+    pub graph_search: Latency,
+    /// One exact vector search.
+    pub exact_search: Latency,
 }
 
 /// User plus system CPU time of this process so far, from `/proc/self/stat` (Linux; ticks
@@ -77,7 +98,12 @@ pub(super) async fn compare(
     hashing: &Arc<dyn Embedder>,
     profile: &str,
     queries: &[String],
+    bench: LongTermBench,
 ) -> Result<VectorComparison, CliError> {
+    let settings = ApproximateSearch {
+        candidates: bench.graph_candidates,
+        ..ApproximateSearch::default()
+    };
     let service = |vectors: Arc<dyn VectorIndexes>| {
         MemoryService::new(
             LongTermBackends::from_parts(
@@ -91,7 +117,7 @@ pub(super) async fn compare(
         )
         .with_embedder(Arc::clone(hashing))
     };
-    let approximate = Arc::new(SqliteProfiles::new(root));
+    let approximate = Arc::new(SqliteProfiles::new(root).approximate(Some(settings)));
     let started = Instant::now();
     approximate.prepare_vectors(profile).await?;
     let graph_ready_seconds = started.elapsed().as_secs_f64();
@@ -122,12 +148,83 @@ pub(super) async fn compare(
                 .count();
         }
     }
+    let model_vectors = if bench.model_vectors > 0 {
+        model_recall(root, bench.model_vectors, settings).await?
+    } else {
+        None
+    };
     Ok(VectorComparison {
         recall_approximate,
         cpu_ms_per_recall_approximate: cpu_approximate,
         recall_exact,
         cpu_ms_per_recall_exact: cpu_exact,
+        graph_candidates: settings.candidates,
         graph_recall_at_10: found as f64 / total.max(1) as f64,
         graph_ready_seconds,
+        model_vectors,
     })
+}
+
+/// The graph's recall@10 and search time on `n` sentences the local model embedded (`None`
+/// when the model is not installed), beside the exact scan of the same namespace.
+async fn model_recall(
+    root: &Path,
+    n: usize,
+    settings: ApproximateSearch,
+) -> Result<Option<ModelVectors>, CliError> {
+    let (Some(model), _) = memory_compose::embedder(&memory_config::MemoryConfig::default())?
+    else {
+        return Ok(None);
+    };
+    let mut words = Words::new(99, 20_000);
+    let texts: Vec<String> = (0..n).map(|_| words.sentence(14)).collect();
+    let db = SqliteDatabase::open(SqliteConfig::new(root.join("model-vectors.db"))).await?;
+    let exact = SqliteVectorIndex::new(db.clone()).with_approximate(None);
+    for (c, chunk) in texts.chunks(512).enumerate() {
+        let vectors = model.embed(chunk).await?;
+        let records = vectors
+            .into_iter()
+            .enumerate()
+            .map(|(i, vector)| VectorRecord {
+                id: format!("t{:07}", c * 512 + i),
+                vector,
+                model: model.model_id().to_owned(),
+                fields: Default::default(),
+            })
+            .collect();
+        exact.upsert("model", records).await?;
+    }
+    let graph = SqliteVectorIndex::new(db).with_approximate(Some(ApproximateSearch {
+        from_rows: 0,
+        ..settings
+    }));
+    graph.prepare("model").await?;
+    let queries: Vec<String> = (0..300).map(|_| words.query()).collect();
+    let query_vectors = model.embed(&queries).await?;
+    let (mut found, mut total) = (0usize, 0usize);
+    let (mut graph_times, mut exact_times) = (Vec::new(), Vec::new());
+    for vector in query_vectors {
+        let query = VectorQuery {
+            vector,
+            k: 10,
+            filter: Default::default(),
+        };
+        let started = Instant::now();
+        let truth = exact.search("model", &query).await?;
+        exact_times.push(started.elapsed().as_secs_f64() * 1_000.0);
+        let started = Instant::now();
+        let got = graph.search("model", &query).await?;
+        graph_times.push(started.elapsed().as_secs_f64() * 1_000.0);
+        total += truth.len();
+        found += truth
+            .iter()
+            .filter(|t| got.iter().any(|g| g.id == t.id))
+            .count();
+    }
+    Ok(Some(ModelVectors {
+        vectors: n,
+        recall_at_10: found as f64 / total.max(1) as f64,
+        graph_search: latency(graph_times),
+        exact_search: latency(exact_times),
+    }))
 }

@@ -132,10 +132,23 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         raw,
         queries,
         postgres,
+        graph_candidates,
+        model_vectors,
         format,
     }) = cli.command
     {
-        return bench::long_term(memories, raw, queries, postgres, format.json).await;
+        return bench::long_term(
+            bench::LongTermBench {
+                memories,
+                raw,
+                queries,
+                postgres,
+                graph_candidates,
+                model_vectors,
+            },
+            format.json,
+        )
+        .await;
     }
     if let Command::Bench(crate::cli::BenchCommand::Serve {
         sessions,

@@ -115,12 +115,24 @@ pub struct MemoryPage {
 ///   now points where the erased one pointed, so erasing the current version makes its
 ///   predecessor current again (no pointer to an erased id remains).
 /// - List cursors are opaque strings a caller passes back unchanged.
+/// - `get_memories` returns what `get_memory` would for each id, in the order asked.
 #[async_trait]
 pub trait MemoryRecordStore: Send + Sync {
     /// Stores a memory.
     async fn insert_memory(&self, memory: MemoryRecord) -> Result<()>;
     /// One memory.
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryRecord>>;
+    /// Several memories in the order of `ids`, skipping ids that are not stored; one round
+    /// trip where the backend allows (this default asks one id at a time).
+    async fn get_memories(&self, ids: &[String]) -> Result<Vec<MemoryRecord>> {
+        let mut found = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(memory) = self.get_memory(id).await? {
+                found.push(memory);
+            }
+        }
+        Ok(found)
+    }
     /// The current (not superseded, not forgotten) memory with this kind and key.
     async fn current_by_key(&self, kind: MemoryKind, key: &str) -> Result<Option<MemoryRecord>>;
     /// Points `old_id` at `new_id`.

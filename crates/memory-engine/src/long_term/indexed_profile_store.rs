@@ -235,6 +235,10 @@ impl MemoryRecordStore for IndexedProfileStore {
         self.inner.get_memory(id).await
     }
 
+    async fn get_memories(&self, ids: &[String]) -> Result<Vec<MemoryRecord>> {
+        self.inner.get_memories(ids).await
+    }
+
     async fn current_by_key(&self, kind: MemoryKind, key: &str) -> Result<Option<MemoryRecord>> {
         self.inner.current_by_key(kind, key).await
     }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use futures::future::{OptionFuture, join, join_all};
 use memory_core::ports::{
-    Embedder, LongTermMemoryStore, MemoryKind, TextQuery, VectorFilter, VectorIndex, VectorQuery,
-    namespaces,
+    Embedder, LongTermMemoryStore, MemoryKind, MemoryRecord, TextQuery, VectorFilter, VectorIndex,
+    VectorQuery, namespaces,
 };
 use memory_core::{MemoryError, Result, SearchMode, Timestamp};
 use serde::Serialize;
@@ -527,12 +527,19 @@ impl Core {
                 .iter()
                 .filter_map(|f| f.id.strip_prefix(RAW_PREFIX).map(str::to_owned))
                 .collect();
-            let raw: HashMap<String, _> = store
-                .raw_by_ids(&raw_ids)
-                .await?
-                .into_iter()
-                .map(|m| (m.id.clone(), m))
+            let memory_ids: Vec<String> = batch
+                .iter()
+                .filter(|f| !f.id.starts_with(RAW_PREFIX))
+                .map(|f| f.id.clone())
                 .collect();
+            let (raw, memories) = futures::future::try_join(
+                store.raw_by_ids(&raw_ids),
+                store.get_memories(&memory_ids),
+            )
+            .await?;
+            let raw: HashMap<String, _> = raw.into_iter().map(|m| (m.id.clone(), m)).collect();
+            let mut memories: HashMap<String, MemoryRecord> =
+                memories.into_iter().map(|m| (m.id.clone(), m)).collect();
             for f in batch {
                 let item = match f.id.strip_prefix(RAW_PREFIX) {
                     Some(id) => match raw.get(id) {
@@ -545,7 +552,7 @@ impl Core {
                         },
                         None => continue,
                     },
-                    None => match store.get_memory(&f.id).await? {
+                    None => match memories.remove(&f.id) {
                         Some(m) if m.forgotten.is_none() && m.superseded_by.is_none() => {
                             RecallItem::Memory(m)
                         }

@@ -32,6 +32,7 @@ pub async fn run_all(profiles: &dyn MemoryProfiles, store_written: Option<&dyn T
     list_filters_and_pages(store.as_ref()).await;
     forget_hides_and_purge_erases(store.as_ref(), index).await;
     purge_keeps_the_chain_whole(store.as_ref()).await;
+    get_memories_follows_the_order_asked(store.as_ref()).await;
     let fresh_name = unique("profile");
     let fresh = profiles.open(&fresh_name).await.unwrap();
     let fresh_index = match store_written {
@@ -200,6 +201,26 @@ pub async fn raw_messages_are_insert_or_ignore_and_searchable(
         .unwrap_or_default();
     assert_eq!(ids[0], "r3");
     assert_eq!(index.count(namespaces::RAW).await.unwrap(), 3);
+}
+
+/// `get_memories` answers as `get_memory` would, in the order asked, without the unknown ids.
+pub async fn get_memories_follows_the_order_asked(store: &dyn LongTermMemoryStore) {
+    for (id, at) in [("g1", 1), ("g2", 2), ("g3", 3)] {
+        store
+            .insert_memory(memory(id, MemoryKind::Event, None, "a batch lookup", at))
+            .await
+            .unwrap();
+    }
+    let ids = |ids: &[&str]| ids.iter().map(|id| (*id).to_owned()).collect::<Vec<_>>();
+    let found = store
+        .get_memories(&ids(&["g3", "missing", "g1", "g2"]))
+        .await
+        .unwrap();
+    let found: Vec<&str> = found.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(found, ["g3", "g1", "g2"]);
+    assert!(store.get_memories(&[]).await.unwrap().is_empty());
+    let one = store.get_memories(&ids(&["g2"])).await.unwrap();
+    assert_eq!(one, vec![store.get_memory("g2").await.unwrap().unwrap()]);
 }
 
 /// Erasing a version relinks its chain: the middle one leaves its predecessor pointing at
