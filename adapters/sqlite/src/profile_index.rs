@@ -33,22 +33,34 @@ impl SqliteProfileIndex {
             return Ok(Vec::new());
         }
         let f = &query.filter;
-        let rows = sqlx::query(
+        let expression = fts::match_expression(&query.text, query.mode, "content", None);
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        // Unfiltered (what recall asks): the best `limit` by rank first, then only those are
+        // joined to their rows. Every index row has its message, so none is lost.
+        let unfiltered =
+            f.session.is_none() && f.role.is_none() && f.from.is_none() && f.to.is_none();
+        let sql = if unfiltered {
+            "SELECT r.id, r.content, r.session_id, r.role, r.created_at, f.rank \
+             FROM (SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ?1 ORDER BY rank LIMIT ?6) f \
+             JOIN raw_messages r ON r.doc = f.rowid \
+             WHERE ?2 IS NULL AND ?3 IS NULL AND ?4 IS NULL AND ?5 IS NULL ORDER BY f.rank"
+        } else {
             "SELECT r.id, r.content, r.session_id, r.role, r.created_at, f.rank \
              FROM raw_fts f JOIN raw_messages r ON r.doc = f.rowid \
              WHERE raw_fts MATCH ?1 AND (?2 IS NULL OR r.session_id = ?2) AND (?3 IS NULL OR r.role = ?3) \
                AND (?4 IS NULL OR r.created_at >= ?4) AND (?5 IS NULL OR r.created_at < ?5) \
-             ORDER BY f.rank LIMIT ?6",
-        )
-        .bind(fts::match_expression(&query.text, query.mode, "content", None))
-        .bind(&f.session)
-        .bind(&f.role)
-        .bind(f.from.map(Timestamp::millis))
-        .bind(f.to.map(Timestamp::millis))
-        .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.db.reader)
-        .await
-        .map_err(db)?;
+             ORDER BY f.rank LIMIT ?6"
+        };
+        let rows = sqlx::query(sql)
+            .bind(expression)
+            .bind(&f.session)
+            .bind(&f.role)
+            .bind(f.from.map(Timestamp::millis))
+            .bind(f.to.map(Timestamp::millis))
+            .bind(limit)
+            .fetch_all(&self.db.reader)
+            .await
+            .map_err(db)?;
         Ok(rows
             .iter()
             .map(|r| TextHit {
@@ -65,31 +77,48 @@ impl SqliteProfileIndex {
             .collect())
     }
 
-    /// Current memories only (not superseded, not forgotten), as the namespace promises.
     async fn search_memories(&self, query: &TextQuery) -> Result<Vec<TextHit>> {
         if query.filter.role.is_some() {
             return Ok(Vec::new());
         }
         let f = &query.filter;
-        let rows = sqlx::query(
-            "SELECT m.id, m.search_text, m.session_id, m.kind, m.key, m.recorded_at, f.rank \
-             FROM memories_fts f JOIN memories m ON m.pos = f.rowid \
-             WHERE memories_fts MATCH ?1 AND m.superseded_by IS NULL AND m.forgotten_reason IS NULL \
-               AND (?2 IS NULL OR m.session_id = ?2) AND (?3 IS NULL OR m.kind = ?3) \
-               AND (?4 IS NULL OR m.key = ?4) AND (?5 IS NULL OR m.recorded_at >= ?5) \
-               AND (?6 IS NULL OR m.recorded_at < ?6) \
-             ORDER BY f.rank LIMIT ?7",
-        )
-        .bind(fts::match_expression(&query.text, query.mode, "search_text", None))
-        .bind(&f.session)
-        .bind(&f.kind)
-        .bind(&f.key)
-        .bind(f.from.map(Timestamp::millis))
-        .bind(f.to.map(Timestamp::millis))
-        .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.db.reader)
-        .await
-        .map_err(db)?;
+        let unfiltered = f.session.is_none()
+            && f.kind.is_none()
+            && f.key.is_none()
+            && f.from.is_none()
+            && f.to.is_none();
+        if unfiltered {
+            // The best few by rank first, joined only then; superseded and forgotten ones are
+            // dropped after, so a margin is taken, and a page that still comes up short is
+            // answered by the full query below.
+            let hits = self.memory_hits(MEMORIES_RANKED_FIRST, query).await?;
+            if hits.len() >= query.limit {
+                return Ok(hits);
+            }
+        }
+        self.memory_hits(MEMORIES_FILTERED, query).await
+    }
+
+    async fn memory_hits(&self, sql: &'static str, query: &TextQuery) -> Result<Vec<TextHit>> {
+        let f = &query.filter;
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let rows = sqlx::query(sql)
+            .bind(fts::match_expression(
+                &query.text,
+                query.mode,
+                "search_text",
+                None,
+            ))
+            .bind(&f.session)
+            .bind(&f.kind)
+            .bind(&f.key)
+            .bind(f.from.map(Timestamp::millis))
+            .bind(f.to.map(Timestamp::millis))
+            .bind(limit)
+            .bind(limit.saturating_add(RANKED_MARGIN))
+            .fetch_all(&self.db.reader)
+            .await
+            .map_err(db)?;
         Ok(rows
             .iter()
             .map(|r| TextHit {
@@ -107,6 +136,26 @@ impl SqliteProfileIndex {
             .collect())
     }
 }
+
+/// Index rows ranked beyond the page, for superseded and forgotten memories to drop out of.
+const RANKED_MARGIN: i64 = 32;
+
+/// Unfiltered: the best `?8` index rows by rank, then their memories (binds as below).
+const MEMORIES_RANKED_FIRST: &str = "SELECT m.id, m.search_text, m.session_id, m.kind, m.key, m.recorded_at, f.rank \
+     FROM (SELECT rowid, rank FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT ?8) f \
+     JOIN memories m ON m.pos = f.rowid \
+     WHERE m.superseded_by IS NULL AND m.forgotten_reason IS NULL \
+       AND ?2 IS NULL AND ?3 IS NULL AND ?4 IS NULL AND ?5 IS NULL AND ?6 IS NULL \
+     ORDER BY f.rank LIMIT ?7";
+
+/// Every match filtered, then ranked: session, kind, key, from, to, limit (`?8` unused).
+const MEMORIES_FILTERED: &str = "SELECT m.id, m.search_text, m.session_id, m.kind, m.key, m.recorded_at, f.rank \
+     FROM memories_fts f JOIN memories m ON m.pos = f.rowid \
+     WHERE memories_fts MATCH ?1 AND m.superseded_by IS NULL AND m.forgotten_reason IS NULL \
+       AND (?2 IS NULL OR m.session_id = ?2) AND (?3 IS NULL OR m.kind = ?3) \
+       AND (?4 IS NULL OR m.key = ?4) AND (?5 IS NULL OR m.recorded_at >= ?5) \
+       AND (?6 IS NULL OR m.recorded_at < ?6) AND ?8 IS NOT NULL \
+     ORDER BY f.rank LIMIT ?7";
 
 #[async_trait]
 impl TextIndex for SqliteProfileIndex {

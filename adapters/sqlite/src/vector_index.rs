@@ -189,7 +189,10 @@ impl SqliteVectorIndex {
                 let wanted = self
                     .approximate
                     .is_some_and(|a| ns.model.is_some() && ns.matrix.len() >= a.from_rows);
-                (ns.graph.is_some() || !wanted, !ns.building)
+                (
+                    !wanted || (ns.graph.is_some() && !ns.building),
+                    !ns.building,
+                )
             };
             if ready {
                 return Ok(());
@@ -267,9 +270,9 @@ impl SqliteVectorIndex {
                 };
                 if let Err(error) = saved {
                     tracing::warn!(namespace = %name, %error, "building or saving the vector graph failed");
-                    if let Ok(mut guard) = shared.write() {
-                        guard.building = false;
-                    }
+                }
+                if let Ok(mut guard) = shared.write() {
+                    guard.building = false;
                 }
             });
         if let Err(error) = spawned {
@@ -299,8 +302,7 @@ impl SqliteVectorIndex {
         graph.catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())?;
         tracing::debug!(namespace, rows = graph.len(), elapsed = ?started.elapsed(), "vector graph ready");
         guard.graph = Some(graph);
-        guard.building = false;
-        // A new graph is saved at once.
+        // A new graph is saved at once (`building` stays set until that is done).
         guard.unsaved = guard.matrix.len().max(settings.save_after);
         drop(guard);
         self.due_snapshot(ns, settings)
