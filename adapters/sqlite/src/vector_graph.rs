@@ -25,6 +25,8 @@ const EXPANSION_ADD: usize = 128;
 /// Searches and adds the graph serves at once: usearch keeps a context per concurrent caller
 /// and refuses a caller beyond them (the index then scans exactly).
 const CONCURRENT_CALLERS: usize = 128;
+/// A catch-up adding at least this many vectors spreads them over the cores.
+const PARALLEL_ADDS_FROM: usize = 2_048;
 /// The least candidate list while searching (a search for more results uses as many).
 const EXPANSION_SEARCH: usize = 64;
 /// The first bytes of a snapshot file, with the format's version.
@@ -180,17 +182,77 @@ impl VectorGraph {
                 changes.removed += 1;
             }
         }
+        let mut new = Vec::new();
         for (id, hash, unit) in rows {
-            if self.by_id.get(id).is_some_and(|m| m.hash == hash) {
-                continue;
+            match self.by_id.get(id) {
+                Some(member) if member.hash == hash => {}
+                Some(_) => {
+                    // Changed: out with the old vector, then in with the new one.
+                    self.remove(id)?;
+                    changes.removed += 1;
+                    new.push((id, hash, unit));
+                }
+                None => new.push((id, hash, unit)),
             }
-            if self.by_id.contains_key(id) {
-                changes.removed += 1;
-            }
-            self.insert(id, unit, hash)?;
-            changes.added += 1;
         }
+        changes.added = new.len();
+        self.add_all(&new)?;
         Ok(changes)
+    }
+
+    /// Adds ids the graph does not hold, on every core when there are many (usearch takes
+    /// concurrent adds, each caller with its own context).
+    fn add_all(&mut self, rows: &[(&str, u64, &[f32])]) -> Result<()> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(CONCURRENT_CALLERS);
+        if rows.len() < PARALLEL_ADDS_FROM || threads < 2 {
+            for (id, hash, unit) in rows {
+                self.insert(id, unit, *hash)?;
+            }
+            return Ok(());
+        }
+        let needed = self.index.size() + rows.len();
+        if needed > self.index.capacity() {
+            self.index
+                .reserve_capacity_and_threads(needed.max(1_024), CONCURRENT_CALLERS)
+                .map_err(|e| graph_error("reserving", e))?;
+        }
+        let first = self.next_key;
+        let index = &self.index;
+        let chunk = rows.len().div_ceil(threads);
+        let added: Vec<Result<()>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = rows
+                .chunks(chunk)
+                .enumerate()
+                .map(|(c, part)| {
+                    scope.spawn(move || {
+                        for (i, (_, _, unit)) in part.iter().enumerate() {
+                            let key = first + (c * chunk + i) as Key;
+                            index.add(key, unit).map_err(|e| graph_error("adding", e))?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| {
+                    w.join()
+                        .unwrap_or_else(|_| Err(crate::error::invariant("a graph insert panicked")))
+                })
+                .collect()
+        });
+        // Every key is recorded, added or not, so a failure leaves no unknown node behind.
+        for (i, (id, hash, _)) in rows.iter().enumerate() {
+            let key = first + i as Key;
+            self.by_id
+                .insert((*id).to_owned(), Member { key, hash: *hash });
+            self.by_key.insert(key, (*id).to_owned());
+        }
+        self.next_key = first + rows.len() as Key;
+        self.free = self.free.saturating_sub(rows.len());
+        added.into_iter().collect()
     }
 
     /// The ids of up to `count` vectors near `unit` (approximately the nearest) among those

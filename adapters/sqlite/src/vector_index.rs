@@ -464,7 +464,11 @@ impl SqliteVectorIndex {
                 tracing::warn!(namespace, %error, "the vector graph missed a write; rebuilding");
             }
             drop(cached);
-            return self.ready_graph(namespace, ns, None);
+            // The write is committed: a graph that could not be built is no error of it.
+            return Ok(self.ready_graph(namespace, ns, None).unwrap_or_else(|error| {
+                tracing::warn!(namespace, %error, "the vector graph could not be built; searches scan exactly");
+                None
+            }));
         }
         drop(cached);
         self.cache
