@@ -210,7 +210,8 @@ fn single_sql(parent: &Parent) -> String {
 }
 
 /// The common case in one statement: a single new message of a known session. `Ok(None)`
-/// means "not decided here" (new session, existing id, missing parent, or a busy database):
+/// means "not decided here" (new session, existing id, missing parent, or, outside a write
+/// transaction, a busy database):
 /// the caller runs the general path, which decides and reports correctly.
 pub(crate) async fn single(
     conn: &mut SqliteConnection,

@@ -18,9 +18,11 @@ use memory_core::Result;
 #[derive(Debug)]
 pub(crate) struct GraphSnapshots {
     dir: PathBuf,
-    /// Numbers this process's temporary files.
-    temporaries: AtomicU64,
 }
+
+/// Numbers this process's temporary files (process-wide: two indexes on one database never
+/// pick the same name).
+static TEMPORARIES: AtomicU64 = AtomicU64::new(0);
 
 /// The snapshot directory beside `database`.
 pub(crate) fn snapshot_dir(database: &Path) -> PathBuf {
@@ -33,26 +35,45 @@ fn file_name(namespace: &str) -> String {
     format!("ns-{hex}.graph")
 }
 
-/// A written, synced snapshot not yet published.
+/// A written, synced snapshot not yet published; dropped unpublished (discarded, or its
+/// caller went away), its file is deleted.
 #[derive(Debug)]
 pub(crate) struct Unpublished {
     temporary: PathBuf,
     target: PathBuf,
+    published: bool,
 }
 
 impl Unpublished {
     /// Makes it the namespace's snapshot (call holding the database's write lock, after the
-    /// version check).
-    pub(crate) fn publish(self) -> Result<()> {
-        std::fs::rename(&self.temporary, &self.target).map_err(|e| {
-            let _ = std::fs::remove_file(&self.temporary);
-            crate::error::io(&self.target, e)
-        })
+    /// version check). A temporary file an erasure removed meanwhile is not published.
+    pub(crate) fn publish(mut self) -> Result<()> {
+        match std::fs::rename(&self.temporary, &self.target) {
+            Ok(()) => {
+                self.published = true;
+                sync_dir(&self.target);
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(crate::error::io(&self.target, e)),
+        }
     }
+}
 
-    /// Deletes it (the namespace changed since it was taken).
-    pub(crate) fn discard(self) {
-        let _ = std::fs::remove_file(&self.temporary);
+impl Drop for Unpublished {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = std::fs::remove_file(&self.temporary);
+        }
+    }
+}
+
+/// Syncs the directory holding `path`, so a rename or an unlink in it is durable.
+fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent()
+        && let Ok(dir) = std::fs::File::open(dir)
+    {
+        let _ = dir.sync_all();
     }
 }
 
@@ -61,7 +82,6 @@ impl GraphSnapshots {
     pub(crate) fn new(database: &Path) -> Self {
         Self {
             dir: snapshot_dir(database),
-            temporaries: AtomicU64::new(0),
         }
     }
 
@@ -78,36 +98,53 @@ impl GraphSnapshots {
     /// Writes and syncs `bytes` as a temporary file, to be published or discarded.
     pub(crate) fn write(&self, namespace: &str, bytes: &[u8]) -> Result<Unpublished> {
         std::fs::create_dir_all(&self.dir).map_err(|e| crate::error::io(&self.dir, e))?;
-        let number = self.temporaries.fetch_add(1, Ordering::Relaxed);
+        let number = TEMPORARIES.fetch_add(1, Ordering::Relaxed);
         let temporary = self.dir.join(format!(
             "{}.{}-{number}.tmp",
             file_name(namespace),
             std::process::id()
         ));
+        let unpublished = Unpublished {
+            temporary,
+            target: self.dir.join(file_name(namespace)),
+            published: false,
+        };
         let written = (|| {
-            let mut file = std::fs::File::create(&temporary)?;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&unpublished.temporary)?;
             file.write_all(bytes)?;
             file.sync_all()
         })();
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&temporary);
-            return Err(crate::error::io(temporary, e));
+        match written {
+            Ok(()) => Ok(unpublished),
+            Err(e) => Err(crate::error::io(&unpublished.temporary, e)),
         }
-        Ok(Unpublished {
-            temporary,
-            target: self.dir.join(file_name(namespace)),
-        })
     }
 
-    /// Deletes the namespace's published snapshot (after an erasure committed, or when the
-    /// namespace is cleared).
+    /// Deletes the namespace's snapshot and any temporary copy of it a save is writing or
+    /// left behind (an erasure, or a cleared namespace), durably.
     pub(crate) fn erase(&self, namespace: &str) -> Result<()> {
-        let path = self.dir.join(file_name(namespace));
-        match std::fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(crate::error::io(path, e)),
+        let name = file_name(namespace);
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(crate::error::io(&self.dir, e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| crate::error::io(&self.dir, e))?;
+            let file = entry.file_name().to_string_lossy().into_owned();
+            if file == name || (file.starts_with(&format!("{name}.")) && file.ends_with(".tmp")) {
+                match std::fs::remove_file(entry.path()) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(crate::error::io(entry.path(), e)),
+                }
+            }
         }
+        sync_dir(&self.dir.join(name));
+        Ok(())
     }
 }
 
@@ -136,8 +173,19 @@ mod tests {
         snapshots.write("a/b", b"one").unwrap().publish().unwrap();
         snapshots.write("a/b", b"two").unwrap().publish().unwrap();
         assert_eq!(snapshots.read("a/b").unwrap().unwrap(), b"two");
-        snapshots.write("a/b", b"stale").unwrap().discard();
+        drop(snapshots.write("a/b", b"dropped").unwrap());
+        let in_flight = snapshots.write("a/b", b"in flight").unwrap();
         snapshots.erase("a/b").unwrap();
+        assert_eq!(
+            std::fs::read_dir(snapshot_dir(&database)).unwrap().count(),
+            0
+        );
+        in_flight.publish().unwrap();
+        assert_eq!(
+            snapshots.read("a/b").unwrap(),
+            None,
+            "an erased copy is never published"
+        );
         snapshots.erase("a/b").unwrap();
         assert_eq!(snapshots.read("a/b").unwrap(), None);
         let left: Vec<_> = std::fs::read_dir(snapshot_dir(&database))

@@ -7,7 +7,9 @@
 //! savepoint, so one caller's error rolls back only its own work) and commits; then every
 //! caller gets its result. No caller is answered before the commit that holds its write, and
 //! writes run in the order they were queued, so later writes see earlier ones as they would
-//! one at a time. A caller that is alone pays one transaction, as before.
+//! one at a time. A caller that is alone pays one transaction, as before. A caller that goes
+//! away after queueing does not take its write back: it runs and commits with its group
+//! (appends are idempotent by id).
 
 use std::sync::{Arc, Mutex};
 
@@ -25,9 +27,15 @@ pub(crate) type GroupWrite<T> =
 /// Answers a caller once the group's commit is known.
 type Answer = Box<dyn FnOnce(std::result::Result<(), &MemoryError>) + Send>;
 
-/// A queued write: runs it, then says whether it succeeded and how to answer its caller.
-type Job =
+/// Runs a queued write, then says whether it succeeded and how to answer its caller.
+type Run =
     Box<dyn for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, (bool, Answer)> + Send>;
+
+/// A queued write, and how to answer its caller if it never runs (the group failed first).
+struct Job {
+    run: Run,
+    abort: Answer,
+}
 
 /// Writes in one transaction at most (a bound on how long the first of them waits).
 const MOST_PER_GROUP: usize = 256;
@@ -89,20 +97,33 @@ impl GroupCommit {
             return Ok(result);
         }
         let (sender, receiver) = tokio::sync::oneshot::channel::<Result<T>>();
-        let job: Job = Box::new(move |conn| {
+        let sender = Arc::new(Mutex::new(Some(sender)));
+        let aborted = Arc::clone(&sender);
+        let run: Run = Box::new(move |conn| {
             async move {
                 let result = write(conn).await;
                 let succeeded = result.is_ok();
                 let answer: Answer = Box::new(move |committed| {
-                    let _ = sender.send(match committed {
-                        Ok(()) => result,
-                        Err(error) => Err(group_failed(error)),
-                    });
+                    if let Some(sender) = sender.lock().ok().and_then(|mut s| s.take()) {
+                        let _ = sender.send(match committed {
+                            Ok(()) => result,
+                            Err(error) => Err(group_failed(error)),
+                        });
+                    }
                 });
                 (succeeded, answer)
             }
             .boxed()
         });
+        let abort: Answer = Box::new(move |failed| {
+            if let Some(sender) = aborted.lock().ok().and_then(|mut s| s.take()) {
+                let _ = sender.send(Err(match failed {
+                    Err(error) => group_failed(error),
+                    Ok(()) => never_ran(),
+                }));
+            }
+        });
+        let job = Job { run, abort };
         let lead = {
             let mut queue = self
                 .queue
@@ -115,22 +136,21 @@ impl GroupCommit {
             // A task of its own, so a caller that goes away never strands the queue.
             tokio::spawn(self.clone().lead());
         }
-        receiver.await.map_err(|_| {
-            MemoryError::transient(
-                crate::error::BACKEND,
-                "the shared transaction ended before this write ran",
-            )
-        })?
+        receiver.await.map_err(|_| never_ran())?
     }
 
     /// Commits groups until the queue is empty.
     async fn lead(self) {
-        let _leader = Leader(Arc::clone(&self.queue));
+        let mut leader = Leader {
+            queue: Arc::clone(&self.queue),
+            finished: false,
+        };
         loop {
             let jobs = match self.queue.lock() {
                 Ok(mut queue) => {
                     if queue.jobs.is_empty() {
                         queue.leading = false;
+                        leader.finished = true;
                         return;
                     }
                     let take = queue.jobs.len().min(MOST_PER_GROUP);
@@ -143,30 +163,33 @@ impl GroupCommit {
     }
 
     /// One group: every job in one transaction, each in a savepoint when there are several.
+    /// A job that never ran (the group failed before it) is answered with the group's error.
     async fn commit(&self, jobs: Vec<Job>) {
         let mut answers = Vec::with_capacity(jobs.len());
         let alone = jobs.len() == 1;
+        let mut pending = jobs.into_iter();
         let committed: Result<()> = async {
             let mut tx = self
                 .writer
                 .begin_with("BEGIN IMMEDIATE")
                 .await
                 .map_err(db)?;
-            for job in jobs {
+            for job in pending.by_ref() {
                 if alone {
-                    let (succeeded, answer) = job(&mut tx).await;
+                    let (succeeded, answer) = (job.run)(&mut tx).await;
                     answers.push(answer);
                     if !succeeded {
-                        // Its only write failed: nothing to keep.
-                        return tx.rollback().await.map_err(db);
+                        // Its only write failed: nothing to keep, and its own error stands.
+                        let _ = tx.rollback().await;
+                        return Ok(());
                     }
                     continue;
                 }
-                sqlx::query("SAVEPOINT one_write")
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db)?;
-                let (succeeded, answer) = job(&mut tx).await;
+                if let Err(error) = sqlx::query("SAVEPOINT one_write").execute(&mut *tx).await {
+                    answers.push(job.abort);
+                    return Err(db(error));
+                }
+                let (succeeded, answer) = (job.run)(&mut tx).await;
                 answers.push(answer);
                 if !succeeded {
                     sqlx::query("ROLLBACK TO one_write")
@@ -182,23 +205,46 @@ impl GroupCommit {
             tx.commit().await.map_err(db)
         }
         .await;
+        let outcome = committed.as_ref().map(|_| ());
         for answer in answers {
-            answer(committed.as_ref().map(|_| ()));
+            answer(outcome);
+        }
+        let never = never_ran();
+        for job in pending {
+            (job.abort)(Err(outcome.err().unwrap_or(&never)));
         }
     }
 }
 
-/// Held by the leader task: if it unwinds, the queue is released (the writes still queued
-/// are dropped, so their callers get an error instead of waiting forever).
-struct Leader(Arc<Mutex<Queue>>);
+/// The error of a write whose group ended before it ran, without an error of its own.
+fn never_ran() -> MemoryError {
+    MemoryError::transient(
+        crate::error::BACKEND,
+        "the shared transaction ended before this write ran",
+    )
+}
+
+/// Held by the leader task: if it ends any other way than finding the queue empty (a
+/// panic, or its runtime shutting down), the queue is released and the writes still queued
+/// are answered with an error instead of waiting forever.
+struct Leader {
+    queue: Arc<Mutex<Queue>>,
+    finished: bool,
+}
 
 impl Drop for Leader {
     fn drop(&mut self) {
-        if std::thread::panicking()
-            && let Ok(mut queue) = self.0.lock()
-        {
-            queue.jobs.clear();
-            queue.leading = false;
+        if self.finished {
+            return;
+        }
+        let mut queue = self
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        queue.leading = false;
+        let never = never_ran();
+        for job in queue.jobs.drain(..) {
+            (job.abort)(Err(&never));
         }
     }
 }

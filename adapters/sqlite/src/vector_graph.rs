@@ -11,7 +11,7 @@
 //! reflects, each id's key and vector hash, then usearch's own serialisation). usearch
 //! frees a removed vector's slot but keeps its bytes (and saves them, even after its own
 //! `compact`), so before a snapshot [`VectorGraph::scrub`] overwrites every free slot with
-//! zeros.
+//! a random filler vector.
 
 use std::collections::HashMap;
 
@@ -45,7 +45,7 @@ pub(crate) struct VectorGraph {
     unscrubbed: bool,
 }
 
-/// Keys of the zero vectors that overwrite free slots (never a member's key: those count up
+/// Keys of the filler vectors that overwrite free slots (never a member's key: those count up
 /// from zero).
 const FILLER_KEYS: Key = u64::MAX / 2;
 
@@ -255,6 +255,19 @@ impl VectorGraph {
         added.into_iter().collect()
     }
 
+    /// How many adds and removals [`Self::catch_up`] would make to match `rows`.
+    pub(crate) fn differences<'a>(
+        &self,
+        rows: impl Iterator<Item = (&'a str, u64, &'a [f32])>,
+        contains: impl Fn(&str) -> bool,
+    ) -> usize {
+        let gone = self.by_id.keys().filter(|id| !contains(id)).count();
+        let changed = rows
+            .filter(|(id, hash, _)| self.by_id.get(*id).is_none_or(|m| m.hash != *hash))
+            .count();
+        gone + changed
+    }
+
     /// The ids of up to `count` vectors near `unit` (approximately the nearest) among those
     /// `keep` accepts; the candidate list is `count` long, at least 64.
     pub(crate) fn search(
@@ -280,14 +293,27 @@ impl VectorGraph {
             .collect())
     }
 
-    /// Overwrites every free slot with zeros: zero vectors are added (each add takes a free
+    /// Overwrites every free slot: random filler vectors are added (each add takes a free
     /// slot) and removed again, so no removed vector's bytes are left in memory or in a
     /// snapshot.
     pub(crate) fn scrub(&mut self) -> Result<()> {
         if !self.unscrubbed {
             return Ok(());
         }
-        let zeros = vec![0.0f32; self.dims];
+        // Random unit vectors, not zeros: a filler is linked into the graph while it is there,
+        // and zero vectors (all at distance 0 of each other) would link mostly to each other.
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d ^ self.next_key;
+        let mut filler = || -> Vec<f32> {
+            let v: Vec<f32> = (0..self.dims)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state % 2_001) as f32 / 1_000.0 - 1.0
+                })
+                .collect();
+            crate::vector_matrix::normalised(&v)
+        };
         // The fillers take free slots only, so the capacity suffices; reserve anyway in case.
         let needed = self.index.size() + self.free;
         if needed > self.index.capacity() {
@@ -298,7 +324,7 @@ impl VectorGraph {
         let fillers = FILLER_KEYS..FILLER_KEYS + self.free as Key;
         for key in fillers.clone() {
             self.index
-                .add(key, &zeros)
+                .add(key, &filler())
                 .map_err(|e| graph_error("scrubbing", e))?;
         }
         for key in fillers {

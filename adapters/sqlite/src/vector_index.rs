@@ -26,7 +26,8 @@ use crate::vector_matrix::{VectorMatrix, normalised};
 /// The graph only picks candidates: each is rescored exactly in `f32`, so scores are exact
 /// cosines and only which rows come back is approximate (`memory bench long-term` reports
 /// recall@10 against the exact scan). A namespace is scanned exactly while its graph is
-/// built (in the background for a large catch-up), so no search waits for one.
+/// built in the background (a first build, or a catch-up of more than 2,000 changes); a
+/// smaller catch-up is done by the caller that finds it due.
 ///
 /// ```
 /// use memory_sqlite::ApproximateSearch;
@@ -206,7 +207,7 @@ impl SqliteVectorIndex {
                 }
                 attempts += 1;
                 let due = self.ready_graph(namespace, &ns, None)?;
-                self.publish_snapshot(namespace, due).await?;
+                self.publish_snapshot(namespace, due).await;
                 continue;
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -243,11 +244,15 @@ impl SqliteVectorIndex {
             Some(graph) => graph,
             None => VectorGraph::new(dims)?,
         };
-        let missing = guard.matrix.len().abs_diff(base.len());
+        let matrix = &guard.matrix;
+        let missing = base.differences(matrix.entries(), |id| matrix.hash_of(id).is_some());
         if missing <= INLINE_CATCH_UP {
             let mut graph = base;
-            let matrix = &guard.matrix;
             let changes = graph.catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())?;
+            if changes.removed > 0 {
+                // A snapshot it started from may hold what is gone since.
+                self.snapshots.erase(namespace)?;
+            }
             guard.unsaved += changes.added + changes.removed;
             guard.graph = Some(graph);
             drop(guard);
@@ -261,19 +266,24 @@ impl SqliteVectorIndex {
         let spawned = std::thread::Builder::new()
             .name("vector-graph".into())
             .spawn(move || {
-                let built = index.build_graph(&name, &shared, base, &snapshot, settings);
-                let saved = match (built, runtime) {
-                    (Ok(due), Some(runtime)) => {
-                        runtime.block_on(index.publish_snapshot(&name, due))
+                let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    index.build_graph(&name, &shared, base, &snapshot, settings)
+                }));
+                match (built, runtime) {
+                    (Ok(Ok(due)), Some(runtime)) => {
+                        runtime.block_on(index.publish_snapshot(&name, due));
                     }
-                    (built, _) => built.map(|_| ()),
-                };
-                if let Err(error) = saved {
-                    tracing::warn!(namespace = %name, %error, "building or saving the vector graph failed");
+                    (Ok(Ok(_)), None) => {}
+                    (Ok(Err(error)), _) => {
+                        tracing::warn!(namespace = %name, %error, "building the vector graph failed; searches scan exactly");
+                    }
+                    (Err(_), _) => {
+                        tracing::warn!(namespace = %name, "building the vector graph panicked; searches scan exactly");
+                    }
                 }
-                if let Ok(mut guard) = shared.write() {
-                    guard.building = false;
-                }
+                // Even after a panic (a poisoned lock still hands out its data).
+                let mut guard = shared.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+                guard.building = false;
             });
         if let Err(error) = spawned {
             ns.write().map_err(|_| poisoned())?.building = false;
@@ -296,10 +306,17 @@ impl SqliteVectorIndex {
         settings: ApproximateSearch,
     ) -> Result<Option<Snapshot>> {
         let started = std::time::Instant::now();
-        graph.catch_up(snapshot.entries(), |id| snapshot.hash_of(id).is_some())?;
+        let mut changes =
+            graph.catch_up(snapshot.entries(), |id| snapshot.hash_of(id).is_some())?;
         let mut guard = ns.write().map_err(|_| poisoned())?;
         let matrix = &guard.matrix;
-        graph.catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())?;
+        changes.removed += graph
+            .catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())?
+            .removed;
+        if changes.removed > 0 {
+            // A snapshot it started from may hold what is gone since.
+            self.snapshots.erase(namespace)?;
+        }
         tracing::debug!(namespace, rows = graph.len(), elapsed = ?started.elapsed(), "vector graph ready");
         guard.graph = Some(graph);
         // A new graph is saved at once (`building` stays set until that is done).
@@ -325,39 +342,38 @@ impl SqliteVectorIndex {
         let Some(graph) = guard.graph.as_mut() else {
             return Ok(None);
         };
-        graph.scrub()?;
+        if let Err(error) = graph.scrub() {
+            // A half-scrubbed graph is not trusted: searches scan exactly until a rebuild.
+            guard.graph = None;
+            return Err(error);
+        }
         let bytes = graph.encode(version)?;
         guard.unsaved = 0;
         Ok(Some(Snapshot { version, bytes }))
     }
 
     /// Writes a snapshot and publishes it if the namespace is still at its version (checked
-    /// under the database's write lock, so an erasure committed meanwhile wins).
-    async fn publish_snapshot(&self, namespace: &str, snapshot: Option<Snapshot>) -> Result<()> {
+    /// under the database's write lock, so an erasure committed meanwhile wins). A snapshot is
+    /// a cache: a failure is logged, never the caller's error.
+    async fn publish_snapshot(&self, namespace: &str, snapshot: Option<Snapshot>) {
         let Some(Snapshot { version, bytes }) = snapshot else {
-            return Ok(());
+            return;
         };
         let snapshots = Arc::clone(&self.snapshots);
         let name = namespace.to_owned();
-        let written = tokio::task::spawn_blocking(move || snapshots.write(&name, &bytes))
-            .await
-            .map_err(crate::error::task_failed)??;
-        let mut tx = match self.db.write().await {
-            Ok(tx) => tx,
-            Err(error) => {
-                written.discard();
-                return Err(error);
+        let published = async {
+            let written = tokio::task::spawn_blocking(move || snapshots.write(&name, &bytes))
+                .await
+                .map_err(crate::error::task_failed)??;
+            let mut tx = self.db.write().await?;
+            if stored_version(&mut *tx, namespace).await? == Some(version) {
+                written.publish()?;
             }
+            tx.rollback().await.map_err(db)
         };
-        match stored_version(&mut *tx, namespace).await {
-            Ok(Some(current)) if current == version => written.publish()?,
-            Ok(_) => written.discard(),
-            Err(error) => {
-                written.discard();
-                return Err(error);
-            }
+        if let Err(error) = published.await {
+            tracing::warn!(namespace, %error, "the vector graph's snapshot was not saved");
         }
-        tx.rollback().await.map_err(db)
     }
 
     /// The snapshot saved for `namespace`, if one is readable (a damaged one is ignored: the
@@ -389,14 +405,15 @@ impl SqliteVectorIndex {
             .map_err(|_| poisoned())?
             .get(namespace)
             .map(Arc::clone);
+        // A poisoned entry (a panic under its lock) is reloaded like a stale one.
         if let Some(ns) = &cached
-            && ns.read().map_err(|_| poisoned())?.version == current
+            && ns.read().is_ok_and(|ns| ns.version == current)
         {
             return Ok(Arc::clone(ns));
         }
         // A stale cache's graph is the best start for the new one (it needs only a catch-up).
         let earlier = match cached {
-            Some(ns) => ns.write().map_err(|_| poisoned())?.graph.take(),
+            Some(ns) => ns.write().ok().and_then(|mut ns| ns.graph.take()),
             None => None,
         };
         // One read transaction: the version, the model and the rows agree.
@@ -438,8 +455,11 @@ impl SqliteVectorIndex {
             .map_err(|_| poisoned())?
             .insert(namespace.to_owned(), Arc::clone(&loaded));
         let base = earlier.or_else(|| self.saved_graph(namespace));
-        let due = self.ready_graph(namespace, &loaded, base)?;
-        self.publish_snapshot(namespace, due).await?;
+        let due = self.ready_graph(namespace, &loaded, base).unwrap_or_else(|error| {
+            tracing::warn!(namespace, %error, "the vector graph could not be built; searches scan exactly");
+            None
+        });
+        self.publish_snapshot(namespace, due).await;
         Ok(loaded)
     }
 
@@ -454,8 +474,16 @@ impl SqliteVectorIndex {
         after: Option<i64>,
         apply: impl FnOnce(&mut Namespace) -> Result<()>,
     ) -> Result<Option<Snapshot>> {
+        let current = self
+            .cache
+            .read()
+            .map_err(|_| poisoned())?
+            .get(namespace)
+            .is_some_and(|c| Arc::ptr_eq(c, ns));
         let mut cached = ns.write().map_err(|_| poisoned())?;
-        if cached.version == before && cached.model.is_some() {
+        // Applied only to the cached entry, and only when it was exactly at `before`; a
+        // replaced entry is left alone (the one that replaced it loaded the rows).
+        if current && cached.version == before && cached.model.is_some() {
             let applied = apply(&mut cached);
             cached.version = after;
             if let Err(error) = applied {
@@ -553,15 +581,20 @@ impl VectorIndex for SqliteVectorIndex {
             let Some(graph) = cached.graph.as_mut() else {
                 return Ok(());
             };
+            // The row as stored (the last of repeated ids wins, as in the matrix).
+            let mut seen = std::collections::HashSet::new();
             for record in &records {
-                if let Some(hash) = cached.matrix.hash_of(&record.id) {
-                    graph.insert(&record.id, &normalised(&record.vector), hash)?;
+                if seen.insert(record.id.as_str())
+                    && let Some((hash, unit)) = cached.matrix.row_of(&record.id)
+                {
+                    graph.insert(&record.id, unit, hash)?;
                 }
             }
             cached.unsaved += records.len();
             Ok(())
         })?;
-        self.publish_snapshot(namespace, due).await
+        self.publish_snapshot(namespace, due).await;
+        Ok(())
     }
 
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
@@ -592,11 +625,12 @@ impl VectorIndex for SqliteVectorIndex {
         } else {
             before
         };
-        tx.commit().await.map_err(db)?;
         if removed > 0 {
-            // No saved snapshot keeps an erased vector (a later save scrubs it out).
+            // No saved snapshot keeps an erased vector: it goes before the commit, under the
+            // write lock every publication takes (a later save scrubs the graph first).
             self.snapshots.erase(namespace)?;
         }
+        tx.commit().await.map_err(db)?;
         let due = self.after_write(namespace, &ns, Some(before), Some(after), |cached| {
             for id in ids {
                 cached.matrix.remove(id);
@@ -607,7 +641,7 @@ impl VectorIndex for SqliteVectorIndex {
             cached.unsaved += ids.len();
             Ok(())
         })?;
-        self.publish_snapshot(namespace, due).await?;
+        self.publish_snapshot(namespace, due).await;
         Ok(removed)
     }
 
@@ -699,8 +733,8 @@ impl VectorIndex for SqliteVectorIndex {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        tx.commit().await.map_err(db)?;
         self.snapshots.erase(namespace)?;
+        tx.commit().await.map_err(db)?;
         self.cache
             .write()
             .map_err(|_| poisoned())?

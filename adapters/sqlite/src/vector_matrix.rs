@@ -130,6 +130,16 @@ impl VectorMatrix {
             .map(|((id, hash), vector)| (id.as_str(), *hash, vector))
     }
 
+    /// A row's vector hash and unit vector, if the id is a row.
+    pub(crate) fn row_of(&self, id: &str) -> Option<(u64, &[f32])> {
+        self.rows.get(id).map(|&row| {
+            (
+                self.hashes[row],
+                &self.data[row * self.dims..(row + 1) * self.dims],
+            )
+        })
+    }
+
     /// The hash of a row's vector, if the id is a row.
     pub(crate) fn hash_of(&self, id: &str) -> Option<u64> {
         self.rows.get(id).map(|&row| self.hashes[row])
