@@ -281,3 +281,23 @@ async fn prepare_waits_for_a_graph_built_in_the_background() {
     assert_eq!(found.first().map(String::as_str), Some("v02999"));
     index.prepare("missing").await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_repeated_in_one_upsert_is_searched_by_its_last_vector() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = SqliteVectorIndex::new(open(dir.path()).await).with_approximate(eager());
+    index
+        .upsert("ns", (0..300).map(record).collect())
+        .await
+        .unwrap();
+    search(&index, &vector(1), VectorFilter::default()).await;
+    let mut first = record(5);
+    first.vector = vector(1_001);
+    let mut last = record(5);
+    last.vector = vector(2_002);
+    index.upsert("ns", vec![first, last]).await.unwrap();
+    let found = search(&index, &vector(2_002), VectorFilter::default()).await;
+    assert_eq!(found.first().map(String::as_str), Some("v00005"));
+    let old = search(&index, &vector(1_001), VectorFilter::default()).await;
+    assert_ne!(old.first().map(String::as_str), Some("v00005"));
+}
