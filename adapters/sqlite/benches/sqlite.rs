@@ -92,6 +92,24 @@ async fn raw_session_key(raw: &SqlitePool, name: &str) -> i64 {
         .unwrap()
 }
 
+/// One autocommit statement: the least SQL that stores and indexes a message (the raw
+/// baseline of a single append).
+async fn raw_single_insert(raw: &SqlitePool, key: i64, m: &UiMessage, json: &str) {
+    sqlx::query(
+        "INSERT INTO messages (seq, session_key, id, parent_seq, run_id, role, content, search_text, bytes) \
+         VALUES ((SELECT IFNULL(MAX(seq), 0) + 1 FROM messages), ?, ?, NULL, 0, ?, ?, ?, ?)",
+    )
+    .bind(key)
+    .bind(&m.id)
+    .bind(m.role.as_str())
+    .bind(json)
+    .bind(m.text())
+    .bind(json.len() as i64)
+    .execute(raw)
+    .await
+    .unwrap();
+}
+
 fn append(c: &mut Criterion) {
     let rt = runtime();
     let f = rt.block_on(fixture());
@@ -166,21 +184,7 @@ fn append(c: &mut Criterion) {
                 let m = message(format!("s{n}"), &mut rng, &vocab);
                 let json = serde_json::to_string(&m).unwrap();
                 let start = Instant::now();
-                // One autocommit statement: the least SQL that stores and indexes a message.
-                rt.block_on(
-                    sqlx::query(
-                        "INSERT INTO messages (seq, session_key, id, parent_seq, run_id, role, content, search_text, bytes) \
-                         VALUES ((SELECT IFNULL(MAX(seq), 0) + 1 FROM messages), ?, ?, NULL, 0, ?, ?, ?, ?)",
-                    )
-                    .bind(raw_key)
-                    .bind(&m.id)
-                    .bind(m.role.as_str())
-                    .bind(&json)
-                    .bind(m.text())
-                    .bind(json.len() as i64)
-                    .execute(&f.raw),
-                )
-                .unwrap();
+                rt.block_on(raw_single_insert(&f.raw, raw_key, &m, &json));
                 total += start.elapsed();
             }
             total
@@ -372,34 +376,20 @@ fn concurrent_appends(c: &mut Criterion) {
         };
         group.bench_function(BenchmarkId::new("16_tasks_single_appends", name), |b| {
             b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    round += 1;
-                    let start = Instant::now();
-                    rt.block_on(async {
-                        let tasks: Vec<_> = (0..TASKS)
-                            .map(|t| {
-                                let (store, vocab) = (store.clone(), vocab.clone());
-                                tokio::spawn(async move {
-                                    let session = SessionId::new(format!("t{t}")).unwrap();
-                                    let mut rng = Rng::new(round * 100 + t as u64);
-                                    for i in 0..EACH {
-                                        let m = message(format!("r{round}-{i}"), &mut rng, &vocab);
-                                        store
-                                            .append_one(&session, m, Parent::LatestLeaf)
-                                            .await
-                                            .unwrap();
-                                    }
-                                })
-                            })
-                            .collect();
-                        for task in tasks {
-                            task.await.unwrap();
+                timed_rounds(&rt, iters, &mut round, TASKS, |round, t| {
+                    let (store, vocab) = (store.clone(), vocab.clone());
+                    async move {
+                        let session = SessionId::new(format!("t{t}")).unwrap();
+                        let mut rng = Rng::new(round * 100 + t as u64);
+                        for i in 0..EACH {
+                            let m = message(format!("r{round}-{i}"), &mut rng, &vocab);
+                            store
+                                .append_one(&session, m, Parent::LatestLeaf)
+                                .await
+                                .unwrap();
                         }
-                    });
-                    total += start.elapsed();
-                }
-                total
+                    }
+                })
             })
         });
     }
@@ -414,48 +404,53 @@ fn concurrent_appends(c: &mut Criterion) {
     });
     let key = rt.block_on(raw_session_key(&raw, "raw"));
     let mut round = 0u64;
-    group.bench_function(BenchmarkId::new("16_tasks_single_appends", "raw-sqlx"), |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                round += 1;
-                let start = Instant::now();
-                rt.block_on(async {
-                    let tasks: Vec<_> = (0..TASKS)
-                        .map(|t| {
-                            let (raw, vocab) = (raw.clone(), vocab.clone());
-                            tokio::spawn(async move {
-                                let mut rng = Rng::new(round * 100 + t as u64);
-                                for i in 0..EACH {
-                                    let m = message(format!("r{round}-{t}-{i}"), &mut rng, &vocab);
-                                    let json = serde_json::to_string(&m).unwrap();
-                                    sqlx::query(
-                                        "INSERT INTO messages (seq, session_key, id, parent_seq, run_id, role, content, search_text, bytes) \
-                                         VALUES ((SELECT IFNULL(MAX(seq), 0) + 1 FROM messages), ?, ?, NULL, 0, ?, ?, ?, ?)",
-                                    )
-                                    .bind(key)
-                                    .bind(&m.id)
-                                    .bind(m.role.as_str())
-                                    .bind(&json)
-                                    .bind(m.text())
-                                    .bind(json.len() as i64)
-                                    .execute(&raw)
-                                    .await
-                                    .unwrap();
-                                }
-                            })
-                        })
-                        .collect();
-                    for task in tasks {
-                        task.await.unwrap();
+    group.bench_function(
+        BenchmarkId::new("16_tasks_single_appends", "raw-sqlx"),
+        |b| {
+            b.iter_custom(|iters| {
+                timed_rounds(&rt, iters, &mut round, TASKS, |round, t| {
+                    let (raw, vocab) = (raw.clone(), vocab.clone());
+                    async move {
+                        let mut rng = Rng::new(round * 100 + t as u64);
+                        for i in 0..EACH {
+                            let m = message(format!("r{round}-{t}-{i}"), &mut rng, &vocab);
+                            let json = serde_json::to_string(&m).unwrap();
+                            raw_single_insert(&raw, key, &m, &json).await;
+                        }
                     }
-                });
-                total += start.elapsed();
-            }
-            total
-        })
-    });
+                })
+            })
+        },
+    );
     group.finish();
+}
+
+/// The time of `iters` rounds, each `tasks` tasks made by `task(round, t)` run at once to
+/// their end; `round` counts on across calls.
+fn timed_rounds<F, Fut>(
+    rt: &Runtime,
+    iters: u64,
+    round: &mut u64,
+    tasks: usize,
+    task: F,
+) -> Duration
+where
+    F: Fn(u64, usize) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        *round += 1;
+        let start = Instant::now();
+        rt.block_on(async {
+            let running: Vec<_> = (0..tasks).map(|t| tokio::spawn(task(*round, t))).collect();
+            for handle in running {
+                handle.await.unwrap();
+            }
+        });
+        total += start.elapsed();
+    }
+    total
 }
 
 criterion_group!(benches, append, history, concurrent_appends);

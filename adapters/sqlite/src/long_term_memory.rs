@@ -401,6 +401,16 @@ struct OpenProfile {
     vectors: Arc<SqliteVectorIndex>,
 }
 
+impl OpenProfile {
+    /// The names of the profile's vector namespaces.
+    async fn vector_namespaces(&self) -> Result<Vec<String>> {
+        sqlx::query_scalar("SELECT namespace FROM vector_namespaces")
+            .fetch_all(&self.db.reader)
+            .await
+            .map_err(db)
+    }
+}
+
 impl SqliteProfiles {
     /// Profiles under `root` (created on first use).
     pub fn new(root: impl Into<PathBuf>) -> Self {
@@ -430,11 +440,7 @@ impl SqliteProfiles {
     /// [`SqliteVectorIndex::prepare`]).
     pub async fn prepare_vectors(&self, profile: &str) -> Result<()> {
         let open = self.profile(profile).await?;
-        let names: Vec<String> = sqlx::query_scalar("SELECT namespace FROM vector_namespaces")
-            .fetch_all(&open.db.reader)
-            .await
-            .map_err(db)?;
-        for namespace in names {
+        for namespace in open.vector_namespaces().await? {
             open.vectors.prepare(&namespace).await?;
         }
         Ok(())
@@ -548,11 +554,7 @@ impl VectorIndexes for SqliteProfiles {
             return Ok(());
         }
         let open = self.profile(profile).await?;
-        let names: Vec<String> = sqlx::query_scalar("SELECT namespace FROM vector_namespaces")
-            .fetch_all(&open.db.reader)
-            .await
-            .map_err(db)?;
-        for namespace in names {
+        for namespace in open.vector_namespaces().await? {
             open.vectors.clear(&namespace).await?;
         }
         Ok(())

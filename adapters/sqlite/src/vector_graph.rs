@@ -18,6 +18,8 @@ use std::collections::HashMap;
 use memory_core::{MemoryError, Result};
 use usearch::{Index, IndexOptions, Key, MetricKind, ScalarKind};
 
+use crate::vector_matrix::VectorMatrix;
+
 /// Links per node: usearch's default, a common HNSW choice for a few hundred dimensions.
 const CONNECTIVITY: usize = 16;
 /// Candidate list while inserting: higher builds a better graph, more slowly.
@@ -163,18 +165,14 @@ impl VectorGraph {
         Ok(true)
     }
 
-    /// Brings the graph level with `rows` (id, vector hash, unit vector): adds what is missing
-    /// or changed, removes what is gone.
-    pub(crate) fn catch_up<'a>(
-        &mut self,
-        rows: impl Iterator<Item = (&'a str, u64, &'a [f32])>,
-        contains: impl Fn(&str) -> bool,
-    ) -> Result<Changes> {
+    /// Brings the graph level with `matrix`: adds what is missing or changed, removes what
+    /// is gone.
+    pub(crate) fn catch_up(&mut self, matrix: &VectorMatrix) -> Result<Changes> {
         let mut changes = Changes::default();
         let gone: Vec<String> = self
             .by_id
             .keys()
-            .filter(|id| !contains(id))
+            .filter(|id| matrix.hash_of(id).is_none())
             .cloned()
             .collect();
         for id in gone {
@@ -183,7 +181,7 @@ impl VectorGraph {
             }
         }
         let mut new = Vec::new();
-        for (id, hash, unit) in rows {
+        for (id, hash, unit) in matrix.entries() {
             match self.by_id.get(id) {
                 Some(member) if member.hash == hash => {}
                 Some(_) => {
@@ -255,14 +253,15 @@ impl VectorGraph {
         added.into_iter().collect()
     }
 
-    /// How many adds and removals [`Self::catch_up`] would make to match `rows`.
-    pub(crate) fn differences<'a>(
-        &self,
-        rows: impl Iterator<Item = (&'a str, u64, &'a [f32])>,
-        contains: impl Fn(&str) -> bool,
-    ) -> usize {
-        let gone = self.by_id.keys().filter(|id| !contains(id)).count();
-        let changed = rows
+    /// How many adds and removals [`Self::catch_up`] would make to match `matrix`.
+    pub(crate) fn differences(&self, matrix: &VectorMatrix) -> usize {
+        let gone = self
+            .by_id
+            .keys()
+            .filter(|id| matrix.hash_of(id).is_none())
+            .count();
+        let changed = matrix
+            .entries()
             .filter(|(id, hash, _)| self.by_id.get(*id).is_none_or(|m| m.hash != *hash))
             .count();
         gone + changed
@@ -449,7 +448,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
-    use crate::vector_matrix::{VectorMatrix, normalised};
+    use crate::vector_matrix::normalised;
     use memory_core::ports::{VectorFields, VectorFilter};
 
     /// Clustered unit vectors, as sentence embeddings are: a few hundred centres, noise.
@@ -487,9 +486,7 @@ mod tests {
 
     fn graph_of(matrix: &VectorMatrix) -> VectorGraph {
         let mut graph = VectorGraph::new(matrix.dims()).unwrap();
-        graph
-            .catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())
-            .unwrap();
+        graph.catch_up(matrix).unwrap();
         graph
     }
 
@@ -520,9 +517,7 @@ mod tests {
         matrix.remove("000001");
         matrix.upsert("000002", &vectors[9], VectorFields::default());
         matrix.upsert("new", &vectors[5], VectorFields::default());
-        let changes = graph
-            .catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())
-            .unwrap();
+        let changes = graph.catch_up(&matrix).unwrap();
         assert_eq!(
             changes,
             Changes {
@@ -531,9 +526,7 @@ mod tests {
             }
         );
         assert_eq!(graph.len(), 300);
-        let again = graph
-            .catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())
-            .unwrap();
+        let again = graph.catch_up(&matrix).unwrap();
         assert!(!again.any());
         let near_nine = graph.search(&vectors[9], 2, None).unwrap();
         assert!(near_nine.contains(&"000002") && near_nine.contains(&"000009"));

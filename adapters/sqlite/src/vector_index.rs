@@ -244,15 +244,9 @@ impl SqliteVectorIndex {
             Some(graph) => graph,
             None => VectorGraph::new(dims)?,
         };
-        let matrix = &guard.matrix;
-        let missing = base.differences(matrix.entries(), |id| matrix.hash_of(id).is_some());
-        if missing <= INLINE_CATCH_UP {
+        if base.differences(&guard.matrix) <= INLINE_CATCH_UP {
             let mut graph = base;
-            let changes = graph.catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())?;
-            if changes.removed > 0 {
-                // A snapshot it started from may hold what is gone since.
-                self.snapshots.erase(namespace)?;
-            }
+            let changes = self.catch_up(namespace, &mut graph, &guard.matrix)?;
             guard.unsaved += changes.added + changes.removed;
             guard.graph = Some(graph);
             drop(guard);
@@ -295,6 +289,21 @@ impl SqliteVectorIndex {
         Ok(None)
     }
 
+    /// Brings `graph` level with `matrix`; when that removed anything, the snapshot the graph
+    /// may have started from (which holds what is gone) is erased.
+    fn catch_up(
+        &self,
+        namespace: &str,
+        graph: &mut VectorGraph,
+        matrix: &VectorMatrix,
+    ) -> Result<crate::vector_graph::Changes> {
+        let changes = graph.catch_up(matrix)?;
+        if changes.removed > 0 {
+            self.snapshots.erase(namespace)?;
+        }
+        Ok(changes)
+    }
+
     /// The background part of [`Self::ready_graph`]: the graph caught up with a copy of the
     /// matrix, then (under the lock) with the writes made meanwhile, installed and saved.
     fn build_graph(
@@ -306,17 +315,9 @@ impl SqliteVectorIndex {
         settings: ApproximateSearch,
     ) -> Result<Option<Snapshot>> {
         let started = std::time::Instant::now();
-        let mut changes =
-            graph.catch_up(snapshot.entries(), |id| snapshot.hash_of(id).is_some())?;
+        self.catch_up(namespace, &mut graph, snapshot)?;
         let mut guard = ns.write().map_err(|_| poisoned())?;
-        let matrix = &guard.matrix;
-        changes.removed += graph
-            .catch_up(matrix.entries(), |id| matrix.hash_of(id).is_some())?
-            .removed;
-        if changes.removed > 0 {
-            // A snapshot it started from may hold what is gone since.
-            self.snapshots.erase(namespace)?;
-        }
+        self.catch_up(namespace, &mut graph, &guard.matrix)?;
         tracing::debug!(namespace, rows = graph.len(), elapsed = ?started.elapsed(), "vector graph ready");
         guard.graph = Some(graph);
         // A new graph is saved at once (`building` stays set until that is done).
