@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use futures::FutureExt;
 use memory_core::append_plan::{
     AppendBatch, AppendPlan, PlannedRow, StoredParent, TreeNode, parents_to_look_up, plan_append,
 };
@@ -10,6 +11,7 @@ use memory_core::{AppendOutcome, Parent, Result, SessionId};
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
 use crate::error::db;
+use crate::group_commit::{Written, guarded, statement_failed};
 use crate::message_store::{Encoded, ensure_session_key};
 
 /// What the database says before a batch: the session key, the next sequence number, the
@@ -210,15 +212,15 @@ fn single_sql(parent: &Parent) -> String {
 }
 
 /// The common case in one statement: a single new message of a known session. `Ok(None)`
-/// means "not decided here" (new session, existing id, missing parent, or, outside a write
-/// transaction, a busy database):
-/// the caller runs the general path, which decides and reports correctly.
+/// means "not decided here" (new session, existing id, missing parent): the caller runs the
+/// general path, which decides and reports correctly. Runs inside a group's transaction
+/// (see [`crate::group_commit::Written`] for what its error means there).
 pub(crate) async fn single(
     conn: &mut SqliteConnection,
     session: &SessionId,
     message: &Encoded,
     parent: &Parent,
-) -> Result<Option<AppendOutcome>> {
+) -> Written<Option<AppendOutcome>> {
     let sql = single_sql(parent);
     let mut query = sqlx::query(AssertSqlSafe(sql))
         .bind(session.as_str())
@@ -231,35 +233,36 @@ pub(crate) async fn single(
         query = query.bind(p.as_str());
     }
     match query.fetch_optional(conn).await {
-        Ok(Some(row)) => Ok(Some(AppendOutcome::Inserted {
+        Ok(row) => Ok(Ok(row.map(|row| AppendOutcome::Inserted {
             parent_id: row.get(1),
-        })),
-        Ok(None) => Ok(None),
-        Err(sqlx::Error::Database(e)) if is_busy(e.code().as_deref()) => Ok(None),
-        Err(e) => Err(db(e)),
+        }))),
+        Err(error) => statement_failed(error),
     }
 }
 
-/// One message in the caller's transaction: [`single`], else the general path (probe, plan,
-/// insert).
+/// One message in a group's transaction: [`single`] (one statement, no savepoint), else
+/// the general path (probe, plan, insert) inside a savepoint of its own.
 pub(crate) async fn one(
     conn: &mut SqliteConnection,
     session: &SessionId,
     message: Encoded,
     parent: Parent,
-) -> Result<Vec<AppendOutcome>> {
-    if let Some(outcome) = single(conn, session, &message, &parent).await? {
-        return Ok(vec![outcome]);
+) -> Written<Vec<AppendOutcome>> {
+    match single(conn, session, &message, &parent).await? {
+        Ok(Some(outcome)) => return Ok(Ok(vec![outcome])),
+        Ok(None) => {}
+        Err(refusal) => return Ok(Err(refusal)),
     }
-    let batch = [message];
-    let probe = probe(conn, session, &batch).await?;
-    let plan = plan(conn, &probe, &batch, vec![parent]).await?;
-    insert_rows(conn, probe.key, &batch, &plan.rows).await?;
-    Ok(plan.outcomes)
-}
-
-/// SQLITE_BUSY and its extended codes (the general path waits for the lock instead).
-fn is_busy(code: Option<&str>) -> bool {
-    code.and_then(|c| c.parse::<i32>().ok())
-        .is_some_and(|c| c & 0xff == 5)
+    let session = session.clone();
+    guarded(conn, move |conn| {
+        async move {
+            let batch = [message];
+            let probe = probe(conn, &session, &batch).await?;
+            let plan = plan(conn, &probe, &batch, vec![parent]).await?;
+            insert_rows(conn, probe.key, &batch, &plan.rows).await?;
+            Ok(plan.outcomes)
+        }
+        .boxed()
+    })
+    .await
 }

@@ -9,6 +9,7 @@ use sqlx::sqlite::SqliteRow;
 
 use crate::database::SqliteDatabase;
 use crate::error::db;
+use crate::group_commit::statement_failed;
 
 /// The [`SessionRegistry`] on SQLite.
 #[derive(Debug, Clone)]
@@ -192,16 +193,19 @@ impl SessionRegistry for SqliteSessionRegistry {
             .group
             .run(Box::new(move |conn| {
                 async move {
-                    let result = sqlx::query("UPDATE sessions SET updated_at = ? WHERE id = ?")
+                    // One statement: no savepoint needed in the group.
+                    match sqlx::query("UPDATE sessions SET updated_at = ? WHERE id = ?")
                         .bind(now.millis())
                         .bind(id.as_str())
                         .execute(conn)
                         .await
-                        .map_err(db)?;
-                    if result.rows_affected() == 0 {
-                        return Err(MemoryError::not_found("session", id.as_str()));
+                    {
+                        Ok(done) if done.rows_affected() == 0 => {
+                            Ok(Err(MemoryError::not_found("session", id.as_str())))
+                        }
+                        Ok(_) => Ok(Ok(())),
+                        Err(error) => statement_failed(error),
                     }
-                    Ok(())
                 }
                 .boxed()
             }))

@@ -206,7 +206,7 @@ impl SqliteVectorIndex {
                     ));
                 }
                 attempts += 1;
-                let due = self.ready_graph(namespace, &ns, None)?;
+                let due = self.ready_graph_off_worker(namespace, &ns, None).await?;
                 self.publish_snapshot(namespace, due).await;
                 continue;
             }
@@ -218,6 +218,59 @@ impl SqliteVectorIndex {
     pub fn with_approximate(mut self, approximate: Option<ApproximateSearch>) -> Self {
         self.approximate = approximate;
         self
+    }
+
+    /// Whether the namespace's graph needs building, catching up or saving: a cheap look, so
+    /// that most writes and loads skip [`Self::maintain`]'s thread hop.
+    fn maintenance_due(&self, ns: &Arc<RwLock<Namespace>>) -> bool {
+        let Some(settings) = self.approximate else {
+            return false;
+        };
+        let Ok(ns) = ns.read() else {
+            return false;
+        };
+        let unbuilt = ns.graph.is_none()
+            && !ns.building
+            && ns.model.is_some()
+            && ns.matrix.len() >= settings.from_rows;
+        let unsaved =
+            ns.graph.is_some() && ns.unsaved >= settings.save_after.max(ns.matrix.len() / 4);
+        unbuilt || unsaved
+    }
+
+    /// [`Self::ready_graph`] on a blocking thread: a catch-up, a scrub and a snapshot's
+    /// encoding are CPU work (a 100,000-vector graph encodes to about 50 MB) that must not
+    /// hold an async worker. `saved` also reads the namespace's snapshot there, as the base
+    /// when `base` is `None`.
+    async fn ready_graph_off_worker(
+        &self,
+        namespace: &str,
+        ns: &Arc<RwLock<Namespace>>,
+        base: Option<VectorGraph>,
+    ) -> Result<Option<Snapshot>> {
+        let (index, name, shared) = (self.clone(), namespace.to_owned(), Arc::clone(ns));
+        tokio::task::spawn_blocking(move || index.ready_graph(&name, &shared, base))
+            .await
+            .map_err(crate::error::task_failed)?
+    }
+
+    /// Builds, catches up and saves the namespace's graph as due (off the async workers). A
+    /// failure is logged: the rows are committed and searches scan exactly meanwhile.
+    async fn maintain(
+        &self,
+        namespace: &str,
+        ns: &Arc<RwLock<Namespace>>,
+        base: Option<VectorGraph>,
+    ) {
+        if base.is_none() && !self.maintenance_due(ns) {
+            return;
+        }
+        match self.ready_graph_off_worker(namespace, ns, base).await {
+            Ok(due) => self.publish_snapshot(namespace, due).await,
+            Err(error) => {
+                tracing::warn!(namespace, %error, "the vector graph could not be built; searches scan exactly");
+            }
+        }
     }
 
     /// Brings the namespace's graph level with its matrix if it should have one: in this
@@ -455,56 +508,63 @@ impl SqliteVectorIndex {
             .write()
             .map_err(|_| poisoned())?
             .insert(namespace.to_owned(), Arc::clone(&loaded));
-        let base = earlier.or_else(|| self.saved_graph(namespace));
-        let due = self.ready_graph(namespace, &loaded, base).unwrap_or_else(|error| {
-            tracing::warn!(namespace, %error, "the vector graph could not be built; searches scan exactly");
-            None
-        });
-        self.publish_snapshot(namespace, due).await;
+        let base = match earlier {
+            Some(graph) => Some(graph),
+            None if self.maintenance_due(&loaded) => {
+                // Reading and decoding a snapshot is blocking work too.
+                let (index, name) = (self.clone(), namespace.to_owned());
+                tokio::task::spawn_blocking(move || index.saved_graph(&name))
+                    .await
+                    .map_err(crate::error::task_failed)?
+            }
+            None => None,
+        };
+        self.maintain(namespace, &loaded, base).await;
         Ok(loaded)
     }
 
     /// After a write that moved the namespace from `before` to `after`: apply it to the
-    /// cached matrix when the cache was exactly at `before`, else drop the cache (the next
-    /// read reloads).
-    fn after_write(
+    /// cached matrix when the cache was exactly at `before` (then its graph is maintained),
+    /// else drop the cache (the next read reloads).
+    async fn after_write(
         &self,
         namespace: &str,
         ns: &Arc<RwLock<Namespace>>,
         before: Option<i64>,
         after: Option<i64>,
         apply: impl FnOnce(&mut Namespace) -> Result<()>,
-    ) -> Result<Option<Snapshot>> {
+    ) -> Result<()> {
         let current = self
             .cache
             .read()
             .map_err(|_| poisoned())?
             .get(namespace)
             .is_some_and(|c| Arc::ptr_eq(c, ns));
-        let mut cached = ns.write().map_err(|_| poisoned())?;
-        // Applied only to the cached entry, and only when it was exactly at `before`; a
-        // replaced entry is left alone (the one that replaced it loaded the rows).
-        if current && cached.version == before && cached.model.is_some() {
-            let applied = apply(&mut cached);
-            cached.version = after;
-            if let Err(error) = applied {
-                // The rows are committed; a graph that missed them must not answer.
-                cached.graph = None;
-                tracing::warn!(namespace, %error, "the vector graph missed a write; rebuilding");
+        let applied = {
+            let mut cached = ns.write().map_err(|_| poisoned())?;
+            // Applied only to the cached entry, and only when it was exactly at `before`; a
+            // replaced entry is left alone (the one that replaced it loaded the rows).
+            let applies = current && cached.version == before && cached.model.is_some();
+            if applies {
+                let result = apply(&mut cached);
+                cached.version = after;
+                if let Err(error) = result {
+                    // The rows are committed; a graph that missed them must not answer.
+                    cached.graph = None;
+                    tracing::warn!(namespace, %error, "the vector graph missed a write; rebuilding");
+                }
             }
-            drop(cached);
-            // The write is committed: a graph that could not be built is no error of it.
-            return Ok(self.ready_graph(namespace, ns, None).unwrap_or_else(|error| {
-                tracing::warn!(namespace, %error, "the vector graph could not be built; searches scan exactly");
-                None
-            }));
+            applies
+        };
+        if applied {
+            self.maintain(namespace, ns, None).await;
+        } else {
+            self.cache
+                .write()
+                .map_err(|_| poisoned())?
+                .remove(namespace);
         }
-        drop(cached);
-        self.cache
-            .write()
-            .map_err(|_| poisoned())?
-            .remove(namespace);
-        Ok(None)
+        Ok(())
     }
 }
 
@@ -573,7 +633,7 @@ impl VectorIndex for SqliteVectorIndex {
             .map_err(db)?;
         }
         tx.commit().await.map_err(db)?;
-        let due = self.after_write(namespace, &ns, before, Some(version), |cached| {
+        self.after_write(namespace, &ns, before, Some(version), |cached| {
             for record in &records {
                 cached
                     .matrix
@@ -593,9 +653,8 @@ impl VectorIndex for SqliteVectorIndex {
             }
             cached.unsaved += records.len();
             Ok(())
-        })?;
-        self.publish_snapshot(namespace, due).await;
-        Ok(())
+        })
+        .await
     }
 
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
@@ -632,7 +691,7 @@ impl VectorIndex for SqliteVectorIndex {
             self.snapshots.erase(namespace)?;
         }
         tx.commit().await.map_err(db)?;
-        let due = self.after_write(namespace, &ns, Some(before), Some(after), |cached| {
+        self.after_write(namespace, &ns, Some(before), Some(after), |cached| {
             for id in ids {
                 cached.matrix.remove(id);
                 if let Some(graph) = cached.graph.as_mut() {
@@ -641,8 +700,8 @@ impl VectorIndex for SqliteVectorIndex {
             }
             cached.unsaved += ids.len();
             Ok(())
-        })?;
-        self.publish_snapshot(namespace, due).await;
+        })
+        .await?;
         Ok(removed)
     }
 

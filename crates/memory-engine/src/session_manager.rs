@@ -395,9 +395,19 @@ impl SessionManager {
         Ok(())
     }
 
-    async fn after_write(&self, id: &SessionId, written: &[&UiMessage]) -> Result<()> {
-        self.registry.touch(id, self.clock.now()).await?;
-        self.title_from(id, written).await
+    /// Runs `write` and touches the session beside it, not after it: a registry that shares
+    /// the store's writer commits both in one transaction (SQLite's group commit), so a
+    /// write costs one commit to wait for instead of two. A write that fails may still have
+    /// moved `updated_at` (an attempt is activity too).
+    async fn touching<T>(
+        &self,
+        id: &SessionId,
+        write: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let (written, touched) = futures::join!(write, self.registry.touch(id, self.clock.now()));
+        let written = written?;
+        touched?;
+        Ok(written)
     }
 
     /// Appends to a registered session and touches it.
@@ -408,8 +418,10 @@ impl SessionManager {
         parent: Parent,
     ) -> Result<AppendReport> {
         let session = self.session(id).await?;
-        let report = session.append_to(message.clone(), parent).await?;
-        self.after_write(id, &[&message]).await?;
+        let report = self
+            .touching(id, session.append_to(message.clone(), parent))
+            .await?;
+        self.title_from(id, &[&message]).await?;
         Ok(report)
     }
 
@@ -421,8 +433,10 @@ impl SessionManager {
         parent: Parent,
     ) -> Result<Vec<AppendOutcome>> {
         let session = self.session(id).await?;
-        let outcomes = session.append_all(messages.clone(), parent).await?;
-        self.after_write(id, &messages.iter().collect::<Vec<_>>())
+        let outcomes = self
+            .touching(id, session.append_all(messages.clone(), parent))
+            .await?;
+        self.title_from(id, &messages.iter().collect::<Vec<_>>())
             .await?;
         Ok(outcomes)
     }
@@ -440,12 +454,11 @@ impl SessionManager {
         message: UiMessage,
         parent: Parent,
     ) -> Result<AppendOutcome> {
+        let session = self.session(id).await?;
         let outcome = self
-            .session(id)
-            .await?
-            .upsert(message.clone(), parent)
+            .touching(id, session.upsert(message.clone(), parent))
             .await?;
-        self.after_write(id, &[&message]).await?;
+        self.title_from(id, &[&message]).await?;
         Ok(outcome)
     }
 
