@@ -5,7 +5,7 @@ use memory_core::ports::{
     ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
     MemoryRecord, MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore,
 };
-use memory_core::{MemoryError, Result, Timestamp, validate_profile_name};
+use memory_core::{MemoryError, Metadata, Result, Timestamp, validate_profile_name};
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
@@ -38,7 +38,7 @@ fn check_text<'a>(fields: impl IntoIterator<Item = (&'static str, &'a str)>) -> 
     }
 }
 
-const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines";
+const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines, metadata::text";
 
 fn select(rest: &str) -> sqlx::AssertSqlSafe<String> {
     sqlx::AssertSqlSafe(format!(
@@ -68,6 +68,7 @@ fn from_row(row: &PgRow) -> Result<MemoryRecord> {
             reason,
             at: Timestamp(forgotten_at.unwrap_or(0)),
         }),
+        metadata: Metadata::from_stored(row.get::<Option<&str>, _>(14))?,
     })
 }
 
@@ -253,7 +254,7 @@ impl MemoryRecordStore for PostgresLongTermMemory {
         let result = sqlx::query(
             "INSERT INTO memories (profile_key, id, kind, content, key, questions, session_id, \
              source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, \
-             source_lines) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+             source_lines, metadata) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb)",
         )
         .bind(self.profile_key)
         .bind(&m.id)
@@ -269,6 +270,7 @@ impl MemoryRecordStore for PostgresLongTermMemory {
         .bind(reason)
         .bind(m.forgotten.as_ref().map(|f| f.at.millis()))
         .bind(m.source_lines.map(|l| format!("[{},{}]", l[0], l[1])))
+        .bind((!m.metadata.is_empty()).then(|| m.metadata.to_json()))
         .execute(&self.db.pool)
         .await;
         match result {

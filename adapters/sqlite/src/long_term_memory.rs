@@ -7,7 +7,7 @@ use memory_core::ports::{
     MemoryRecord, MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore, TextIndex,
     TextIndexes, VectorIndex, VectorIndexes,
 };
-use memory_core::{MemoryError, Result, Timestamp, validate_profile_name};
+use memory_core::{MemoryError, Metadata, Result, Timestamp, validate_profile_name};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
@@ -36,7 +36,7 @@ fn parse_kind(s: &str) -> Result<MemoryKind> {
         .ok_or_else(|| MemoryError::serialization(format!("unknown memory kind {s:?}")))
 }
 
-const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines";
+const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines, metadata";
 
 fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
     let reason: Option<String> = row.get(11);
@@ -60,6 +60,7 @@ fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
             reason,
             at: Timestamp(forgotten_at.unwrap_or(0)),
         }),
+        metadata: Metadata::from_stored(row.get::<Option<&str>, _>(14))?,
     })
 }
 
@@ -207,7 +208,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         let search_text = format!("{}\n{}", m.content, m.questions.join("\n"));
         let result = sqlx::query(
             "INSERT INTO memories (id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, \
-             superseded_by, forgotten_reason, forgotten_at, search_text, source_lines) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             superseded_by, forgotten_reason, forgotten_at, search_text, source_lines, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&m.id)
         .bind(m.kind.as_str())
@@ -223,6 +224,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         .bind(m.forgotten.as_ref().map(|f| f.at.millis()))
         .bind(search_text)
         .bind(m.source_lines.map(|l| format!("[{},{}]", l[0], l[1])))
+        .bind((!m.metadata.is_empty()).then(|| m.metadata.to_json()))
         .execute(&self.db.writer)
         .await;
         match result {

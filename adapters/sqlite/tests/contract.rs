@@ -273,6 +273,7 @@ async fn purged_text_leaves_no_trace_in_any_file() {
             valid_at: None,
             superseded_by: None,
             forgotten: None,
+            metadata: Default::default(),
         })
         .await
         .unwrap();

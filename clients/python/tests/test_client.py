@@ -17,7 +17,13 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_memory import AsyncMemoryClient, MemoryClient, NotFoundError, RefusedError
+from agent_memory import (
+    AsyncMemoryClient,
+    InvalidInputError,
+    MemoryClient,
+    NotFoundError,
+    RefusedError,
+)
 from agent_memory.models import IngestLine
 
 from .conftest import FakeModel, Served, text
@@ -125,9 +131,15 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
     assert ended.shipped is not None and ended.shipped.job is not None
     profile = memory.profile(profile_name)
     assert (await r(profile.wait_for_job(ended.shipped.job.id))).status == "done"
+    trip = {"trip": "alps", "day": 2, "paid": True, "tags": ["train", "lake"]}
     remembered = await r(
-        profile.remember("The tour visits Lyon", kind="event", key="tour stop", session_id=sid)
+        profile.remember(
+            "The tour visits Lyon", kind="event", key="tour stop", session_id=sid, metadata=trip
+        )
     )
+    assert remembered.metadata == trip
+    with pytest.raises(InvalidInputError, match="metadata"):
+        await r(profile.remember("Nested", metadata={"owner": {"name": "ada"}}))
     accepted = await r(
         profile.ingest(
             "side", [IngestLine(role="user", content="A side trip to Annecy", created_at=1)]
@@ -152,6 +164,7 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
         )
     )
     assert [m.id for m in listed_page.memories] == [remembered.id]
+    assert listed_page.memories[0].metadata == trip
     assert remembered.id in [m.id for m in await collect(profile.list(page_size=1))]
     assert any(j.id == job.id for j in await r(profile.jobs()))
     other = await r(profile.remember("Temporary", kind="fact"))
@@ -162,6 +175,8 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
     await r(profile.delete())
     copy = memory.profile(f"{profile_name}-copy")
     assert (await r(copy.import_(lines))).memories_new >= 1
+    copied = [m for m in await collect(copy.list()) if m.id == remembered.id]
+    assert copied[0].metadata == trip, "metadata travels in the export"
     await r(copy.forget(remembered.id))
     await r(session.delete())
 

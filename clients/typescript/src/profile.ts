@@ -18,6 +18,7 @@ import type {
   Memory,
   MemoryKind,
   MemoryPage,
+  Metadata,
   ProfileImport,
   Purged,
   RecallResult,
@@ -31,6 +32,9 @@ export interface RememberOptions extends RequestOptions {
   key?: string;
   /** The session it came from (provenance). */
   sessionId?: string;
+  /** Your own metadata: a flat object of strings, numbers, booleans and lists of strings
+   * (at most 32 keys, 8 KiB as JSON), kept and exported with the memory. */
+  metadata?: Metadata;
 }
 
 /** A recall's options. */
@@ -105,7 +109,13 @@ export class Profile {
   remember(content: string, options: RememberOptions = {}): Promise<Memory> {
     return this.http.json("POST", this.path("/memories"), {
       ...options,
-      json: { content, kind: options.kind, key: options.key, session_id: options.sessionId },
+      json: {
+        content,
+        kind: options.kind,
+        key: options.key,
+        session_id: options.sessionId,
+        metadata: options.metadata,
+      },
     });
   }
 

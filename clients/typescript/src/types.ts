@@ -104,6 +104,9 @@ export interface ToolResult {
 /** The four kinds of long-term memory. */
 export type MemoryKind = "fact" | "event" | "instruction" | "task";
 
+/** Your own metadata on a memory: flat, of strings, numbers, booleans and string lists. */
+export type Metadata = Record<string, string | number | boolean | string[]>;
+
 /** A typed long-term memory with its provenance. */
 export interface Memory {
   id: string;
@@ -122,6 +125,8 @@ export interface Memory {
   superseded_by: string | null;
   /** Set once forgotten: when and why. */
   forgotten: { at: Timestamp; reason: string } | null;
+  /** Your own metadata (absent when none was given). */
+  metadata?: Metadata;
   /** Fields this client does not model. */
   [field: string]: unknown;
 }

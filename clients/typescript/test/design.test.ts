@@ -201,9 +201,19 @@ test("the session manager: list, fork, rename, update and delete", async () => {
 
 test("a profile: remember, recall, list, ingest, forget, and a bound session's end", async () => {
   const alice = context.memory.profile("alice");
-  const seat = await alice.remember("Prefers window seats on trains", { kind: "fact", key: "seat" });
+  const trip = { trip: "alps", day: 2, paid: true, tags: ["train", "lake"] };
+  const seat = await alice.remember("Prefers window seats on trains", {
+    kind: "fact",
+    key: "seat",
+    metadata: trip,
+  });
   assert.equal(seat.kind, "fact");
   assert.equal(seat.key, "seat");
+  assert.deepEqual(seat.metadata, trip);
+  await assert.rejects(
+    alice.remember("Nested", { metadata: { owner: ["ok"], bad: null as unknown as string } }),
+    (error: unknown) => error instanceof InvalidInputError && /metadata "bad"/.test(error.message),
+  );
   await alice.remember("Book the Lyon train for March", { kind: "task" });
   const recalled = await alice.recall("window seats");
   const top = recalled.hits[0]?.item;
@@ -218,7 +228,10 @@ test("a profile: remember, recall, list, ingest, forget, and a bound session's e
   for await (const m of alice.list({ limit: 1 })) current.push(m.content);
   assert.deepEqual(current.sort(), ["Book the Lyon train for March", "Prefers aisle seats on trains"]);
   const all: string[] = [];
-  for await (const m of alice.list({ all: true })) all.push(m.id);
+  for await (const m of alice.list({ all: true })) {
+    all.push(m.id);
+    if (m.id === seat.id) assert.deepEqual(m.metadata, trip);
+  }
   assert.ok(all.includes(seat.id) && all.includes(aisle.id));
 
   // Ingest lines: a background job stores them; recall finds the raw message.

@@ -546,6 +546,10 @@ pub enum ProfileCommand {
         /// Source session.
         #[arg(long)]
         session: Option<String>,
+        /// Metadata as a JSON object of strings, numbers, booleans and lists of strings,
+        /// e.g. '{"project": "atlas", "tags": ["home"]}'.
+        #[arg(long)]
+        metadata: Option<String>,
         #[command(flatten)]
         format: Format,
     },

@@ -56,6 +56,7 @@ async fn seed(deployment: &Deployment) -> Vec<SessionId> {
             session_id: None,
             kind: None,
             key: None,
+            metadata: Default::default(),
         };
         memory.remember("home", request).await.unwrap();
     }

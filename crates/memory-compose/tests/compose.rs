@@ -135,6 +135,7 @@ fn remember_request(content: &str) -> memory_engine::long_term::RememberRequest 
         session_id: None,
         kind: None,
         key: None,
+        metadata: Default::default(),
     }
 }
 

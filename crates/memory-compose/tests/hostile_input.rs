@@ -138,7 +138,7 @@ proptest! {
                 let memory = &memory;
                 async move {
                     memory
-                        .remember(&profile, RememberRequest { content, session_id: None, kind: None, key: None })
+                        .remember(&profile, RememberRequest { content, session_id: None, kind: None, key: None, metadata: Default::default() })
                         .await
                 }
             };
@@ -194,6 +194,7 @@ async fn ten_thousand_character_inputs() {
                 session_id: None,
                 kind: None,
                 key: None,
+                metadata: Default::default(),
             },
         )
         .await

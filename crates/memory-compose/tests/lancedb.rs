@@ -40,6 +40,7 @@ async fn profile_vectors_live_in_lancedb() {
                 session_id: None,
                 kind: None,
                 key: None,
+                metadata: Default::default(),
             },
         )
         .await

@@ -16,6 +16,7 @@ fn note(content: impl Into<String>) -> RememberRequest {
         session_id: None,
         kind: None,
         key: None,
+        metadata: Default::default(),
     }
 }
 

@@ -18,6 +18,7 @@ pub mod history;
 pub mod ids;
 pub mod language;
 pub mod message;
+pub mod metadata;
 pub mod ports;
 pub mod search;
 pub mod session;
@@ -35,6 +36,7 @@ pub use history::{
 pub use ids::{COMPACTION_PREFIX, SessionId, validate_message_id, validate_profile_name};
 pub use language::TextLanguage;
 pub use message::{Part, Role, ToolPart, ToolState, UiMessage};
+pub use metadata::{Metadata, MetadataValue};
 pub use search::{
     MAX_SEARCH_TERMS, SearchHit, SearchMode, SearchQuery, phrase_terms, search_messages,
     search_terms,

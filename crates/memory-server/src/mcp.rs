@@ -86,6 +86,9 @@ pub struct RememberArgs {
     pub key: Option<String>,
     /// `fact` (default), `event`, `instruction` or `task`.
     pub kind: Option<String>,
+    /// Metadata to keep with it: a flat object of strings, numbers, booleans and lists of
+    /// strings.
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `recall`'s arguments.
@@ -326,11 +329,20 @@ impl MemoryMcp {
             },
             None => None,
         };
+        let metadata = match args
+            .metadata
+            .map(memory_core::Metadata::from_json)
+            .transpose()
+        {
+            Ok(metadata) => metadata.unwrap_or_default(),
+            Err(refused) => return Ok(failed(refused.to_string())),
+        };
         let request = RememberRequest {
             content: args.content,
             session_id: scope.session.clone(),
             kind,
             key: args.key,
+            metadata,
         };
         Ok(
             match scope.state.memory.remember(&scope.profile, request).await {

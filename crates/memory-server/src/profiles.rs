@@ -31,6 +31,20 @@ pub struct Remember {
     pub key: Option<String>,
     /// The session it came from.
     pub session_id: Option<String>,
+    /// Your own metadata: a flat object of strings, numbers, booleans and lists of strings
+    /// (at most 32 keys, 8 KiB as JSON).
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The metadata of a request body, checked (none when absent).
+pub(crate) fn metadata(
+    raw: Option<serde_json::Map<String, serde_json::Value>>,
+) -> ApiResult<memory_core::Metadata> {
+    Ok(raw
+        .map(memory_core::Metadata::from_json)
+        .transpose()?
+        .unwrap_or_default())
 }
 
 fn kind(raw: Option<String>) -> ApiResult<Option<MemoryKind>> {
@@ -57,6 +71,7 @@ pub async fn remember(
         session_id: body.session_id,
         kind: kind(body.kind)?,
         key: body.key,
+        metadata: metadata(body.metadata)?,
     };
     Ok((
         StatusCode::CREATED,

@@ -398,9 +398,22 @@ class Profile:
         kind: MemoryKind | None = None,
         key: str | None = None,
         session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Memory:
-        """Stores one memory now, superseding the current memory with the same key."""
-        body = _drop_none({"content": content, "kind": kind, "key": key, "session_id": session_id})
+        """Stores one memory now, superseding the current memory with the same key.
+
+        ``metadata`` is your own: a flat mapping of strings, numbers, booleans and lists of
+        strings (at most 32 keys, 8 KiB as JSON), kept and exported with the memory.
+        """
+        body = _drop_none(
+            {
+                "content": content,
+                "kind": kind,
+                "key": key,
+                "session_id": session_id,
+                "metadata": dict(metadata) if metadata is not None else None,
+            }
+        )
         return Memory.model_validate(
             self._http.json("POST", self._path("/memories"), body=body)
         )

@@ -141,6 +141,8 @@ class Memory(Model):
     valid_at: int | None
     superseded_by: str | None
     forgotten: Forgotten | None
+    metadata: dict[str, str | int | float | bool | list[str]] = {}
+    """Your own metadata (absent on the wire when empty)."""
 
 
 class MemoryPage(Model):

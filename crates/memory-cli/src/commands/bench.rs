@@ -223,6 +223,7 @@ pub(super) async fn seed_memories(
                 valid_at: None,
                 superseded_by: None,
                 forgotten: None,
+                metadata: Default::default(),
             };
             store.insert_memory(record.clone()).await?;
             records.push(record);

@@ -344,13 +344,20 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             kind: k,
             key,
             session,
+            metadata,
             format,
         } => {
+            let metadata = match metadata {
+                Some(text) => serde_json::from_str::<memory_core::Metadata>(&text)
+                    .map_err(|e| CliError::Input(format!("--metadata: {e}")))?,
+                None => memory_core::Metadata::default(),
+            };
             let request = RememberRequest {
                 content: text,
                 session_id: session,
                 kind: k.as_deref().map(kind).transpose()?,
                 key,
+                metadata,
             };
             let record = service.remember(&profile, request).await?;
             if format.json {

@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::{Result, Timestamp};
+use crate::{Metadata, Result, Timestamp};
 
 /// The type of a long-term memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -64,6 +64,9 @@ pub struct MemoryRecord {
     pub superseded_by: Option<String>,
     /// Why and when it was forgotten.
     pub forgotten: Option<ForgetRequest>,
+    /// The builder's own metadata (flat, bounded: [`crate::Metadata`]).
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
 }
 
 /// A forget marker: the memory leaves recall but is kept for audit.

@@ -311,6 +311,7 @@ async fn newer_keyed_memories_supersede_older_ones_across_ingests() {
             session_id: None,
             kind: Some(MemoryKind::Fact),
             key: Some("ada.rent".into()),
+            metadata: Default::default(),
         },
     )
     .await
@@ -570,6 +571,7 @@ async fn remember_is_classified_like_an_extracted_memory_and_explicit_values_win
                 session_id: None,
                 kind: None,
                 key: None,
+                metadata: Default::default(),
             },
         )
         .await
@@ -586,6 +588,7 @@ async fn remember_is_classified_like_an_extracted_memory_and_explicit_values_win
                 session_id: None,
                 kind: Some(MemoryKind::Fact),
                 key: Some("tone".into()),
+                metadata: Default::default(),
             },
         )
         .await
@@ -606,6 +609,7 @@ async fn remember_is_classified_like_an_extracted_memory_and_explicit_values_win
                 session_id: None,
                 kind: None,
                 key: None,
+                metadata: Default::default(),
             },
         )
         .await
@@ -657,6 +661,7 @@ async fn a_second_failed_retry_stays_failed_and_a_purge_cancels_jobs_holding_era
                 session_id: Some("chat-1".into()),
                 kind: Some(MemoryKind::Event),
                 key: None,
+                metadata: Default::default(),
             },
         )
         .await
@@ -697,6 +702,7 @@ async fn supersession_is_repaired_after_a_crash_between_insert_and_supersede() {
                 session_id: None,
                 kind: Some(MemoryKind::Fact),
                 key: Some("home".into()),
+                metadata: Default::default(),
             },
         )
         .await

@@ -145,6 +145,8 @@ pub struct RememberRequest {
     pub kind: Option<MemoryKind>,
     /// Topic key (facts and instructions with the same key supersede each other).
     pub key: Option<String>,
+    /// The builder's own metadata, stored with the memory.
+    pub metadata: memory_core::Metadata,
 }
 
 /// What `remember` stored, with usage and what was degraded.
@@ -474,6 +476,7 @@ impl Core {
             valid_at: None,
             superseded_by: None,
             forgotten: None,
+            metadata: request.metadata,
         };
         self.store_memories(profile, &meter, vec![record.clone()])
             .await?;

@@ -806,6 +806,7 @@ impl Core {
                     valid_at,
                     superseded_by: None,
                     forgotten: None,
+                    metadata: Default::default(),
                 }
             })
             .collect();

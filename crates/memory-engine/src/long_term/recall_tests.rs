@@ -30,6 +30,7 @@ fn fact(content: &str, key: Option<&str>, kind: MemoryKind) -> RememberRequest {
         session_id: Some("chat".into()),
         kind: Some(kind),
         key: key.map(str::to_owned),
+        metadata: Default::default(),
     }
 }
 
@@ -571,6 +572,7 @@ async fn fusion_orders_key_over_memory_text_over_raw_text() {
         valid_at: None,
         superseded_by: None,
         forgotten: None,
+        metadata: Default::default(),
     };
     let mut store = MockLongTermMemoryStore::new();
     let keyed = memory("keyed");

@@ -57,6 +57,7 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
         session_id: None,
         kind: None,
         key: Some("User City".into()),
+        metadata: Default::default(),
     };
     let old = s.remember("ada", porto).await.unwrap();
     assert_eq!(old.key.as_deref(), Some("user.city"));
@@ -65,6 +66,7 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
         session_id: Some("chat-1".into()),
         kind: Some(MemoryKind::Fact),
         key: Some("user city".into()),
+        metadata: Default::default(),
     };
     let new = s.remember("ada", lisbon).await.unwrap();
     let all = s
@@ -143,7 +145,8 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
                 content: "  ".into(),
                 session_id: None,
                 kind: None,
-                key: None
+                key: None,
+                metadata: Default::default(),
             }
         )
         .await
@@ -158,6 +161,7 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
             session_id: None,
             kind: None,
             key: None,
+            metadata: Default::default(),
         },
     )
     .await
@@ -188,6 +192,7 @@ async fn export_then_import_round_trips_a_profile() {
             session_id: None,
             kind: None,
             key: key("city"),
+            metadata: Default::default(),
         },
     )
     .await
@@ -200,6 +205,7 @@ async fn export_then_import_round_trips_a_profile() {
                 session_id: None,
                 kind: None,
                 key: key("city"),
+                metadata: Default::default(),
             },
         )
         .await
@@ -391,6 +397,7 @@ mod engine_written_index {
             session_id: Some("chat".into()),
             kind: Some(MemoryKind::Fact),
             key: Some(key.into()),
+            metadata: Default::default(),
         }
     }
 
@@ -445,6 +452,7 @@ mod engine_written_index {
                     session_id: Some("chat".into()),
                     kind: Some(MemoryKind::Fact),
                     key: None,
+                    metadata: Default::default(),
                 },
             )
             .await

@@ -318,6 +318,7 @@ async fn the_profile_block_stays_within_its_budget() {
                     session_id: None,
                     kind: Some(memory_core::ports::MemoryKind::Fact),
                     key: Some(format!("fact.{n:02}")),
+                    metadata: Default::default(),
                 },
             )
             .await

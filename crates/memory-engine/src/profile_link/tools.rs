@@ -226,6 +226,7 @@ impl ProfileLink {
                     session_id: Some(session.to_string()),
                     kind,
                     key: args.key,
+                    metadata: Default::default(),
                 },
             )
             .await?;

@@ -33,6 +33,7 @@ pub async fn run_all(profiles: &dyn MemoryProfiles, store_written: Option<&dyn T
     forget_hides_and_purge_erases(store.as_ref(), index).await;
     purge_keeps_the_chain_whole(store.as_ref()).await;
     get_memories_follows_the_order_asked(store.as_ref()).await;
+    metadata_is_kept_as_given(store.as_ref()).await;
     let fresh_name = unique("profile");
     let fresh = profiles.open(&fresh_name).await.unwrap();
     let fresh_index = match store_written {
@@ -131,6 +132,7 @@ fn memory(id: &str, kind: MemoryKind, key: Option<&str>, content: &str, at: i64)
         valid_at: Some(Timestamp(at - 1_000)),
         superseded_by: None,
         forgotten: None,
+        metadata: Default::default(),
     }
 }
 
@@ -201,6 +203,39 @@ pub async fn raw_messages_are_insert_or_ignore_and_searchable(
         .unwrap_or_default();
     assert_eq!(ids[0], "r3");
     assert_eq!(index.count(namespaces::RAW).await.unwrap(), 3);
+}
+
+/// A memory's metadata comes back from every read exactly as stored: integers exact,
+/// floats, booleans, strings with quotes and non-ASCII text, lists; none stays none.
+pub async fn metadata_is_kept_as_given(store: &dyn LongTermMemoryStore) {
+    let metadata: memory_core::Metadata = serde_json::from_value(serde_json::json!({
+        "project": "atlas \"north\" \u{e9}t\u{e9}",
+        "priority": 9_007_199_254_740_993_u64,
+        "score": -0.25,
+        "done": false,
+        "tags": ["a", "b c"],
+    }))
+    .unwrap();
+    let mut with = memory("meta1", MemoryKind::Fact, None, "metadata kept", 1);
+    with.metadata = metadata.clone();
+    store.insert_memory(with.clone()).await.unwrap();
+    store
+        .insert_memory(memory("meta2", MemoryKind::Fact, None, "no metadata", 2))
+        .await
+        .unwrap();
+    assert_eq!(store.get_memory("meta1").await.unwrap().unwrap(), with);
+    let both = store
+        .get_memories(&["meta1".to_owned(), "meta2".to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(both[0].metadata, metadata);
+    assert!(both[1].metadata.is_empty());
+    let listed = store
+        .list(&MemoryFilter::default(), None, 1_000)
+        .await
+        .unwrap();
+    let found = listed.memories.iter().find(|m| m.id == "meta1").unwrap();
+    assert_eq!(found.metadata, metadata);
 }
 
 /// `get_memories` answers as `get_memory` would, in the order asked, without the unknown ids.

@@ -1,0 +1,2 @@
+-- The builder's metadata of a memory: a flat JSON object (NULL: none).
+ALTER TABLE memories ADD COLUMN metadata TEXT;
