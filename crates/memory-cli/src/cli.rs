@@ -778,4 +778,19 @@ pub enum BenchCommand {
         #[arg(long)]
         exact_vectors: bool,
     },
+    /// The local embedders (`local`, `local-int8`) side by side on the same LoCoMo turns:
+    /// texts per second and how closely their vectors agree.
+    Embedders {
+        /// A LoCoMo file (`locomo10.json`).
+        #[arg(long)]
+        locomo: PathBuf,
+        /// Turns embedded.
+        #[arg(long, default_value_t = 2_000)]
+        texts: usize,
+        /// Texts per embed call (ingest sends 64).
+        #[arg(long, default_value_t = 64)]
+        batch: usize,
+        #[command(flatten)]
+        format: Format,
+    },
 }

@@ -74,6 +74,7 @@ pub fn embedder(config: &MemoryConfig) -> Result<EmbedderChoiceResult> {
             Some("vectors are off ([memory] embedder = \"none\")".into()),
         )),
         EmbedderChoice::Local => local_embedder(),
+        EmbedderChoice::LocalInt8 => onnx_embedder(),
         EmbedderChoice::Openai => openai_embedder(config),
     }
 }
@@ -98,6 +99,32 @@ fn local_embedder() -> Result<EmbedderChoiceResult> {
     Ok((
         None,
         Some("this build leaves out the local embedder (`--features local-embedder`); vectors are off".into()),
+    ))
+}
+
+#[cfg(feature = "onnx-embedder")]
+fn onnx_embedder() -> Result<EmbedderChoiceResult> {
+    use memory_onnx::OnnxEmbedder;
+    match OnnxEmbedder::discover()? {
+        Some(e) => Ok((Some(Arc::new(e)), None)),
+        None => Ok((
+            None,
+            Some(format!(
+                "the int8 embedding model is not installed in {} (run scripts/setup-onnx.sh); vectors are off",
+                OnnxEmbedder::default_model_dir().display()
+            )),
+        )),
+    }
+}
+
+#[cfg(not(feature = "onnx-embedder"))]
+fn onnx_embedder() -> Result<EmbedderChoiceResult> {
+    Ok((
+        None,
+        Some(
+            "this build leaves out the int8 embedder (`--features onnx-embedder`); vectors are off"
+                .into(),
+        ),
     ))
 }
 

@@ -2,6 +2,7 @@
 
 mod backup;
 mod bench;
+mod bench_embedders;
 mod bench_serve;
 #[cfg(feature = "sqlite")]
 mod bench_vectors;
@@ -171,6 +172,23 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             group_commit: !no_group_commit,
             exact_vectors,
         })
+        .await;
+    }
+    if let Command::Bench(crate::cli::BenchCommand::Embedders {
+        locomo,
+        texts,
+        batch,
+        format,
+    }) = cli.command
+    {
+        return bench_embedders::run(
+            bench_embedders::EmbeddersBench {
+                locomo,
+                texts,
+                batch,
+            },
+            format.json,
+        )
         .await;
     }
     if let Command::Eval(command) = cli.command {

@@ -69,6 +69,7 @@ fn about(deployment: &Deployment) -> memory_server::About {
     .collect::<std::collections::BTreeMap<_, _>>();
     let embedder = match config.memory.embedder {
         memory_config::EmbedderChoice::Local => "local",
+        memory_config::EmbedderChoice::LocalInt8 => "local-int8",
         memory_config::EmbedderChoice::Openai => "openai",
         memory_config::EmbedderChoice::None => "none",
     };

@@ -86,6 +86,10 @@ impl Vectorizer<'_> {
     }
 
     /// Embeds `(id, text, fields)` items into `namespace`; returns how many were stored.
+    ///
+    /// Batches flow through two stages that overlap: while one batch's vectors are written to
+    /// the index, the next batch is being embedded (the embedder runs on threads of its own),
+    /// so a long ingest pays for the slower stage, not for both.
     pub async fn upsert(
         &self,
         namespace: &str,
@@ -95,28 +99,47 @@ impl Vectorizer<'_> {
             return Ok(0);
         }
         self.check_model(namespace).await?;
+        let mut chunks = items.chunks(self.batch.max(1));
         let mut stored = 0;
-        for chunk in items.chunks(self.batch.max(1)) {
-            let texts: Vec<String> = chunk.iter().map(|(_, t, _)| t.clone()).collect();
-            let vectors = self.meter.embed("embedding", self.embedder, &texts).await?;
-            if vectors.len() != chunk.len() {
-                return Err(MemoryError::backend(
-                    "embedder",
-                    format!("{} vectors for {} texts", vectors.len(), chunk.len()),
-                ));
-            }
-            let records = chunk
-                .iter()
-                .zip(vectors)
-                .map(|((id, _, fields), vector)| {
-                    VectorRecord::new(id.clone(), vector, self.embedder.model_id())
-                        .with_fields(fields.clone())
-                })
-                .collect();
-            self.index.upsert(namespace, records).await?;
-            stored += chunk.len();
+        let Some(first) = chunks.next() else {
+            return Ok(0);
+        };
+        let mut embedded = self.embed(first).await?;
+        for next in chunks {
+            let (written, following) =
+                futures::future::join(self.store(namespace, embedded), self.embed(next)).await;
+            stored += written?;
+            embedded = following?;
         }
+        stored += self.store(namespace, embedded).await?;
         Ok(stored)
+    }
+
+    /// One batch's vector records, embedded.
+    async fn embed(&self, chunk: &[(String, String, VectorFields)]) -> Result<Vec<VectorRecord>> {
+        let texts: Vec<String> = chunk.iter().map(|(_, t, _)| t.clone()).collect();
+        let vectors = self.meter.embed("embedding", self.embedder, &texts).await?;
+        if vectors.len() != chunk.len() {
+            return Err(MemoryError::backend(
+                "embedder",
+                format!("{} vectors for {} texts", vectors.len(), chunk.len()),
+            ));
+        }
+        Ok(chunk
+            .iter()
+            .zip(vectors)
+            .map(|((id, _, fields), vector)| {
+                VectorRecord::new(id.clone(), vector, self.embedder.model_id())
+                    .with_fields(fields.clone())
+            })
+            .collect())
+    }
+
+    /// Writes one embedded batch; returns how many records it held.
+    async fn store(&self, namespace: &str, records: Vec<VectorRecord>) -> Result<usize> {
+        let count = records.len();
+        self.index.upsert(namespace, records).await?;
+        Ok(count)
     }
 
     /// Embeds the memories that get vectors.
@@ -148,5 +171,110 @@ impl Vectorizer<'_> {
             })
             .collect();
         self.upsert(RAW_NAMESPACE, items).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use memory_core::ports::{VectorFilter, VectorHit, VectorQuery};
+    use memory_testkit::in_memory::InMemoryVectorIndex;
+
+    use super::*;
+
+    type Log = Arc<Mutex<Vec<String>>>;
+
+    /// Embeds slowly, logging when each batch (named by its first text) starts and ends.
+    struct SlowEmbedder(Log);
+
+    #[async_trait]
+    impl Embedder for SlowEmbedder {
+        fn model_id(&self) -> &str {
+            "slow"
+        }
+        fn dimensions(&self) -> usize {
+            2
+        }
+        async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+            self.0.lock().unwrap().push(format!("embed {}", texts[0]));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("embedded {}", texts[0]));
+            Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect())
+        }
+    }
+
+    /// An in-memory index whose writes are slow and logged (named by their first id).
+    struct SlowIndex(Log, InMemoryVectorIndex);
+
+    #[async_trait]
+    impl VectorIndex for SlowIndex {
+        async fn upsert(&self, namespace: &str, records: Vec<VectorRecord>) -> Result<()> {
+            let first = records[0].id.clone();
+            self.0.lock().unwrap().push(format!("store {first}"));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            self.1.upsert(namespace, records).await?;
+            self.0.lock().unwrap().push(format!("stored {first}"));
+            Ok(())
+        }
+        async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
+            self.1.delete(namespace, ids).await
+        }
+        async fn search(&self, namespace: &str, query: &VectorQuery) -> Result<Vec<VectorHit>> {
+            self.1.search(namespace, query).await
+        }
+        async fn count(&self, namespace: &str, filter: &VectorFilter) -> Result<u64> {
+            self.1.count(namespace, filter).await
+        }
+        async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>> {
+            self.1.get(namespace, ids).await
+        }
+        async fn model(&self, namespace: &str) -> Result<Option<String>> {
+            self.1.model(namespace).await
+        }
+        async fn clear(&self, namespace: &str) -> Result<()> {
+            self.1.clear(namespace).await
+        }
+    }
+
+    #[tokio::test]
+    async fn the_next_batch_is_embedded_while_the_last_one_is_stored() {
+        let log: Log = Log::default();
+        let embedder = SlowEmbedder(Arc::clone(&log));
+        let index = SlowIndex(Arc::clone(&log), InMemoryVectorIndex::new());
+        let meter = Meter::new(None);
+        let vectorizer = Vectorizer {
+            embedder: &embedder,
+            index: &index,
+            meter: &meter,
+            batch: 2,
+        };
+        let items = (0..5)
+            .map(|i| (format!("id{i}"), format!("t{i}"), VectorFields::default()))
+            .collect();
+        assert_eq!(vectorizer.upsert("raw", items).await.unwrap(), 5);
+        assert_eq!(
+            index.count("raw", &VectorFilter::default()).await.unwrap(),
+            5
+        );
+        let log = log.lock().unwrap().clone();
+        let at = |event: &str| log.iter().position(|e| e == event).unwrap();
+        // Batches: [t0 t1] [t2 t3] [t4]. Each later batch's embedding starts before the
+        // batch before it is stored, and every batch is stored after it was embedded.
+        assert!(at("embed t2") < at("stored id0"), "{log:?}");
+        assert!(at("embed t4") < at("stored id2"), "{log:?}");
+        for (text, id) in [("t0", "id0"), ("t2", "id2"), ("t4", "id4")] {
+            assert!(
+                at(&format!("embedded {text}")) < at(&format!("store {id}")),
+                "{log:?}"
+            );
+        }
     }
 }

@@ -1,0 +1,63 @@
+//! Where the model files live, and a clear error when they are missing.
+
+use std::path::{Path, PathBuf};
+
+use memory_core::MemoryError;
+
+/// The three files the embedder reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelFiles {
+    /// The ONNX graph with int8 weights.
+    pub model: PathBuf,
+    /// WordPiece tokenizer.
+    pub tokenizer: PathBuf,
+    /// ONNX Runtime's shared library.
+    pub runtime: PathBuf,
+}
+
+impl ModelFiles {
+    /// The files inside `dir`, or [`MemoryError::NotFound`] naming the missing one and the
+    /// setup command that fetches them.
+    pub fn in_dir(dir: &Path) -> Result<Self, MemoryError> {
+        let files = Self {
+            model: dir.join("model.onnx"),
+            tokenizer: dir.join("tokenizer.json"),
+            runtime: dir.join("libonnxruntime.so"),
+        };
+        for path in [&files.model, &files.tokenizer, &files.runtime] {
+            if !path.is_file() {
+                return Err(MemoryError::not_found(
+                    "embedding model file",
+                    format!(
+                        "{} (run scripts/setup-onnx.sh to fetch the int8 model and ONNX Runtime)",
+                        path.display()
+                    ),
+                ));
+            }
+        }
+        Ok(files)
+    }
+}
+
+/// `MEMORY_ONNX_MODEL_DIR`, else `~/.cache/memory-models/all-minilm-l6-v2-int8`.
+pub(crate) fn default_model_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("MEMORY_ONNX_MODEL_DIR") {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    home.join(".cache/memory-models/all-minilm-l6-v2-int8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_directory_names_the_file_and_the_setup_step() {
+        let err = ModelFiles::in_dir(Path::new("/nonexistent/model")).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("model.onnx"), "{text}");
+        assert!(text.contains("setup-onnx.sh"), "{text}");
+        assert!(err.is_not_found());
+    }
+}
