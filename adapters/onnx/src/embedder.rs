@@ -1,7 +1,7 @@
 //! The int8 BERT forward pass on ONNX Runtime, mean pooling and L2 normalisation.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use memory_core::ports::Embedder;
@@ -37,6 +37,10 @@ pub struct OnnxEmbedder {
 
 struct Inner {
     session: Mutex<Session>,
+    /// The graph's output holding the last hidden state.
+    output: String,
+    /// Whether the graph takes `token_type_ids` (some exports leave it out).
+    token_types: bool,
     tokenizer: Tokenizer,
     cls: u32,
     sep: u32,
@@ -63,10 +67,23 @@ fn tokenizer_error(err: tokenizers::Error) -> MemoryError {
 /// The process's one ONNX Runtime environment, loaded from the first library asked for.
 static ENVIRONMENT: Mutex<Option<(PathBuf, Environment)>> = Mutex::new(None);
 
-fn environment(runtime: &Path) -> Result<Environment> {
-    let mut slot = ENVIRONMENT
+/// The lock of `mutex`, also after a panic elsewhere (what it guards stays consistent: a
+/// session between runs, or the environment slot, which is written once).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
         .lock()
-        .map_err(|_| MemoryError::backend(crate::error::BACKEND, "a poisoned runtime lock"))?;
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn environment(runtime: &Path) -> Result<Environment> {
+    // An absolute path: the runtime resolves a relative one beside the executable instead.
+    let runtime = &std::fs::canonicalize(runtime).map_err(|err| {
+        MemoryError::backend(
+            crate::error::BACKEND,
+            format!("ONNX Runtime's library {}: {err}", runtime.display()),
+        )
+    })?;
+    let mut slot = lock(&ENVIRONMENT);
     if let Some((loaded, environment)) = slot.as_ref() {
         if loaded != runtime {
             tracing::warn!(
@@ -137,8 +154,23 @@ impl OnnxEmbedder {
             .map_err(|e| backend(ort::Error::from(e)))?
             .commit_from_file(&files.model)
             .map_err(backend)?;
+        let output = hidden_state_output(&session)?;
+        let token_types = session
+            .inputs()
+            .iter()
+            .any(|input| input.name() == "token_type_ids");
+        for needed in ["input_ids", "attention_mask"] {
+            if !session.inputs().iter().any(|input| input.name() == needed) {
+                return Err(backend(OnnxError::Output(format!(
+                    "{} takes no {needed} input",
+                    files.model.display()
+                ))));
+            }
+        }
         let mut inner = Inner {
             session: Mutex::new(session),
+            output,
+            token_types,
             tokenizer,
             cls,
             sep,
@@ -190,19 +222,23 @@ impl Inner {
                 mask[row * width + col] = 1;
             }
         }
-        let token_types = vec![0_i64; rows * width];
         let tensor = |data: Vec<i64>| Tensor::from_array(([rows, width], data)).map_err(backend);
-        let inputs = ort::inputs! {
+        let mut inputs = ort::inputs! {
             "input_ids" => tensor(ids)?,
             "attention_mask" => tensor(mask.clone())?,
-            "token_type_ids" => tensor(token_types)?,
         };
-        let mut session = self
-            .session
-            .lock()
-            .map_err(|_| MemoryError::backend(crate::error::BACKEND, "a poisoned session lock"))?;
+        if self.token_types {
+            inputs.push((
+                "token_type_ids".into(),
+                tensor(vec![0_i64; rows * width])?.into(),
+            ));
+        }
+        let mut session = lock(&self.session);
         let outputs = session.run(inputs).map_err(backend)?;
-        let (shape, hidden) = outputs[0].try_extract_tensor::<f32>().map_err(backend)?;
+        let output = outputs
+            .get(&self.output)
+            .ok_or_else(|| backend(OnnxError::Output(format!("no {:?} output", self.output))))?;
+        let (shape, hidden) = output.try_extract_tensor::<f32>().map_err(backend)?;
         let dims: Vec<i64> = shape.iter().copied().collect();
         let dimensions = match dims.as_slice() {
             [r, w, d] if *r as usize == rows && *w as usize == width && *d > 0 => *d as usize,
@@ -215,6 +251,22 @@ impl Inner {
             ))));
         }
         Ok(mean_pool(hidden, &mask, rows, width, dimensions))
+    }
+}
+
+/// The output holding the last hidden state: `last_hidden_state` (or `token_embeddings`) by
+/// name, else the graph's only output.
+fn hidden_state_output(session: &Session) -> Result<String> {
+    let outputs = session.outputs();
+    let named = outputs
+        .iter()
+        .find(|o| matches!(o.name(), "last_hidden_state" | "token_embeddings"));
+    match (named, outputs) {
+        (Some(output), _) | (None, [output]) => Ok(output.name().to_owned()),
+        _ => Err(backend(OnnxError::Output(format!(
+            "no last_hidden_state among the outputs {:?}",
+            outputs.iter().map(|o| o.name()).collect::<Vec<_>>()
+        )))),
     }
 }
 

@@ -41,7 +41,7 @@ impl ModelFiles {
 
 /// `MEMORY_ONNX_MODEL_DIR`, else `~/.cache/memory-models/all-minilm-l6-v2-int8`.
 pub(crate) fn default_model_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("MEMORY_ONNX_MODEL_DIR") {
+    if let Some(dir) = std::env::var_os("MEMORY_ONNX_MODEL_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
     let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);

@@ -55,20 +55,28 @@ pub struct EmbeddersReport {
 /// Runs it.
 pub async fn run(options: EmbeddersBench, json: bool) -> Result<(), CliError> {
     let samples = locomo::load(&options.locomo)?;
-    let turns: Vec<String> = samples
+    // Each turn, and each turn after the one before it in its session (a session's first turn
+    // alone), as ingest embeds a raw message.
+    let (turns, with_context): (Vec<String>, Vec<String>) = samples
         .iter()
-        .flat_map(|s| s.sessions.iter().flat_map(|s| s.turns.iter()))
-        .map(|t| t.text.clone())
-        .take(options.texts)
-        .collect();
-    let with_context: Vec<String> = turns
-        .iter()
-        .enumerate()
-        .map(|(i, t)| match i.checked_sub(1) {
-            Some(p) => format!("{}\n{t}", turns[p]),
-            None => t.clone(),
+        .flat_map(|s| s.sessions.iter())
+        .flat_map(|session| {
+            session.turns.iter().enumerate().map(|(i, t)| {
+                let context = match i.checked_sub(1) {
+                    Some(p) => format!("{}\n{}", session.turns[p].text, t.text),
+                    None => t.text.clone(),
+                };
+                (t.text.clone(), context)
+            })
         })
-        .collect();
+        .take(options.texts)
+        .unzip();
+    if turns.is_empty() {
+        return Err(CliError::Input(format!(
+            "{}: no turns to embed",
+            options.locomo.display()
+        )));
+    }
     let mut figures = Vec::new();
     let mut vectors = Vec::new();
     for (choice, name) in [

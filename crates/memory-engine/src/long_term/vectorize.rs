@@ -107,9 +107,10 @@ impl Vectorizer<'_> {
         let mut embedded = self.embed(first).await?;
         for next in chunks {
             let (written, following) =
-                futures::future::join(self.store(namespace, embedded), self.embed(next)).await;
-            stored += written?;
-            embedded = following?;
+                futures::future::try_join(self.store(namespace, embedded), self.embed(next))
+                    .await?;
+            stored += written;
+            embedded = following;
         }
         stored += self.store(namespace, embedded).await?;
         Ok(stored)
