@@ -43,6 +43,7 @@ mod key_value_store;
 mod long_term_memory;
 mod message_index;
 mod message_store;
+mod metadata_filter;
 mod session_registry;
 mod skill_store;
 mod text_index;

@@ -68,7 +68,7 @@ fn from_row(row: &PgRow) -> Result<MemoryRecord> {
             reason,
             at: Timestamp(forgotten_at.unwrap_or(0)),
         }),
-        metadata: Metadata::from_stored(row.get::<Option<&str>, _>(14))?,
+        metadata: Metadata::from_stored(row.get(1), row.get::<Option<&str>, _>(14))?,
     })
 }
 
@@ -386,13 +386,21 @@ impl MemoryRecordStore for PostgresLongTermMemory {
             .idempotent(|| async {
 
             let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
-            let rows = sqlx::query(select(
+            // The metadata filter's parameters follow the ten fixed ones.
+            let (metadata, params) = match &filter.metadata {
+                Some(f) => {
+                    let (sql, params) = crate::metadata_filter::condition(f, 11);
+                    (format!("AND ({sql})"), params)
+                }
+                None => (String::new(), Vec::new()),
+            };
+            let mut query = sqlx::query(select(&format!(
                 "AND pos > $2 AND ($3::text IS NULL OR kind = $3) AND ($4::text IS NULL OR key = $4) \
                  AND ($5::text IS NULL OR session_id = $5) \
                  AND ($6::bigint IS NULL OR recorded_at >= $6) AND ($7::bigint IS NULL OR recorded_at < $7) \
                  AND ($8 OR superseded_by IS NULL) AND ($9 OR forgotten_reason IS NULL) \
-                 ORDER BY pos LIMIT $10",
-            ))
+                 {metadata} ORDER BY pos LIMIT $10",
+            )))
             .bind(self.profile_key)
             .bind(after)
             .bind(filter.kind.map(MemoryKind::as_str))
@@ -402,10 +410,11 @@ impl MemoryRecordStore for PostgresLongTermMemory {
             .bind(filter.to.map(Timestamp::millis))
             .bind(filter.include_superseded)
             .bind(filter.include_forgotten)
-            .bind(limit_plus_one(limit))
-            .fetch_all(&self.db.pool)
-            .await
-            .map_err(db)?;
+            .bind(limit_plus_one(limit));
+            for param in &params {
+                query = query.bind(param);
+            }
+            let rows = query.fetch_all(&self.db.pool).await.map_err(db)?;
             let more = rows.len() > limit;
             let mut memories = Vec::with_capacity(limit.min(rows.len()));
             let mut last = None;

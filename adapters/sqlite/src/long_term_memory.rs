@@ -60,7 +60,7 @@ fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
             reason,
             at: Timestamp(forgotten_at.unwrap_or(0)),
         }),
-        metadata: Metadata::from_stored(row.get::<Option<&str>, _>(14))?,
+        metadata: Metadata::from_stored(row.get(1), row.get::<Option<&str>, _>(14))?,
     })
 }
 
@@ -310,23 +310,37 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         limit: usize,
     ) -> Result<MemoryPage> {
         let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
-        let rows = sqlx::query(select(
+        // The metadata filter's parameters follow the nine fixed ones.
+        let (metadata, params) = match &filter.metadata {
+            Some(f) => {
+                let (sql, params) = crate::metadata_filter::condition(f, 10);
+                (format!("AND ({sql})"), params)
+            }
+            None => (String::new(), Vec::new()),
+        };
+        let query = select(&format!(
             "WHERE pos > ?1 AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR key = ?3) AND (?4 IS NULL OR session_id = ?4) \
              AND (?5 IS NULL OR recorded_at >= ?5) AND (?6 IS NULL OR recorded_at < ?6) \
-             AND (?7 OR superseded_by IS NULL) AND (?8 OR forgotten_reason IS NULL) ORDER BY pos LIMIT ?9",
-        ))
-        .bind(after)
-        .bind(filter.kind.map(MemoryKind::as_str))
-        .bind(&filter.key)
-        .bind(&filter.session_id)
-        .bind(filter.from.map(Timestamp::millis))
-        .bind(filter.to.map(Timestamp::millis))
-        .bind(filter.include_superseded)
-        .bind(filter.include_forgotten)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
-        .fetch_all(&self.db.reader)
-        .await
-        .map_err(db)?;
+             AND (?7 OR superseded_by IS NULL) AND (?8 OR forgotten_reason IS NULL) {metadata} ORDER BY pos LIMIT ?9",
+        ));
+        let mut query = sqlx::query(query)
+            .bind(after)
+            .bind(filter.kind.map(MemoryKind::as_str))
+            .bind(&filter.key)
+            .bind(&filter.session_id)
+            .bind(filter.from.map(Timestamp::millis))
+            .bind(filter.to.map(Timestamp::millis))
+            .bind(filter.include_superseded)
+            .bind(filter.include_forgotten)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1));
+        for param in params {
+            query = match param {
+                crate::metadata_filter::Param::Text(text) => query.bind(text),
+                crate::metadata_filter::Param::Integer(integer) => query.bind(integer),
+                crate::metadata_filter::Param::Real(real) => query.bind(real),
+            };
+        }
+        let rows = query.fetch_all(&self.db.reader).await.map_err(db)?;
         let more = rows.len() > limit;
         let mut memories = Vec::with_capacity(limit.min(rows.len()));
         let mut last = None;

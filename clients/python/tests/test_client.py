@@ -165,6 +165,13 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
     )
     assert [m.id for m in listed_page.memories] == [remembered.id]
     assert listed_page.memories[0].metadata == trip
+    chosen = {"trip": "alps", "day": {"$gte": 2}, "tags": {"$in": ["lake"]}}
+    assert [m.id for m in await collect(profile.list(metadata=chosen))] == [remembered.id]
+    exists = {"paid": {"$exists": True}}
+    assert [m.id for m in await collect(profile.list(metadata=exists))] == [remembered.id]
+    assert await collect(profile.list(metadata={"trip": "other"})) == []
+    with pytest.raises(InvalidInputError, match=r"\$near"):
+        await r(profile.list_page(metadata={"day": {"$near": 2}}))
     assert remembered.id in [m.id for m in await collect(profile.list(page_size=1))]
     assert any(j.id == job.id for j in await r(profile.jobs()))
     other = await r(profile.remember("Temporary", kind="fact"))

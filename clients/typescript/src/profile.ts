@@ -19,6 +19,7 @@ import type {
   MemoryKind,
   MemoryPage,
   Metadata,
+  MetadataFilter,
   ProfileImport,
   Purged,
   RecallResult,
@@ -59,6 +60,10 @@ export interface ListOptions extends RequestOptions {
   since?: number;
   /** Only memories recorded before this time (milliseconds since the epoch). */
   until?: number;
+  /** Only memories whose metadata satisfies this filter: `{ project: "atlas", priority:
+   * { $gte: 2 } }` (operators `$eq`, `$in`, `$gt`, `$gte`, `$lt`, `$lte`, `$exists`,
+   * combined with `$and`, `$or`, `$not`). */
+  metadata?: MetadataFilter;
   /** Page size (the server's default when absent). */
   limit?: number;
   /** Start after this cursor (from an earlier page). */
@@ -138,6 +143,7 @@ export class Profile {
         all: options.all,
         since: options.since,
         until: options.until,
+        metadata: options.metadata === undefined ? undefined : JSON.stringify(options.metadata),
         limit: options.limit,
         cursor: options.cursor,
       },

@@ -107,6 +107,10 @@ export type MemoryKind = "fact" | "event" | "instruction" | "task";
 /** Your own metadata on a memory: flat, of strings, numbers, booleans and string lists. */
 export type Metadata = Record<string, string | number | boolean | string[]>;
 
+/** A filter over metadata: keys with a value (equality) or a condition, combined with
+ * `$and`, `$or` and `$not`. The server checks it and names what it refuses. */
+export type MetadataFilter = { [key: string]: unknown };
+
 /** A typed long-term memory with its provenance. */
 export interface Memory {
   id: string;

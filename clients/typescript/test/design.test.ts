@@ -233,6 +233,14 @@ test("a profile: remember, recall, list, ingest, forget, and a bound session's e
     if (m.id === seat.id) assert.deepEqual(m.metadata, trip);
   }
   assert.ok(all.includes(seat.id) && all.includes(aisle.id));
+  const chosen: string[] = [];
+  const filter = { trip: "alps", day: { $gte: 2 }, tags: { $in: ["lake"] } };
+  for await (const m of alice.list({ all: true, metadata: filter })) chosen.push(m.id);
+  assert.deepEqual(chosen, [seat.id]);
+  await assert.rejects(
+    alice.listPage({ metadata: { day: { $near: 2 } } }),
+    (error: unknown) => error instanceof InvalidInputError && /\$near/.test(error.message),
+  );
 
   // Ingest lines: a background job stores them; recall finds the raw message.
   const accepted = await alice.ingest({

@@ -587,6 +587,11 @@ pub enum ProfileCommand {
         /// Only memories from this session.
         #[arg(long)]
         session: Option<String>,
+        /// Only memories whose metadata satisfies this JSON filter, e.g.
+        /// '{"project": "atlas", "priority": {"$gte": 2}}' (operators $eq, $in, $gt, $gte,
+        /// $lt, $lte, $exists, combined with $and, $or, $not).
+        #[arg(long = "where", value_name = "FILTER")]
+        where_metadata: Option<String>,
         /// Page size.
         #[arg(long, default_value_t = 100)]
         limit: usize,

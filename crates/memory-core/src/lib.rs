@@ -19,6 +19,7 @@ pub mod ids;
 pub mod language;
 pub mod message;
 pub mod metadata;
+pub mod metadata_filter;
 pub mod ports;
 pub mod search;
 pub mod session;
@@ -37,6 +38,7 @@ pub use ids::{COMPACTION_PREFIX, SessionId, validate_message_id, validate_profil
 pub use language::TextLanguage;
 pub use message::{Part, Role, ToolPart, ToolState, UiMessage};
 pub use metadata::{Metadata, MetadataValue};
+pub use metadata_filter::MetadataFilter;
 pub use search::{
     MAX_SEARCH_TERMS, SearchHit, SearchMode, SearchQuery, phrase_terms, search_messages,
     search_terms,

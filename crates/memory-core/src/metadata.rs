@@ -132,11 +132,14 @@ impl Metadata {
         serde_json::to_string(&self.0).unwrap_or_else(|_| "{}".to_owned())
     }
 
-    /// Metadata read back from its stored JSON text (`None` or empty text: none).
-    pub fn from_stored(text: Option<&str>) -> Result<Self> {
+    /// Metadata read back from its stored JSON text (`None` or empty text: none); an error
+    /// names `owner` (the memory it belongs to).
+    pub fn from_stored(owner: &str, text: Option<&str>) -> Result<Self> {
         match text {
             None | Some("") => Ok(Self::default()),
-            Some(text) => Ok(serde_json::from_str(text)?),
+            Some(text) => serde_json::from_str(text).map_err(|err| {
+                MemoryError::serialization(format!("the stored metadata of {owner}: {err}"))
+            }),
         }
     }
 
@@ -169,8 +172,9 @@ impl TryFrom<serde_json::Map<String, Value>> for Metadata {
     }
 }
 
-/// A key is 1 to [`MAX_METADATA_KEY_CHARS`] characters of `A-Z a-z 0-9 _ - .`, so it can be
-/// named in a filter and a SQL JSON path without quoting.
+/// A key is 1 to [`MAX_METADATA_KEY_CHARS`] characters of `A-Z a-z 0-9 _ - .`: never a `$`
+/// (which starts a filter operator) nor a quote, so a backend can always name it as a quoted
+/// member of a JSON path (`$."a.b"`).
 fn check_key(key: &str) -> Result<()> {
     let fits = (1..=MAX_METADATA_KEY_CHARS).contains(&key.chars().count())
         && key
@@ -202,8 +206,12 @@ mod tests {
             r#"{"big":9007199254740993,"done":false,"rate":0.5,"tags":["x","y"],"who":"ada"}"#;
         let metadata = parse(text).unwrap();
         assert_eq!(metadata.to_json(), text);
-        assert_eq!(Metadata::from_stored(Some(text)).unwrap(), metadata);
-        assert!(Metadata::from_stored(None).unwrap().is_empty());
+        assert_eq!(Metadata::from_stored("m1", Some(text)).unwrap(), metadata);
+        assert!(Metadata::from_stored("m1", None).unwrap().is_empty());
+        let broken = Metadata::from_stored("m1", Some("[1]"))
+            .unwrap_err()
+            .to_string();
+        assert!(broken.contains("m1"), "{broken}");
     }
 
     #[test]

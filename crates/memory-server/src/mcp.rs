@@ -117,6 +117,10 @@ pub struct ForgetArgs {
 pub struct ListArgs {
     /// Only this topic key.
     pub key: Option<String>,
+    /// Only memories whose metadata satisfies this filter: `{"project": "atlas", "priority":
+    /// {"$gte": 2}}` (operators `$eq`, `$in`, `$gt`, `$gte`, `$lt`, `$lte`, `$exists`,
+    /// combined with `$and`, `$or`, `$not`).
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
     /// At most this many (default 20).
     pub limit: Option<usize>,
 }
@@ -428,8 +432,19 @@ impl MemoryMcp {
             Ok(scope) => scope,
             Err(refused) => return Ok(failed(refused)),
         };
+        let metadata = match args
+            .metadata
+            .map(|object| {
+                memory_core::MetadataFilter::from_json(&serde_json::Value::Object(object))
+            })
+            .transpose()
+        {
+            Ok(metadata) => metadata,
+            Err(refused) => return Ok(failed(refused.to_string())),
+        };
         let filter = MemoryFilter {
             key: args.key,
+            metadata,
             ..MemoryFilter::default()
         };
         let limit = args.limit.unwrap_or(20).min(crate::sessions::MAX_PAGE);

@@ -47,6 +47,14 @@ pub(crate) fn metadata(
         .unwrap_or_default())
 }
 
+/// A metadata filter given as JSON text (a query parameter), checked.
+fn metadata_filter(text: &str) -> ApiResult<memory_core::MetadataFilter> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|err| {
+        memory_core::MemoryError::invalid(format!("metadata filter: not JSON: {err}"))
+    })?;
+    Ok(memory_core::MetadataFilter::from_json(&value)?)
+}
+
 fn kind(raw: Option<String>) -> ApiResult<Option<MemoryKind>> {
     raw.map(|k| {
         MemoryKind::parse(&k).ok_or_else(|| ApiError::invalid(format!("unknown memory kind {k:?}")))
@@ -95,6 +103,10 @@ pub struct ListParams {
     pub since: Option<i64>,
     /// Only memories recorded before this time (milliseconds since the epoch).
     pub until: Option<i64>,
+    /// Only memories whose metadata satisfies this filter, as JSON: `{"project": "atlas",
+    /// "priority": {"$gte": 2}}` (operators `$eq`, `$in`, `$gt`, `$gte`, `$lt`, `$lte`,
+    /// `$exists`, combined with `$and`, `$or`, `$not`).
+    pub metadata: Option<String>,
     /// The cursor of the previous page.
     pub cursor: Option<String>,
     /// At most this many (default 50, at most 1,000).
@@ -121,6 +133,11 @@ pub async fn list_memories(
         to: params.until.map(memory_core::Timestamp),
         include_superseded: all,
         include_forgotten: all,
+        metadata: params
+            .metadata
+            .as_deref()
+            .map(metadata_filter)
+            .transpose()?,
     };
     let limit = crate::sessions::page_limit(params.limit)?;
     Ok(Json(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Literal
@@ -446,11 +447,17 @@ class AsyncProfile:
         all: bool | None = None,
         since: int | None = None,
         until: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
         limit: int | None = None,
         cursor: str | None = None,
     ) -> MemoryPage:
         """One page of memories, in the order they were recorded (``since`` and ``until`` in
-        milliseconds since the epoch)."""
+        milliseconds since the epoch).
+
+        ``metadata`` filters on your metadata: ``{"project": "atlas", "priority": {"$gte": 2}}``
+        (operators ``$eq``, ``$in``, ``$gt``, ``$gte``, ``$lt``, ``$lte``, ``$exists``,
+        combined with ``$and``, ``$or``, ``$not``); the server refuses, naming it, any other.
+        """
         query = {
             "kind": kind,
             "key": key,
@@ -458,6 +465,7 @@ class AsyncProfile:
             "all": all,
             "since": since,
             "until": until,
+            "metadata": json.dumps(dict(metadata)) if metadata is not None else None,
             "limit": limit,
             "cursor": cursor,
         }
@@ -472,14 +480,21 @@ class AsyncProfile:
         key: str | None = None,
         session: str | None = None,
         all: bool | None = None,
+        metadata: Mapping[str, Any] | None = None,
         page_size: int | None = None,
     ) -> AsyncIterator[Memory]:
         """Every matching memory, page by page (current ones; ``all`` adds superseded and
-        forgotten ones)."""
+        forgotten ones; ``metadata`` filters as in :meth:`list_page`)."""
         cursor: str | None = None
         while True:
             page = await self.list_page(
-                kind=kind, key=key, session=session, all=all, limit=page_size, cursor=cursor
+                kind=kind,
+                key=key,
+                session=session,
+                all=all,
+                metadata=metadata,
+                limit=page_size,
+                cursor=cursor,
             )
             for memory in page.memories:
                 yield memory

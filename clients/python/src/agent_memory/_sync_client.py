@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import builtins
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from typing import Any, Literal
@@ -441,11 +442,17 @@ class Profile:
         all: bool | None = None,
         since: int | None = None,
         until: int | None = None,
+        metadata: Mapping[str, Any] | None = None,
         limit: int | None = None,
         cursor: str | None = None,
     ) -> MemoryPage:
         """One page of memories, in the order they were recorded (``since`` and ``until`` in
-        milliseconds since the epoch)."""
+        milliseconds since the epoch).
+
+        ``metadata`` filters on your metadata: ``{"project": "atlas", "priority": {"$gte": 2}}``
+        (operators ``$eq``, ``$in``, ``$gt``, ``$gte``, ``$lt``, ``$lte``, ``$exists``,
+        combined with ``$and``, ``$or``, ``$not``); the server refuses, naming it, any other.
+        """
         query = {
             "kind": kind,
             "key": key,
@@ -453,6 +460,7 @@ class Profile:
             "all": all,
             "since": since,
             "until": until,
+            "metadata": json.dumps(dict(metadata)) if metadata is not None else None,
             "limit": limit,
             "cursor": cursor,
         }
@@ -467,14 +475,21 @@ class Profile:
         key: str | None = None,
         session: str | None = None,
         all: bool | None = None,
+        metadata: Mapping[str, Any] | None = None,
         page_size: int | None = None,
     ) -> Iterator[Memory]:
         """Every matching memory, page by page (current ones; ``all`` adds superseded and
-        forgotten ones)."""
+        forgotten ones; ``metadata`` filters as in :meth:`list_page`)."""
         cursor: str | None = None
         while True:
             page = self.list_page(
-                kind=kind, key=key, session=session, all=all, limit=page_size, cursor=cursor
+                kind=kind,
+                key=key,
+                session=session,
+                all=all,
+                metadata=metadata,
+                limit=page_size,
+                cursor=cursor,
             )
             for memory in page.memories:
                 yield memory

@@ -440,11 +440,20 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             kind: k,
             key,
             session,
+            where_metadata,
             limit,
             cursor,
             format,
         } => {
+            let metadata = match where_metadata {
+                Some(text) => Some(
+                    serde_json::from_str::<memory_core::MetadataFilter>(&text)
+                        .map_err(|e| CliError::Input(format!("--where: {e}")))?,
+                ),
+                None => None,
+            };
             let filter = MemoryFilter {
+                metadata,
                 kind: k.as_deref().map(kind).transpose()?,
                 key: key.as_deref().map(normalize_key),
                 session_id: session,

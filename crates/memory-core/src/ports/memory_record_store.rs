@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::{Metadata, Result, Timestamp};
+use crate::{Metadata, MetadataFilter, Result, Timestamp};
 
 /// The type of a long-term memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -95,6 +95,9 @@ pub struct MemoryFilter {
     pub include_superseded: bool,
     /// Include forgotten memories.
     pub include_forgotten: bool,
+    /// Only memories whose metadata satisfies this ([`crate::metadata_filter`]'s grammar).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<MetadataFilter>,
 }
 
 /// A page of memories with the cursor of the next page.

@@ -34,6 +34,7 @@ pub async fn run_all(profiles: &dyn MemoryProfiles, store_written: Option<&dyn T
     purge_keeps_the_chain_whole(store.as_ref()).await;
     get_memories_follows_the_order_asked(store.as_ref()).await;
     metadata_is_kept_as_given(store.as_ref()).await;
+    metadata_filters_select_what_the_grammar_says(store.as_ref()).await;
     let fresh_name = unique("profile");
     let fresh = profiles.open(&fresh_name).await.unwrap();
     let fresh_index = match store_written {
@@ -236,6 +237,126 @@ pub async fn metadata_is_kept_as_given(store: &dyn LongTermMemoryStore) {
         .unwrap();
     let found = listed.memories.iter().find(|m| m.id == "meta1").unwrap();
     assert_eq!(found.metadata, metadata);
+}
+
+/// Every operator of the metadata filter grammar selects, through `list`, exactly the memories
+/// [`memory_core::MetadataFilter::matches`] selects: equality on strings, string lists,
+/// integers (exact past 2^53), floats and booleans; `$in`; numeric and string (ISO time)
+/// ranges; `$exists`; `$and` / `$or` / `$not` (true for a missing key); with other filters and
+/// across pages.
+pub async fn metadata_filters_select_what_the_grammar_says(store: &dyn LongTermMemoryStore) {
+    use memory_core::MetadataFilter;
+    use serde_json::json;
+    let values = [
+        json!({"project": "atlas", "priority": 1, "tags": ["home", "trip"], "at": "2026-01-05T10:00:00Z"}),
+        json!({"project": "atlas", "priority": 3, "score": 0.5, "done": true}),
+        json!({"project": "borealis", "priority": 2.5, "tags": ["work"], "at": "2026-03-01T00:00:00Z"}),
+        json!({"project": "Atlas", "big": 9_007_199_254_740_993_u64, "done": false}),
+        json!({"priority": "3", "tags": [], "at": "2025-12-31T23:59:59Z"}),
+        json!({"project": "caf\u{e9}", "score": -1, "tags": ["trip"]}),
+        json!({}),
+    ];
+    for (i, value) in values.iter().enumerate() {
+        let mut m = memory(
+            &format!("mf{i}"),
+            MemoryKind::Fact,
+            None,
+            "filtered",
+            10 + i as i64,
+        );
+        if i == 6 {
+            m.kind = MemoryKind::Event;
+        }
+        m.metadata = serde_json::from_value(value.clone()).unwrap();
+        store.insert_memory(m).await.unwrap();
+    }
+    let everything = store
+        .list(&MemoryFilter::default(), None, 10_000)
+        .await
+        .unwrap()
+        .memories;
+    assert!(everything.iter().any(|m| m.id == "mf0"));
+    let filters = [
+        json!({"project": "atlas"}),
+        json!({"project": {"$eq": "atlas"}}),
+        json!({"project": {"$in": ["borealis", "caf\u{e9}", "nope"]}}),
+        json!({"tags": "trip"}),
+        json!({"tags": {"$in": ["work", "home"]}}),
+        json!({"priority": 3}),
+        json!({"priority": 2.5}),
+        json!({"priority": {"$in": [1, 3]}}),
+        json!({"priority": {"$gte": 1, "$lt": 3}}),
+        json!({"priority": {"$gt": 2.5}}),
+        json!({"priority": {"$lte": 1}}),
+        json!({"score": {"$lt": 0}}),
+        json!({"big": 9_007_199_254_740_993_u64}),
+        json!({"big": 9_007_199_254_740_992_u64}),
+        json!({"done": true}),
+        json!({"done": false}),
+        json!({"done": "true"}),
+        json!({"at": {"$gte": "2026-01-01", "$lt": "2026-02-01"}}),
+        json!({"at": {"$lt": "2026"}}),
+        json!({"tags": {"$gte": "trip"}}),
+        json!({"project": {"$gt": "b"}}),
+        json!({"tags": {"$exists": true}}),
+        json!({"score": {"$exists": false}}),
+        json!({"$not": {"project": "atlas"}}),
+        json!({"$not": {"tags": {"$exists": true}}}),
+        json!({"$or": [{"done": true}, {"tags": "work"}]}),
+        json!({"$and": [{"project": "atlas"}, {"$not": {"done": true}}]}),
+        json!({"project": "atlas", "priority": {"$gt": 2}}),
+        json!({"$or": [{"project": {"$exists": false}}, {"$not": {"$or": [{"priority": {"$lt": 3}}, {"score": {"$gte": 0}}]}}]}),
+    ];
+    for json in filters {
+        let filter = MetadataFilter::from_json(&json).unwrap();
+        let expected: Vec<String> = everything
+            .iter()
+            .filter(|m| filter.matches(&m.metadata))
+            .map(|m| m.id.clone())
+            .collect();
+        let listed = MemoryFilter {
+            metadata: Some(filter.clone()),
+            ..MemoryFilter::default()
+        };
+        assert_eq!(listed_ids(store, &listed).await, expected, "{json}");
+        // Pages of one: the same memories, in the same order.
+        let mut paged = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = store.list(&listed, cursor, 1).await.unwrap();
+            paged.extend(page.memories.into_iter().map(|m| m.id));
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(paged, expected, "{json}, a page at a time");
+    }
+    let events_without_project = MemoryFilter {
+        kind: Some(MemoryKind::Event),
+        metadata: Some(MetadataFilter::from_json(&json!({"project": {"$exists": false}})).unwrap()),
+        ..MemoryFilter::default()
+    };
+    let got = listed_ids(store, &events_without_project).await;
+    let expected: Vec<String> = everything
+        .iter()
+        .filter(|m| m.kind == MemoryKind::Event && !m.metadata.iter().any(|(k, _)| k == "project"))
+        .map(|m| m.id.clone())
+        .collect();
+    assert!(expected.iter().any(|id| id == "mf6"));
+    assert_eq!(got, expected, "a metadata filter with a kind filter");
+}
+
+/// The ids `list` answers for `filter`, in one page.
+async fn listed_ids(store: &dyn LongTermMemoryStore, filter: &MemoryFilter) -> Vec<String> {
+    store
+        .list(filter, None, 10_000)
+        .await
+        .unwrap()
+        .memories
+        .into_iter()
+        .map(|m| m.id)
+        .collect()
 }
 
 /// `get_memories` answers as `get_memory` would, in the order asked, without the unknown ids.

@@ -57,6 +57,10 @@ fn matches(filter: &MemoryFilter, m: &MemoryRecord) -> bool {
         && filter.to.is_none_or(|t| m.recorded_at < t)
         && (filter.include_superseded || m.superseded_by.is_none())
         && (filter.include_forgotten || m.forgotten.is_none())
+        && filter
+            .metadata
+            .as_ref()
+            .is_none_or(|f| f.matches(&m.metadata))
 }
 
 #[async_trait]
