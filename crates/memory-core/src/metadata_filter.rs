@@ -268,11 +268,13 @@ impl Range {
 
 fn compare(op: &str, ordering: Option<std::cmp::Ordering>) -> bool {
     use std::cmp::Ordering::{Equal, Greater, Less};
-    match (op, ordering) {
-        ("$gt", Some(Greater)) | ("$gte", Some(Greater | Equal)) => true,
-        ("$lt", Some(Less)) | ("$lte", Some(Less | Equal)) => true,
-        _ => false,
-    }
+    matches!(
+        (op, ordering),
+        ("$gt", Some(Greater))
+            | ("$gte", Some(Greater | Equal))
+            | ("$lt", Some(Less))
+            | ("$lte", Some(Less | Equal))
+    )
 }
 
 impl Scalar {
