@@ -594,3 +594,70 @@ fn ingest_keeps_message_times_and_names_the_line_of_a_bad_one() {
         "nothing of the bad file was stored"
     );
 }
+
+/// `remember --metadata` keeps the builder's metadata; `list --where` filters by it, and a
+/// bad filter or bad metadata is refused with the reason, writing nothing.
+#[test]
+fn metadata_is_remembered_and_filters_the_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for (text, metadata) in [
+        (
+            "The Atlas launch is in May",
+            r#"{"project": "atlas", "priority": 2}"#,
+        ),
+        (
+            "The Borealis demo is on Friday",
+            r#"{"project": "borealis", "priority": 1}"#,
+        ),
+    ] {
+        memory(d)
+            .args(["profile", "remember", "team", text, "--metadata", metadata])
+            .assert()
+            .success();
+    }
+    let listed = json_out(memory(d).args([
+        "profile",
+        "list",
+        "team",
+        "--where",
+        r#"{"priority": {"$gte": 2}}"#,
+        "--json",
+    ]));
+    let memories = listed["memories"].as_array().unwrap();
+    assert_eq!(memories.len(), 1, "{listed}");
+    assert_eq!(memories[0]["content"], "The Atlas launch is in May");
+    assert_eq!(
+        memories[0]["metadata"],
+        json!({"priority": 2, "project": "atlas"})
+    );
+    memory(d)
+        .args([
+            "profile",
+            "list",
+            "team",
+            "--where",
+            r#"{"priority": {"$near": 2}}"#,
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("$near"));
+    memory(d)
+        .args([
+            "profile",
+            "remember",
+            "team",
+            "Nested",
+            "--metadata",
+            r#"{"a": {"b": 1}}"#,
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("metadata \"a\""));
+    let all = json_out(memory(d).args(["profile", "list", "team", "--json"]));
+    assert_eq!(
+        all["memories"].as_array().unwrap().len(),
+        2,
+        "nothing written"
+    );
+}
