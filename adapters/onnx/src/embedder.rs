@@ -186,15 +186,16 @@ impl OnnxEmbedder {
 
     /// Embeds synchronously (what [`Embedder::embed`] runs on a blocking thread).
     pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        self.inner.embed(texts)
+        self.inner.embed(texts.to_vec())
     }
 }
 
 impl Inner {
-    fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+    fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
+        let count = texts.len();
         let encodings = self
             .tokenizer
-            .encode_batch(texts.to_vec(), false)
+            .encode_batch(texts, false)
             .map_err(tokenizer_error)?;
         let pieces: Vec<Vec<u32>> = encodings.iter().map(|e| e.get_ids().to_vec()).collect();
         let windows = windows::split(&pieces, self.cls, self.sep, MAX_TOKENS);
@@ -207,7 +208,7 @@ impl Inner {
                 means[i] = mean;
             }
         }
-        Ok(windows::combine(texts.len(), &windows, &means))
+        Ok(windows::combine(count, &windows, &means))
     }
 
     /// The mean-pooled (not yet normalised) last hidden state of each input.
@@ -225,7 +226,7 @@ impl Inner {
         let tensor = |data: Vec<i64>| Tensor::from_array(([rows, width], data)).map_err(backend);
         let mut inputs = ort::inputs! {
             "input_ids" => tensor(ids)?,
-            "attention_mask" => tensor(mask.clone())?,
+            "attention_mask" => tensor(mask)?,
         };
         if self.token_types {
             inputs.push((
@@ -250,7 +251,7 @@ impl Inner {
                 hidden.len()
             ))));
         }
-        Ok(mean_pool(hidden, &mask, rows, width, dimensions))
+        Ok(mean_pool(hidden, batch, width, dimensions))
     }
 }
 
@@ -270,30 +271,20 @@ fn hidden_state_output(session: &Session) -> Result<String> {
     }
 }
 
-/// The mean over each row's real (unmasked) tokens.
-fn mean_pool(
-    hidden: &[f32],
-    mask: &[i64],
-    rows: usize,
-    width: usize,
-    dimensions: usize,
-) -> Vec<Vec<f32>> {
-    (0..rows)
-        .map(|row| {
+/// The mean over each row's real tokens: the first `batch[row].len()` positions (the rest is
+/// padding, masked out of attention).
+fn mean_pool(hidden: &[f32], batch: &[&[u32]], width: usize, dimensions: usize) -> Vec<Vec<f32>> {
+    batch
+        .iter()
+        .enumerate()
+        .map(|(row, input)| {
+            let tokens = input.len().max(1);
+            let start = row * width * dimensions;
             let mut sum = vec![0.0_f32; dimensions];
-            let mut count = 0.0_f32;
-            for col in 0..width {
-                if mask[row * width + col] == 0 {
-                    continue;
-                }
-                count += 1.0;
-                let start = (row * width + col) * dimensions;
-                for (s, h) in sum.iter_mut().zip(&hidden[start..start + dimensions]) {
-                    *s += h;
-                }
+            for token in hidden[start..start + tokens * dimensions].chunks_exact(dimensions) {
+                sum.iter_mut().zip(token).for_each(|(s, h)| *s += h);
             }
-            let count = count.max(1.0);
-            sum.iter_mut().for_each(|s| *s /= count);
+            sum.iter_mut().for_each(|s| *s /= tokens as f32);
             sum
         })
         .collect()
@@ -315,7 +306,7 @@ impl Embedder for OnnxEmbedder {
         }
         let inner = Arc::clone(&self.inner);
         let texts = texts.to_vec();
-        tokio::task::spawn_blocking(move || inner.embed(&texts))
+        tokio::task::spawn_blocking(move || inner.embed(texts))
             .await
             .map_err(backend)?
     }

@@ -122,6 +122,13 @@ impl MetadataFilter {
         Ok(filter)
     }
 
+    /// The filter of JSON text (a query parameter, a command-line argument), checked.
+    pub fn parse(text: &str) -> Result<Self> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|err| refuse(format!("not JSON: {err}")))?;
+        Self::from_json(&value)
+    }
+
     /// The filter's JSON form (what [`MetadataFilter::from_json`] reads back).
     pub fn to_json(&self) -> Value {
         match self {

@@ -47,14 +47,6 @@ pub(crate) fn metadata(
         .unwrap_or_default())
 }
 
-/// A metadata filter given as JSON text (a query parameter), checked.
-fn metadata_filter(text: &str) -> ApiResult<memory_core::MetadataFilter> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|err| {
-        memory_core::MemoryError::invalid(format!("metadata filter: not JSON: {err}"))
-    })?;
-    Ok(memory_core::MetadataFilter::from_json(&value)?)
-}
-
 fn kind(raw: Option<String>) -> ApiResult<Option<MemoryKind>> {
     raw.map(|k| {
         MemoryKind::parse(&k).ok_or_else(|| ApiError::invalid(format!("unknown memory kind {k:?}")))
@@ -136,7 +128,7 @@ pub async fn list_memories(
         metadata: params
             .metadata
             .as_deref()
-            .map(metadata_filter)
+            .map(memory_core::MetadataFilter::parse)
             .transpose()?,
     };
     let limit = crate::sessions::page_limit(params.limit)?;

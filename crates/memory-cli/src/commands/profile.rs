@@ -445,13 +445,11 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             cursor,
             format,
         } => {
-            let metadata = match where_metadata {
-                Some(text) => Some(
-                    serde_json::from_str::<memory_core::MetadataFilter>(&text)
-                        .map_err(|e| CliError::Input(format!("--where: {e}")))?,
-                ),
-                None => None,
-            };
+            let metadata = where_metadata
+                .as_deref()
+                .map(memory_core::MetadataFilter::parse)
+                .transpose()
+                .map_err(|e| CliError::Input(format!("--where: {e}")))?;
             let filter = MemoryFilter {
                 metadata,
                 kind: k.as_deref().map(kind).transpose()?,
