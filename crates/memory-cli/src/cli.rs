@@ -568,6 +568,10 @@ pub enum ProfileCommand {
         /// Also synthesize an answer citing the results (needs `[llm]`).
         #[arg(long)]
         answer: bool,
+        /// Only memories whose metadata satisfies this JSON filter (the grammar of
+        /// `profile list --where`), applied inside every channel.
+        #[arg(long = "where", value_name = "FILTER")]
+        where_metadata: Option<String>,
         #[command(flatten)]
         format: Format,
     },

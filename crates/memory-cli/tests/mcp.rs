@@ -30,6 +30,11 @@ async def main():
             out["recall"] = [text(r), err(r)]
             r = await session.call_tool("list_memories", {})
             out["list"] = [text(r), err(r)]
+            await session.call_tool("remember", {"content": "Deploys of the mobile app happen on Tuesdays", "metadata": {"app": "mobile"}})
+            r = await session.call_tool("recall", {"query": "when do deploys happen?", "metadata": {"app": "mobile"}})
+            out["recall_mobile"] = [text(r), err(r)]
+            r = await session.call_tool("recall", {"query": "deploys", "metadata": {"app": {"$near": 1}}})
+            out["recall_bad_filter"] = [text(r), err(r)]
             r = await session.call_tool("remember", {"content": "x", "kind": "rumour"})
             out["bad_kind"] = [text(r), err(r)]
             r = await session.call_tool("forget", {"id": "no-such-memory", "reason": "test"})
@@ -95,6 +100,19 @@ fn an_mcp_client_remembers_recalls_and_is_refused_clearly() {
     assert!(recall.contains("Deploys happen on Fridays"), "{recall}");
     assert_eq!(result["recall"][1], false);
     assert!(result["list"][0].as_str().unwrap().contains("deploy.day"));
+    let mobile = result["recall_mobile"][0].as_str().unwrap();
+    assert!(mobile.contains("Tuesdays"), "{mobile}");
+    assert!(
+        !mobile.contains("Fridays"),
+        "the filter keeps to the scope: {mobile}"
+    );
+    assert_eq!(result["recall_bad_filter"][1], true, "{result}");
+    assert!(
+        result["recall_bad_filter"][0]
+            .as_str()
+            .unwrap()
+            .contains("$near")
+    );
     assert_eq!(
         result["bad_kind"][1], true,
         "a bad kind is a tool error: {result}"

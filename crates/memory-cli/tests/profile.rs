@@ -631,6 +631,23 @@ fn metadata_is_remembered_and_filters_the_list() {
         memories[0]["metadata"],
         json!({"priority": 2, "project": "atlas"})
     );
+    let recalled = json_out(memory(d).args([
+        "profile",
+        "recall",
+        "team",
+        "when is the launch or the demo",
+        "--where",
+        r#"{"project": "borealis"}"#,
+        "--json",
+    ]));
+    let hits = recalled["response"]["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{recalled}");
+    assert_eq!(hits[0]["item"]["content"], "The Borealis demo is on Friday");
+    memory(d)
+        .args(["profile", "recall", "team", "launch", "--where", "[1]"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--where"));
     memory(d)
         .args([
             "profile",

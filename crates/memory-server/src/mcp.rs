@@ -99,6 +99,9 @@ pub struct RecallArgs {
     pub query: String,
     /// At most this many items (default 10).
     pub limit: Option<usize>,
+    /// Only memories whose metadata satisfies this filter (the grammar of
+    /// `list_memories`' `metadata`).
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `forget`'s arguments.
@@ -133,6 +136,16 @@ pub struct SearchArgs {
     pub query: String,
     /// Only this session.
     pub session: Option<String>,
+}
+
+/// A tool argument's metadata filter, checked (a refusal says why).
+fn metadata_filter(
+    object: Option<serde_json::Map<String, serde_json::Value>>,
+) -> Result<Option<memory_core::MetadataFilter>, String> {
+    object
+        .map(|object| memory_core::MetadataFilter::from_json(&serde_json::Value::Object(object)))
+        .transpose()
+        .map_err(|refused| refused.to_string())
 }
 
 fn failed(error: impl std::fmt::Display) -> CallToolResult {
@@ -372,7 +385,12 @@ impl MemoryMcp {
             Ok(scope) => scope,
             Err(refused) => return Ok(failed(refused)),
         };
-        let request = RecallRequest::new(args.query, args.limit.unwrap_or(10));
+        let mut request = RecallRequest::new(args.query, args.limit.unwrap_or(10));
+        match metadata_filter(args.metadata) {
+            Ok(Some(filter)) => request = request.filtered(filter),
+            Ok(None) => {}
+            Err(refused) => return Ok(failed(refused)),
+        }
         Ok(
             match scope.state.memory.recall(&scope.profile, request).await {
                 Ok(response) => {
@@ -432,15 +450,9 @@ impl MemoryMcp {
             Ok(scope) => scope,
             Err(refused) => return Ok(failed(refused)),
         };
-        let metadata = match args
-            .metadata
-            .map(|object| {
-                memory_core::MetadataFilter::from_json(&serde_json::Value::Object(object))
-            })
-            .transpose()
-        {
+        let metadata = match metadata_filter(args.metadata) {
             Ok(metadata) => metadata,
-            Err(refused) => return Ok(failed(refused.to_string())),
+            Err(refused) => return Ok(failed(refused)),
         };
         let filter = MemoryFilter {
             key: args.key,

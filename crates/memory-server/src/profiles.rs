@@ -181,6 +181,11 @@ pub struct Recall {
     /// facts, the date window the question names and the analysis (default false: hits,
     /// answer and degradations only).
     pub explain: Option<bool>,
+    /// Only memories whose metadata satisfies this filter, applied inside every channel:
+    /// `{"project": "atlas", "priority": {"$gte": 2}}` (the grammar of the list's
+    /// `metadata` parameter). Raw messages, which carry no metadata, come only when the
+    /// filter admits an empty object.
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Recalls memories and raw messages over every channel, fused by reciprocal rank.
@@ -199,6 +204,10 @@ pub async fn recall(
     let mut request = RecallRequest::new(body.query, body.limit.unwrap_or(10));
     if body.answer.unwrap_or(false) {
         request = request.with_answer();
+    }
+    if let Some(object) = body.metadata {
+        let filter = memory_core::MetadataFilter::from_json(&serde_json::Value::Object(object))?;
+        request = request.filtered(filter);
     }
     let mut response = state.memory.recall(&profile, request).await?;
     metrics.record_usage(&response.usage);

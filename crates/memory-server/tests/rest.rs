@@ -854,3 +854,80 @@ async fn call(request: reqwest::RequestBuilder) -> (StatusCode, Value) {
     let text = response.text().await.unwrap();
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
+
+/// Metadata goes in with `remember`; `list`'s `metadata` parameter and `recall`'s `metadata`
+/// field filter by it (recall inside its channels); a bad filter is refused naming its fault.
+#[tokio::test]
+async fn metadata_filters_list_and_recall() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{}{path}", server.base);
+    for (content, metadata) in [
+        (
+            "The Atlas launch is in May",
+            json!({"project": "atlas", "priority": 2}),
+        ),
+        (
+            "The Borealis launch is in June",
+            json!({"project": "borealis", "priority": 1}),
+        ),
+        ("The Cygnus launch is in July", json!({"project": "cygnus"})),
+    ] {
+        let stored = http
+            .post(url("/v1/profiles/team/memories"))
+            .json(&json!({"content": content, "metadata": metadata}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stored.status(), StatusCode::CREATED);
+    }
+    let filter = r#"{"priority":{"$gte":1}}"#;
+    let listed: Value = get_json(
+        &http,
+        &url(&format!(
+            "/v1/profiles/team/memories?metadata={}",
+            urlencode(filter)
+        )),
+    )
+    .await;
+    assert_eq!(listed["memories"].as_array().unwrap().len(), 2, "{listed}");
+    let recalled: Value = post_json(
+        &http,
+        &url("/v1/profiles/team/recall"),
+        json!({"query": "when is the launch?", "metadata": {"$or": [{"project": "cygnus"}, {"priority": {"$lt": 2}}]}}),
+    )
+    .await;
+    let mut contents: Vec<&str> = recalled["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["item"]["content"].as_str().unwrap())
+        .collect();
+    contents.sort_unstable();
+    assert_eq!(
+        contents,
+        [
+            "The Borealis launch is in June",
+            "The Cygnus launch is in July"
+        ],
+        "{recalled}"
+    );
+    let refused = http
+        .post(url("/v1/profiles/team/recall"))
+        .json(&json!({"query": "launch", "metadata": {"priority": {"$near": 1}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let body: Value = refused.json().await.unwrap();
+    assert!(body.to_string().contains("$near"), "{body}");
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

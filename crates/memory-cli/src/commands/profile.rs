@@ -372,10 +372,12 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             limit,
             explain,
             answer,
+            where_metadata,
             format,
         } => {
             let mut request = RecallRequest::new(query.clone(), limit);
             request.synthesize = answer;
+            request.metadata = where_filter(where_metadata.as_deref())?;
             let response = service.recall(&profile, request).await?;
             if format.json {
                 return output::json(
@@ -445,11 +447,7 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             cursor,
             format,
         } => {
-            let metadata = where_metadata
-                .as_deref()
-                .map(memory_core::MetadataFilter::parse)
-                .transpose()
-                .map_err(|e| CliError::Input(format!("--where: {e}")))?;
+            let metadata = where_filter(where_metadata.as_deref())?;
             let filter = MemoryFilter {
                 metadata,
                 kind: k.as_deref().map(kind).transpose()?,
@@ -679,4 +677,11 @@ async fn ingest_stored(
         println!("{}", output::ship_line(&report));
         Ok(())
     }
+}
+
+/// `--where`'s metadata filter, checked.
+fn where_filter(text: Option<&str>) -> Result<Option<memory_core::MetadataFilter>, CliError> {
+    text.map(memory_core::MetadataFilter::parse)
+        .transpose()
+        .map_err(|e| CliError::Input(format!("--where: {e}")))
 }

@@ -22,6 +22,7 @@ mod memories;
 mod query;
 mod query_dates;
 mod recall;
+mod recall_scope;
 mod render;
 mod schemas;
 mod service;

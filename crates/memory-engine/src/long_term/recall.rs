@@ -3,14 +3,15 @@
 //! broken by recency, date facts, and an optional synthesized answer.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use futures::future::{OptionFuture, join, join_all};
 use memory_core::ports::{
     Embedder, LongTermMemoryStore, MemoryKind, MemoryRecord, TextQuery, VectorFilter, VectorIndex,
-    VectorQuery, namespaces,
+    VectorQuery, VectorRecord, namespaces,
 };
-use memory_core::{MemoryError, Result, SearchMode, Timestamp};
+use memory_core::{MemoryError, MetadataFilter, Result, SearchMode, Timestamp};
 use serde::Serialize;
 
 use super::accounting::UsageReport;
@@ -21,6 +22,7 @@ use super::hits::{RecallHit, RecallItem};
 use super::keys::normalize_key;
 use super::query::{QueryAnalysis, analyze, query_terms};
 use super::query_dates::{DateWindow, query_window};
+use super::recall_scope::{RAW_PREFIX, Scope, nearest};
 use super::synthesis::{SynthesizedAnswer, synthesize};
 use super::temporal::temporal_facts;
 use super::vectorize::{MEMORY_NAMESPACE, RAW_NAMESPACE};
@@ -37,6 +39,9 @@ pub struct RecallRequest {
     /// When the question is asked: relative dates ("3 days ago") are computed against it.
     /// `None` is now (the service's clock).
     pub as_of: Option<Timestamp>,
+    /// Only memories whose metadata satisfies this, in every channel (raw messages, which
+    /// carry no metadata, only when it admits an empty object).
+    pub metadata: Option<MetadataFilter>,
 }
 
 impl RecallRequest {
@@ -47,7 +52,22 @@ impl RecallRequest {
             limit,
             synthesize: false,
             as_of: None,
+            metadata: None,
         }
+    }
+
+    /// Only memories whose metadata satisfies `filter`.
+    ///
+    /// ```
+    /// use memory_core::MetadataFilter;
+    /// use memory_engine::long_term::RecallRequest;
+    /// let filter = MetadataFilter::parse(r#"{"project": "apollo"}"#).unwrap();
+    /// let request = RecallRequest::new("deadline", 5).filtered(filter);
+    /// assert!(request.metadata.is_some());
+    /// ```
+    pub fn filtered(mut self, filter: MetadataFilter) -> Self {
+        self.metadata = Some(filter);
+        self
     }
 
     /// Asked at `at` rather than now (a replayed conversation's question date).
@@ -86,13 +106,39 @@ pub struct RecallResponse {
     pub usage: UsageReport,
 }
 
-const RAW_PREFIX: &str = "raw:";
-
 fn degrade(list: &mut Vec<Degradation>, feature: &str, reason: impl Into<String>) {
     list.push(Degradation {
         feature: feature.to_owned(),
         reason: reason.into(),
     });
+}
+
+/// Where a recall's channels look: the whole profile, or a metadata filter's scope (with
+/// the vectors of its memories when few enough to score exactly).
+#[derive(Clone, Copy)]
+struct Within<'a> {
+    store: &'a dyn LongTermMemoryStore,
+    scope: Option<&'a Scope>,
+    exact: Option<&'a [VectorRecord]>,
+}
+
+impl Within<'_> {
+    /// The channel's best `depth` hits in scope; `search(k)` gives its best `k`.
+    async fn search<F, Fut>(&self, depth: usize, search: F) -> Result<Vec<(String, f64)>>
+    where
+        F: Fn(usize) -> Fut,
+        Fut: Future<Output = Result<Vec<(String, f64)>>>,
+    {
+        match self.scope {
+            Some(scope) => scope.within(self.store, depth, search).await,
+            None => search(depth).await,
+        }
+    }
+
+    /// False when the scope leaves raw messages out (their channels do not run).
+    fn raw(&self) -> bool {
+        self.scope.is_none_or(Scope::admits_raw)
+    }
 }
 
 /// One vector channel; empty when vectors are unusable or there is no vector to search with.
@@ -101,17 +147,31 @@ async fn vector_channel(
     namespace: &str,
     vector: Option<&Vec<f32>>,
     depth: usize,
-    prefix: &str,
+    within: Within<'_>,
 ) -> Result<Vec<(String, f64)>> {
     let (Some(index), Some(vector)) = (index, vector) else {
         return Ok(Vec::new());
     };
-    Ok(index
-        .query(namespace, vector, depth)
-        .await?
-        .into_iter()
-        .map(|h| (format!("{prefix}{}", h.id), f64::from(h.score)))
-        .collect())
+    let prefix = if namespace == RAW_NAMESPACE {
+        if !within.raw() {
+            return Ok(Vec::new());
+        }
+        RAW_PREFIX
+    } else if let Some(records) = within.exact {
+        return Ok(nearest(records, vector, &VectorFilter::default(), depth));
+    } else {
+        ""
+    };
+    within
+        .search(depth, |k| async move {
+            Ok(index
+                .query(namespace, vector, k)
+                .await?
+                .into_iter()
+                .map(|h| (format!("{prefix}{}", h.id), f64::from(h.score)))
+                .collect())
+        })
+        .await
 }
 
 /// The query's nearest memories and raw messages dated inside `window`, closest first;
@@ -121,6 +181,7 @@ async fn dated_channel(
     vector: Option<&Vec<f32>>,
     window: Option<&DateWindow>,
     depth: usize,
+    within: Within<'_>,
 ) -> Result<Vec<(String, f64)>> {
     let (Some(index), Some(vector), Some(window)) = (index, vector, window) else {
         return Ok(Vec::new());
@@ -130,20 +191,37 @@ async fn dated_channel(
         to: Some(window.to),
         ..VectorFilter::default()
     };
-    let query = VectorQuery::new(vector, depth).filter(filter);
-    let (memories, raw) = futures::future::try_join(
-        index.search(MEMORY_NAMESPACE, &query),
-        index.search(RAW_NAMESPACE, &query),
-    )
-    .await?;
-    let mut hits: Vec<(String, f64)> = memories
-        .into_iter()
-        .map(|h| (h.id, f64::from(h.score)))
-        .chain(
-            raw.into_iter()
-                .map(|h| (format!("{RAW_PREFIX}{}", h.id), f64::from(h.score))),
-        )
-        .collect();
+    let search = |namespace: &'static str, prefix: &'static str| {
+        let filter = filter.clone();
+        move |k: usize| {
+            let query = VectorQuery::new(vector, k).filter(filter.clone());
+            async move {
+                Ok(index
+                    .search(namespace, &query)
+                    .await?
+                    .into_iter()
+                    .map(|h| (format!("{prefix}{}", h.id), f64::from(h.score)))
+                    .collect::<Vec<_>>())
+            }
+        }
+    };
+    let memories = async {
+        match within.exact {
+            Some(records) => Ok(nearest(records, vector, &filter, depth)),
+            None => within.search(depth, search(MEMORY_NAMESPACE, "")).await,
+        }
+    };
+    let raw = async {
+        if within.raw() {
+            within
+                .search(depth, search(RAW_NAMESPACE, RAW_PREFIX))
+                .await
+        } else {
+            Ok(Vec::new())
+        }
+    };
+    let (memories, raw) = futures::future::try_join(memories, raw).await?;
+    let mut hits: Vec<(String, f64)> = memories.into_iter().chain(raw).collect();
     hits.sort_by(|a, b| b.1.total_cmp(&a.1));
     hits.truncate(depth);
     Ok(hits)
@@ -347,12 +425,37 @@ impl Core {
         }
         let text_query = terms.join(" ");
         let store_ref = store.as_ref();
+        let text_ref = text.as_ref();
+        let index = vectors
+            .as_ref()
+            .filter(|_| vectors_usable)
+            .map(|(_, i)| Arc::clone(i));
+        let index = index.as_deref();
+        let scope = match request.metadata.clone() {
+            Some(filter) => {
+                let memories = text_ref.count(namespaces::MEMORIES).await?;
+                Some(Scope::resolve(store_ref, filter, memories).await?)
+            }
+            None => None,
+        };
+        let exact = match (&scope, index) {
+            (Some(scope), Some(index)) => scope.exact_vectors(index).await?,
+            _ => None,
+        };
+        let within = Within {
+            store: store_ref,
+            scope: scope.as_ref(),
+            exact: exact.as_deref(),
+        };
         let key_channel = async {
             let mut hits = Vec::new();
             for key in &keys {
                 for kind in [MemoryKind::Fact, MemoryKind::Instruction] {
                     if let Some(m) = store_ref.current_by_key(kind, key).await?
                         && !hits.iter().any(|(id, _): &(String, f64)| *id == m.id)
+                        && scope
+                            .as_ref()
+                            .is_none_or(|s| s.admits_metadata(&m.metadata))
                     {
                         hits.push((m.id, 1.0));
                     }
@@ -360,43 +463,40 @@ impl Core {
             }
             Result::Ok(hits)
         };
-        let text_ref = text.as_ref();
-        let any_words = TextQuery::new(text_query.as_str(), depth).mode(SearchMode::AnyWords);
-        let memory_fts = async {
-            Ok::<_, memory_core::MemoryError>(
-                text_ref
-                    .search(namespaces::MEMORIES, &any_words)
+        let text_search = |namespace: &'static str, prefix: &'static str| {
+            let text_query = text_query.as_str();
+            move |k: usize| async move {
+                let query = TextQuery::new(text_query, k).mode(SearchMode::AnyWords);
+                Ok(text_ref
+                    .search(namespace, &query)
                     .await?
                     .into_iter()
-                    .map(|h| (h.id, h.score))
-                    .collect::<Vec<_>>(),
-            )
+                    .map(|h| (format!("{prefix}{}", h.id), h.score))
+                    .collect::<Vec<_>>())
+            }
         };
+        let memory_fts = within.search(depth, text_search(namespaces::MEMORIES, ""));
         let raw_fts = async {
-            Ok::<_, memory_core::MemoryError>(
-                text_ref
-                    .search(namespaces::RAW, &any_words)
-                    .await?
-                    .into_iter()
-                    .map(|h| (format!("{RAW_PREFIX}{}", h.id), h.score))
-                    .collect::<Vec<_>>(),
-            )
+            match within.raw() {
+                true => {
+                    within
+                        .search(depth, text_search(namespaces::RAW, RAW_PREFIX))
+                        .await
+                }
+                false => Ok(Vec::new()),
+            }
         };
-        let index = vectors
-            .as_ref()
-            .filter(|_| vectors_usable)
-            .map(|(_, i)| Arc::clone(i));
-        let index = index.as_deref();
-        let direct = vector_channel(index, MEMORY_NAMESPACE, query_vector.as_ref(), depth, "");
-        let hyde = vector_channel(index, MEMORY_NAMESPACE, hyde_vector.as_ref(), depth, "");
-        let raw_vector = vector_channel(
+        let direct = vector_channel(
             index,
-            RAW_NAMESPACE,
+            MEMORY_NAMESPACE,
             query_vector.as_ref(),
             depth,
-            RAW_PREFIX,
+            within,
         );
-        let dated_vector = dated_channel(index, query_vector.as_ref(), searched_window, depth);
+        let hyde = vector_channel(index, MEMORY_NAMESPACE, hyde_vector.as_ref(), depth, within);
+        let raw_vector = vector_channel(index, RAW_NAMESPACE, query_vector.as_ref(), depth, within);
+        let dated_vector =
+            dated_channel(index, query_vector.as_ref(), searched_window, depth, within);
         let (text, vector) = join(
             futures::future::try_join3(key_channel, memory_fts, raw_fts),
             futures::future::try_join4(direct, hyde, raw_vector, dated_vector),
@@ -419,7 +519,9 @@ impl Core {
         let mut fused = rrf(self.config.rrf_k, &channels);
         self.add_context(store_ref, &mut fused, request.limit)
             .await?;
-        let hits = self.materialize(store_ref, fused, request.limit).await?;
+        let hits = self
+            .materialize(store_ref, fused, request.limit, scope.as_ref())
+            .await?;
         let hits = spread_sessions(hits, self.config.session_spread);
 
         let dated: Vec<(String, Timestamp)> = hits
@@ -518,6 +620,7 @@ impl Core {
         store: &dyn LongTermMemoryStore,
         fused: Vec<super::fusion::Fused>,
         limit: usize,
+        scope: Option<&Scope>,
     ) -> Result<Vec<RecallHit>> {
         let mut hits: Vec<RecallHit> = Vec::with_capacity(limit);
         let mut pending = fused.into_iter().peekable();
@@ -543,17 +646,21 @@ impl Core {
             for f in batch {
                 let item = match f.id.strip_prefix(RAW_PREFIX) {
                     Some(id) => match raw.get(id) {
-                        Some(m) => RecallItem::Raw {
+                        Some(m) if scope.is_none_or(Scope::admits_raw) => RecallItem::Raw {
                             id: m.id.clone(),
                             session_id: m.session_id.clone(),
                             role: m.role.clone(),
                             content: m.content.clone(),
                             created_at: m.created_at,
                         },
-                        None => continue,
+                        _ => continue,
                     },
                     None => match memories.remove(&f.id) {
-                        Some(m) if m.forgotten.is_none() && m.superseded_by.is_none() => {
+                        Some(m)
+                            if m.forgotten.is_none()
+                                && m.superseded_by.is_none()
+                                && scope.is_none_or(|s| s.admits_metadata(&m.metadata)) =>
+                        {
                             RecallItem::Memory(m)
                         }
                         _ => continue,

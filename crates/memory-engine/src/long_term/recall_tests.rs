@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use memory_core::SearchMode;
 use memory_core::ports::{
     MemoryKind, MemoryProfiles, TextIndexes, TextQuery, VectorIndexes, namespaces,
 };
+use memory_core::{MetadataFilter, SearchMode};
 use memory_testkit::in_memory::{
     HashingEmbedder, InMemoryProfiles, ManualClock, RoutedLanguageModel,
 };
@@ -921,4 +921,123 @@ async fn import_applies_supersession_and_refuses_foreign_vectors_before_writing(
         .await
         .unwrap();
     assert_eq!(page.memories.len(), 1, "only the profile's own memory");
+}
+
+fn tagged(content: &str, team: &str) -> RememberRequest {
+    RememberRequest {
+        metadata: serde_json::from_value(json!({ "team": team })).unwrap(),
+        ..fact(content, None, MemoryKind::Fact)
+    }
+}
+
+#[tokio::test]
+async fn a_metadata_filter_ranks_inside_every_channel_and_still_fills_the_limit() {
+    let s = service_with(Arc::new(InMemoryProfiles::new()), 64);
+    // 120 memories of other teams say "deadline" loudest, beyond every channel's depth of 50.
+    for i in 0..120 {
+        s.remember("p", tagged(&format!("deadline deadline {i}"), "other"))
+            .await
+            .unwrap();
+    }
+    let mut apollo = Vec::new();
+    for i in 0..8 {
+        let content = format!("Apollo note {i}: the deadline moved, budget approved, venue booked");
+        apollo.push(
+            s.remember("p", tagged(&content, "apollo"))
+                .await
+                .unwrap()
+                .id,
+        );
+    }
+    s.forget("p", &apollo[7], "wrong").await.unwrap();
+    s.ingest_messages(
+        "p",
+        "c",
+        vec![IngestMessage::new("user", "the deadline is tomorrow")],
+    )
+    .await
+    .unwrap();
+
+    let unfiltered = s
+        .recall("p", RecallRequest::new("deadline", 5))
+        .await
+        .unwrap();
+    assert!(
+        unfiltered
+            .hits
+            .iter()
+            .all(|h| !h.item.content().starts_with("Apollo")),
+        "filtering after fusion would find nothing here"
+    );
+    let team = |t: &str| MetadataFilter::parse(&json!({ "team": t }).to_string()).unwrap();
+    let filtered = s
+        .recall(
+            "p",
+            RecallRequest::new("deadline", 5).filtered(team("apollo")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(filtered.hits.len(), 5, "the limit is filled from the scope");
+    for hit in &filtered.hits {
+        let RecallItem::Memory(m) = &hit.item else {
+            panic!("raw messages carry no metadata: {hit:?}");
+        };
+        assert!(apollo[..7].contains(&m.id), "{m:?}");
+        let channels: Vec<&str> = hit.ranks.iter().map(|r| r.channel).collect();
+        assert!(channels.contains(&"memory_fts"), "{channels:?}");
+        assert!(channels.contains(&"direct_vector"), "{channels:?}");
+    }
+    let all = s
+        .recall(
+            "p",
+            RecallRequest::new("deadline", 20).filtered(team("apollo")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        all.hits.len(),
+        7,
+        "every current match, the forgotten one left out"
+    );
+
+    // A filter an empty object passes lets raw messages in.
+    let not_other = MetadataFilter::parse(r#"{"$not": {"team": "other"}}"#).unwrap();
+    let with_raw = s
+        .recall("p", RecallRequest::new("deadline", 20).filtered(not_other))
+        .await
+        .unwrap();
+    assert_eq!(with_raw.hits.len(), 8, "{:?}", with_raw.hits);
+    assert!(
+        with_raw
+            .hits
+            .iter()
+            .any(|h| matches!(h.item, RecallItem::Raw { .. }))
+    );
+    // The key channel keeps to the scope too.
+    s.remember(
+        "p",
+        RememberRequest {
+            metadata: serde_json::from_value(json!({ "team": "other" })).unwrap(),
+            ..fact("Prefers tea", Some("drink"), MemoryKind::Fact)
+        },
+    )
+    .await
+    .unwrap();
+    let keyed = s
+        .recall("p", RecallRequest::new("drink", 5).filtered(team("apollo")))
+        .await
+        .unwrap();
+    assert!(
+        keyed.hits.iter().all(|h| h.item.content() != "Prefers tea"),
+        "{:?}",
+        keyed.hits
+    );
+    let none = s
+        .recall(
+            "p",
+            RecallRequest::new("deadline", 5).filtered(team("nobody")),
+        )
+        .await
+        .unwrap();
+    assert!(none.hits.is_empty());
 }
