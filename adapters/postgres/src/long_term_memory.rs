@@ -5,7 +5,9 @@ use memory_core::ports::{
     ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
     MemoryRecord, MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore,
 };
-use memory_core::{MemoryError, Metadata, Result, Timestamp, validate_profile_name};
+use memory_core::{
+    MemoryError, Metadata, MetadataFilter, Result, Timestamp, validate_profile_name,
+};
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
@@ -72,14 +74,18 @@ fn from_row(row: &PgRow) -> Result<MemoryRecord> {
     })
 }
 
-fn raw_from_row(r: &PgRow) -> RawMessage {
-    RawMessage {
+/// The columns of a raw message, in the order `raw_from_row` reads them.
+const RAW_COLUMNS: &str = "r.id, r.session_id, r.role, r.content, r.created_at, r.metadata::text";
+
+fn raw_from_row(r: &PgRow) -> Result<RawMessage> {
+    Ok(RawMessage {
         id: r.get(0),
         session_id: r.get(1),
         role: r.get(2),
         content: r.get(3),
         created_at: Timestamp(r.get(4)),
-    }
+        metadata: Metadata::from_stored(r.get(0), r.get::<Option<&str>, _>(5))?,
+    })
 }
 
 fn limit_plus_one(limit: usize) -> i64 {
@@ -113,13 +119,17 @@ impl RawMessageStore for PostgresLongTermMemory {
         let roles: Vec<&str> = messages.iter().map(|m| m.role.as_str()).collect();
         let contents: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
         let times: Vec<i64> = messages.iter().map(|m| m.created_at.millis()).collect();
+        let metadata: Vec<Option<String>> = messages
+            .iter()
+            .map(|m| (!m.metadata.is_empty()).then(|| m.metadata.to_json()))
+            .collect();
         // One statement, rows in the given order (their `doc` follows it); a repeated or
         // known id is skipped.
         let inserted = sqlx::query(
-            "INSERT INTO raw_messages (profile_key, id, session_id, role, content, created_at) \
-             SELECT $1, u.id, u.session_id, u.role, u.content, u.created_at \
-             FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[]) \
-               WITH ORDINALITY AS u(id, session_id, role, content, created_at, ord) \
+            "INSERT INTO raw_messages (profile_key, id, session_id, role, content, created_at, metadata) \
+             SELECT $1, u.id, u.session_id, u.role, u.content, u.created_at, u.metadata::jsonb \
+             FROM UNNEST($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[]) \
+               WITH ORDINALITY AS u(id, session_id, role, content, created_at, metadata, ord) \
              ORDER BY u.ord ON CONFLICT (profile_key, id) DO NOTHING",
         )
         .bind(self.profile_key)
@@ -128,6 +138,7 @@ impl RawMessageStore for PostgresLongTermMemory {
         .bind(&roles)
         .bind(&contents)
         .bind(&times)
+        .bind(&metadata)
         .execute(&self.db.pool)
         .await
         .map_err(db)?
@@ -146,10 +157,10 @@ impl RawMessageStore for PostgresLongTermMemory {
         self.db
             .idempotent(|| async {
                 let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
-                let rows = sqlx::query(
-                    "SELECT id, session_id, role, content, created_at, doc FROM raw_messages \
-                 WHERE profile_key = $1 AND doc > $2 ORDER BY doc LIMIT $3",
-                )
+                let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT {RAW_COLUMNS}, r.doc FROM raw_messages r \
+                     WHERE r.profile_key = $1 AND r.doc > $2 ORDER BY r.doc LIMIT $3"
+                )))
                 .bind(self.profile_key)
                 .bind(after)
                 .bind(limit_plus_one(limit))
@@ -157,8 +168,16 @@ impl RawMessageStore for PostgresLongTermMemory {
                 .await
                 .map_err(db)?;
                 let more = rows.len() > limit;
-                let page: Vec<RawMessage> = rows.iter().take(limit).map(raw_from_row).collect();
-                let last = rows.iter().take(limit).last().map(|r| r.get::<i64, _>(5));
+                let page = rows
+                    .iter()
+                    .take(limit)
+                    .map(raw_from_row)
+                    .collect::<Result<Vec<_>>>()?;
+                let last = rows
+                    .iter()
+                    .take(limit)
+                    .next_back()
+                    .map(|r| r.get::<i64, _>(6));
                 Ok((page, next_cursor(more, last)))
             })
             .await
@@ -170,17 +189,17 @@ impl RawMessageStore for PostgresLongTermMemory {
                 if ids.is_empty() {
                     return Ok(Vec::new());
                 }
-                let rows = sqlx::query(
-                    "SELECT r.id, r.session_id, r.role, r.content, r.created_at \
-                 FROM UNNEST($2::text[]) WITH ORDINALITY AS u(id, ord) \
-                 JOIN raw_messages r ON r.profile_key = $1 AND r.id = u.id ORDER BY u.ord",
-                )
+                let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT {RAW_COLUMNS} \
+                     FROM UNNEST($2::text[]) WITH ORDINALITY AS u(id, ord) \
+                     JOIN raw_messages r ON r.profile_key = $1 AND r.id = u.id ORDER BY u.ord"
+                )))
                 .bind(self.profile_key)
                 .bind(ids)
                 .fetch_all(&self.db.pool)
                 .await
                 .map_err(db)?;
-                Ok(rows.iter().map(raw_from_row).collect())
+                rows.iter().map(raw_from_row).collect()
             })
             .await
     }
@@ -192,7 +211,7 @@ impl RawMessageStore for PostgresLongTermMemory {
             if ids.is_empty() || radius == 0 {
                 return Ok(Vec::new());
             }
-            let rows = sqlx::query(
+            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "WITH given AS (SELECT doc, session_id FROM raw_messages WHERE profile_key = $1 AND id = ANY($2)), \
                  near AS ( \
                    SELECT n.doc FROM given g CROSS JOIN LATERAL ( \
@@ -202,16 +221,50 @@ impl RawMessageStore for PostgresLongTermMemory {
                    SELECT n.doc FROM given g CROSS JOIN LATERAL ( \
                      SELECT doc FROM raw_messages x WHERE x.profile_key = $1 AND x.session_id = g.session_id \
                        AND x.doc > g.doc AND NOT (x.id = ANY($2)) ORDER BY x.doc LIMIT $3) n) \
-                 SELECT r.id, r.session_id, r.role, r.content, r.created_at FROM near \
-                 JOIN raw_messages r ON r.profile_key = $1 AND r.doc = near.doc ORDER BY r.doc",
-            )
+                 SELECT {RAW_COLUMNS} FROM near \
+                 JOIN raw_messages r ON r.profile_key = $1 AND r.doc = near.doc ORDER BY r.doc"
+            )))
             .bind(self.profile_key)
             .bind(ids)
             .bind(i64::try_from(radius).unwrap_or(i64::MAX))
             .fetch_all(&self.db.pool)
             .await
             .map_err(db)?;
-            Ok(rows.iter().map(raw_from_row).collect())
+            rows.iter().map(raw_from_row).collect()
+            })
+            .await
+    }
+
+    async fn raw_matching(
+        &self,
+        filter: &MetadataFilter,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<String>, Option<String>)> {
+        self.db
+            .idempotent(|| async {
+                let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
+                // The filter's parameters follow the three fixed ones.
+                let (condition, params) = crate::metadata_filter::condition(filter, 4);
+                let mut query = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT id, doc FROM raw_messages WHERE profile_key = $1 AND doc > $2 \
+                     AND ({condition}) ORDER BY doc LIMIT $3"
+                )))
+                .bind(self.profile_key)
+                .bind(after)
+                .bind(limit_plus_one(limit));
+                for param in &params {
+                    query = query.bind(param);
+                }
+                let rows = query.fetch_all(&self.db.pool).await.map_err(db)?;
+                let more = rows.len() > limit;
+                let ids = rows.iter().take(limit).map(|r| r.get(0)).collect();
+                let last = rows
+                    .iter()
+                    .take(limit)
+                    .next_back()
+                    .map(|r| r.get::<i64, _>(1));
+                Ok((ids, next_cursor(more, last)))
             })
             .await
     }

@@ -7,7 +7,9 @@ use memory_core::ports::{
     MemoryRecord, MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore, TextIndex,
     TextIndexes, VectorIndex, VectorIndexes,
 };
-use memory_core::{MemoryError, Metadata, Result, Timestamp, validate_profile_name};
+use memory_core::{
+    MemoryError, Metadata, MetadataFilter, Result, Timestamp, validate_profile_name,
+};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
@@ -64,14 +66,18 @@ fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
     })
 }
 
-fn raw_from_row(r: &SqliteRow) -> RawMessage {
-    RawMessage {
+/// The columns of a raw message, in the order `raw_from_row` reads them.
+const RAW_COLUMNS: &str = "r.id, r.session_id, r.role, r.content, r.created_at, r.metadata";
+
+fn raw_from_row(r: &SqliteRow) -> Result<RawMessage> {
+    Ok(RawMessage {
         id: r.get(0),
         session_id: r.get(1),
         role: r.get(2),
         content: r.get(3),
         created_at: Timestamp(r.get(4)),
-    }
+        metadata: Metadata::from_stored(r.get(0), r.get::<Option<&str>, _>(5))?,
+    })
 }
 
 fn select(rest: &str) -> sqlx::AssertSqlSafe<String> {
@@ -85,13 +91,14 @@ impl RawMessageStore for SqliteLongTermMemory {
         let mut counts = RawMessageInsert::default();
         for m in &messages {
             let inserted = sqlx::query(
-                "INSERT OR IGNORE INTO raw_messages (id, session_id, role, content, created_at) VALUES (?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO raw_messages (id, session_id, role, content, created_at, metadata) VALUES (?, ?, ?, ?, ?, ?)",
             )
             .bind(&m.id)
             .bind(&m.session_id)
             .bind(&m.role)
             .bind(&m.content)
             .bind(m.created_at.millis())
+            .bind((!m.metadata.is_empty()).then(|| m.metadata.to_json()))
             .execute(&mut *tx)
             .await
             .map_err(db)?
@@ -112,28 +119,25 @@ impl RawMessageStore for SqliteLongTermMemory {
         limit: usize,
     ) -> Result<(Vec<RawMessage>, Option<String>)> {
         let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
-        let rows = sqlx::query("SELECT doc, id, session_id, role, content, created_at FROM raw_messages WHERE doc > ? ORDER BY doc LIMIT ?")
-            .bind(after)
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
-            .fetch_all(&self.db.reader)
-            .await
-            .map_err(db)?;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {RAW_COLUMNS}, r.doc FROM raw_messages r WHERE r.doc > ? ORDER BY r.doc LIMIT ?"
+        )))
+        .bind(after)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(db)?;
         let more = rows.len() > limit;
-        let mut last = None;
+        let last = rows
+            .iter()
+            .take(limit)
+            .next_back()
+            .map(|r| r.get::<i64, _>(6));
         let page = rows
             .iter()
             .take(limit)
-            .map(|r| {
-                last = Some(r.get::<i64, _>(0));
-                RawMessage {
-                    id: r.get(1),
-                    session_id: r.get(2),
-                    role: r.get(3),
-                    content: r.get(4),
-                    created_at: Timestamp(r.get(5)),
-                }
-            })
-            .collect();
+            .map(raw_from_row)
+            .collect::<Result<Vec<_>>>()?;
         Ok((
             page,
             if more {
@@ -148,15 +152,15 @@ impl RawMessageStore for SqliteLongTermMemory {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = sqlx::query(
-            "SELECT r.id, r.session_id, r.role, r.content, r.created_at FROM json_each(?) j \
-             JOIN raw_messages r ON r.id = j.value ORDER BY j.key",
-        )
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {RAW_COLUMNS} FROM json_each(?) j \
+             JOIN raw_messages r ON r.id = j.value ORDER BY j.key"
+        )))
         .bind(serde_json::to_string(ids)?)
         .fetch_all(&self.db.reader)
         .await
         .map_err(db)?;
-        Ok(rows.iter().map(raw_from_row).collect())
+        rows.iter().map(raw_from_row).collect()
     }
 
     async fn raw_neighbors(&self, ids: &[String], radius: usize) -> Result<Vec<RawMessage>> {
@@ -164,7 +168,7 @@ impl RawMessageStore for SqliteLongTermMemory {
             return Ok(Vec::new());
         }
         let radius = i64::try_from(radius).unwrap_or(i64::MAX);
-        let rows = sqlx::query(
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "WITH given AS (SELECT r.doc, r.session_id FROM json_each(?1) j JOIN raw_messages r ON r.id = j.value), \
              near AS ( \
                SELECT n.doc FROM given g JOIN raw_messages n ON n.doc IN ( \
@@ -174,14 +178,53 @@ impl RawMessageStore for SqliteLongTermMemory {
                SELECT n.doc FROM given g JOIN raw_messages n ON n.doc IN ( \
                  SELECT doc FROM raw_messages WHERE session_id = g.session_id AND doc > g.doc \
                    AND id NOT IN (SELECT value FROM json_each(?1)) ORDER BY doc LIMIT ?2)) \
-             SELECT r.id, r.session_id, r.role, r.content, r.created_at FROM near JOIN raw_messages r ON r.doc = near.doc ORDER BY r.doc",
-        )
+             SELECT {RAW_COLUMNS} FROM near JOIN raw_messages r ON r.doc = near.doc ORDER BY r.doc"
+        )))
         .bind(serde_json::to_string(ids)?)
         .bind(radius)
         .fetch_all(&self.db.reader)
         .await
         .map_err(db)?;
-        Ok(rows.iter().map(raw_from_row).collect())
+        rows.iter().map(raw_from_row).collect()
+    }
+
+    async fn raw_matching(
+        &self,
+        filter: &MetadataFilter,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<String>, Option<String>)> {
+        let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
+        // The filter's parameters follow the two fixed ones.
+        let (condition, params) = crate::metadata_filter::condition(filter, 3);
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT id, doc FROM raw_messages WHERE doc > ?1 AND ({condition}) ORDER BY doc LIMIT ?2"
+        )))
+        .bind(after)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1));
+        for param in params {
+            query = match param {
+                crate::metadata_filter::Param::Text(text) => query.bind(text),
+                crate::metadata_filter::Param::Integer(integer) => query.bind(integer),
+                crate::metadata_filter::Param::Real(real) => query.bind(real),
+            };
+        }
+        let rows = query.fetch_all(&self.db.reader).await.map_err(db)?;
+        let more = rows.len() > limit;
+        let ids = rows.iter().take(limit).map(|r| r.get(0)).collect();
+        let last = rows
+            .iter()
+            .take(limit)
+            .next_back()
+            .map(|r| r.get::<i64, _>(1));
+        Ok((
+            ids,
+            if more {
+                last.map(memory_core::cursor::position)
+            } else {
+                None
+            },
+        ))
     }
 
     async fn purge_raw(&self, ids: &[String]) -> Result<u64> {

@@ -248,6 +248,7 @@ async fn purged_text_leaves_no_trace_in_any_file() {
         role: "user".into(),
         content: secret_raw.into(),
         created_at: Timestamp(1),
+        metadata: Default::default(),
     }];
     for i in 0..300 {
         raw.push(RawMessage {
@@ -256,6 +257,7 @@ async fn purged_text_leaves_no_trace_in_any_file() {
             role: "user".into(),
             content: format!("ordinary message {i} about the weather and the garden"),
             created_at: Timestamp(2 + i),
+            metadata: Default::default(),
         });
     }
     store.insert_raw(raw).await.unwrap();

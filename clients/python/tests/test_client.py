@@ -24,7 +24,7 @@ from agent_memory import (
     NotFoundError,
     RefusedError,
 )
-from agent_memory.models import IngestLine
+from agent_memory.models import IngestLine, RecallHit
 
 from .conftest import FakeModel, Served, text
 
@@ -170,6 +170,8 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
     exists = {"paid": {"$exists": True}}
     assert [m.id for m in await collect(profile.list(metadata=exists))] == [remembered.id]
     assert await collect(profile.list(metadata={"trip": "other"})) == []
+    filtered = await r(profile.recall("Lyon", metadata=chosen))
+    assert [h.item["id"] for h in filtered.hits] == [remembered.id]
     with pytest.raises(InvalidInputError, match=r"\$near"):
         await r(profile.list_page(metadata={"day": {"$near": 2}}))
     assert remembered.id in [m.id for m in await collect(profile.list(page_size=1))]
@@ -278,6 +280,65 @@ async def test_every_method_async_matches_the_document(server: Served, model: Fa
         await tour(memory, model, "async")
         toured = list(recorded)
         check_against_document(toured, await memory.openapi())
+
+
+LAUNCHES: list[tuple[str, dict[str, Any]]] = [
+    ("The Atlas launch is in May", {"project": "atlas", "priority": 2}),
+    ("The Borealis launch is in June", {"project": "borealis", "priority": 1}),
+    ("The Cygnus launch is in July", {"project": "cygnus"}),
+]
+DORADO = IngestLine(role="user", content="The Dorado launch is in August.")
+EITHER = {"$or": [{"project": "cygnus"}, {"priority": {"$lt": 2}}]}
+
+
+def ids(hits: list[RecallHit], kind: str | None = None) -> list[str]:
+    """The hits' ids (of the ``kind`` given: ``memory`` or ``raw``), sorted."""
+    return sorted(h.item["id"] for h in hits if kind in (None, h.item["type"]))
+
+
+def test_recall_filters_by_metadata(client: MemoryClient) -> None:
+    team = client.profile("launches-sync")
+    atlas, borealis, cygnus = (team.remember(c, metadata=m).id for c, m in LAUNCHES)
+    accepted = team.ingest("launch-chat", [DORADO])
+    assert accepted.job is not None and team.wait_for_job(accepted.job.id).status == "done"
+
+    def recalled(metadata: dict[str, Any] | None = None) -> list[RecallHit]:
+        return team.recall("when is the launch?", metadata=metadata).hits
+
+    unfiltered = recalled()
+    assert ids(unfiltered, "memory") == sorted([atlas, borealis, cygnus])
+    assert ids(unfiltered, "raw"), unfiltered
+    # Raw messages carry no metadata: a filter on a value leaves them out.
+    assert ids(recalled({"project": "atlas"})) == [atlas]
+    assert ids(recalled(EITHER)) == sorted([borealis, cygnus])
+    assert recalled({"priority": {"$gte": 3}}) == []
+    # A filter an empty mapping passes lets them in.
+    unlabelled = recalled({"project": {"$exists": False}})
+    assert unlabelled and all(h.raw and "Dorado" in h.raw.content for h in unlabelled)
+    with pytest.raises(InvalidInputError, match=r"\$near"):
+        team.recall("when is the launch?", metadata={"priority": {"$near": 1}})
+
+
+async def test_async_recall_filters_by_metadata(aclient: AsyncMemoryClient) -> None:
+    team = aclient.profile("launches-async")
+    atlas, borealis, cygnus = [(await team.remember(c, metadata=m)).id for c, m in LAUNCHES]
+    accepted = await team.ingest("launch-chat", [DORADO])
+    assert accepted.job is not None
+    assert (await team.wait_for_job(accepted.job.id)).status == "done"
+
+    async def recalled(metadata: dict[str, Any] | None = None) -> list[RecallHit]:
+        return (await team.recall("when is the launch?", metadata=metadata)).hits
+
+    unfiltered = await recalled()
+    assert ids(unfiltered, "memory") == sorted([atlas, borealis, cygnus])
+    assert ids(unfiltered, "raw"), unfiltered
+    assert ids(await recalled({"project": "atlas"})) == [atlas]
+    assert ids(await recalled(EITHER)) == sorted([borealis, cygnus])
+    assert await recalled({"priority": {"$gte": 3}}) == []
+    unlabelled = await recalled({"project": {"$exists": False}})
+    assert unlabelled and all(h.raw and "Dorado" in h.raw.content for h in unlabelled)
+    with pytest.raises(InvalidInputError, match=r"\$near"):
+        await team.recall("when is the launch?", metadata={"priority": {"$near": 1}})
 
 
 def test_the_sync_client_is_generated_from_the_async_one() -> None:

@@ -46,6 +46,10 @@ export interface RecallOptions extends RequestOptions {
   answer?: boolean;
   /** Include each channel's ranks and the fusion's workings. */
   explain?: boolean;
+  /** Only memories whose metadata satisfies this filter (the grammar of `ListOptions.metadata`),
+   * applied inside every channel. Raw messages, which carry no metadata, come only when the
+   * filter admits an empty object; a filter the server refuses names its fault. */
+  metadata?: MetadataFilter;
 }
 
 /** Which memories to list. */
@@ -128,7 +132,13 @@ export class Profile {
   recall(query: string, options: RecallOptions = {}): Promise<RecallResult> {
     return this.http.json("POST", this.path("/recall"), {
       ...options,
-      json: { query, limit: options.limit, answer: options.answer, explain: options.explain },
+      json: {
+        query,
+        limit: options.limit,
+        answer: options.answer,
+        explain: options.explain,
+        metadata: options.metadata,
+      },
     });
   }
 

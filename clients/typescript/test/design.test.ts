@@ -5,7 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { InvalidInputError, NotFoundError, RefusedError, type UIMessage } from "../src/index.js";
+import {
+  InvalidInputError,
+  type MetadataFilter,
+  NotFoundError,
+  type RecallHit,
+  RefusedError,
+  type UIMessage,
+} from "../src/index.js";
 import { text, withDesignServer } from "./harness.js";
 
 
@@ -296,6 +303,43 @@ test("a profile: remember, recall, list, ingest, forget, and a bound session's e
   const purged = await alice.purge(seat.id);
   assert.equal(purged.memory, true);
   await assert.rejects(alice.forget(seat.id), NotFoundError);
+});
+
+test("recall with a metadata filter returns only the memories it admits", async () => {
+  const team = context.memory.profile("launches");
+  const atlas = await team.remember("The Atlas launch is in May", { metadata: { project: "atlas", priority: 2 } });
+  const borealis = await team.remember("The Borealis launch is in June", {
+    metadata: { project: "borealis", priority: 1 },
+  });
+  const cygnus = await team.remember("The Cygnus launch is in July", { metadata: { project: "cygnus" } });
+  const accepted = await team.ingest({
+    session: "launch-chat",
+    messages: [{ role: "user", content: "The Dorado launch is in August." }],
+  });
+  assert.ok(accepted.job !== null);
+  assert.equal((await team.waitForJob(accepted.job.id)).status, "done");
+  const recalled = async (metadata?: MetadataFilter): Promise<RecallHit[]> =>
+    (await team.recall("when is the launch?", { metadata })).hits;
+  const memories = (hits: RecallHit[]): string[] =>
+    hits.flatMap((h) => (h.item.type === "memory" ? [h.item.id] : [])).sort();
+
+  const unfiltered = await recalled();
+  assert.deepEqual(memories(unfiltered), [atlas.id, borealis.id, cygnus.id].sort());
+  assert.ok(unfiltered.some((h) => h.item.type === "raw"), JSON.stringify(unfiltered));
+  // Raw messages carry no metadata: a filter on a value leaves them out.
+  const one = await recalled({ project: "atlas" });
+  assert.deepEqual(one.map((h) => h.item.id), [atlas.id]);
+  const either = await recalled({ $or: [{ project: "cygnus" }, { priority: { $lt: 2 } }] });
+  assert.deepEqual(either.map((h) => h.item.id).sort(), [borealis.id, cygnus.id].sort());
+  assert.deepEqual(await recalled({ priority: { $gte: 3 } }), []);
+  // A filter an empty object passes lets them in.
+  const unlabelled = await recalled({ project: { $exists: false } });
+  assert.ok(unlabelled.length > 0 && unlabelled.every((h) => h.item.type === "raw"), JSON.stringify(unlabelled));
+  assert.ok(JSON.stringify(unlabelled).includes("Dorado"), JSON.stringify(unlabelled));
+  await assert.rejects(
+    team.recall("when is the launch?", { metadata: { priority: { $near: 1 } } }),
+    (error: unknown) => error instanceof InvalidInputError && /\$near/.test(error.message),
+  );
 });
 
 test("export and import stream sessions and profiles as JSON lines", async () => {

@@ -90,7 +90,7 @@ async function tour(memory: MemoryClient): Promise<void> {
   const accepted = await profile.ingest({ session: "side", messages: [{ role: "user", content: "A side trip to Annecy", created_at: 1 }] });
   if (accepted.job) await profile.waitForJob(accepted.job.id);
   await profile.ingest({ session: "tour", leaf: "m7", from: "m0", to: "m7" });
-  await profile.recall("Lyon", { limit: 3, answer: false, explain: true });
+  await profile.recall("Lyon", { limit: 3, answer: false, explain: true, metadata: { stop: { $exists: false } } });
   const since = await profile.listPage({ kind: "event", key: "tour stop", session: "tour", all: true, since: 0, until: Date.now() + 60_000, limit: 5 });
   assert.deepEqual(since.memories.map((m) => m.id), [remembered.id]);
   const memories: string[] = [];

@@ -162,6 +162,28 @@ impl Metadata {
     pub fn iter(&self) -> impl Iterator<Item = (&String, &MetadataValue)> {
         self.0.iter()
     }
+
+    /// What every one of `all` holds: each key whose value is the same in all of them (none
+    /// when `all` is empty). A memory extracted from several messages carries this.
+    ///
+    /// ```
+    /// use memory_core::Metadata;
+    /// let a: Metadata = serde_json::from_str(r#"{"user": "ada", "channel": "web"}"#).unwrap();
+    /// let b: Metadata = serde_json::from_str(r#"{"user": "ada", "channel": "app"}"#).unwrap();
+    /// let shared = Metadata::shared([&a, &b]);
+    /// assert_eq!(shared.to_json(), r#"{"user":"ada"}"#);
+    /// ```
+    pub fn shared<'a>(all: impl IntoIterator<Item = &'a Metadata>) -> Metadata {
+        let mut all = all.into_iter();
+        let Some(first) = all.next() else {
+            return Metadata::default();
+        };
+        let mut shared = first.0.clone();
+        for other in all {
+            shared.retain(|key, value| other.0.get(key) == Some(value));
+        }
+        Metadata(shared)
+    }
 }
 
 impl TryFrom<serde_json::Map<String, Value>> for Metadata {

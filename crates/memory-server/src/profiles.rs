@@ -233,6 +233,9 @@ pub struct IngestLine {
     pub content: String,
     /// When it was said (Unix milliseconds); now when absent.
     pub created_at: Option<i64>,
+    /// This message's own metadata (its keys win over the request's `metadata`).
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A conversation to ingest: its messages, or none to take them from the stored session
@@ -251,6 +254,10 @@ pub struct Ingest {
     pub from: Option<String>,
     /// With a stored session: the last message of the range.
     pub to: Option<String>,
+    /// Your own metadata for every message sent (a flat object, as `remember` takes):
+    /// stored with each raw message, and carried by each memory extracted from them.
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// An accepted ingest: the job and where to follow it.
@@ -291,6 +298,11 @@ pub async fn ingest(
     Json(body): Json<Ingest>,
 ) -> ApiResult<(StatusCode, Json<Accepted>)> {
     let Some(messages) = body.messages else {
+        if body.metadata.is_some() {
+            return Err(ApiError::invalid(
+                "`metadata` is given to the `messages` sent; a stored session is shipped as it is",
+            ));
+        }
         let selection = ShipSelection {
             leaf: body.leaf,
             from: body.from,
@@ -324,14 +336,20 @@ pub async fn ingest(
             "`leaf`, `from` and `to` select messages of a stored session; leave them out when sending `messages`",
         ));
     }
+    let shared = body.metadata.unwrap_or_default();
     let messages = messages
         .into_iter()
-        .map(|m| IngestMessage {
-            role: m.role,
-            content: m.content,
-            created_at: m.created_at.map(Timestamp),
+        .map(|m| {
+            let mut own = shared.clone();
+            own.extend(m.metadata.unwrap_or_default());
+            Ok(IngestMessage {
+                role: m.role,
+                content: m.content,
+                created_at: m.created_at.map(Timestamp),
+                metadata: metadata(Some(own))?,
+            })
         })
-        .collect();
+        .collect::<ApiResult<Vec<_>>>()?;
     let job = state
         .memory
         .enqueue_ingest(&profile, &body.session, messages)

@@ -426,9 +426,24 @@ class Profile:
         limit: int | None = None,
         answer: bool | None = None,
         explain: bool | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> RecallResult:
-        """Hybrid recall (full text, vectors, keys, dates; fused by reciprocal rank)."""
-        body = _drop_none({"query": query, "limit": limit, "answer": answer, "explain": explain})
+        """Hybrid recall (full text, vectors, keys, dates; fused by reciprocal rank).
+
+        ``metadata`` keeps only the memories whose metadata satisfies this filter (the grammar
+        of :meth:`list_page`'s), applied inside every channel; raw messages, which carry no
+        metadata, come only when the filter admits an empty mapping. The server refuses,
+        naming it, a bad filter.
+        """
+        body = _drop_none(
+            {
+                "query": query,
+                "limit": limit,
+                "answer": answer,
+                "explain": explain,
+                "metadata": dict(metadata) if metadata is not None else None,
+            }
+        )
         return RecallResult.model_validate(
             self._http.json("POST", self._path("/recall"), body=body)
         )

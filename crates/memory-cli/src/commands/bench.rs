@@ -13,11 +13,12 @@ use std::time::Instant;
 use memory_core::Timestamp;
 use memory_core::ports::{Embedder, MemoryKind, MemoryRecord, SystemClock, VectorRecord};
 use memory_engine::long_term::{
-    IngestMessage, MEMORY_NAMESPACE, MemoryService, RecallRequest, STOP_WORDS,
+    IngestMessage, MEMORY_NAMESPACE, MemoryService, RecallItem, RecallRequest, STOP_WORDS,
     memory_embedding_text,
 };
 use memory_hashing::HashingEmbedder;
 use serde::Serialize;
+use serde_json::json;
 
 use super::CliError;
 use crate::output;
@@ -123,6 +124,8 @@ pub struct BenchReport {
     pub enqueue_msgs_per_sec: f64,
     /// Recall over every channel (hashing embedder for the vectors).
     pub recall: Latency,
+    /// Recall over every channel with a metadata filter, at three shares in scope.
+    pub recall_filtered: Vec<FilteredRecall>,
     /// Recall with vectors off (text channels only).
     pub recall_text_only: Latency,
     /// The local model: one query embedding.
@@ -223,7 +226,7 @@ pub(super) async fn seed_memories(
                 valid_at: None,
                 superseded_by: None,
                 forgotten: None,
-                metadata: Default::default(),
+                metadata: bench_metadata(i)?,
             };
             store.insert_memory(record.clone()).await?;
             records.push(record);
@@ -248,6 +251,73 @@ pub(super) async fn seed_memories(
             .await?;
     }
     Ok(())
+}
+
+/// The metadata of the `i`th seeded memory: `bucket` is `i % 100` (one bucket is 1 % of the
+/// memories), for the filtered recalls.
+fn bench_metadata(i: usize) -> Result<memory_core::Metadata, CliError> {
+    serde_json::from_value(json!({ "bucket": i % 100 }))
+        .map_err(|e| CliError::Input(format!("benchmark metadata: {e}")))
+}
+
+/// The filtered recalls timed: the share of memories in scope and the filter.
+const FILTERS: [(f64, &str); 3] = [
+    (0.01, r#"{"bucket": 7}"#),
+    (
+        0.10,
+        r#"{"bucket": {"$in": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]}}"#,
+    ),
+    (0.90, r#"{"bucket": {"$gte": 10}}"#),
+];
+
+/// Recall with a metadata filter, every channel, beside the unfiltered recall of the same run.
+#[derive(Debug, Clone, Serialize)]
+pub struct FilteredRecall {
+    /// The share of the profile's memories the filter admits.
+    pub share: f64,
+    /// The filter.
+    pub filter: String,
+    /// Latency.
+    pub recall: Latency,
+    /// Mean hits per recall (the limit is 10).
+    pub mean_hits: f64,
+}
+
+/// Times `queries` recalls under each of [`FILTERS`], checking that every hit is in scope.
+async fn filtered_recalls(
+    service: &MemoryService,
+    queries: &[String],
+) -> Result<Vec<FilteredRecall>, CliError> {
+    let mut out = Vec::new();
+    for (share, text) in FILTERS {
+        let filter = memory_core::MetadataFilter::parse(text)?;
+        let mut samples = Vec::new();
+        let mut hits = 0;
+        for q in queries {
+            let request = RecallRequest::new(q.clone(), 10).filtered(filter.clone());
+            let started = Instant::now();
+            let response = service.recall("big", request).await?;
+            samples.push(started.elapsed().as_secs_f64() * 1_000.0);
+            for hit in &response.hits {
+                match &hit.item {
+                    RecallItem::Memory(m) if filter.matches(&m.metadata) => hits += 1,
+                    other => {
+                        return Err(CliError::Input(format!(
+                            "a recall filtered by {text} returned {} out of scope",
+                            other.id()
+                        )));
+                    }
+                }
+            }
+        }
+        out.push(FilteredRecall {
+            share,
+            filter: text.to_owned(),
+            recall: latency(samples),
+            mean_hits: hits as f64 / queries.len().max(1) as f64,
+        });
+    }
+    Ok(out)
 }
 
 /// `sqlite_root`: the scratch directory of the SQLite profiles (`None` on PostgreSQL).
@@ -325,6 +395,7 @@ async fn run_long_term(
             .await?;
         full.push(started.elapsed().as_secs_f64() * 1_000.0);
     }
+    let filtered = filtered_recalls(&with_vectors, &queries).await?;
     let mut text_only = Vec::new();
     for q in &queries {
         let started = Instant::now();
@@ -361,6 +432,7 @@ async fn run_long_term(
         ingest_msgs_per_sec,
         enqueue_msgs_per_sec,
         recall: latency(full),
+        recall_filtered: filtered,
         recall_text_only: latency(text_only),
         local_query_embedding,
         local_embedding_texts_per_sec,
@@ -387,6 +459,17 @@ async fn run_long_term(
         );
     };
     show("recall, every channel", report.recall);
+    for f in &report.recall_filtered {
+        show(
+            &format!(
+                "recall, every channel, filtered to {:.0} % ({}; {:.1} hits each)",
+                f.share * 100.0,
+                f.filter,
+                f.mean_hits
+            ),
+            f.recall,
+        );
+    }
     #[cfg(feature = "sqlite")]
     if let Some(v) = &report.vectors {
         let cpu = |c: Option<f64>| c.map_or("n/a".to_owned(), |c| format!("{c:.2} ms"));

@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::{Result, Timestamp};
+use crate::{Metadata, MetadataFilter, Result, Timestamp};
 
 /// A raw message of a profile, content-addressed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -16,6 +16,10 @@ pub struct RawMessage {
     pub content: String,
     /// When it was said.
     pub created_at: Timestamp,
+    /// The builder's metadata, given when it was ingested (what is extracted from it carries
+    /// it too).
+    #[serde(default, skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
 }
 
 /// Counts of an insert-or-ignore of raw messages.
@@ -35,6 +39,8 @@ pub struct RawMessageInsert {
 /// - Pages follow insertion order; cursors are opaque strings a caller passes back unchanged.
 /// - `purge_raw` erases: the text is gone from the store (and, where the backend can promise
 ///   it, from its files).
+/// - Metadata is kept as given, and `raw_matching` selects by it exactly as
+///   [`MetadataFilter::matches`] does.
 #[async_trait]
 pub trait RawMessageStore: Send + Sync {
     /// Stores raw messages, ignoring known ids.
@@ -53,4 +59,12 @@ pub trait RawMessageStore: Send + Sync {
     async fn raw_neighbors(&self, ids: &[String], radius: usize) -> Result<Vec<RawMessage>>;
     /// Erases raw messages (right to erasure); returns how many existed.
     async fn purge_raw(&self, ids: &[String]) -> Result<u64>;
+    /// The ids of the raw messages whose metadata satisfies `filter`, a page at a time in
+    /// insertion order (at most `limit` after `cursor`, and the next page's cursor).
+    async fn raw_matching(
+        &self,
+        filter: &MetadataFilter,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<String>, Option<String>)>;
 }

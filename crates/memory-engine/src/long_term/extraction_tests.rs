@@ -1056,3 +1056,78 @@ async fn a_stopped_worker_gives_its_job_back_at_the_next_stage() {
     assert!(ids.contains(&first.id.as_str()) && ids.contains(&second.id.as_str()));
     assert!(done.iter().all(|j| j.status == JobStatus::Done), "{done:?}");
 }
+
+/// Messages ingested with metadata keep it; each memory extracted from them carries what its
+/// source messages share, and a filtered recall finds both.
+#[tokio::test]
+async fn memories_carry_the_metadata_their_messages_share() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = service(profiles.clone(), good_model());
+    let tagged = |value: serde_json::Value| -> memory_core::Metadata {
+        serde_json::from_value(value).unwrap()
+    };
+    let messages: Vec<IngestMessage> = conversation(10)
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let channel = if i % 2 == 0 { "web" } else { "app" };
+            m.with_metadata(tagged(json!({"user": "ada", "channel": channel})))
+        })
+        .collect();
+    let job = s
+        .ingest_and_extract("ada", "chat-1", messages)
+        .await
+        .unwrap();
+    assert_eq!(job.status, JobStatus::Done, "{:?}", job.error);
+    let all = s
+        .list("ada", &MemoryFilter::default(), None, 50)
+        .await
+        .unwrap()
+        .memories;
+    assert!(!all.is_empty());
+    for m in &all {
+        assert_eq!(
+            m.metadata.get("user"),
+            tagged(json!({"user": "ada"})).get("user"),
+            "{m:?}"
+        );
+    }
+    let profile = profiles.open("ada").await.unwrap();
+    let (raw, _) = profile.raw_page(None, 20).await.unwrap();
+    assert!(
+        raw.iter().all(|m| m.metadata.get("user").is_some()),
+        "{raw:?}"
+    );
+    let someone_else = memory_core::MetadataFilter::parse(r#"{"user": "bob"}"#).unwrap();
+    let none = s
+        .recall(
+            "ada",
+            RecallRequest::new("Lisbon", 10).filtered(someone_else),
+        )
+        .await
+        .unwrap();
+    assert!(none.hits.is_empty(), "{:?}", none.hits);
+    let web = memory_core::MetadataFilter::parse(r#"{"channel": "web"}"#).unwrap();
+    let found = s
+        .recall("ada", RecallRequest::new("Lisbon", 10).filtered(web))
+        .await
+        .unwrap();
+    assert!(!found.hits.is_empty());
+    for hit in &found.hits {
+        match &hit.item {
+            RecallItem::Raw { id, .. } => {
+                let m = &profile.raw_by_ids(std::slice::from_ref(id)).await.unwrap()[0];
+                assert_eq!(
+                    m.metadata.get("channel"),
+                    tagged(json!({"channel": "web"})).get("channel")
+                );
+            }
+            RecallItem::Memory(m) => {
+                assert_eq!(
+                    m.metadata.get("channel"),
+                    tagged(json!({"channel": "web"})).get("channel")
+                );
+            }
+        }
+    }
+}

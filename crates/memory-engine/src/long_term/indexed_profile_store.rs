@@ -212,6 +212,15 @@ impl RawMessageStore for IndexedProfileStore {
         self.inner.raw_neighbors(ids, radius).await
     }
 
+    async fn raw_matching(
+        &self,
+        filter: &memory_core::MetadataFilter,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<String>, Option<String>)> {
+        self.inner.raw_matching(filter, cursor, limit).await
+    }
+
     async fn purge_raw(&self, ids: &[String]) -> Result<u64> {
         let pending = Pending {
             raw: ids.to_vec(),

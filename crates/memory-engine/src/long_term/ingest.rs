@@ -42,7 +42,7 @@ pub(super) async fn settle_keys(
 }
 
 /// One message to ingest.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct IngestMessage {
     /// `user`, `assistant` or `system` (anything else is refused; put a speaker's name in
     /// the content).
@@ -51,6 +51,9 @@ pub struct IngestMessage {
     pub content: String,
     /// When it was said; `None` means now.
     pub created_at: Option<Timestamp>,
+    /// The builder's metadata, stored with the raw message; a memory extracted from
+    /// messages carries the metadata they share (each key whose value is the same in all).
+    pub metadata: memory_core::Metadata,
 }
 
 impl IngestMessage {
@@ -60,12 +63,19 @@ impl IngestMessage {
             role: role.into(),
             content: content.into(),
             created_at: None,
+            metadata: memory_core::Metadata::default(),
         }
     }
 
     /// Sets when it was said.
     pub fn at(mut self, at: Timestamp) -> Self {
         self.created_at = Some(at);
+        self
+    }
+
+    /// Sets the builder's metadata.
+    pub fn with_metadata(mut self, metadata: memory_core::Metadata) -> Self {
+        self.metadata = metadata;
         self
     }
 
@@ -102,6 +112,7 @@ impl IngestMessage {
             role: message.role.as_str().to_owned(),
             content: message.text(),
             created_at,
+            metadata: memory_core::Metadata::default(),
         })
     }
 }
@@ -201,6 +212,7 @@ impl Core {
                         role: m.role,
                         content: m.content,
                         created_at: m.created_at.unwrap_or(now),
+                        metadata: m.metadata,
                     },
                     (occurrence, m.created_at.is_some()),
                 ))

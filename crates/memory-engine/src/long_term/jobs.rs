@@ -765,6 +765,11 @@ impl Core {
             return Ok(());
         }
         let transcript = build_transcript(&job.messages);
+        let metadata: std::collections::HashMap<&str, &memory_core::Metadata> = job
+            .messages
+            .iter()
+            .map(|m| (m.id.as_str(), &m.metadata))
+            .collect();
         let now = self.clock.now();
         let records: Vec<MemoryRecord> = job
             .drafts
@@ -782,6 +787,12 @@ impl Core {
                     .iter()
                     .filter_map(|&l| transcript.get(l).map(|t| t.message_id.clone()))
                     .collect();
+                // What its source messages share.
+                let shared = memory_core::Metadata::shared(
+                    sources
+                        .iter()
+                        .filter_map(|id| metadata.get(id.as_str()).copied()),
+                );
                 MemoryRecord {
                     // Deterministic: re-running the stage, or re-ingesting the conversation,
                     // finds the memory already stored; the same words said again later (a
@@ -806,7 +817,7 @@ impl Core {
                     valid_at,
                     superseded_by: None,
                     forgotten: None,
-                    metadata: Default::default(),
+                    metadata: shared,
                 }
             })
             .collect();

@@ -123,14 +123,15 @@ struct Within<'a> {
 }
 
 impl Within<'_> {
-    /// The channel's best `depth` hits in scope; `search(k)` gives its best `k`.
-    async fn search<F, Fut>(&self, depth: usize, search: F) -> Result<Vec<(String, f64)>>
+    /// The channel's best `depth` hits in scope; `search(k)` gives its best `k` (raw
+    /// messages when `raw`).
+    async fn search<F, Fut>(&self, depth: usize, raw: bool, search: F) -> Result<Vec<(String, f64)>>
     where
         F: Fn(usize) -> Fut,
         Fut: Future<Output = Result<Vec<(String, f64)>>>,
     {
         match self.scope {
-            Some(scope) => scope.within(self.store, depth, search).await,
+            Some(scope) => scope.within(self.store, depth, raw, search).await,
             None => search(depth).await,
         }
     }
@@ -163,7 +164,7 @@ async fn vector_channel(
         ""
     };
     within
-        .search(depth, |k| async move {
+        .search(depth, namespace == RAW_NAMESPACE, |k| async move {
             Ok(index
                 .query(namespace, vector, k)
                 .await?
@@ -208,13 +209,17 @@ async fn dated_channel(
     let memories = async {
         match within.exact {
             Some(records) => Ok(nearest(records, vector, &filter, depth)),
-            None => within.search(depth, search(MEMORY_NAMESPACE, "")).await,
+            None => {
+                within
+                    .search(depth, false, search(MEMORY_NAMESPACE, ""))
+                    .await
+            }
         }
     };
     let raw = async {
         if within.raw() {
             within
-                .search(depth, search(RAW_NAMESPACE, RAW_PREFIX))
+                .search(depth, true, search(RAW_NAMESPACE, RAW_PREFIX))
                 .await
         } else {
             Ok(Vec::new())
@@ -433,8 +438,12 @@ impl Core {
         let index = index.as_deref();
         let scope = match request.metadata.clone() {
             Some(filter) => {
-                let memories = text_ref.count(namespaces::MEMORIES).await?;
-                Some(Scope::resolve(store_ref, filter, memories).await?)
+                let (memories, raw) = futures::future::try_join(
+                    text_ref.count(namespaces::MEMORIES),
+                    text_ref.count(namespaces::RAW),
+                )
+                .await?;
+                Some(Scope::resolve(store_ref, filter, memories, raw).await?)
             }
             None => None,
         };
@@ -475,12 +484,12 @@ impl Core {
                     .collect::<Vec<_>>())
             }
         };
-        let memory_fts = within.search(depth, text_search(namespaces::MEMORIES, ""));
+        let memory_fts = within.search(depth, false, text_search(namespaces::MEMORIES, ""));
         let raw_fts = async {
             match within.raw() {
                 true => {
                     within
-                        .search(depth, text_search(namespaces::RAW, RAW_PREFIX))
+                        .search(depth, true, text_search(namespaces::RAW, RAW_PREFIX))
                         .await
                 }
                 false => Ok(Vec::new()),
@@ -646,13 +655,15 @@ impl Core {
             for f in batch {
                 let item = match f.id.strip_prefix(RAW_PREFIX) {
                     Some(id) => match raw.get(id) {
-                        Some(m) if scope.is_none_or(Scope::admits_raw) => RecallItem::Raw {
-                            id: m.id.clone(),
-                            session_id: m.session_id.clone(),
-                            role: m.role.clone(),
-                            content: m.content.clone(),
-                            created_at: m.created_at,
-                        },
+                        Some(m) if scope.is_none_or(|s| s.admits_metadata(&m.metadata)) => {
+                            RecallItem::Raw {
+                                id: m.id.clone(),
+                                session_id: m.session_id.clone(),
+                                role: m.role.clone(),
+                                content: m.content.clone(),
+                                created_at: m.created_at,
+                            }
+                        }
                         _ => continue,
                     },
                     None => match memories.remove(&f.id) {

@@ -13,8 +13,8 @@
 //! - with more than [`MAX_LISTED`] memories in scope, the ids are not listed: each candidate
 //!   is loaded and checked with [`MetadataFilter::matches`].
 //!
-//! Raw messages carry no metadata: a filter admits them only when it admits an empty object
-//! (`{"$not": …}`, `{"k": {"$exists": false}}`), and otherwise the raw channels do not run.
+//! Raw messages are scoped the same way by the metadata they were ingested with (the store's
+//! `raw_matching` names them); with none in scope, the raw channels do not run.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -36,69 +36,105 @@ pub(super) const MAX_SEARCH_DEPTH: usize = 100_000;
 /// The prefix of raw-message ids among a recall's candidates.
 pub(super) const RAW_PREFIX: &str = "raw:";
 
-/// What a metadata filter admits, resolved once per recall.
-pub(super) struct Scope {
-    filter: MetadataFilter,
-    /// The current memories that match, when at most [`MAX_LISTED`] do.
+/// One side of a scope (memories or raw messages): the ids in it, when at most
+/// [`MAX_LISTED`], and the estimated share of that side in it.
+struct Side {
     listed: Option<HashSet<String>>,
-    /// The filter admits raw messages (their metadata is empty).
-    raw: bool,
-    /// The estimated share of the profile's memories in scope, in (0, 1].
     share: f64,
 }
 
-impl Scope {
-    /// Lists the current memories `filter` admits (`memories` is how many the profile
-    /// holds, for the share).
-    pub(super) async fn resolve(
-        store: &dyn LongTermMemoryStore,
-        filter: MetadataFilter,
-        memories: u64,
-    ) -> Result<Self> {
-        Self::resolve_listing(store, filter, memories, MAX_LISTED).await
-    }
-
-    /// [`Scope::resolve`], listing at most `max_listed` ids.
-    async fn resolve_listing(
-        store: &dyn LongTermMemoryStore,
-        filter: MetadataFilter,
-        memories: u64,
-        max_listed: usize,
-    ) -> Result<Self> {
-        let raw = filter.matches(&Metadata::default());
-        let wanted = MemoryFilter {
-            metadata: Some(filter.clone()),
-            ..MemoryFilter::default()
-        };
+impl Side {
+    /// Lists a side page by page (`page(cursor, limit)` gives ids and the next cursor), up
+    /// to `max_listed` ids; `total` is the side's size, for the share.
+    async fn list<F, Fut>(max_listed: usize, total: u64, page: F) -> Result<Self>
+    where
+        F: Fn(Option<String>, usize) -> Fut,
+        Fut: Future<Output = Result<(Vec<String>, Option<String>)>>,
+    {
         let mut listed = HashSet::new();
         let mut cursor = None;
         let complete = loop {
-            let page = store
-                .list(&wanted, cursor, max_listed.clamp(1, 1_000))
-                .await?;
-            listed.extend(page.memories.into_iter().map(|m| m.id));
-            match page.next_cursor {
+            let (ids, next) = page(cursor, max_listed.clamp(1, 1_000)).await?;
+            listed.extend(ids);
+            match next {
                 Some(next) if listed.len() <= max_listed => cursor = Some(next),
                 Some(_) => break false,
                 None => break true,
             }
         };
         let found = listed.len().max(1) as f64;
-        let share = (found / memories.max(1) as f64).clamp(1e-6, 1.0);
         Ok(Self {
-            filter,
+            share: (found / total.max(1) as f64).clamp(1e-6, 1.0),
             listed: complete.then_some(listed),
-            raw,
-            share,
         })
     }
 
-    /// True when raw messages are in scope.
-    pub(super) fn admits_raw(&self) -> bool {
-        self.raw
+    /// False only when the side is listed and nothing is in it.
+    fn any(&self) -> bool {
+        self.listed.as_ref().is_none_or(|l| !l.is_empty())
+    }
+}
+
+/// What a metadata filter admits, resolved once per recall.
+pub(super) struct Scope {
+    filter: MetadataFilter,
+    /// The current memories that match.
+    memories: Side,
+    /// The raw messages that match.
+    raw: Side,
+}
+
+impl Scope {
+    /// Lists the current memories and the raw messages `filter` admits (`memories` and
+    /// `raw` are how many the profile holds, for the shares).
+    pub(super) async fn resolve(
+        store: &dyn LongTermMemoryStore,
+        filter: MetadataFilter,
+        memories: u64,
+        raw: u64,
+    ) -> Result<Self> {
+        Self::resolve_listing(store, filter, (memories, raw), MAX_LISTED).await
     }
 
-    /// True when a loaded memory is in scope (its metadata matches).
+    /// [`Scope::resolve`], listing at most `max_listed` ids of each side.
+    async fn resolve_listing(
+        store: &dyn LongTermMemoryStore,
+        filter: MetadataFilter,
+        (memories, raw): (u64, u64),
+        max_listed: usize,
+    ) -> Result<Self> {
+        let wanted = MemoryFilter {
+            metadata: Some(filter.clone()),
+            ..MemoryFilter::default()
+        };
+        let memory_side = Side::list(max_listed, memories, |cursor, limit| {
+            let wanted = &wanted;
+            async move {
+                let page = store.list(wanted, cursor, limit).await?;
+                Ok((
+                    page.memories.into_iter().map(|m| m.id).collect(),
+                    page.next_cursor,
+                ))
+            }
+        })
+        .await?;
+        let raw_side = Side::list(max_listed, raw, |cursor, limit| {
+            store.raw_matching(&filter, cursor, limit)
+        })
+        .await?;
+        Ok(Self {
+            filter,
+            memories: memory_side,
+            raw: raw_side,
+        })
+    }
+
+    /// False when no raw message is in scope (the raw channels need not run).
+    pub(super) fn admits_raw(&self) -> bool {
+        self.raw.any()
+    }
+
+    /// True when a loaded memory or raw message is in scope (its metadata matches).
     pub(super) fn admits_metadata(&self, metadata: &Metadata) -> bool {
         self.filter.matches(metadata)
     }
@@ -109,23 +145,24 @@ impl Scope {
         store: &dyn LongTermMemoryStore,
         hits: Vec<(String, f64)>,
     ) -> Result<Vec<(String, f64)>> {
-        if let Some(listed) = &self.listed {
-            return Ok(hits
-                .into_iter()
-                .filter(|(id, _)| match id.strip_prefix(RAW_PREFIX) {
-                    Some(_) => self.raw,
-                    None => listed.contains(id),
+        // The candidates of a side that is not listed are loaded and checked.
+        let unlisted = |side: &Side, raw: bool| -> Vec<String> {
+            if side.listed.is_some() {
+                return Vec::new();
+            }
+            hits.iter()
+                .filter_map(|(id, _)| match (id.strip_prefix(RAW_PREFIX), raw) {
+                    (Some(id), true) => Some(id.to_owned()),
+                    (None, false) => Some(id.clone()),
+                    _ => None,
                 })
-                .collect());
-        }
-        let ids: Vec<String> = hits
-            .iter()
-            .filter(|(id, _)| !id.starts_with(RAW_PREFIX))
-            .map(|(id, _)| id.clone())
-            .collect();
-        let admitted: HashSet<String> = store
-            .get_memories(&ids)
-            .await?
+                .collect()
+        };
+        let (memory_ids, raw_ids) = (unlisted(&self.memories, false), unlisted(&self.raw, true));
+        let (memories, raw) =
+            futures::future::try_join(store.get_memories(&memory_ids), store.raw_by_ids(&raw_ids))
+                .await?;
+        let loaded_memories: HashSet<String> = memories
             .into_iter()
             .filter(|m| {
                 m.superseded_by.is_none()
@@ -134,30 +171,47 @@ impl Scope {
             })
             .map(|m| m.id)
             .collect();
+        let loaded_raw: HashSet<String> = raw
+            .into_iter()
+            .filter(|m| self.filter.matches(&m.metadata))
+            .map(|m| m.id)
+            .collect();
         Ok(hits
             .into_iter()
             .filter(|(id, _)| match id.strip_prefix(RAW_PREFIX) {
-                Some(_) => self.raw,
-                None => admitted.contains(id),
+                Some(raw_id) => match &self.raw.listed {
+                    Some(listed) => listed.contains(raw_id),
+                    None => loaded_raw.contains(raw_id),
+                },
+                None => match &self.memories.listed {
+                    Some(listed) => listed.contains(id),
+                    None => loaded_memories.contains(id),
+                },
             })
             .collect())
     }
 
-    /// A channel's best `depth` hits in scope: `search(k)` returns the channel's best `k`,
-    /// asked deeper (the first time as deep as the share in scope suggests, then four times
-    /// deeper) until `depth` are in scope, the channel has no more, or
-    /// [`MAX_SEARCH_DEPTH`] is reached.
+    /// A channel's best `depth` hits in scope: `search(k)` returns the channel's best `k`
+    /// (raw messages when `raw`), asked deeper (the first time as deep as the share in scope
+    /// suggests, then four times deeper) until `depth` are in scope, the channel has no
+    /// more, or [`MAX_SEARCH_DEPTH`] is reached.
     pub(super) async fn within<F, Fut>(
         &self,
         store: &dyn LongTermMemoryStore,
         depth: usize,
+        raw: bool,
         search: F,
     ) -> Result<Vec<(String, f64)>>
     where
         F: Fn(usize) -> Fut,
         Fut: Future<Output = Result<Vec<(String, f64)>>>,
     {
-        let first = (depth as f64 * 1.5 / self.share).ceil() as usize;
+        let share = if raw {
+            self.raw.share
+        } else {
+            self.memories.share
+        };
+        let first = (depth as f64 * 1.5 / share).ceil() as usize;
         let mut k = first.clamp(depth, MAX_SEARCH_DEPTH);
         loop {
             let hits = search(k).await?;
@@ -177,7 +231,12 @@ impl Scope {
         &self,
         index: &dyn VectorIndex,
     ) -> Result<Option<Vec<VectorRecord>>> {
-        let Some(listed) = self.listed.as_ref().filter(|l| l.len() <= EXACT_VECTORS) else {
+        let Some(listed) = self
+            .memories
+            .listed
+            .as_ref()
+            .filter(|l| l.len() <= EXACT_VECTORS)
+        else {
             return Ok(None);
         };
         let ids: Vec<String> = listed.iter().cloned().collect();
@@ -228,7 +287,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use memory_core::Timestamp;
-    use memory_core::ports::{MemoryKind, MemoryProfiles, MemoryRecord, VectorFields};
+    use memory_core::ports::{MemoryKind, MemoryProfiles, MemoryRecord, RawMessage, VectorFields};
     use memory_testkit::in_memory::InMemoryProfiles;
 
     use super::*;
@@ -286,14 +345,15 @@ mod tests {
         let store = store_of(&teams).await;
         let filter = MetadataFilter::parse(r#"{"team": "a"}"#).unwrap();
         for max_listed in [MAX_LISTED, 4] {
-            let scope = Scope::resolve_listing(store.as_ref(), filter.clone(), 100, max_listed)
-                .await
-                .unwrap();
-            assert_eq!(scope.listed.is_some(), max_listed == MAX_LISTED);
+            let scope =
+                Scope::resolve_listing(store.as_ref(), filter.clone(), (100, 0), max_listed)
+                    .await
+                    .unwrap();
+            assert_eq!(scope.memories.listed.is_some(), max_listed == MAX_LISTED);
             assert!(!scope.admits_raw());
             let calls = Mutex::new(Vec::new());
             let hits = scope
-                .within(store.as_ref(), 4, channel(100, &calls))
+                .within(store.as_ref(), 4, false, channel(100, &calls))
                 .await
                 .unwrap();
             let ids: Vec<&str> = hits.iter().map(|(id, _)| id.as_str()).collect();
@@ -306,7 +366,12 @@ mod tests {
             assert_eq!(calls.lock().unwrap().len(), 1, "listed: {max_listed}");
             // Asked for more than there are: every one in scope, then the channel ran out.
             let hits = scope
-                .within(store.as_ref(), 50, channel(100, &Mutex::new(Vec::new())))
+                .within(
+                    store.as_ref(),
+                    50,
+                    false,
+                    channel(100, &Mutex::new(Vec::new())),
+                )
                 .await
                 .unwrap();
             assert_eq!(hits.len(), 10, "listed: {max_listed}");
@@ -318,10 +383,12 @@ mod tests {
         let teams: Vec<&str> = (0..100).map(|i| if i >= 90 { "a" } else { "b" }).collect();
         let store = store_of(&teams).await;
         let filter = MetadataFilter::parse(r#"{"team": "a"}"#).unwrap();
-        let scope = Scope::resolve(store.as_ref(), filter, 100).await.unwrap();
+        let scope = Scope::resolve(store.as_ref(), filter, 100, 0)
+            .await
+            .unwrap();
         let calls = Mutex::new(Vec::new());
         let hits = scope
-            .within(store.as_ref(), 4, channel(100, &calls))
+            .within(store.as_ref(), 4, false, channel(100, &calls))
             .await
             .unwrap();
         let ids: Vec<&str> = hits.iter().map(|(id, _)| id.as_str()).collect();
@@ -331,21 +398,55 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn raw_messages_are_in_scope_only_when_empty_metadata_matches() {
+    async fn raw_messages_are_in_scope_by_the_metadata_they_were_ingested_with() {
         let store = store_of(&["a"]).await;
-        let not_a = MetadataFilter::parse(r#"{"$not": {"team": "a"}}"#).unwrap();
-        let scope = Scope::resolve(store.as_ref(), not_a, 1).await.unwrap();
-        assert!(scope.admits_raw());
-        let calls = Mutex::new(Vec::new());
-        let raw = |_k: usize| {
-            calls.lock().unwrap().push(0);
+        let raw = |id: &str, metadata: serde_json::Value| RawMessage {
+            id: id.into(),
+            session_id: "s".into(),
+            role: "user".into(),
+            content: "text".into(),
+            created_at: Timestamp(1),
+            metadata: serde_json::from_value(metadata).unwrap(),
+        };
+        store
+            .insert_raw(vec![
+                raw("r1", serde_json::json!({"team": "a"})),
+                raw("r2", serde_json::json!({})),
+            ])
+            .await
+            .unwrap();
+        let channel = |_k: usize| {
             std::future::ready(Ok(vec![
-                ("raw:x".to_owned(), 1.0),
+                ("raw:r2".to_owned(), 1.0),
+                ("raw:r1".to_owned(), 0.9),
                 ("m000".to_owned(), 0.5),
             ]))
         };
-        let hits = scope.within(store.as_ref(), 5, raw).await.unwrap();
-        assert_eq!(hits, [("raw:x".to_owned(), 1.0)]);
+        for (filter, expected) in [
+            (r#"{"team": "a"}"#, vec!["raw:r1", "m000"]),
+            (r#"{"$not": {"team": "a"}}"#, vec!["raw:r2"]),
+        ] {
+            let filter = MetadataFilter::parse(filter).unwrap();
+            for max_listed in [MAX_LISTED, 0] {
+                let scope =
+                    Scope::resolve_listing(store.as_ref(), filter.clone(), (1, 2), max_listed)
+                        .await
+                        .unwrap();
+                assert!(scope.admits_raw());
+                let hits = scope
+                    .within(store.as_ref(), 5, true, channel)
+                    .await
+                    .unwrap();
+                let ids: Vec<&str> = hits.iter().map(|(id, _)| id.as_str()).collect();
+                assert_eq!(ids, expected, "{filter:?}, listing {max_listed}");
+            }
+        }
+        let nobody = MetadataFilter::parse(r#"{"team": "z"}"#).unwrap();
+        let scope = Scope::resolve(store.as_ref(), nobody, 1, 2).await.unwrap();
+        assert!(
+            !scope.admits_raw(),
+            "nothing in scope: the raw channels need not run"
+        );
     }
 
     #[test]

@@ -620,6 +620,7 @@ async fn fusion_orders_key_over_memory_text_over_raw_text() {
                 role: "user".into(),
                 content: "raw text".into(),
                 created_at: memory_core::Timestamp(0),
+                metadata: Default::default(),
             })
             .collect())
     });

@@ -35,6 +35,8 @@ pub async fn run_all(profiles: &dyn MemoryProfiles, store_written: Option<&dyn T
     get_memories_follows_the_order_asked(store.as_ref()).await;
     metadata_is_kept_as_given(store.as_ref()).await;
     metadata_filters_select_what_the_grammar_says(store.as_ref()).await;
+    let raw_name = unique("profile");
+    raw_metadata_is_kept_and_selected(profiles.open(&raw_name).await.unwrap().as_ref()).await;
     let fresh_name = unique("profile");
     let fresh = profiles.open(&fresh_name).await.unwrap();
     let fresh_index = match store_written {
@@ -69,6 +71,7 @@ pub async fn raw_lookup_neighbours_and_erasure(
         role: "user".into(),
         content: text.into(),
         created_at: Timestamp(1),
+        metadata: Default::default(),
     };
     store
         .insert_raw(vec![
@@ -148,6 +151,7 @@ pub async fn raw_messages_are_insert_or_ignore_and_searchable(
         role: "user".into(),
         content: text.into(),
         created_at: Timestamp(1),
+        metadata: Default::default(),
     };
     let first = store
         .insert_raw(vec![
@@ -706,4 +710,68 @@ pub async fn profiles_are_isolated(profiles: &dyn MemoryProfiles) {
     );
     assert!(profiles.open("").await.is_err());
     assert!(profiles.open("../escape").await.is_err());
+}
+
+/// A raw message's metadata is kept as given through every read, and `raw_matching` names
+/// the messages a filter admits, in insertion order, a page at a time, exactly as
+/// `MetadataFilter::matches` decides.
+pub async fn raw_metadata_is_kept_and_selected(store: &dyn LongTermMemoryStore) {
+    let metadata = |value: serde_json::Value| -> memory_core::Metadata {
+        serde_json::from_value(value).unwrap()
+    };
+    let messages: Vec<RawMessage> = (0..12)
+        .map(|i| RawMessage {
+            id: format!("meta-{i:02}"),
+            session_id: "s-meta".into(),
+            role: "user".into(),
+            content: format!("message {i}"),
+            created_at: Timestamp(i),
+            metadata: match i % 3 {
+                0 => metadata(serde_json::json!({"user": "ada", "n": i, "tags": ["a", "b"]})),
+                1 => metadata(serde_json::json!({"user": "bob", "n": i, "ok": true})),
+                _ => memory_core::Metadata::default(),
+            },
+        })
+        .collect();
+    store.insert_raw(messages.clone()).await.unwrap();
+    let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
+    assert_eq!(
+        store.raw_by_ids(&ids).await.unwrap(),
+        messages,
+        "kept as given"
+    );
+    let (page, _) = store.raw_page(None, 100).await.unwrap();
+    let paged: Vec<&RawMessage> = page.iter().filter(|m| m.session_id == "s-meta").collect();
+    assert_eq!(paged, messages.iter().collect::<Vec<_>>());
+    let neighbours = store.raw_neighbors(&ids[..1], 1).await.unwrap();
+    assert_eq!(neighbours, messages[1..2]);
+    for filter in [
+        r#"{"user": "ada"}"#,
+        r#"{"n": {"$gte": 4, "$lt": 10}}"#,
+        r#"{"tags": "b"}"#,
+        r#"{"ok": true}"#,
+        r#"{"user": {"$exists": false}}"#,
+        r#"{"$not": {"user": "ada"}}"#,
+        r#"{"$or": [{"user": "bob"}, {"n": {"$in": [0, 3]}}]}"#,
+        r#"{"user": "nobody"}"#,
+    ] {
+        let parsed = memory_core::MetadataFilter::parse(filter).unwrap();
+        let expected: Vec<String> = messages
+            .iter()
+            .filter(|m| parsed.matches(&m.metadata))
+            .map(|m| m.id.clone())
+            .collect();
+        let mut found = Vec::new();
+        let mut cursor = None;
+        loop {
+            let (ids, next) = store.raw_matching(&parsed, cursor, 2).await.unwrap();
+            assert!(ids.len() <= 2, "{filter}: a page holds at most its limit");
+            found.extend(ids);
+            match next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(found, expected, "{filter}");
+    }
 }

@@ -104,6 +104,34 @@ impl RawMessageStore for InMemoryLongTermMemory {
         Ok((page, next))
     }
 
+    async fn raw_matching(
+        &self,
+        filter: &memory_core::MetadataFilter,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<(Vec<String>, Option<String>)> {
+        let start = parse_cursor(cursor.as_deref())? as usize;
+        let inner = lock(&self.inner);
+        let mut ids = Vec::new();
+        let mut end = start;
+        for slot in inner.raw.iter().skip(start) {
+            if ids.len() == limit {
+                break;
+            }
+            end += 1;
+            if let Some(m) = slot.as_ref().filter(|m| filter.matches(&m.metadata)) {
+                ids.push(m.id.clone());
+            }
+        }
+        let more = inner
+            .raw
+            .iter()
+            .skip(end)
+            .flatten()
+            .any(|m| filter.matches(&m.metadata));
+        Ok((ids, more.then(|| end.to_string())))
+    }
+
     async fn raw_by_ids(&self, ids: &[String]) -> Result<Vec<RawMessage>> {
         let inner = lock(&self.inner);
         Ok(ids
