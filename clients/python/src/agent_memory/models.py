@@ -323,11 +323,14 @@ class Purged(Model):
 
 
 class IngestLine(Model):
-    """A line to ingest: role, text, and optionally the time (milliseconds)."""
+    """A line to ingest: role, text, and optionally the time (milliseconds) and metadata."""
 
     role: str
     content: str
     created_at: int | None = None
+    metadata: dict[str, Any] | None = None
+    """This message's own metadata (kept with it; extracted memories carry what their
+    messages share)."""
 
 
 class About(Model):
