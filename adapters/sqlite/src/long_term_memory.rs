@@ -202,13 +202,7 @@ impl RawMessageStore for SqliteLongTermMemory {
         )))
         .bind(after)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1));
-        for param in params {
-            query = match param {
-                crate::metadata_filter::Param::Text(text) => query.bind(text),
-                crate::metadata_filter::Param::Integer(integer) => query.bind(integer),
-                crate::metadata_filter::Param::Real(real) => query.bind(real),
-            };
-        }
+        query = crate::metadata_filter::bind_all(query, params);
         let rows = query.fetch_all(&self.db.reader).await.map_err(db)?;
         let more = rows.len() > limit;
         let ids = rows.iter().take(limit).map(|r| r.get(0)).collect();
@@ -376,13 +370,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
             .bind(filter.include_superseded)
             .bind(filter.include_forgotten)
             .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1));
-        for param in params {
-            query = match param {
-                crate::metadata_filter::Param::Text(text) => query.bind(text),
-                crate::metadata_filter::Param::Integer(integer) => query.bind(integer),
-                crate::metadata_filter::Param::Real(real) => query.bind(real),
-            };
-        }
+        query = crate::metadata_filter::bind_all(query, params);
         let rows = query.fetch_all(&self.db.reader).await.map_err(db)?;
         let more = rows.len() > limit;
         let mut memories = Vec::with_capacity(limit.min(rows.len()));

@@ -20,6 +20,21 @@ pub(crate) enum Param {
     Real(f64),
 }
 
+/// Binds a filter's parameters, in order, after those `query` already has.
+pub(crate) fn bind_all<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    params: Vec<Param>,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    for param in params {
+        query = match param {
+            Param::Text(text) => query.bind(text),
+            Param::Integer(integer) => query.bind(integer),
+            Param::Real(real) => query.bind(real),
+        };
+    }
+    query
+}
+
 /// The condition (without a leading `AND`) and its parameters, numbered from `first`.
 pub(crate) fn condition(filter: &MetadataFilter, first: usize) -> (String, Vec<Param>) {
     let mut params = Vec::new();
