@@ -40,7 +40,7 @@ fn check_text<'a>(fields: impl IntoIterator<Item = (&'static str, &'a str)>) -> 
     }
 }
 
-const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines, metadata::text";
+const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines, metadata::text, expires_at";
 
 fn select(rest: &str) -> sqlx::AssertSqlSafe<String> {
     sqlx::AssertSqlSafe(format!(
@@ -71,6 +71,7 @@ fn from_row(row: &PgRow) -> Result<MemoryRecord> {
             at: Timestamp(forgotten_at.unwrap_or(0)),
         }),
         metadata: Metadata::from_stored(row.get(1), row.get::<Option<&str>, _>(14))?,
+        expires_at: row.get::<Option<i64>, _>(15).map(Timestamp),
     })
 }
 
@@ -307,7 +308,8 @@ impl MemoryRecordStore for PostgresLongTermMemory {
         let result = sqlx::query(
             "INSERT INTO memories (profile_key, id, kind, content, key, questions, session_id, \
              source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, \
-             source_lines, metadata) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb)",
+             source_lines, metadata, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16)",
         )
         .bind(self.profile_key)
         .bind(&m.id)
@@ -324,6 +326,7 @@ impl MemoryRecordStore for PostgresLongTermMemory {
         .bind(m.forgotten.as_ref().map(|f| f.at.millis()))
         .bind(m.source_lines.map(|l| format!("[{},{}]", l[0], l[1])))
         .bind((!m.metadata.is_empty()).then(|| m.metadata.to_json()))
+        .bind(m.expires_at.map(Timestamp::millis))
         .execute(&self.db.pool)
         .await;
         match result {
@@ -439,10 +442,10 @@ impl MemoryRecordStore for PostgresLongTermMemory {
             .idempotent(|| async {
 
             let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
-            // The metadata filter's parameters follow the ten fixed ones.
+            // The metadata filter's parameters follow the eleven fixed ones.
             let (metadata, params) = match &filter.metadata {
                 Some(f) => {
-                    let (sql, params) = crate::metadata_filter::condition(f, 11);
+                    let (sql, params) = crate::metadata_filter::condition(f, 12);
                     (format!("AND ({sql})"), params)
                 }
                 None => (String::new(), Vec::new()),
@@ -452,6 +455,7 @@ impl MemoryRecordStore for PostgresLongTermMemory {
                  AND ($5::text IS NULL OR session_id = $5) \
                  AND ($6::bigint IS NULL OR recorded_at >= $6) AND ($7::bigint IS NULL OR recorded_at < $7) \
                  AND ($8 OR superseded_by IS NULL) AND ($9 OR forgotten_reason IS NULL) \
+                 AND ($9 OR $11::bigint IS NULL OR expires_at IS NULL OR expires_at > $11) \
                  {metadata} ORDER BY pos LIMIT $10",
             )))
             .bind(self.profile_key)
@@ -463,7 +467,8 @@ impl MemoryRecordStore for PostgresLongTermMemory {
             .bind(filter.to.map(Timestamp::millis))
             .bind(filter.include_superseded)
             .bind(filter.include_forgotten)
-            .bind(limit_plus_one(limit));
+            .bind(limit_plus_one(limit))
+            .bind(filter.current_at.map(Timestamp::millis));
             for param in &params {
                 query = query.bind(param);
             }
@@ -518,6 +523,25 @@ impl MemoryRecordStore for PostgresLongTermMemory {
         .await
         .map_err(db)?;
         Ok(deleted > 0)
+    }
+
+    async fn expired(&self, at: Timestamp, limit: usize) -> Result<Vec<String>> {
+        self.db
+            .idempotent(|| async {
+                // Served by the partial index `memories_expiry`.
+                let ids: Vec<String> = sqlx::query_scalar(
+                    "SELECT id FROM memories WHERE profile_key = $1 AND expires_at IS NOT NULL \
+                     AND forgotten_reason IS NULL AND expires_at <= $2 ORDER BY expires_at, pos LIMIT $3",
+                )
+                .bind(self.profile_key)
+                .bind(at.millis())
+                .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db)?;
+                Ok(ids)
+            })
+            .await
     }
 }
 

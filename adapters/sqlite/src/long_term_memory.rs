@@ -38,7 +38,7 @@ fn parse_kind(s: &str) -> Result<MemoryKind> {
         .ok_or_else(|| MemoryError::serialization(format!("unknown memory kind {s:?}")))
 }
 
-const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines, metadata";
+const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines, metadata, expires_at";
 
 fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
     let reason: Option<String> = row.get(11);
@@ -63,6 +63,7 @@ fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
             at: Timestamp(forgotten_at.unwrap_or(0)),
         }),
         metadata: Metadata::from_stored(row.get(1), row.get::<Option<&str>, _>(14))?,
+        expires_at: row.get::<Option<i64>, _>(15).map(Timestamp),
     })
 }
 
@@ -245,7 +246,8 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         let search_text = format!("{}\n{}", m.content, m.questions.join("\n"));
         let result = sqlx::query(
             "INSERT INTO memories (id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, \
-             superseded_by, forgotten_reason, forgotten_at, search_text, source_lines, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             superseded_by, forgotten_reason, forgotten_at, search_text, source_lines, metadata, expires_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&m.id)
         .bind(m.kind.as_str())
@@ -262,6 +264,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         .bind(search_text)
         .bind(m.source_lines.map(|l| format!("[{},{}]", l[0], l[1])))
         .bind((!m.metadata.is_empty()).then(|| m.metadata.to_json()))
+        .bind(m.expires_at.map(Timestamp::millis))
         .execute(&self.db.writer)
         .await;
         match result {
@@ -347,10 +350,10 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         limit: usize,
     ) -> Result<MemoryPage> {
         let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
-        // The metadata filter's parameters follow the nine fixed ones.
+        // The metadata filter's parameters follow the ten fixed ones.
         let (metadata, params) = match &filter.metadata {
             Some(f) => {
-                let (sql, params) = crate::metadata_filter::condition(f, 10);
+                let (sql, params) = crate::metadata_filter::condition(f, 11);
                 (format!("AND ({sql})"), params)
             }
             None => (String::new(), Vec::new()),
@@ -358,7 +361,8 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         let query = select(&format!(
             "WHERE pos > ?1 AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR key = ?3) AND (?4 IS NULL OR session_id = ?4) \
              AND (?5 IS NULL OR recorded_at >= ?5) AND (?6 IS NULL OR recorded_at < ?6) \
-             AND (?7 OR superseded_by IS NULL) AND (?8 OR forgotten_reason IS NULL) {metadata} ORDER BY pos LIMIT ?9",
+             AND (?7 OR superseded_by IS NULL) AND (?8 OR forgotten_reason IS NULL) \
+             AND (?8 OR ?10 IS NULL OR expires_at IS NULL OR expires_at > ?10) {metadata} ORDER BY pos LIMIT ?9",
         ));
         let mut query = sqlx::query(query)
             .bind(after)
@@ -369,7 +373,8 @@ impl MemoryRecordStore for SqliteLongTermMemory {
             .bind(filter.to.map(Timestamp::millis))
             .bind(filter.include_superseded)
             .bind(filter.include_forgotten)
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1));
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+            .bind(filter.current_at.map(Timestamp::millis));
         query = crate::metadata_filter::bind_all(query, params);
         let rows = query.fetch_all(&self.db.reader).await.map_err(db)?;
         let more = rows.len() > limit;
@@ -427,6 +432,20 @@ impl MemoryRecordStore for SqliteLongTermMemory {
             self.db.erase_traces("memories_fts").await?;
         }
         Ok(deleted > 0)
+    }
+
+    async fn expired(&self, at: Timestamp, limit: usize) -> Result<Vec<String>> {
+        // Served by the partial index `memories_expiry`.
+        let rows = sqlx::query(
+            "SELECT id FROM memories WHERE expires_at IS NOT NULL AND forgotten_reason IS NULL \
+             AND expires_at <= ? ORDER BY expires_at, pos LIMIT ?",
+        )
+        .bind(at.millis())
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(db)?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 }
 

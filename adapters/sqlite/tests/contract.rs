@@ -276,6 +276,7 @@ async fn purged_text_leaves_no_trace_in_any_file() {
             superseded_by: None,
             forgotten: None,
             metadata: Default::default(),
+            expires_at: None,
         })
         .await
         .unwrap();

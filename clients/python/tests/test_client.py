@@ -10,7 +10,9 @@ import inspect
 import re
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +26,9 @@ from agent_memory import (
     NotFoundError,
     RefusedError,
 )
-from agent_memory.models import IngestLine, RecallHit
+from agent_memory.models import Category, IngestLine, RecallHit, Settings
 
-from .conftest import FakeModel, Served, text
+from .conftest import FakeModel, Served, serve, text
 
 
 async def resolve(value: Any) -> Any:
@@ -176,9 +178,17 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
         await r(profile.list_page(metadata={"day": {"$near": 2}}))
     assert remembered.id in [m.id for m in await collect(profile.list(page_size=1))]
     assert any(j.id == job.id for j in await r(profile.jobs()))
-    other = await r(profile.remember("Temporary", kind="fact"))
+    expires = int(time.time() * 1000) + 3_600_000
+    other = await r(profile.remember("Temporary", kind="fact", expires_at=expires))
+    assert other.expires_at == expires
     await r(profile.forget(other.id, reason="tour"))
     assert (await r(profile.purge(other.id, with_sources=True))).memory
+    stop = Category(name="stop", description="A stop")
+    chosen_settings = await r(
+        profile.set_settings(instructions="Keep the stops", categories=[stop], language="English")
+    )
+    assert chosen_settings.settings.categories == [stop]
+    assert (await r(profile.settings())).effective == chosen_settings.settings
     lines = await collect(profile.export_lines(vectors=False))
     assert profile_name in await r(memory.profiles())
     await r(profile.delete())
@@ -341,6 +351,136 @@ async def test_async_recall_filters_by_metadata(aclient: AsyncMemoryClient) -> N
         await team.recall("when is the launch?", metadata={"priority": {"$near": 1}})
 
 
+def millis(at: datetime) -> int:
+    """An aware datetime in milliseconds since the epoch (exact, as the server counts)."""
+    return (at - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(milliseconds=1)
+
+
+def test_expired_memories_leave_recall_and_the_default_list(client: MemoryClient) -> None:
+    desk = client.profile("expiry-sync")
+    soon = datetime.now(timezone.utc) + timedelta(seconds=1.5)
+    gate = desk.remember("The flight boards at gate B12 today", kind="event", expires_at=soon)
+    far = "2999-01-01T00:00:00Z"
+    passport = desk.remember("The passport is valid for years", expires_at=far)
+    plain = desk.remember("The hotel is near the station")
+    assert gate.expires_at == millis(soon), "an aware datetime is sent as isoformat"
+    assert passport.expires_at == millis(datetime(2999, 1, 1, tzinfo=timezone.utc))
+    assert plain.expires_at is None, "no expiry: the field is absent"
+
+    def listed(all: bool | None = None) -> list[str]:
+        return sorted(m.id for m in desk.list(all=all))
+
+    def recalled(query: str) -> list[str]:
+        return [h.item["id"] for h in desk.recall(query).hits]
+
+    assert listed() == sorted([gate.id, passport.id, plain.id]), "not expired yet"
+    assert gate.id in recalled("gate B12")
+
+    time.sleep(max(0.0, (soon - datetime.now(timezone.utc)).total_seconds() + 0.1))
+    assert listed() == sorted([passport.id, plain.id]), "the default list leaves out what expired"
+    assert gate.id not in recalled("gate B12"), "recall leaves out what expired"
+    assert passport.id in recalled("passport valid")
+    assert listed(all=True) == sorted([gate.id, passport.id, plain.id]), "all still lists it"
+    audited = [m for m in desk.list(all=True) if m.id == gate.id]
+    assert audited[0].expires_at == millis(soon)
+
+    past = millis(datetime.now(timezone.utc)) - 60_000
+    with pytest.raises(InvalidInputError, match="not in the future") as refused:
+        desk.remember("Too late", expires_at=past)
+    assert refused.value.status == 400
+    with pytest.raises(InvalidInputError, match="RFC 3339"):
+        desk.remember("Unreadable", expires_at="next tuesday")
+    with pytest.raises(ValueError, match="aware"):
+        desk.remember("Naive", expires_at=datetime.now() + timedelta(days=1))
+    assert listed(all=True) == sorted([gate.id, passport.id, plain.id]), "nothing refused is stored"
+
+
+DEPLOYMENT_SETTINGS = """
+[memory]
+embedder = "none"
+instructions = "Ignore small talk."
+
+[[memory.categories]]
+name = "work"
+description = "The job"
+"""
+
+
+@pytest.fixture(scope="module")
+def deployment() -> Iterator[Served]:
+    """A server whose deployment has its own instructions and categories."""
+    served = serve(DEPLOYMENT_SETTINGS)
+    yield served
+    served.stop()
+
+
+async def settings_round_trip(memory: MemoryClient | AsyncMemoryClient, name: str) -> None:
+    """Sets a profile's settings, reads them back (own and effective), is refused a bad
+    category name without a change, and clears them."""
+    r = resolve
+    profile = memory.profile(name)
+    with pytest.raises(NotFoundError):
+        await r(profile.settings())
+
+    stored = await r(
+        profile.set_settings(
+            instructions="Keep travel plans; ignore the weather.",
+            categories=[
+                Category(name="travel", description="Trips, bookings and places"),
+                {"name": "food-2"},
+            ],
+            language="French",
+        )
+    )
+    travel = Category(name="travel", description="Trips, bookings and places")
+    food = Category(name="food-2", description="")  # none given: the server says ""
+    assert stored.settings == Settings(
+        instructions="Keep travel plans; ignore the weather.",
+        categories=[travel, food],
+        language="French",
+    )
+    assert stored.effective == Settings(
+        instructions="Ignore small talk.\nKeep travel plans; ignore the weather.",
+        categories=[travel, food],
+        language="French",
+    )
+    assert await r(profile.settings()) == stored, "read back as stored"
+    assert name in await r(memory.profiles()), "setting them created the profile"
+
+    with pytest.raises(InvalidInputError, match="Not Valid") as refused:
+        await r(profile.set_settings(categories=[Category(name="Not Valid")]))
+    assert (refused.value.status, refused.value.code) == (400, "invalid_input")
+    with pytest.raises(InvalidInputError):
+        await r(profile.set_settings(language="French!!"))
+    assert await r(profile.settings()) == stored, "a refused update changes nothing"
+
+    cleared = await r(profile.set_settings())
+    assert cleared.settings == Settings()
+    assert cleared.settings.model_dump(exclude_defaults=True) == {}
+    assert cleared.effective == Settings(
+        instructions="Ignore small talk.",
+        categories=[Category(name="work", description="The job")],
+    )
+    assert await r(profile.settings()) == cleared
+
+
+def test_profile_settings(deployment: Served) -> None:
+    with MemoryClient(deployment.base_url) as memory:
+        coroutine = settings_round_trip(memory, "settings-sync")
+        # The sync client never awaits: drive the coroutine to its end by hand.
+        try:
+            coroutine.send(None)
+        except StopIteration:
+            pass
+        else:
+            pytest.fail("the sync round trip awaited something")
+
+
+async def test_async_profile_settings(deployment: Served) -> None:
+    async with AsyncMemoryClient(deployment.base_url) as memory:
+        await settings_round_trip(memory, "settings-async")
+
+
 def test_the_sync_client_is_generated_from_the_async_one() -> None:
     script = Path(__file__).resolve().parent.parent / "scripts" / "generate_sync.py"
     checked = subprocess.run(
@@ -365,6 +505,9 @@ def test_the_models_match_the_documents_schemas(client: MemoryClient) -> None:
         "SessionImport": models.SessionImport,
         "ToolResult": models.ToolResult,
         "IngestLine": models.IngestLine,
+        "Settings": models.Settings,
+        "CategoryBody": models.Category,
+        "SettingsView": models.SettingsView,
     }
     for name, model in pairs.items():
         documented = set(schemas[name]["properties"])

@@ -1,6 +1,7 @@
 /**
- * A long-term memory profile: ingest conversations, remember, recall, list, forget, and the
- * ingest jobs that extract typed memories in the background.
+ * A long-term memory profile: ingest conversations, remember, recall, list, forget, the
+ * ingest jobs that extract typed memories in the background, and the settings extraction
+ * follows.
  *
  * ```ts
  * const alice = memory.profile("alice");
@@ -23,6 +24,8 @@ import type {
   ProfileImport,
   Purged,
   RecallResult,
+  Settings,
+  SettingsView,
 } from "./types.js";
 
 /** What to remember. */
@@ -36,6 +39,11 @@ export interface RememberOptions extends RequestOptions {
   /** Your own metadata: a flat object of strings, numbers, booleans and lists of strings
    * (at most 32 keys, 8 KiB as JSON), kept and exported with the memory. */
   metadata?: Metadata;
+  /** When it stops being current: an RFC 3339 string (`"2027-01-31T00:00:00Z"`), milliseconds
+   * since the epoch, or a `Date` (sent as its ISO string); it must be in the future. From then
+   * on recall and the default list leave it out (`list({ all: true })` still shows it).
+   * Default: its kind's lifetime in the server's `[memory.lifetimes]`, if any. */
+  expiresAt?: string | number | Date;
 }
 
 /** A recall's options. */
@@ -58,7 +66,7 @@ export interface ListOptions extends RequestOptions {
   key?: string;
   /** Only memories from this session. */
   session?: string;
-  /** Include superseded and forgotten memories. */
+  /** Include superseded, forgotten and expired memories. */
   all?: boolean;
   /** Only memories recorded at or after this time (milliseconds since the epoch). */
   since?: number;
@@ -124,6 +132,7 @@ export class Profile {
         key: options.key,
         session_id: options.sessionId,
         metadata: options.metadata,
+        expires_at: options.expiresAt instanceof Date ? options.expiresAt.toISOString() : options.expiresAt,
       },
     });
   }
@@ -209,6 +218,23 @@ export class Profile {
       }
       await sleep(options.intervalMs ?? 250, options.signal);
     }
+  }
+
+  /** The profile's own extraction settings and the effective ones (a `NotFoundError` when
+   * the profile does not exist). */
+  settings(options: RequestOptions = {}): Promise<SettingsView> {
+    return this.http.json("GET", this.path("/settings"), options);
+  }
+
+  /**
+   * Replaces the profile's own extraction settings (`{}` removes them), creating the profile
+   * if needed; ingest jobs use them from their next stage on. Invalid settings (a category
+   * name not of 1 to 40 `a-z 0-9 _ -`, instructions over 4,000 characters, over 32 or
+   * duplicate categories, a language that is not a plain name) throw `InvalidInputError`
+   * and change nothing.
+   */
+  setSettings(settings: Settings, options: RequestOptions = {}): Promise<SettingsView> {
+    return this.http.json("PUT", this.path("/settings"), { ...options, json: settings });
   }
 
   /** Deletes the profile with everything in it. */

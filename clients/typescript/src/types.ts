@@ -131,6 +131,9 @@ export interface Memory {
   forgotten: { at: Timestamp; reason: string } | null;
   /** Your own metadata (absent when none was given). */
   metadata?: Metadata;
+  /** When it stops being current (absent when never): from then on recall and the default
+   * list leave it out; a list with `all` still shows it. */
+  expires_at?: Timestamp;
   /** Fields this client does not model. */
   [field: string]: unknown;
 }
@@ -295,6 +298,37 @@ export interface Purged {
   memory: boolean;
   vectors: number;
   raw_messages: number;
+}
+
+/** A category the server's classifier may give a profile's memories. */
+export interface Category {
+  /** 1 to 40 of `a-z 0-9 _ -`. */
+  name: string;
+  /** What belongs in it (at most 200 characters); the server returns `""` when none was given. */
+  description?: string;
+}
+
+/** A profile's extraction settings (every part optional; the server refuses unknown fields).
+ * The categories the classifier chooses for a memory are stored in its metadata under
+ * `categories`, so `{ categories: "travel" }` filters by them. */
+export interface Settings {
+  /** What to keep and what to ignore (at most 4,000 characters), added to the extraction and
+   * verification prompts. */
+  instructions?: string;
+  /** Labels the classifier chooses from (at most 32, names distinct). */
+  categories?: Category[];
+  /** The language memories are written in (`"English"`, `"fr"`); absent: the language of the
+   * messages they come from. */
+  language?: string;
+}
+
+/** A profile's own settings and what extraction uses. */
+export interface SettingsView {
+  /** The profile's own (`{}` when it has none). */
+  settings: Settings;
+  /** What extraction uses: the deployment's instructions then the profile's (joined by a
+   * newline); the profile's categories and language where set, else the deployment's. */
+  effective: Settings;
 }
 
 /** What a deployment is made of. */

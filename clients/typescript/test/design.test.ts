@@ -5,15 +5,18 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { setTimeout as delay } from "node:timers/promises";
 import {
   InvalidInputError,
+  MemoryClient,
   type MetadataFilter,
   NotFoundError,
   type RecallHit,
   RefusedError,
+  type Settings,
   type UIMessage,
 } from "../src/index.js";
-import { text, withDesignServer } from "./harness.js";
+import { serve, text, withDesignServer } from "./harness.js";
 
 
 const context = withDesignServer();
@@ -340,6 +343,102 @@ test("recall with a metadata filter returns only the memories it admits", async 
     team.recall("when is the launch?", { metadata: { priority: { $near: 1 } } }),
     (error: unknown) => error instanceof InvalidInputError && /\$near/.test(error.message),
   );
+});
+
+test("a memory with expiresAt leaves recall and the default list when it expires; all still lists it", async () => {
+  const desk = context.memory.profile("expiry");
+  const soon = new Date(Date.now() + 1500);
+  const gate = await desk.remember("The flight boards at gate B12 today", { kind: "event", expiresAt: soon });
+  const far = "2999-01-01T00:00:00Z";
+  const passport = await desk.remember("The passport is valid for years", { expiresAt: far });
+  const plain = await desk.remember("The hotel is near the station");
+  assert.equal(gate.expires_at, soon.getTime(), "a Date is sent as its ISO string, kept to the millisecond");
+  assert.equal(passport.expires_at, Date.parse(far));
+  assert.equal(plain.expires_at, undefined, "no expiry: the field is absent");
+  const listed = async (all?: boolean): Promise<string[]> => {
+    const ids: string[] = [];
+    for await (const m of desk.list({ all })) ids.push(m.id);
+    return ids.sort();
+  };
+  const recalled = async (query: string): Promise<string[]> =>
+    (await desk.recall(query)).hits.map((h) => h.item.id);
+  assert.deepEqual(await listed(), [gate.id, passport.id, plain.id].sort(), "not expired yet");
+  assert.ok((await recalled("gate B12")).includes(gate.id));
+
+  await delay(Math.max(0, soon.getTime() + 100 - Date.now()));
+  assert.deepEqual(await listed(), [passport.id, plain.id].sort(), "the default list leaves out what expired");
+  assert.ok(!(await recalled("gate B12")).includes(gate.id), "recall leaves out what expired");
+  assert.ok((await recalled("passport valid")).includes(passport.id));
+  assert.deepEqual(await listed(true), [gate.id, passport.id, plain.id].sort(), "all still lists it, for audit");
+  for await (const m of desk.list({ all: true })) if (m.id === gate.id) assert.equal(m.expires_at, soon.getTime());
+
+  await assert.rejects(
+    desk.remember("Too late", { expiresAt: Date.now() - 60_000 }),
+    (error: unknown) => error instanceof InvalidInputError && error.status === 400 && /not in the future/.test(error.message),
+  );
+  await assert.rejects(
+    desk.remember("Unreadable", { expiresAt: "next tuesday" }),
+    (error: unknown) => error instanceof InvalidInputError && /RFC 3339/.test(error.message),
+  );
+});
+
+test("profile settings: the profile's own, the effective ones, refused when invalid, cleared with {}", async () => {
+  // A deployment with its own instructions and categories, beneath every profile's.
+  const deployment = await serve({
+    config: `
+[memory]
+embedder = "none"
+instructions = "Ignore small talk."
+
+[[memory.categories]]
+name = "work"
+description = "The job"
+`,
+  });
+  try {
+    const memory = new MemoryClient({ baseUrl: deployment.baseUrl });
+    const nina = memory.profile("nina");
+    await assert.rejects(nina.settings(), NotFoundError, "no such profile yet");
+
+    const own: Settings = {
+      instructions: "Keep travel plans; ignore the weather.",
+      categories: [{ name: "travel", description: "Trips, bookings and places" }, { name: "food-2" }],
+      language: "French",
+    };
+    const stored = await nina.setSettings(own);
+    // A category given without a description comes back with an empty one.
+    const expected: Settings = {
+      instructions: own.instructions,
+      categories: [{ name: "travel", description: "Trips, bookings and places" }, { name: "food-2", description: "" }],
+      language: "French",
+    };
+    assert.deepEqual(stored.settings, expected);
+    assert.deepEqual(stored.effective, {
+      instructions: "Ignore small talk.\nKeep travel plans; ignore the weather.",
+      categories: expected.categories,
+      language: "French",
+    });
+    assert.deepEqual(await nina.settings(), stored, "read back as stored");
+    assert.ok((await memory.profiles()).includes("nina"), "setting them created the profile");
+
+    await assert.rejects(
+      nina.setSettings({ categories: [{ name: "Not Valid" }] }),
+      (error: unknown) =>
+        error instanceof InvalidInputError && error.status === 400 && error.code === "invalid_input" && /Not Valid/.test(error.message),
+    );
+    await assert.rejects(nina.setSettings({ language: "French!!" }), InvalidInputError);
+    assert.deepEqual(await nina.settings(), stored, "a refused update changes nothing");
+
+    const cleared = await nina.setSettings({});
+    assert.deepEqual(cleared.settings, {}, "unset parts are absent");
+    assert.deepEqual(cleared.effective, {
+      instructions: "Ignore small talk.",
+      categories: [{ name: "work", description: "The job" }],
+    });
+    assert.deepEqual(await nina.settings(), cleared);
+  } finally {
+    await deployment.stop();
+  }
 });
 
 test("export and import stream sessions and profiles as JSON lines", async () => {

@@ -97,11 +97,16 @@ async function tour(memory: MemoryClient): Promise<void> {
   for await (const m of profile.list()) memories.push(m.id);
   assert.ok(memories.includes(remembered.id), memories.join(","));
   await profile.jobs();
-  const other = await profile.remember("Temporary", { kind: "fact" });
+  const expiresAt = Date.now() + 3_600_000;
+  const other = await profile.remember("Temporary", { kind: "fact", expiresAt });
+  assert.equal(other.expires_at, expiresAt);
   await profile.forget(other.id, { reason: "tour" });
   await profile.purge(other.id, { withSources: true });
   const lines: string[] = [];
   for await (const line of profile.exportLines({ vectors: false })) lines.push(line);
+  const settings = { instructions: "Keep the stops", categories: [{ name: "stop", description: "A stop" }], language: "English" };
+  assert.deepEqual((await profile.setSettings(settings)).settings, settings);
+  assert.deepEqual((await profile.settings()).effective, settings);
   await memory.profiles();
   await profile.delete();
   await memory.profile("tour-copy").import(lines);

@@ -512,9 +512,33 @@ pub enum ProfileCommand {
         /// With `--from-session`: end at this message of the path.
         #[arg(long, requires = "from_session")]
         to: Option<String>,
+        /// Metadata for every message ingested, as a JSON object (a message's own keys win);
+        /// the memories extracted from them carry what their messages share.
+        #[arg(long, conflicts_with = "from_session")]
+        metadata: Option<String>,
         /// Run extraction and vectorization before returning.
         #[arg(long)]
         wait: bool,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Show the profile's extraction settings, or change them: instructions (what to keep,
+    /// what to ignore), custom categories, the language memories are written in.
+    Settings {
+        /// Profile name.
+        profile: String,
+        /// Extraction instructions (`-` reads them from standard input).
+        #[arg(long)]
+        instructions: Option<String>,
+        /// A category, `name` or `name=description`; repeat for several (replaces the list).
+        #[arg(long = "category", value_name = "NAME[=DESCRIPTION]")]
+        categories: Vec<String>,
+        /// The language memories are written in ("English", "fr").
+        #[arg(long)]
+        language: Option<String>,
+        /// Remove the profile's own settings first (the deployment's still apply).
+        #[arg(long)]
+        clear: bool,
         #[command(flatten)]
         format: Format,
     },
@@ -550,6 +574,13 @@ pub enum ProfileCommand {
         /// e.g. '{"project": "atlas", "tags": ["home"]}'.
         #[arg(long)]
         metadata: Option<String>,
+        /// When it stops being current, RFC 3339 (`2027-01-31T00:00:00Z`); default: its
+        /// kind's lifetime in `[memory.lifetimes]`, if any.
+        #[arg(long, conflicts_with = "expires_in")]
+        expires_at: Option<String>,
+        /// How long it stays current from now (`90m`, `12h`, `30d`).
+        #[arg(long)]
+        expires_in: Option<String>,
         #[command(flatten)]
         format: Format,
     },

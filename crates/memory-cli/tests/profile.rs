@@ -678,3 +678,121 @@ fn metadata_is_remembered_and_filters_the_list() {
         "nothing written"
     );
 }
+
+/// `remember --expires-in` / `--expires-at` set an expiry (`list --all` shows what expired,
+/// marked); `ingest --metadata` gives every ingested message the metadata; `profile settings`
+/// stores instructions, categories and a language, layered over `[memory]`'s.
+#[test]
+fn expiry_ingest_metadata_and_settings_from_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("memory.toml"),
+        "[memory]\nembedder = \"none\"\ninstructions = \"Keep deadlines.\"\n",
+    )
+    .unwrap();
+    let soon = json_out(memory(d).args([
+        "profile",
+        "remember",
+        "team",
+        "Call the venue back",
+        "--kind",
+        "task",
+        "--expires-in",
+        "1s",
+        "--json",
+    ]));
+    assert!(soon["expires_at"].as_i64().unwrap() > soon["recorded_at"].as_i64().unwrap());
+    let dated = json_out(memory(d).args([
+        "profile",
+        "remember",
+        "team",
+        "The venue closes in 2999",
+        "--expires-at",
+        "2999-01-31T00:00:00Z",
+        "--json",
+    ]));
+    assert_eq!(dated["expires_at"], 32_474_736_000_000_i64);
+    memory(d)
+        .args([
+            "profile",
+            "remember",
+            "team",
+            "x",
+            "--expires-in",
+            "soonish",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("--expires-in"));
+    std::thread::sleep(std::time::Duration::from_millis(1_100));
+    let current = json_out(memory(d).args(["profile", "list", "team", "--json"]));
+    assert_eq!(
+        current["memories"].as_array().unwrap().len(),
+        1,
+        "{current}"
+    );
+    let audit = memory(d)
+        .args(["profile", "list", "team", "--all"])
+        .assert()
+        .success();
+    let audit = String::from_utf8(audit.get_output().stdout.clone()).unwrap();
+    assert!(audit.contains("Call the venue back (expired)"), "{audit}");
+
+    let file = one_message_file(d, "The venue is booked for Friday");
+    memory(d)
+        .args(["profile", "ingest", "team"])
+        .arg(&file)
+        .args([
+            "--session",
+            "c1",
+            "--metadata",
+            r#"{"project": "atlas"}"#,
+            "--wait",
+        ])
+        .assert()
+        .success();
+    let exported = memory(d)
+        .args(["profile", "export", "team"])
+        .assert()
+        .success();
+    let exported = String::from_utf8(exported.get_output().stdout.clone()).unwrap();
+    let raw = exported
+        .lines()
+        .find(|l| l.contains("booked for Friday"))
+        .unwrap();
+    assert!(raw.contains(r#""metadata":{"project":"atlas"}"#), "{raw}");
+
+    let shown = json_out(memory(d).args([
+        "profile",
+        "settings",
+        "team",
+        "--instructions",
+        "Ignore the weather.",
+        "--category",
+        "venue=places and bookings",
+        "--category",
+        "people",
+        "--language",
+        "fr",
+        "--json",
+    ]));
+    assert_eq!(
+        shown["settings"],
+        json!({"instructions": "Ignore the weather.", "language": "fr",
+               "categories": [{"name": "venue", "description": "places and bookings"},
+                              {"name": "people", "description": ""}]})
+    );
+    assert_eq!(
+        shown["effective"]["instructions"],
+        "Keep deadlines.\nIgnore the weather."
+    );
+    memory(d)
+        .args(["profile", "settings", "team", "--category", "Bad Name"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("Bad Name"));
+    let cleared = json_out(memory(d).args(["profile", "settings", "team", "--clear", "--json"]));
+    assert_eq!(cleared["settings"], json!({}));
+    assert_eq!(cleared["effective"]["instructions"], "Keep deadlines.");
+}

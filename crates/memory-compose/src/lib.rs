@@ -31,7 +31,10 @@ use memory_config::{MemoryConfig, MemoryToolConfig, StorageConfig};
 use memory_core::ports::{Clock, SystemClock};
 use memory_engine::SessionManager;
 use memory_engine::compaction::{CompactorOptions, SummarizingCompactor};
-use memory_engine::long_term::{LongTermBackends, LongTermConfig, MemoryService, StageModels};
+use memory_engine::long_term::{
+    Category, KindLifetimes, LongTermBackends, LongTermConfig, MemoryService, ProfileSettings,
+    StageModels,
+};
 use memory_engine::profile_link::{LinkOptions, MemoryTool};
 
 pub use blocks::token_counter;
@@ -322,9 +325,34 @@ impl Deployment {
             service = service.with_models(models);
         }
         let mut long_term = LongTermConfig::default();
+        let lifetime = |d: Option<std::time::Duration>| {
+            d.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        };
+        let lifetimes = &self.config.memory.lifetimes;
+        long_term.lifetimes = KindLifetimes {
+            fact: lifetime(lifetimes.fact),
+            event: lifetime(lifetimes.event),
+            instruction: lifetime(lifetimes.instruction),
+            task: lifetime(lifetimes.task),
+        };
         if let Some(header) = &self.config.memory.affinity_header {
             long_term.affinity_header = (!header.is_empty()).then(|| header.clone());
         }
+        let memory = &self.config.memory;
+        long_term.settings = ProfileSettings {
+            instructions: memory.instructions.clone(),
+            categories: memory
+                .categories
+                .iter()
+                .map(|c| Category {
+                    name: c.name.clone(),
+                    description: c.description.clone(),
+                })
+                .collect(),
+            language: memory.language.clone(),
+        }
+        .validated()
+        .map_err(|e| ComposeError::Invalid(format!("[memory] in memory.toml: {e}")))?;
         Ok((service.with_config(long_term), note))
     }
 

@@ -57,6 +57,7 @@ async fn seed(deployment: &Deployment) -> Vec<SessionId> {
             kind: None,
             key: None,
             metadata: Default::default(),
+            expires_at: None,
         };
         memory.remember("home", request).await.unwrap();
     }

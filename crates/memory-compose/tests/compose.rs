@@ -136,6 +136,7 @@ fn remember_request(content: &str) -> memory_engine::long_term::RememberRequest 
         kind: None,
         key: None,
         metadata: Default::default(),
+        expires_at: None,
     }
 }
 

@@ -53,6 +53,7 @@ async fn switching_between_the_local_embedders_takes_a_reembed() {
             kind: None,
             key: None,
             metadata: Default::default(),
+            expires_at: None,
         };
         memory.remember("ada", request).await.unwrap();
     }

@@ -3,6 +3,8 @@
 //! text beside SQLite records, and every role on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::sync::Arc;
 
 use memory_compose::Deployment;
@@ -24,6 +26,7 @@ fn tagged(content: String, team: &str, key: Option<&str>) -> RememberRequest {
         kind: Some(MemoryKind::Fact),
         key: key.map(str::to_owned),
         metadata: serde_json::from_value(json!({ "team": team, "n": 1 })).unwrap(),
+        expires_at: None,
     }
 }
 
@@ -204,32 +207,10 @@ async fn filtered_recall_on_tantivy_text() {
 
 #[tokio::test]
 async fn filtered_recall_on_postgres() {
-    let Ok(url) = std::env::var("MEMORY_POSTGRES_URL") else {
-        assert!(
-            std::env::var("MEMORY_REQUIRE_POSTGRES").is_err(),
-            "MEMORY_REQUIRE_POSTGRES is set but MEMORY_POSTGRES_URL is not"
-        );
-        eprintln!("skipped: MEMORY_POSTGRES_URL is not set");
-        return;
-    };
-    let schema = format!(
-        "test_filtered_recall_{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..12]
-    );
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("memory.toml"),
-        memory_config::all_on_postgres(&schema),
+    common::on_postgres(
+        "test_filtered_recall",
+        "",
+        filtered_recall_ranks_inside_the_scope,
     )
-    .unwrap();
-    let deployment = Deployment::open(dir.path()).unwrap();
-    filtered_recall_ranks_inside_the_scope(&deployment).await;
-    deployment.close().await;
-    let db = memory_postgres::PostgresDatabase::connect(
-        memory_postgres::PostgresConfig::new(url).schema(schema),
-    )
-    .await
-    .unwrap();
-    db.drop_schema().await.unwrap();
-    db.close().await;
+    .await;
 }

@@ -138,7 +138,7 @@ proptest! {
                 let memory = &memory;
                 async move {
                     memory
-                        .remember(&profile, RememberRequest { content, session_id: None, kind: None, key: None, metadata: Default::default() })
+                        .remember(&profile, RememberRequest { content, session_id: None, kind: None, key: None, metadata: Default::default(), expires_at: None })
                         .await
                 }
             };
@@ -195,6 +195,7 @@ async fn ten_thousand_character_inputs() {
                 kind: None,
                 key: None,
                 metadata: Default::default(),
+                expires_at: None,
             },
         )
         .await

@@ -41,6 +41,7 @@ async fn profile_vectors_live_in_lancedb() {
                 kind: None,
                 key: None,
                 metadata: Default::default(),
+                expires_at: None,
             },
         )
         .await

@@ -17,6 +17,7 @@ fn note(content: impl Into<String>) -> RememberRequest {
         kind: None,
         key: None,
         metadata: Default::default(),
+        expires_at: None,
     }
 }
 

@@ -25,9 +25,9 @@ mod tenant;
 pub use error::ConfigError;
 pub use keys::{ApiKeyEntry, load_api_keys, parse_api_keys};
 pub use model::{
-    BlockDeclaration, BlockKindConfig, BlockSource, CONFIG_FILE, CompactionConfig, EmbedderChoice,
-    LlmConfig, LongTermMemoryConfig, MemoryConfig, MemoryToolConfig, SessionsConfig,
-    StructuredOutputMode, TokenizerConfig,
+    BlockDeclaration, BlockKindConfig, BlockSource, CONFIG_FILE, CategoryConfig, CompactionConfig,
+    EmbedderChoice, Lifetimes, LlmConfig, LongTermMemoryConfig, MemoryConfig, MemoryToolConfig,
+    SessionsConfig, StructuredOutputMode, TokenizerConfig,
 };
 pub use storage::{
     Backend, DEFAULT_LANCEDB_EXACT_FILTER_LIMIT, DEFAULT_LANCEDB_FIELD_INDEX_THRESHOLD,

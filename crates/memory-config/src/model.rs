@@ -171,6 +171,72 @@ pub struct LongTermMemoryConfig {
     /// Header carrying the profile name on every LLM call (default `x-session-affinity`;
     /// `""` sends none).
     pub affinity_header: Option<String>,
+    /// Default lifetimes per kind (`[memory.lifetimes]`, e.g. `task = "30d"`).
+    #[serde(default)]
+    pub lifetimes: Lifetimes,
+    /// What extraction keeps and ignores, for every profile (each may add its own).
+    pub instructions: Option<String>,
+    /// Labels the classifier gives memories, for every profile without its own
+    /// (`[[memory.categories]]` with `name` and `description`).
+    #[serde(default)]
+    pub categories: Vec<CategoryConfig>,
+    /// The language memories are written in (default: the language of their messages).
+    pub language: Option<String>,
+}
+
+/// A custom category (`[[memory.categories]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CategoryConfig {
+    /// Its name (1 to 40 of `a-z 0-9 _ -`).
+    pub name: String,
+    /// What belongs in it.
+    #[serde(default)]
+    pub description: String,
+}
+
+/// How long new memories of each kind stay current unless given their own expiry
+/// (`[memory.lifetimes]`): durations such as `"90m"`, `"12h"`, `"30d"`, `"1y 6months"`
+/// (humantime's syntax). A kind left out never expires by default.
+///
+/// ```toml
+/// [memory.lifetimes]
+/// task = "30d"
+/// event = "1y"
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lifetimes {
+    /// Facts.
+    #[serde(default, deserialize_with = "duration")]
+    pub fact: Option<std::time::Duration>,
+    /// Events.
+    #[serde(default, deserialize_with = "duration")]
+    pub event: Option<std::time::Duration>,
+    /// Instructions.
+    #[serde(default, deserialize_with = "duration")]
+    pub instruction: Option<std::time::Duration>,
+    /// Tasks.
+    #[serde(default, deserialize_with = "duration")]
+    pub task: Option<std::time::Duration>,
+}
+
+/// A positive humantime duration (`"30d"`).
+fn duration<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<std::time::Duration>, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    let parsed = humantime::parse_duration(&text).map_err(|e| {
+        serde::de::Error::custom(format!(
+            "{text:?} is not a duration such as \"12h\" or \"30d\": {e}"
+        ))
+    })?;
+    if parsed.is_zero() {
+        return Err(serde::de::Error::custom(
+            "a lifetime must be longer than zero (leave the kind out to keep its memories)",
+        ));
+    }
+    Ok(Some(parsed))
 }
 
 /// A memory tool a session bound to a profile offers its model (`[sessions] memory_tools`).

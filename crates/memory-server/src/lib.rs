@@ -21,6 +21,7 @@ pub mod openapi;
 mod profiles;
 pub mod schemas;
 mod sessions;
+mod settings;
 mod state;
 pub mod tenants;
 mod transfer;
@@ -206,6 +207,10 @@ fn routes() -> Router {
         .route(
             "/v1/profiles/{profile}/memories/{id}",
             axum::routing::delete(profiles::forget),
+        )
+        .route(
+            "/v1/profiles/{profile}/settings",
+            get(settings::get_settings).put(settings::put_settings),
         )
         .route("/v1/profiles/{profile}/recall", post(profiles::recall))
         .route("/v1/profiles/{profile}/ingest", post(profiles::ingest))

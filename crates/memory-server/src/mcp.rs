@@ -32,6 +32,7 @@ use memory_core::{SearchQuery, SessionId};
 use memory_engine::context::ContextTools;
 use memory_engine::long_term::{RecallItem, RecallRequest, RememberRequest};
 
+use crate::profiles::expiry;
 use crate::state::AppState;
 
 /// The names of the context-block tools MCP offers (those the deployment's blocks define).
@@ -89,6 +90,9 @@ pub struct RememberArgs {
     /// Metadata to keep with it: a flat object of strings, numbers, booleans and lists of
     /// strings.
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// When it stops being true or useful, as an RFC 3339 time (`2027-01-31T00:00:00Z`):
+    /// from then on it is no longer recalled.
+    pub expires_at: Option<String>,
 }
 
 /// `recall`'s arguments.
@@ -354,12 +358,21 @@ impl MemoryMcp {
             Ok(metadata) => metadata.unwrap_or_default(),
             Err(refused) => return Ok(failed(refused.to_string())),
         };
+        let expires_at = match args
+            .expires_at
+            .map(|at| expiry(serde_json::Value::String(at)))
+        {
+            None => None,
+            Some(Ok(at)) => Some(at),
+            Some(Err(refused)) => return Ok(failed(refused)),
+        };
         let request = RememberRequest {
             content: args.content,
             session_id: scope.session.clone(),
             kind,
             key: args.key,
             metadata,
+            expires_at,
         };
         Ok(
             match scope.state.memory.remember(&scope.profile, request).await {

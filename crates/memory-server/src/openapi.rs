@@ -51,6 +51,8 @@ use utoipa::{Modify, OpenApi};
         crate::profiles::delete_profile,
         crate::profiles::purge,
         crate::profiles::list_jobs,
+        crate::settings::get_settings,
+        crate::settings::put_settings,
     ),
     tags(
         (name = "health", description = "Liveness and readiness"),

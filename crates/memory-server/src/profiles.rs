@@ -35,6 +35,18 @@ pub struct Remember {
     /// (at most 32 keys, 8 KiB as JSON).
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// When it stops being current (RFC 3339, or milliseconds since the epoch; in the
+    /// future): from then on it is hidden from recall and lists like a forgotten memory.
+    /// Default: its kind's lifetime in `[memory.lifetimes]`, if any.
+    #[schema(value_type = Option<String>)]
+    pub expires_at: Option<serde_json::Value>,
+}
+
+/// An expiry as given (RFC 3339 or epoch milliseconds), read.
+pub(crate) fn expiry(raw: serde_json::Value) -> Result<Timestamp, String> {
+    memory_engine::long_term::parse_message_time(&raw).ok_or_else(|| {
+        format!("expires_at {raw} is neither an RFC 3339 time nor epoch milliseconds")
+    })
 }
 
 /// The metadata of a request body, checked (none when absent).
@@ -72,6 +84,11 @@ pub async fn remember(
         kind: kind(body.kind)?,
         key: body.key,
         metadata: metadata(body.metadata)?,
+        expires_at: body
+            .expires_at
+            .map(expiry)
+            .transpose()
+            .map_err(ApiError::invalid)?,
     };
     Ok((
         StatusCode::CREATED,
@@ -130,6 +147,7 @@ pub async fn list_memories(
             .as_deref()
             .map(memory_core::MetadataFilter::parse)
             .transpose()?,
+        current_at: None,
     };
     let limit = crate::sessions::page_limit(params.limit)?;
     Ok(Json(

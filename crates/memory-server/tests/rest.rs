@@ -923,6 +923,83 @@ async fn metadata_filters_list_and_recall() {
     assert!(body.to_string().contains("$near"), "{body}");
 }
 
+#[tokio::test]
+async fn an_expired_memory_leaves_lists_and_recall_but_stays_for_audit() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{}{path}", server.base);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let remember = |body: Value| {
+        let http = http.clone();
+        let url = url("/v1/profiles/errands/memories");
+        async move { http.post(url).json(&body).send().await.unwrap() }
+    };
+    let soon = remember(
+        json!({"content": "The parcel waits at the post office", "expires_at": now + 1_500}),
+    )
+    .await;
+    assert_eq!(soon.status(), StatusCode::CREATED);
+    let soon: Value = soon.json().await.unwrap();
+    assert_eq!(soon["expires_at"], now + 1_500);
+    let dated = remember(json!({"content": "The parcel tracking number is 7731", "expires_at": "2999-01-31T00:00:00Z"})).await;
+    assert_eq!(dated.status(), StatusCode::CREATED);
+    let dated: Value = dated.json().await.unwrap();
+    assert_eq!(dated["expires_at"], 32_474_736_000_000_i64);
+    for (body, expected) in [
+        (
+            json!({"content": "x", "expires_at": now - 1}),
+            "not in the future",
+        ),
+        (
+            json!({"content": "x", "expires_at": "next week"}),
+            "RFC 3339",
+        ),
+    ] {
+        let refused = remember(body).await;
+        assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+        let text = refused.text().await.unwrap();
+        assert!(text.contains(expected), "{text}");
+    }
+    let ids = |page: &Value, key: &str| -> Vec<String> {
+        page[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                m["id"]
+                    .as_str()
+                    .unwrap_or(m["item"]["id"].as_str().unwrap_or(""))
+                    .to_owned()
+            })
+            .collect()
+    };
+    let listed: Value = get_json(&http, &url("/v1/profiles/errands/memories")).await;
+    assert_eq!(ids(&listed, "memories").len(), 2, "{listed}");
+    tokio::time::sleep(std::time::Duration::from_millis(1_600)).await;
+    let listed: Value = get_json(&http, &url("/v1/profiles/errands/memories")).await;
+    assert_eq!(
+        ids(&listed, "memories"),
+        [dated["id"].as_str().unwrap()],
+        "{listed}"
+    );
+    let recalled: Value = post_json(
+        &http,
+        &url("/v1/profiles/errands/recall"),
+        json!({"query": "parcel"}),
+    )
+    .await;
+    assert_eq!(
+        ids(&recalled, "hits"),
+        [dated["id"].as_str().unwrap()],
+        "{recalled}"
+    );
+    let audit: Value = get_json(&http, &url("/v1/profiles/errands/memories?all=true")).await;
+    assert_eq!(ids(&audit, "memories").len(), 2, "{audit}");
+}
+
 fn urlencode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {

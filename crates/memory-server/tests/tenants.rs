@@ -103,6 +103,13 @@ async fn write_acme(acme: &reqwest::Client, base: &str) -> Owned {
         .json()
         .await
         .unwrap();
+    let settings = acme
+        .put(url("/v1/profiles/p/settings"))
+        .json(&json!({"instructions": "acme-secret-gamma rules"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(settings.status(), StatusCode::OK);
     let accepted: Value = acme
         .post(url("/v1/profiles/p/ingest"))
         .json(&json!({"session": "c1", "messages": [{"role": "user", "content": "acme-secret-alpha again"}]}))
@@ -128,6 +135,7 @@ async fn snapshot(acme: &reqwest::Client, base: &str, owned: &Owned) -> Vec<Stri
         "/v1/sessions/s1/export".to_owned(),
         "/v1/sessions/s1/context".to_owned(),
         "/v1/profiles/p/export".to_owned(),
+        "/v1/profiles/p/settings".to_owned(),
         format!("/v1/profiles/p/jobs/{}", owned.job_id),
         "/v1/sessions".to_owned(),
     ] {
@@ -140,12 +148,13 @@ async fn snapshot(acme: &reqwest::Client, base: &str, owned: &Owned) -> Vec<Stri
 
 /// Routes whose success for tenant B is B's own write (B's own session `s1`, B's own
 /// profile `p`): tried last, and checked to leave A's data as it was.
-const CREATING: [(&str, &str); 5] = [
+const CREATING: [(&str, &str); 6] = [
     ("post", "/v1/sessions"),
     ("post", "/v1/sessions/import"),
     ("post", "/v1/profiles/{profile}/memories"),
     ("post", "/v1/profiles/{profile}/ingest"),
     ("post", "/v1/profiles/{profile}/import"),
+    ("put", "/v1/profiles/{profile}/settings"),
 ];
 
 /// The body tenant B sends to a route (one that gets past parsing, so the route's own
@@ -181,6 +190,7 @@ fn body_for(method: &str, template: &str) -> Option<Value> {
             .join("\n"),
         ),
         ("post", "/v1/profiles/{profile}/import") => Value::String(String::new()),
+        ("put", "/v1/profiles/{profile}/settings") => json!({"instructions": "bolt's own"}),
         _ => panic!("no body for {method} {template}: add one to body_for"),
     };
     Some(body)

@@ -202,6 +202,7 @@ mock! {
         async fn list(&self, filter: &MemoryFilter, cursor: Option<String>, limit: usize) -> Result<MemoryPage>;
         async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()>;
         async fn purge(&self, id: &str) -> Result<bool>;
+        async fn expired(&self, at: Timestamp, limit: usize) -> Result<Vec<String>>;
     }
 }
 

@@ -81,7 +81,7 @@ async fn agent(deployment: &Deployment) -> Result<Vec<String>, Box<dyn std::erro
                     session_id: None,
                     kind: None,
                     key: Some("invoice.email".into()),
-                    metadata: Default::default(),
+                    ..RememberRequest::default()
                 },
             )
             .await?;

@@ -19,6 +19,7 @@ import builtins
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import aclosing
+from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -30,6 +31,7 @@ from .errors import TimeoutError
 from .models import (
     About,
     AppendOutcome,
+    Category,
     Compaction,
     CompactResult,
     ContextBlock,
@@ -46,6 +48,7 @@ from .models import (
     SearchHit,
     SessionImport,
     SessionInfo,
+    SettingsView,
     ToolDefinition,
     ToolResult,
 )
@@ -93,6 +96,18 @@ def _parent(parent_id: str | None, root: bool) -> dict[str, str]:
 
 def _drop_none(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
+
+
+def _instant(value: datetime | str | int | None, name: str) -> str | int | None:
+    """A time as the server reads it: a datetime as ISO 8601 (RFC 3339), the rest as given."""
+    if isinstance(value, datetime):
+        if value.utcoffset() is None:
+            raise ValueError(
+                f"{name} is a naive datetime: pass an aware one, "
+                "e.g. datetime.now(timezone.utc) + timedelta(days=1)"
+            )
+        return value.isoformat()
+    return value
 
 
 class AsyncSession:
@@ -405,11 +420,18 @@ class AsyncProfile:
         key: str | None = None,
         session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        expires_at: datetime | str | int | None = None,
     ) -> Memory:
         """Stores one memory now, superseding the current memory with the same key.
 
         ``metadata`` is your own: a flat mapping of strings, numbers, booleans and lists of
         strings (at most 32 keys, 8 KiB as JSON), kept and exported with the memory.
+
+        ``expires_at`` is when it stops being current, in the future: an aware ``datetime``
+        (a naive one raises ``ValueError``), an RFC 3339 string (``"2027-01-31T00:00:00Z"``)
+        or milliseconds since the epoch. From then on recall and the default list leave it
+        out (``list(all=True)`` still shows it). Default: its kind's lifetime in the server's
+        ``[memory.lifetimes]``, if any.
         """
         body = _drop_none(
             {
@@ -418,6 +440,7 @@ class AsyncProfile:
                 "key": key,
                 "session_id": session_id,
                 "metadata": dict(metadata) if metadata is not None else None,
+                "expires_at": _instant(expires_at, "expires_at"),
             }
         )
         return Memory.model_validate(
@@ -498,8 +521,8 @@ class AsyncProfile:
         metadata: Mapping[str, Any] | None = None,
         page_size: int | None = None,
     ) -> AsyncIterator[Memory]:
-        """Every matching memory, page by page (current ones; ``all`` adds superseded and
-        forgotten ones; ``metadata`` filters as in :meth:`list_page`)."""
+        """Every matching memory, page by page (current ones; ``all`` adds superseded,
+        forgotten and expired ones; ``metadata`` filters as in :meth:`list_page`)."""
         cursor: str | None = None
         while True:
             page = await self.list_page(
@@ -556,6 +579,44 @@ class AsyncProfile:
                 raise TimeoutError(f"job {job_id} is still {job.status} after {timeout} s")
             await asyncio.sleep(interval)
             waited += interval
+
+    async def settings(self) -> SettingsView:
+        """The profile's own extraction settings and the effective ones (``NotFoundError``
+        when the profile does not exist)."""
+        return SettingsView.model_validate(await self._http.json("GET", self._path("/settings")))
+
+    async def set_settings(
+        self,
+        *,
+        instructions: str | None = None,
+        categories: Sequence[Category | Mapping[str, Any]] | None = None,
+        language: str | None = None,
+    ) -> SettingsView:
+        """Replaces the profile's own extraction settings (what is not given is removed:
+        ``set_settings()`` removes them all), creating the profile if needed; ingest jobs use
+        them from their next stage on.
+
+        ``instructions`` say what to keep and what to ignore (at most 4,000 characters);
+        ``categories`` are the labels the classifier chooses from (at most 32, names of 1 to
+        40 of ``a-z 0-9 _ -``, distinct), stored in a memory's metadata under ``categories``;
+        ``language`` is the one memories are written in (``"English"``, ``"fr"``). Invalid
+        settings raise ``InvalidInputError`` and change nothing.
+        """
+        body = _drop_none(
+            {
+                "instructions": instructions,
+                "categories": [
+                    c.model_dump(exclude_none=True) if isinstance(c, Category) else dict(c)
+                    for c in categories
+                ]
+                if categories is not None
+                else None,
+                "language": language,
+            }
+        )
+        return SettingsView.model_validate(
+            await self._http.json("PUT", self._path("/settings"), body=body)
+        )
 
     async def delete(self) -> None:
         """Deletes the profile with everything in it."""

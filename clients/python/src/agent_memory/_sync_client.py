@@ -14,6 +14,7 @@ import builtins
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
+from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -25,6 +26,7 @@ from .errors import TimeoutError
 from .models import (
     About,
     AppendOutcome,
+    Category,
     Compaction,
     CompactResult,
     ContextBlock,
@@ -41,6 +43,7 @@ from .models import (
     SearchHit,
     SessionImport,
     SessionInfo,
+    SettingsView,
     ToolDefinition,
     ToolResult,
 )
@@ -88,6 +91,18 @@ def _parent(parent_id: str | None, root: bool) -> dict[str, str]:
 
 def _drop_none(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
+
+
+def _instant(value: datetime | str | int | None, name: str) -> str | int | None:
+    """A time as the server reads it: a datetime as ISO 8601 (RFC 3339), the rest as given."""
+    if isinstance(value, datetime):
+        if value.utcoffset() is None:
+            raise ValueError(
+                f"{name} is a naive datetime: pass an aware one, "
+                "e.g. datetime.now(timezone.utc) + timedelta(days=1)"
+            )
+        return value.isoformat()
+    return value
 
 
 class Session:
@@ -400,11 +415,18 @@ class Profile:
         key: str | None = None,
         session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        expires_at: datetime | str | int | None = None,
     ) -> Memory:
         """Stores one memory now, superseding the current memory with the same key.
 
         ``metadata`` is your own: a flat mapping of strings, numbers, booleans and lists of
         strings (at most 32 keys, 8 KiB as JSON), kept and exported with the memory.
+
+        ``expires_at`` is when it stops being current, in the future: an aware ``datetime``
+        (a naive one raises ``ValueError``), an RFC 3339 string (``"2027-01-31T00:00:00Z"``)
+        or milliseconds since the epoch. From then on recall and the default list leave it
+        out (``list(all=True)`` still shows it). Default: its kind's lifetime in the server's
+        ``[memory.lifetimes]``, if any.
         """
         body = _drop_none(
             {
@@ -413,6 +435,7 @@ class Profile:
                 "key": key,
                 "session_id": session_id,
                 "metadata": dict(metadata) if metadata is not None else None,
+                "expires_at": _instant(expires_at, "expires_at"),
             }
         )
         return Memory.model_validate(
@@ -493,8 +516,8 @@ class Profile:
         metadata: Mapping[str, Any] | None = None,
         page_size: int | None = None,
     ) -> Iterator[Memory]:
-        """Every matching memory, page by page (current ones; ``all`` adds superseded and
-        forgotten ones; ``metadata`` filters as in :meth:`list_page`)."""
+        """Every matching memory, page by page (current ones; ``all`` adds superseded,
+        forgotten and expired ones; ``metadata`` filters as in :meth:`list_page`)."""
         cursor: str | None = None
         while True:
             page = self.list_page(
@@ -551,6 +574,44 @@ class Profile:
                 raise TimeoutError(f"job {job_id} is still {job.status} after {timeout} s")
             time.sleep(interval)
             waited += interval
+
+    def settings(self) -> SettingsView:
+        """The profile's own extraction settings and the effective ones (``NotFoundError``
+        when the profile does not exist)."""
+        return SettingsView.model_validate(self._http.json("GET", self._path("/settings")))
+
+    def set_settings(
+        self,
+        *,
+        instructions: str | None = None,
+        categories: Sequence[Category | Mapping[str, Any]] | None = None,
+        language: str | None = None,
+    ) -> SettingsView:
+        """Replaces the profile's own extraction settings (what is not given is removed:
+        ``set_settings()`` removes them all), creating the profile if needed; ingest jobs use
+        them from their next stage on.
+
+        ``instructions`` say what to keep and what to ignore (at most 4,000 characters);
+        ``categories`` are the labels the classifier chooses from (at most 32, names of 1 to
+        40 of ``a-z 0-9 _ -``, distinct), stored in a memory's metadata under ``categories``;
+        ``language`` is the one memories are written in (``"English"``, ``"fr"``). Invalid
+        settings raise ``InvalidInputError`` and change nothing.
+        """
+        body = _drop_none(
+            {
+                "instructions": instructions,
+                "categories": [
+                    c.model_dump(exclude_none=True) if isinstance(c, Category) else dict(c)
+                    for c in categories
+                ]
+                if categories is not None
+                else None,
+                "language": language,
+            }
+        )
+        return SettingsView.model_validate(
+            self._http.json("PUT", self._path("/settings"), body=body)
+        )
 
     def delete(self) -> None:
         """Deletes the profile with everything in it."""

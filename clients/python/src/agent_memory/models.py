@@ -143,6 +143,9 @@ class Memory(Model):
     forgotten: Forgotten | None
     metadata: dict[str, str | int | float | bool | list[str]] = {}
     """Your own metadata (absent on the wire when empty)."""
+    expires_at: int | None = None
+    """When it stops being current, in milliseconds since the epoch (``None``: never); from
+    then on recall and the default list leave it out, ``list(all=True)`` still shows it."""
 
 
 class MemoryPage(Model):
@@ -331,6 +334,40 @@ class IngestLine(Model):
     metadata: dict[str, Any] | None = None
     """This message's own metadata (kept with it; extracted memories carry what their
     messages share)."""
+
+
+class Category(Model):
+    """A category the server's classifier may give a profile's memories."""
+
+    name: str
+    """1 to 40 of ``a-z 0-9 _ -``."""
+    description: str = ""
+    """What belongs in it (at most 200 characters; the server returns ``""`` when none)."""
+
+
+class Settings(Model):
+    """A profile's extraction settings; every part is optional (absent on the wire when unset).
+    The categories the classifier chooses for a memory are stored in its metadata under
+    ``categories``, so ``{"categories": "travel"}`` filters by them."""
+
+    instructions: str | None = None
+    """What to keep and what to ignore (at most 4,000 characters), added to the extraction and
+    verification prompts."""
+    categories: list[Category] = []
+    """Labels the classifier chooses from (at most 32, names distinct)."""
+    language: str | None = None
+    """The language memories are written in (``"English"``, ``"fr"``); ``None``: the language
+    of the messages they come from."""
+
+
+class SettingsView(Model):
+    """A profile's own settings and what extraction uses."""
+
+    settings: Settings
+    """The profile's own."""
+    effective: Settings
+    """What extraction uses: the deployment's instructions then the profile's (joined by a
+    newline); the profile's categories and language where set, else the deployment's."""
 
 
 class About(Model):

@@ -227,6 +227,7 @@ pub(super) async fn seed_memories(
                 superseded_by: None,
                 forgotten: None,
                 metadata: bench_metadata(i)?,
+                expires_at: None,
             };
             store.insert_memory(record.clone()).await?;
             records.push(record);

@@ -1,10 +1,10 @@
 //! `profile` commands: long-term memory per profile, one SQLite file each.
 
 use memory_core::ports::{MemoryFilter, MemoryKind};
-use memory_core::{MemoryError, SessionId, UiMessage};
+use memory_core::{MemoryError, SessionId, Timestamp, UiMessage};
 use memory_engine::long_term::{
-    IngestJob, IngestMessage, JobStatus, MemoryService, RecallItem, RecallRequest, RememberRequest,
-    StageUsage, normalize_key,
+    Category, IngestJob, IngestMessage, JobStatus, MemoryService, ProfileSettings, RecallItem,
+    RecallRequest, RememberRequest, StageUsage, normalize_key,
 };
 use memory_engine::profile_link::ShipSelection;
 use serde_json::{Value, json};
@@ -219,9 +219,11 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             leaf,
             from,
             to,
+            metadata,
             wait,
             format,
         } => {
+            let metadata = metadata_arg(metadata.as_deref())?;
             if let Some(stored) = from_session {
                 let selection = ShipSelection { leaf, from, to };
                 return ingest_stored(
@@ -243,6 +245,7 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             let messages = read_messages(&file, session.as_deref())?;
             let mut runs: Vec<(SessionId, Vec<IngestMessage>)> = Vec::new();
             for (session, m) in messages {
+                let m = m.with_metadata(metadata.clone());
                 match runs.last_mut() {
                     Some((s, list)) if *s == session => list.push(m),
                     _ => runs.push((session, vec![m])),
@@ -338,6 +341,75 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             }
             Ok(())
         }
+        ProfileCommand::Settings {
+            profile,
+            instructions,
+            categories,
+            language,
+            clear,
+            format,
+        } => {
+            let changing =
+                clear || instructions.is_some() || !categories.is_empty() || language.is_some();
+            if changing {
+                let mut settings = if clear {
+                    ProfileSettings::default()
+                } else {
+                    match service.profile_settings(&profile).await {
+                        Ok(own) => own,
+                        Err(MemoryError::NotFound { .. }) => ProfileSettings::default(),
+                        Err(e) => return Err(e.into()),
+                    }
+                };
+                if let Some(text) = instructions {
+                    settings.instructions = Some(if text == "-" {
+                        std::io::read_to_string(std::io::stdin())
+                            .map_err(|e| CliError::io("reading instructions from stdin", e))?
+                    } else {
+                        text
+                    });
+                }
+                if !categories.is_empty() {
+                    settings.categories = categories
+                        .iter()
+                        .map(|c| {
+                            let (name, description) = c.split_once('=').unwrap_or((c, ""));
+                            Category {
+                                name: name.trim().to_owned(),
+                                description: description.trim().to_owned(),
+                            }
+                        })
+                        .collect();
+                }
+                if language.is_some() {
+                    settings.language = language;
+                }
+                service.set_profile_settings(&profile, settings).await?;
+            }
+            let own = service.profile_settings(&profile).await?;
+            let effective = service.effective_settings(&profile).await?;
+            if format.json {
+                return output::json(&json!({"settings": own, "effective": effective}));
+            }
+            println!(
+                "instructions: {}",
+                effective.instructions.as_deref().unwrap_or("(none)")
+            );
+            if effective.categories.is_empty() {
+                println!("categories: (none)");
+            }
+            for c in &effective.categories {
+                println!("category: {} {}", c.name, c.description);
+            }
+            println!(
+                "language: {}",
+                effective
+                    .language
+                    .as_deref()
+                    .unwrap_or("(the messages' own)")
+            );
+            Ok(())
+        }
         ProfileCommand::Remember {
             profile,
             text,
@@ -345,19 +417,17 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             key,
             session,
             metadata,
+            expires_at,
+            expires_in,
             format,
         } => {
-            let metadata = match metadata {
-                Some(text) => serde_json::from_str::<memory_core::Metadata>(&text)
-                    .map_err(|e| CliError::Input(format!("--metadata: {e}")))?,
-                None => memory_core::Metadata::default(),
-            };
             let request = RememberRequest {
                 content: text,
                 session_id: session,
                 kind: k.as_deref().map(kind).transpose()?,
                 key,
-                metadata,
+                metadata: metadata_arg(metadata.as_deref())?,
+                expires_at: expiry_arg(expires_at.as_deref(), expires_in.as_deref())?,
             };
             let record = service.remember(&profile, request).await?;
             if format.json {
@@ -463,13 +533,14 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
                     &json!({"memories": page.memories, "next_cursor": page.next_cursor}),
                 );
             }
+            let now = Timestamp(chrono::Utc::now().timestamp_millis());
             for m in &page.memories {
-                let state = if m.forgotten.is_some() {
-                    " (forgotten)"
-                } else if m.superseded_by.is_some() {
-                    " (superseded)"
-                } else {
-                    ""
+                let state = match &m.forgotten {
+                    Some(f) if f.reason == memory_engine::long_term::EXPIRED_REASON => " (expired)",
+                    Some(_) => " (forgotten)",
+                    None if m.is_expired_at(now) => " (expired)",
+                    None if m.superseded_by.is_some() => " (superseded)",
+                    None => "",
                 };
                 println!(
                     "{}  {:?}  {}{}{state}",
@@ -677,6 +748,39 @@ async fn ingest_stored(
         println!("{}", output::ship_line(&report));
         Ok(())
     }
+}
+
+/// `--metadata`: a flat JSON object (none when absent).
+fn metadata_arg(text: Option<&str>) -> Result<memory_core::Metadata, CliError> {
+    match text {
+        Some(text) => serde_json::from_str::<memory_core::Metadata>(text)
+            .map_err(|e| CliError::Input(format!("--metadata: {e}"))),
+        None => Ok(memory_core::Metadata::default()),
+    }
+}
+
+/// `--expires-at` (RFC 3339) or `--expires-in` (a duration from now) as a time.
+fn expiry_arg(at: Option<&str>, within: Option<&str>) -> Result<Option<Timestamp>, CliError> {
+    if let Some(at) = at {
+        let time = chrono::DateTime::parse_from_rfc3339(at).map_err(|e| {
+            CliError::Input(format!(
+                "--expires-at {at:?} is not an RFC 3339 time such as 2027-01-31T00:00:00Z: {e}"
+            ))
+        })?;
+        return Ok(Some(Timestamp(time.timestamp_millis())));
+    }
+    let Some(within) = within else {
+        return Ok(None);
+    };
+    let duration = humantime::parse_duration(within).map_err(|e| {
+        CliError::Input(format!(
+            "--expires-in {within:?} is not a duration such as 12h or 30d: {e}"
+        ))
+    })?;
+    let millis = i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+    Ok(Some(Timestamp(
+        chrono::Utc::now().timestamp_millis().saturating_add(millis),
+    )))
 }
 
 /// `--where`'s metadata filter, checked.

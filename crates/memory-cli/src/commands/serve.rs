@@ -10,9 +10,54 @@ use std::sync::Arc;
 
 use memory_compose::Deployment;
 use memory_config::{ApiKeyEntry, TenantName};
+use memory_engine::long_term::MemoryService;
 use memory_server::{AppState, RateLimit, Tenants};
 
 use super::CliError;
+
+/// How often `memory serve` (running jobs) and `memory worker` sweep expired memories.
+const EXPIRY_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Runs the expiry sweep of every profile of one deployment (a job per profile with
+/// something due; another process may hold it); returns how many memories expired.
+async fn sweep_expired(tenant: Option<&TenantName>, memory: &MemoryService) -> u64 {
+    let profiles = match memory.list_profiles().await {
+        Ok(profiles) => profiles,
+        Err(e) => {
+            tracing::warn!(tenant = ?tenant, error = %e, "listing profiles for the expiry sweep failed");
+            return 0;
+        }
+    };
+    let mut expired = 0;
+    for profile in profiles {
+        if memory.is_stopping() {
+            break;
+        }
+        match memory.sweep_expired(&profile).await {
+            Ok(Some(sweep)) => expired += sweep.expired,
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(tenant = ?tenant, profile, error = %e, "expiry sweep failed");
+            }
+        }
+    }
+    expired
+}
+
+/// Sweeps expired memories of every deployment every [`EXPIRY_SWEEP_EVERY`] until jobs stop.
+fn spawn_expiry_sweeper(memories: Vec<(Option<TenantName>, Arc<MemoryService>)>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(EXPIRY_SWEEP_EVERY).await;
+            if memories.iter().any(|(_, m)| m.is_stopping()) {
+                break;
+            }
+            for (tenant, memory) in &memories {
+                sweep_expired(tenant.as_ref(), memory).await;
+            }
+        }
+    });
+}
 
 /// How `memory serve` runs.
 pub struct ServeOptions<'a> {
@@ -150,8 +195,10 @@ pub async fn run(data_dir: &Path, options: ServeOptions<'_>) -> Result<(), CliEr
     let served = Served::open(data_dir, options.keys)?;
     let mut states = HashMap::new();
     let mut all = Vec::new();
+    let mut sweepers = Vec::new();
     for (i, (tenant, deployment)) in served.deployments.iter().enumerate() {
         let state = services(deployment, options.run_jobs, options.mcp_profile, i > 0).await?;
+        sweepers.push((tenant.clone(), Arc::clone(&state.memory)));
         all.push(state.clone());
         states.insert(
             tenant
@@ -169,6 +216,9 @@ pub async fn run(data_dir: &Path, options: ServeOptions<'_>) -> Result<(), CliEr
         Some(keys) => Tenants::keyed(keys, &states, options.rate)
             .map_err(|e| CliError::Input(e.to_string()))?,
     };
+    if options.run_jobs {
+        spawn_expiry_sweeper(sweepers);
+    }
     let local = tenants.is_local();
     let tenant_count = states.len();
     let shutdown = async {
@@ -200,7 +250,8 @@ pub async fn run(data_dir: &Path, options: ServeOptions<'_>) -> Result<(), CliEr
     result
 }
 
-/// Runs queued ingest jobs of every profile (of every tenant, with a keys file) until
+/// Runs queued ingest jobs of every profile (of every tenant, with a keys file), and every
+/// minute the expiry sweep of each (see `MemoryService::sweep_expired`), until
 /// Ctrl-C (or, with `once`, until the queues are empty). A stop request claims no other
 /// job and gives the one in hand back to the queue at its next stage boundary, so no job is
 /// left claimed by a worker that is gone; a worker killed outright leaves its job to the
@@ -238,6 +289,7 @@ pub async fn worker(
     }
     let stopped = || stop.load(std::sync::atomic::Ordering::SeqCst);
     let mut ran = 0usize;
+    let mut swept_at: Option<std::time::Instant> = None;
     let result = 'outer: loop {
         let mut found = 0usize;
         for (tenant, memory) in &services {
@@ -273,6 +325,12 @@ pub async fn worker(
             }
         }
         ran += found;
+        if !stopped() && swept_at.is_none_or(|at| at.elapsed() >= EXPIRY_SWEEP_EVERY) {
+            swept_at = Some(std::time::Instant::now());
+            for (tenant, memory) in &services {
+                sweep_expired(tenant.as_ref(), memory).await;
+            }
+        }
         if stopped() || (once && found == 0) {
             break Ok(());
         }

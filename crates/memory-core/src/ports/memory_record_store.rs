@@ -67,6 +67,50 @@ pub struct MemoryRecord {
     /// The builder's own metadata (flat, bounded: [`crate::Metadata`]).
     #[serde(default, skip_serializing_if = "Metadata::is_empty")]
     pub metadata: Metadata,
+    /// When it stops being current: from then on it is hidden from recall and from lists
+    /// like a forgotten memory (kept for audit until purged). `None`: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
+}
+
+impl MemoryRecord {
+    /// True when it has expired at `now` (`expires_at <= now`).
+    ///
+    /// ```
+    /// # use memory_core::{Timestamp, ports::{MemoryKind, MemoryRecord}};
+    /// let mut m = MemoryRecord::new("m1", MemoryKind::Task, "renew the passport", Timestamp(0));
+    /// assert!(!m.is_expired_at(Timestamp(10)));
+    /// m.expires_at = Some(Timestamp(10));
+    /// assert!(m.is_expired_at(Timestamp(10)) && !m.is_expired_at(Timestamp(9)));
+    /// ```
+    pub fn is_expired_at(&self, now: Timestamp) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+
+    /// A memory with nothing but its id, kind, content and recording time set.
+    pub fn new(
+        id: impl Into<String>,
+        kind: MemoryKind,
+        content: impl Into<String>,
+        recorded_at: Timestamp,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            kind,
+            content: content.into(),
+            key: None,
+            questions: Vec::new(),
+            session_id: None,
+            source_message_ids: Vec::new(),
+            source_lines: None,
+            recorded_at,
+            valid_at: None,
+            superseded_by: None,
+            forgotten: None,
+            metadata: Metadata::default(),
+            expires_at: None,
+        }
+    }
 }
 
 /// A forget marker: the memory leaves recall but is kept for audit.
@@ -93,8 +137,13 @@ pub struct MemoryFilter {
     pub to: Option<Timestamp>,
     /// Include superseded versions.
     pub include_superseded: bool,
-    /// Include forgotten memories.
+    /// Include forgotten memories (and expired ones).
     pub include_forgotten: bool,
+    /// The instant expiry is judged at: a memory whose `expires_at` is at or before it is
+    /// left out like a forgotten one (unless `include_forgotten`). `None` judges no expiry
+    /// (a memory counts as expired only once the sweep has forgotten it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_at: Option<Timestamp>,
     /// Only memories whose metadata satisfies this ([`crate::metadata_filter`]'s grammar).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<MetadataFilter>,
@@ -122,6 +171,9 @@ pub struct MemoryPage {
 ///   predecessor current again (no pointer to an erased id remains).
 /// - List cursors are opaque strings a caller passes back unchanged.
 /// - `get_memories` returns what `get_memory` would for each id, in the order asked.
+/// - `expires_at` is kept as given; `list` with `current_at` leaves out what expired by then
+///   (unless `include_forgotten`); `expired(at)` names the memories expired by `at` and not
+///   yet forgotten, earliest expiry first.
 #[async_trait]
 pub trait MemoryRecordStore: Send + Sync {
     /// Stores a memory.
@@ -156,4 +208,7 @@ pub trait MemoryRecordStore: Send + Sync {
     async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()>;
     /// Erases a memory, relinking its chain (see the contract).
     async fn purge(&self, id: &str) -> Result<bool>;
+    /// Up to `limit` ids of memories whose `expires_at` is at or before `at` and that are not
+    /// forgotten, earliest expiry first: the expiry sweep's work list.
+    async fn expired(&self, at: Timestamp, limit: usize) -> Result<Vec<String>>;
 }

@@ -31,7 +31,8 @@ pub struct LongTermBackends {
     pub vectors: Arc<dyn VectorIndexes>,
     /// Ingest jobs of every profile, shared by every worker.
     pub jobs: Arc<dyn JobQueue>,
-    /// Where index updates wait until a text index the engine writes has them.
+    /// The deployment's key-value store: index updates wait here until a text index the
+    /// engine writes has them (the outbox), and profiles keep their extraction settings.
     pub outbox: Arc<dyn KeyValueStore>,
     /// One index-syncing wrapper per profile whose text index the engine writes.
     synced: Arc<Mutex<HashMap<String, Arc<IndexedProfileStore>>>>,
@@ -149,6 +150,9 @@ impl LongTermBackends {
         self.text.delete_text_index(profile).await?;
         self.outbox
             .delete_prefix(&format!("{OUTBOX_PREFIX}{profile}/"))
+            .await?;
+        self.outbox
+            .delete(&format!("{}{profile}", super::settings::SETTINGS_PREFIX))
             .await?;
         self.synced
             .lock()

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use memory_core::ports::LanguageModel;
+use memory_core::Timestamp;
+use memory_core::ports::{LanguageModel, MemoryKind};
 
 /// Reciprocal-rank-fusion weight of each recall channel.
 ///
@@ -82,6 +83,57 @@ pub struct LongTermConfig {
     /// How long a worker's claim on an ingest job lasts without a heartbeat (60 s); a worker
     /// that dies loses the job to another after this long. Heartbeats come every third of it.
     pub job_lease_millis: u64,
+    /// Default lifetimes per kind (none by default): a new memory of a kind with a lifetime
+    /// expires that long after it was recorded, unless it was given its own expiry.
+    pub lifetimes: KindLifetimes,
+    /// The deployment's extraction steering (instructions, categories, language), under
+    /// each profile's own ([`super::ProfileSettings::layered`]).
+    pub settings: super::ProfileSettings,
+}
+
+/// How long memories of each kind stay current by default, in milliseconds (`None`: for
+/// ever). A memory given its own `expires_at` keeps it.
+///
+/// ```
+/// use memory_core::{Timestamp, ports::MemoryKind};
+/// use memory_engine::long_term::KindLifetimes;
+/// let lifetimes = KindLifetimes { task: Some(1_000), ..KindLifetimes::default() };
+/// assert_eq!(lifetimes.expiry(MemoryKind::Task, Timestamp(5)), Some(Timestamp(1_005)));
+/// assert_eq!(lifetimes.expiry(MemoryKind::Fact, Timestamp(5)), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KindLifetimes {
+    /// Facts.
+    pub fact: Option<u64>,
+    /// Events.
+    pub event: Option<u64>,
+    /// Instructions.
+    pub instruction: Option<u64>,
+    /// Tasks.
+    pub task: Option<u64>,
+}
+
+impl KindLifetimes {
+    /// The lifetime of `kind`.
+    pub fn of(&self, kind: MemoryKind) -> Option<u64> {
+        match kind {
+            MemoryKind::Fact => self.fact,
+            MemoryKind::Event => self.event,
+            MemoryKind::Instruction => self.instruction,
+            MemoryKind::Task => self.task,
+        }
+    }
+
+    /// When a memory of `kind` recorded at `recorded_at` expires by default (saturating).
+    pub fn expiry(&self, kind: MemoryKind, recorded_at: Timestamp) -> Option<Timestamp> {
+        self.of(kind).map(|millis| {
+            Timestamp(
+                recorded_at
+                    .millis()
+                    .saturating_add(i64::try_from(millis).unwrap_or(i64::MAX)),
+            )
+        })
+    }
 }
 
 impl Default for LongTermConfig {
@@ -101,6 +153,8 @@ impl Default for LongTermConfig {
             detail_window: 8,
             embed_batch: 64,
             job_lease_millis: 60_000,
+            lifetimes: KindLifetimes::default(),
+            settings: super::ProfileSettings::default(),
         }
     }
 }

@@ -312,6 +312,7 @@ async fn newer_keyed_memories_supersede_older_ones_across_ingests() {
             kind: Some(MemoryKind::Fact),
             key: Some("ada.rent".into()),
             metadata: Default::default(),
+            expires_at: None,
         },
     )
     .await
@@ -572,6 +573,7 @@ async fn remember_is_classified_like_an_extracted_memory_and_explicit_values_win
                 kind: None,
                 key: None,
                 metadata: Default::default(),
+                expires_at: None,
             },
         )
         .await
@@ -589,6 +591,7 @@ async fn remember_is_classified_like_an_extracted_memory_and_explicit_values_win
                 kind: Some(MemoryKind::Fact),
                 key: Some("tone".into()),
                 metadata: Default::default(),
+                expires_at: None,
             },
         )
         .await
@@ -610,6 +613,7 @@ async fn remember_is_classified_like_an_extracted_memory_and_explicit_values_win
                 kind: None,
                 key: None,
                 metadata: Default::default(),
+                expires_at: None,
             },
         )
         .await
@@ -662,6 +666,7 @@ async fn a_second_failed_retry_stays_failed_and_a_purge_cancels_jobs_holding_era
                 kind: Some(MemoryKind::Event),
                 key: None,
                 metadata: Default::default(),
+                expires_at: None,
             },
         )
         .await
@@ -703,6 +708,7 @@ async fn supersession_is_repaired_after_a_crash_between_insert_and_supersede() {
                 kind: Some(MemoryKind::Fact),
                 key: Some("home".into()),
                 metadata: Default::default(),
+                expires_at: None,
             },
         )
         .await

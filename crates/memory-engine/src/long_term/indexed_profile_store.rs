@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use memory_core::Result;
 use memory_core::ports::{
     ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryRecord,
     MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore, TextDocument, TextFields,
     TextIndex, namespaces,
 };
+use memory_core::{Result, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::outbox::Outbox;
@@ -288,5 +288,9 @@ impl MemoryRecordStore for IndexedProfileStore {
             ..Pending::default()
         };
         self.write(pending, self.inner.purge(id)).await
+    }
+
+    async fn expired(&self, at: Timestamp, limit: usize) -> Result<Vec<String>> {
+        self.inner.expired(at, limit).await
     }
 }

@@ -117,8 +117,16 @@ impl IngestMessage {
     }
 }
 
-/// An RFC 3339 string or a number of epoch milliseconds.
-fn parse_message_time(value: &serde_json::Value) -> Option<Timestamp> {
+/// An RFC 3339 string or a number of epoch milliseconds, as the REST and MCP interfaces take
+/// times (`createdAt`, `expires_at`); `None` for anything else.
+///
+/// ```
+/// use memory_engine::long_term::parse_message_time;
+/// let at = parse_message_time(&serde_json::json!("2027-01-31T00:00:00Z")).unwrap();
+/// assert_eq!(parse_message_time(&serde_json::json!(at.millis())), Some(at));
+/// assert_eq!(parse_message_time(&serde_json::json!("next week")), None);
+/// ```
+pub fn parse_message_time(value: &serde_json::Value) -> Option<Timestamp> {
     match value {
         serde_json::Value::String(s) => chrono::DateTime::parse_from_rfc3339(s)
             .ok()
@@ -146,7 +154,7 @@ pub struct IngestReport {
 }
 
 /// A memory to remember.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct RememberRequest {
     /// The memory text.
     pub content: String,
@@ -158,6 +166,9 @@ pub struct RememberRequest {
     pub key: Option<String>,
     /// The builder's own metadata, stored with the memory.
     pub metadata: memory_core::Metadata,
+    /// When it stops being current (after now); `None`: its kind's default lifetime
+    /// ([`super::KindLifetimes`]), if any.
+    pub expires_at: Option<memory_core::Timestamp>,
 }
 
 /// What `remember` stored, with usage and what was degraded.
@@ -424,6 +435,15 @@ impl Core {
         if request.content.trim().is_empty() {
             return Err(MemoryError::invalid("a memory needs some content"));
         }
+        if let Some(at) = request.expires_at
+            && at <= self.clock.now()
+        {
+            return Err(MemoryError::invalid(format!(
+                "expires_at {} is not in the future (now is {})",
+                at.millis(),
+                self.clock.now().millis()
+            )));
+        }
         let meter = self.meter(profile);
         let content = request.content.trim().to_owned();
         let mut degraded = Vec::new();
@@ -437,9 +457,11 @@ impl Core {
                     pass: super::extraction::Pass::Full,
                 };
                 let mut report = super::extraction::ExtractionReport::default();
+                let settings = self.effective_settings(profile).await?;
                 let drafts = super::extraction::classify(
                     &meter,
                     Some(model),
+                    &settings,
                     vec![candidate],
                     1,
                     &mut report,
@@ -475,6 +497,11 @@ impl Core {
             .filter(|_| {
                 matches!(kind, MemoryKind::Fact | MemoryKind::Instruction) || request.key.is_some()
             });
+        let now = self.clock.now();
+        let categories = classified
+            .as_ref()
+            .map(|d| d.categories.clone())
+            .unwrap_or_default();
         let record = MemoryRecord {
             id: uuid::Uuid::now_v7().to_string(),
             kind,
@@ -484,11 +511,14 @@ impl Core {
             session_id: request.session_id,
             source_message_ids: Vec::new(),
             source_lines: None,
-            recorded_at: self.clock.now(),
+            recorded_at: now,
             valid_at: None,
             superseded_by: None,
             forgotten: None,
-            metadata: request.metadata,
+            metadata: super::jobs::with_categories(request.metadata, &categories),
+            expires_at: request
+                .expires_at
+                .or_else(|| self.config.lifetimes.expiry(kind, now)),
         };
         self.store_memories(profile, &meter, vec![record.clone()])
             .await?;

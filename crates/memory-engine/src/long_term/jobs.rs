@@ -17,8 +17,8 @@ use super::content_id::content_id;
 use super::core::Core;
 use super::degradation::Degradation;
 use super::extraction::{
-    Candidate, Draft, ExtractionReport, build_transcript, chunk_lines, classify, detail_windows,
-    extract, merge_candidates, parse_iso_date, verify,
+    Candidate, Draft, ExtractionReport, build_transcript, build_transcript_in, chunk_lines,
+    classify, detail_windows, extract, merge_candidates, parse_iso_date, verify,
 };
 use super::ingest::IngestMessage;
 
@@ -401,11 +401,11 @@ impl Core {
                 match stage {
                     JobStatus::Queued => Ok(JobStatus::Extracting),
                     JobStatus::Extracting => self
-                        .extract_stage(&meter, &mut job)
+                        .extract_stage(profile, &meter, &mut job)
                         .await
                         .map(|()| JobStatus::Verifying),
                     JobStatus::Verifying => self
-                        .verify_stage(&meter, &mut job)
+                        .verify_stage(profile, &meter, &mut job)
                         .await
                         .map(|()| JobStatus::Storing),
                     JobStatus::Storing => self
@@ -633,6 +633,7 @@ impl Core {
 
     async fn extract_stage(
         &self,
+        profile: &str,
         meter: &super::accounting::Meter,
         job: &mut IngestJob,
     ) -> Result<()> {
@@ -643,7 +644,9 @@ impl Core {
             });
             return Ok(());
         };
-        let transcript = build_transcript(&job.messages);
+        let settings = self.effective_settings(profile).await?;
+        let languages = self.date_languages(profile, &settings).await?;
+        let transcript = build_transcript_in(&job.messages, &languages);
         let sizes: Vec<usize> = transcript.iter().map(|l| l.render().len() + 1).collect();
         let chunks = chunk_lines(&sizes, self.config.chunk_chars, self.config.chunk_overlap);
         let windows = if transcript.len() >= self.config.detail_min_messages {
@@ -663,6 +666,7 @@ impl Core {
         let candidates = extract(
             meter,
             model,
+            &settings,
             &transcript,
             &chunks,
             &windows,
@@ -690,13 +694,16 @@ impl Core {
 
     async fn verify_stage(
         &self,
+        profile: &str,
         meter: &super::accounting::Meter,
         job: &mut IngestJob,
     ) -> Result<()> {
         if job.candidates.is_empty() {
             return Ok(());
         }
-        let transcript = build_transcript(&job.messages);
+        let settings = self.effective_settings(profile).await?;
+        let languages = self.date_languages(profile, &settings).await?;
+        let transcript = build_transcript_in(&job.messages, &languages);
         let concurrency = self.config.max_concurrent_chunks;
         let mut report = std::mem::take(&mut job.extraction);
         let before = report.clone();
@@ -705,6 +712,7 @@ impl Core {
                 let kept = verify(
                     meter,
                     model,
+                    &settings,
                     &transcript,
                     job.candidates.clone(),
                     concurrency,
@@ -738,6 +746,7 @@ impl Core {
         job.drafts = classify(
             meter,
             self.models.classification.as_deref(),
+            &settings,
             verified,
             concurrency,
             &mut report,
@@ -787,11 +796,14 @@ impl Core {
                     .iter()
                     .filter_map(|&l| transcript.get(l).map(|t| t.message_id.clone()))
                     .collect();
-                // What its source messages share.
-                let shared = memory_core::Metadata::shared(
-                    sources
-                        .iter()
-                        .filter_map(|id| metadata.get(id.as_str()).copied()),
+                // What its source messages share, and the categories it was given.
+                let shared = with_categories(
+                    memory_core::Metadata::shared(
+                        sources
+                            .iter()
+                            .filter_map(|id| metadata.get(id.as_str()).copied()),
+                    ),
+                    &d.categories,
                 );
                 MemoryRecord {
                     // Deterministic: re-running the stage, or re-ingesting the conversation,
@@ -818,6 +830,7 @@ impl Core {
                     superseded_by: None,
                     forgotten: None,
                     metadata: shared,
+                    expires_at: self.config.lifetimes.expiry(d.kind, now),
                 }
             })
             .collect();
@@ -880,5 +893,39 @@ impl Core {
             .vectorize_memories(profile, meter, &memories, &[])
             .await?;
         Ok(())
+    }
+}
+
+/// `metadata` with `categories` added under [`super::CATEGORIES_KEY`] (merged with a list
+/// already there, sorted, without repeats); unchanged without categories, or (logged) when
+/// the result would pass the metadata's bounds.
+pub(super) fn with_categories(
+    metadata: memory_core::Metadata,
+    categories: &[String],
+) -> memory_core::Metadata {
+    if categories.is_empty() {
+        return metadata;
+    }
+    let mut object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&metadata.to_json()).unwrap_or_default();
+    let mut names: Vec<String> = match object.get(super::CATEGORIES_KEY) {
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        Some(serde_json::Value::String(one)) => vec![one.clone()],
+        _ => Vec::new(),
+    };
+    names.extend(categories.iter().cloned());
+    names.sort();
+    names.dedup();
+    object.insert(super::CATEGORIES_KEY.to_owned(), serde_json::json!(names));
+    match memory_core::Metadata::from_json(object) {
+        Ok(labelled) => labelled,
+        Err(e) => {
+            // Only when the metadata was already at its bounds: the memory keeps it as it was.
+            tracing::warn!(error = %e, ?categories, "categories left out of a memory's metadata");
+            metadata
+        }
     }
 }

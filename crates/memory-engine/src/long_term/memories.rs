@@ -64,17 +64,12 @@ impl Core {
         cursor: Option<String>,
         limit: usize,
     ) -> Result<MemoryPage> {
-        // Keys are stored normalised (`remember` normalises them): so is the filter's.
-        let normalized;
-        let filter = match &filter.key {
-            Some(key) => {
-                normalized = MemoryFilter {
-                    key: Some(normalize_key(key)),
-                    ..filter.clone()
-                };
-                &normalized
-            }
-            None => filter,
+        // Keys are stored normalised (`remember` normalises them): so is the filter's. Expiry
+        // is judged now unless the caller chose the instant (the sweep may not have run yet).
+        let filter = &MemoryFilter {
+            key: filter.key.as_deref().map(normalize_key),
+            current_at: filter.current_at.or(Some(self.clock.now())),
+            ..filter.clone()
         };
         self.backends
             .existing_store(profile)

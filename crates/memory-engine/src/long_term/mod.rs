@@ -11,6 +11,7 @@ mod config;
 mod content_id;
 mod core;
 mod degradation;
+mod expiry;
 mod extraction;
 mod fusion;
 mod hits;
@@ -26,6 +27,7 @@ mod recall_scope;
 mod render;
 mod schemas;
 mod service;
+mod settings;
 mod structured;
 mod synthesis;
 mod temporal;
@@ -34,17 +36,19 @@ mod vectorize;
 
 pub use accounting::{StageUsage, UsageReport};
 pub use backends::LongTermBackends;
-pub use config::{ChannelWeights, LongTermConfig, StageModels};
+pub use config::{ChannelWeights, KindLifetimes, LongTermConfig, StageModels};
 pub use content_id::{content_id, occurrence_id};
 pub use degradation::Degradation;
+pub use expiry::{EXPIRE_KIND, EXPIRED_REASON, ExpirySweep};
 pub use extraction::{
-    Candidate, Draft, ExtractionReport, Pass, TranscriptLine, build_transcript, chunk_lines,
-    detail_windows, merge_candidates, parse_iso_date, render_lines, resolve_relative_dates,
+    Candidate, Draft, ExtractionReport, Pass, TranscriptLine, build_transcript,
+    build_transcript_in, chunk_lines, detail_windows, merge_candidates, parse_iso_date,
+    render_lines, resolve_relative_dates, resolve_relative_dates_in,
 };
 pub use fusion::{Channel, ChannelRank, Fused, rrf};
 pub use hits::{RecallHit, RecallItem};
 pub use indexed_profile_store::IndexedProfileStore;
-pub use ingest::{IngestMessage, IngestReport, RememberRequest, Remembered};
+pub use ingest::{IngestMessage, IngestReport, RememberRequest, Remembered, parse_message_time};
 pub use jobs::{IngestJob, JobStatus};
 pub use keys::normalize_key;
 pub use memories::{MAX_LIST_PAGE, PurgeReport, ReembedReport};
@@ -53,6 +57,10 @@ pub use query_dates::{DateWindow, query_window};
 pub use recall::{MAX_RECALL_LIMIT, RecallRequest, RecallResponse};
 pub use render::{render_recall, render_recall_with};
 pub use service::MemoryService;
+pub use settings::{
+    CATEGORIES_KEY, Category, MAX_CATEGORIES, MAX_INSTRUCTIONS_CHARS, ProfileSettings,
+    text_language_named,
+};
 pub use synthesis::SynthesizedAnswer;
 pub use temporal::{describe_days, temporal_facts};
 pub use transfer::{
@@ -73,8 +81,12 @@ fn in_memory(
 }
 
 #[cfg(test)]
+mod expiry_tests;
+#[cfg(test)]
 mod extraction_tests;
 #[cfg(test)]
 mod recall_tests;
+#[cfg(test)]
+mod settings_tests;
 #[cfg(test)]
 mod tests;

@@ -622,8 +622,8 @@ impl Core {
         Ok(())
     }
 
-    /// Loads the best `limit` items, skipping anything forgotten, superseded or purged, with
-    /// equal scores ordered newest first.
+    /// Loads the best `limit` items, skipping anything forgotten, expired (whether or not the
+    /// sweep has reached it), superseded or purged, with equal scores ordered newest first.
     async fn materialize(
         &self,
         store: &dyn LongTermMemoryStore,
@@ -631,6 +631,7 @@ impl Core {
         limit: usize,
         scope: Option<&Scope>,
     ) -> Result<Vec<RecallHit>> {
+        let now = self.clock.now();
         let mut hits: Vec<RecallHit> = Vec::with_capacity(limit);
         let mut pending = fused.into_iter().peekable();
         while hits.len() < limit && pending.peek().is_some() {
@@ -669,6 +670,7 @@ impl Core {
                     None => match memories.remove(&f.id) {
                         Some(m)
                             if m.forgotten.is_none()
+                                && !m.is_expired_at(now)
                                 && m.superseded_by.is_none()
                                 && scope.is_none_or(|s| s.admits_metadata(&m.metadata)) =>
                         {

@@ -317,6 +317,7 @@ mod tests {
                 superseded_by: None,
                 forgotten: None,
                 metadata: serde_json::from_value(serde_json::json!({ "team": team })).unwrap(),
+                expires_at: None,
             };
             store.insert_memory(memory).await.unwrap();
         }

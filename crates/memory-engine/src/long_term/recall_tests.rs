@@ -31,6 +31,7 @@ fn fact(content: &str, key: Option<&str>, kind: MemoryKind) -> RememberRequest {
         kind: Some(kind),
         key: key.map(str::to_owned),
         metadata: Default::default(),
+        expires_at: None,
     }
 }
 
@@ -573,6 +574,7 @@ async fn fusion_orders_key_over_memory_text_over_raw_text() {
         superseded_by: None,
         forgotten: None,
         metadata: Default::default(),
+        expires_at: None,
     };
     let mut store = MockLongTermMemoryStore::new();
     let keyed = memory("keyed");

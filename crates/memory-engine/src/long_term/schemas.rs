@@ -63,16 +63,17 @@ pub(crate) fn verification() -> Value {
 }
 
 /// Classification: `{"results": [{index, kind, key, questions}]}`.
-pub(crate) fn classification() -> Value {
-    object(&[(
-        "results",
-        array(object(&[
-            ("index", typed("integer")),
-            ("kind", one_of(&["fact", "event", "instruction", "task"])),
-            ("key", nullable("string")),
-            ("questions", array(typed("string"))),
-        ])),
-    )])
+pub(crate) fn classification(categories: &[&str]) -> Value {
+    let mut fields = vec![
+        ("index", typed("integer")),
+        ("kind", one_of(&["fact", "event", "instruction", "task"])),
+        ("key", nullable("string")),
+        ("questions", array(typed("string"))),
+    ];
+    if !categories.is_empty() {
+        fields.push(("categories", array(one_of(categories))));
+    }
+    object(&[("results", array(object(&fields)))])
 }
 
 /// Query analysis: `{keys, terms, hyde}`.
@@ -103,7 +104,8 @@ mod tests {
         for (stage, schema) in [
             ("extraction", extraction()),
             ("verification", verification()),
-            ("classification", classification()),
+            ("classification", classification(&[])),
+            ("classification", classification(&["travel", "health"])),
             ("query_analysis", query_analysis()),
             ("synthesis", synthesis()),
         ] {

@@ -264,6 +264,37 @@ impl MemoryService {
         self.core.run_job(profile, id).await
     }
 
+    /// The profile's own extraction settings (empty when it has none; the deployment's
+    /// apply beneath them).
+    pub async fn profile_settings(&self, profile: &str) -> Result<super::ProfileSettings> {
+        self.core.profile_settings(profile).await
+    }
+
+    /// Replaces the profile's own extraction settings, checked first
+    /// ([`super::ProfileSettings::validated`]); empty settings remove them. Returns them as
+    /// stored.
+    pub async fn set_profile_settings(
+        &self,
+        profile: &str,
+        settings: super::ProfileSettings,
+    ) -> Result<super::ProfileSettings> {
+        self.core.set_profile_settings(profile, settings).await
+    }
+
+    /// What steers the profile's extraction: the deployment's settings under its own.
+    pub async fn effective_settings(&self, profile: &str) -> Result<super::ProfileSettings> {
+        self.core.effective_settings(profile).await
+    }
+
+    /// Forgets the profile's memories whose `expires_at` has passed (reason
+    /// [`super::EXPIRED_REASON`], at their expiry time), as a job on the queue that one of
+    /// several workers runs per profile and minute; `None` when nothing was due or another
+    /// worker has this minute's sweep. Workers call it between jobs; recall and list never
+    /// wait for it (they leave out what expired by their own clock).
+    pub async fn sweep_expired(&self, profile: &str) -> Result<Option<super::ExpirySweep>> {
+        self.core.sweep_expired(profile).await
+    }
+
     /// Recalls what the profile knows about `request.query`.
     ///
     /// Without an LLM, the query's own words (function words removed) drive full text and the

@@ -58,6 +58,7 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
         kind: None,
         key: Some("User City".into()),
         metadata: Default::default(),
+        expires_at: None,
     };
     let old = s.remember("ada", porto).await.unwrap();
     assert_eq!(old.key.as_deref(), Some("user.city"));
@@ -67,6 +68,7 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
         kind: Some(MemoryKind::Fact),
         key: Some("user city".into()),
         metadata: Default::default(),
+        expires_at: None,
     };
     let new = s.remember("ada", lisbon).await.unwrap();
     let all = s
@@ -147,6 +149,7 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
                 kind: None,
                 key: None,
                 metadata: Default::default(),
+                expires_at: None,
             }
         )
         .await
@@ -162,6 +165,7 @@ async fn remember_supersedes_by_key_and_recall_fuses_channels() {
             kind: None,
             key: None,
             metadata: Default::default(),
+            expires_at: None,
         },
     )
     .await
@@ -193,6 +197,7 @@ async fn export_then_import_round_trips_a_profile() {
             kind: None,
             key: key("city"),
             metadata: Default::default(),
+            expires_at: None,
         },
     )
     .await
@@ -206,6 +211,7 @@ async fn export_then_import_round_trips_a_profile() {
                 kind: None,
                 key: key("city"),
                 metadata: Default::default(),
+                expires_at: None,
             },
         )
         .await
@@ -398,6 +404,7 @@ mod engine_written_index {
             kind: Some(MemoryKind::Fact),
             key: Some(key.into()),
             metadata: Default::default(),
+            expires_at: None,
         }
     }
 
@@ -453,6 +460,7 @@ mod engine_written_index {
                     kind: Some(MemoryKind::Fact),
                     key: None,
                     metadata: Default::default(),
+                    expires_at: None,
                 },
             )
             .await

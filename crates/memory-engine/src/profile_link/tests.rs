@@ -319,6 +319,7 @@ async fn the_profile_block_stays_within_its_budget() {
                     kind: Some(memory_core::ports::MemoryKind::Fact),
                     key: Some(format!("fact.{n:02}")),
                     metadata: Default::default(),
+                    expires_at: None,
                 },
             )
             .await

@@ -227,6 +227,7 @@ impl ProfileLink {
                     kind,
                     key: args.key,
                     metadata: Default::default(),
+                    expires_at: None,
                 },
             )
             .await?;

@@ -35,6 +35,16 @@ pub async fn run_all(profiles: &dyn MemoryProfiles, store_written: Option<&dyn T
     get_memories_follows_the_order_asked(store.as_ref()).await;
     metadata_is_kept_as_given(store.as_ref()).await;
     metadata_filters_select_what_the_grammar_says(store.as_ref()).await;
+    let selective_name = unique("profile");
+    a_filter_selecting_one_percent_of_100_000_memories(
+        profiles.open(&selective_name).await.unwrap().as_ref(),
+    )
+    .await;
+    let expiry_name = unique("profile");
+    expiry_is_kept_judged_and_listed_for_the_sweep(
+        profiles.open(&expiry_name).await.unwrap().as_ref(),
+    )
+    .await;
     let raw_name = unique("profile");
     raw_metadata_is_kept_and_selected(profiles.open(&raw_name).await.unwrap().as_ref()).await;
     let fresh_name = unique("profile");
@@ -137,6 +147,7 @@ fn memory(id: &str, kind: MemoryKind, key: Option<&str>, content: &str, at: i64)
         superseded_by: None,
         forgotten: None,
         metadata: Default::default(),
+        expires_at: None,
     }
 }
 
@@ -773,5 +784,144 @@ pub async fn raw_metadata_is_kept_and_selected(store: &dyn LongTermMemoryStore) 
             }
         }
         assert_eq!(found, expected, "{filter}");
+    }
+}
+
+/// `expires_at` round-trips; `list` with `current_at` leaves out what expired by then
+/// (unless `include_forgotten`), and without it judges no expiry; `expired(at)` names what
+/// expired by `at` and is not forgotten, earliest expiry first, `limit` at a time.
+pub async fn expiry_is_kept_judged_and_listed_for_the_sweep(store: &dyn LongTermMemoryStore) {
+    let expiring = |id: &str, at: Option<i64>| MemoryRecord {
+        expires_at: at.map(Timestamp),
+        ..memory(id, MemoryKind::Task, None, &format!("task {id}"), 1)
+    };
+    for m in [
+        expiring("late", Some(300)),
+        expiring("never", None),
+        expiring("early", Some(100)),
+        expiring("middle", Some(200)),
+        expiring("same", Some(200)),
+    ] {
+        store.insert_memory(m).await.unwrap();
+    }
+    let got = store.get_memory("early").await.unwrap().unwrap();
+    assert_eq!(got.expires_at, Some(Timestamp(100)));
+    assert_eq!(
+        store.get_memory("never").await.unwrap().unwrap().expires_at,
+        None
+    );
+    let listed = |filter: MemoryFilter| async move {
+        let page = store.list(&filter, None, 100).await.unwrap();
+        page.memories.into_iter().map(|m| m.id).collect::<Vec<_>>()
+    };
+    let at = |t: i64| MemoryFilter {
+        current_at: Some(Timestamp(t)),
+        ..MemoryFilter::default()
+    };
+    assert_eq!(
+        listed(MemoryFilter::default()).await,
+        ["late", "never", "early", "middle", "same"],
+        "without current_at no expiry is judged"
+    );
+    assert_eq!(
+        listed(at(99)).await,
+        ["late", "never", "early", "middle", "same"]
+    );
+    assert_eq!(
+        listed(at(200)).await,
+        ["late", "never"],
+        "expired at the instant itself (expires_at <= current_at)"
+    );
+    assert_eq!(
+        listed(MemoryFilter {
+            include_forgotten: true,
+            ..at(1_000)
+        })
+        .await,
+        ["late", "never", "early", "middle", "same"],
+        "include_forgotten shows expired memories too"
+    );
+    assert!(store.expired(Timestamp(99), 10).await.unwrap().is_empty());
+    assert_eq!(
+        store.expired(Timestamp(200), 10).await.unwrap(),
+        ["early", "middle", "same"]
+    );
+    assert_eq!(
+        store.expired(Timestamp(1_000), 2).await.unwrap(),
+        ["early", "middle"]
+    );
+    store
+        .forget(
+            "early",
+            ForgetRequest {
+                reason: "expired".into(),
+                at: Timestamp(100),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.expired(Timestamp(1_000), 10).await.unwrap(),
+        ["middle", "same", "late"],
+        "a forgotten memory is no longer due"
+    );
+    assert!(store.purge("middle").await.unwrap());
+    assert_eq!(
+        store.expired(Timestamp(1_000), 10).await.unwrap(),
+        ["same", "late"]
+    );
+}
+
+/// A metadata filter matching 1 % of 100,000 memories lists exactly those 1,000, page by
+/// page, with both an equality and a range on the same key (the query plan a backend picks
+/// for a selective filter over a large profile, not only for a handful of rows).
+pub async fn a_filter_selecting_one_percent_of_100_000_memories(store: &dyn LongTermMemoryStore) {
+    use futures::StreamExt;
+    use memory_core::MetadataFilter;
+    const COUNT: usize = 100_000;
+    let inserts = futures::stream::iter(0..COUNT).map(|i| {
+        let mut m = memory(
+            &format!("s{i:06}"),
+            MemoryKind::Event,
+            None,
+            "selective",
+            i as i64,
+        );
+        m.metadata = serde_json::from_value(serde_json::json!({ "bucket": i % 100 })).unwrap();
+        store.insert_memory(m)
+    });
+    let failed = inserts
+        .buffer_unordered(16)
+        .filter(|r| std::future::ready(r.is_err()))
+        .count()
+        .await;
+    assert_eq!(failed, 0, "every insert succeeds");
+    for text in [
+        r#"{"bucket": 42}"#,
+        r#"{"bucket": {"$gte": 41.5, "$lt": 42.5}}"#,
+    ] {
+        let filter = MemoryFilter {
+            metadata: Some(MetadataFilter::parse(text).unwrap()),
+            ..MemoryFilter::default()
+        };
+        let mut ids = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = store.list(&filter, cursor, 300).await.unwrap();
+            ids.extend(page.memories.into_iter().map(|m| {
+                assert_eq!(m.metadata.to_json(), r#"{"bucket":42}"#);
+                m.id
+            }));
+            cursor = page.next_cursor;
+            if cursor.is_none() {
+                break;
+            }
+        }
+        let expected: Vec<String> = (0..COUNT)
+            .filter(|i| i % 100 == 42)
+            .map(|i| format!("s{i:06}"))
+            .collect();
+        ids.sort();
+        assert_eq!(ids, expected, "filter {text}");
     }
 }

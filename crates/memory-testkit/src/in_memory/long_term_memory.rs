@@ -8,7 +8,7 @@ use memory_core::ports::{
     TextFields, TextHit, TextIndex, TextIndexCapabilities, TextIndexes, TextQuery, VectorIndex,
     VectorIndexes, namespaces,
 };
-use memory_core::{MemoryError, Result};
+use memory_core::{MemoryError, Result, Timestamp};
 
 use super::text_index::{IN_MEMORY_CAPABILITIES, rank_documents};
 use super::{InMemoryJobQueue, InMemoryVectorIndex, lock};
@@ -57,6 +57,7 @@ fn matches(filter: &MemoryFilter, m: &MemoryRecord) -> bool {
         && filter.to.is_none_or(|t| m.recorded_at < t)
         && (filter.include_superseded || m.superseded_by.is_none())
         && (filter.include_forgotten || m.forgotten.is_none())
+        && (filter.include_forgotten || filter.current_at.is_none_or(|t| !m.is_expired_at(t)))
         && filter
             .metadata
             .as_ref()
@@ -307,6 +308,23 @@ impl MemoryRecordStore for InMemoryLongTermMemory {
             }
         }
         Ok(erased.is_some())
+    }
+
+    async fn expired(&self, at: Timestamp, limit: usize) -> Result<Vec<String>> {
+        let inner = lock(&self.inner);
+        let mut due: Vec<(Timestamp, &MemoryRecord)> = inner
+            .memories
+            .values()
+            .filter(|m| m.forgotten.is_none())
+            .filter_map(|m| m.expires_at.filter(|&e| e <= at).map(|e| (e, m)))
+            .collect();
+        // Stable: equal expiries keep insertion order.
+        due.sort_by_key(|(e, _)| *e);
+        Ok(due
+            .into_iter()
+            .take(limit)
+            .map(|(_, m)| m.id.clone())
+            .collect())
     }
 }
 

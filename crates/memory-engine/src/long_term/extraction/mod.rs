@@ -6,13 +6,15 @@
 //! search questions.
 
 mod chunks;
+mod date_phrases;
 mod passes;
 mod transcript;
 
 pub use chunks::{chunk_lines, detail_windows};
 pub use passes::{Candidate, Draft, Pass, merge_candidates};
 pub use transcript::{
-    TranscriptLine, build_transcript, parse_iso_date, render_lines, resolve_relative_dates,
+    TranscriptLine, build_transcript, build_transcript_in, parse_iso_date, render_lines,
+    resolve_relative_dates, resolve_relative_dates_in,
 };
 
 pub(crate) use passes::{classify, extract, verify};

@@ -4,6 +4,9 @@
 use memory_core::ports::RawMessage;
 use memory_core::{CivilDate, DAY_MILLIS, Timestamp};
 
+use memory_core::TextLanguage;
+
+use super::date_phrases::{Meaning, Phrases, Unit, phrases};
 use crate::long_term::query_dates::WEEKDAYS;
 
 /// One transcript line.
@@ -34,8 +37,17 @@ impl TranscriptLine {
     }
 }
 
-/// Lines for messages in conversation order.
+/// Lines for messages in conversation order (relative dates read in English).
 pub fn build_transcript(messages: &[RawMessage]) -> Vec<TranscriptLine> {
+    build_transcript_in(messages, &[])
+}
+
+/// Lines for messages in conversation order, relative dates read in English and in
+/// `languages` ([`resolve_relative_dates_in`]).
+pub fn build_transcript_in(
+    messages: &[RawMessage],
+    languages: &[TextLanguage],
+) -> Vec<TranscriptLine> {
     messages
         .iter()
         .enumerate()
@@ -44,7 +56,7 @@ pub fn build_transcript(messages: &[RawMessage]) -> Vec<TranscriptLine> {
             message_id: m.id.clone(),
             role: m.role.clone(),
             at: m.created_at,
-            text: resolve_relative_dates(&m.content, m.created_at),
+            text: resolve_relative_dates_in(&m.content, m.created_at, languages),
         })
         .collect()
 }
@@ -158,7 +170,8 @@ fn match_at(words: &[&str], i: usize, at: Timestamp) -> Option<(usize, String)> 
 }
 
 /// Appends the absolute date after each relative expression: "yesterday" said on
-/// 2023-05-08 becomes "yesterday [2023-05-07]".
+/// 2023-05-08 becomes "yesterday [2023-05-07]". English only; see
+/// [`resolve_relative_dates_in`] for other languages.
 ///
 /// ```
 /// use memory_core::{CivilDate, Timestamp};
@@ -169,11 +182,32 @@ fn match_at(words: &[&str], i: usize, at: Timestamp) -> Option<(usize, String)> 
 /// assert_eq!(resolve_relative_dates("next month", at), "next month [2023-06]");
 /// ```
 pub fn resolve_relative_dates(text: &str, at: Timestamp) -> String {
-    let lower = text.to_ascii_lowercase();
+    resolve_relative_dates_in(text, at, &[])
+}
+
+/// [`resolve_relative_dates`] in English and in `languages` (each from its phrase table:
+/// fixed phrases, "N units ago", last / next weekday; CJK phrases found inside runs of
+/// characters). At each word the longest match of any of them wins.
+///
+/// ```
+/// use memory_core::{CivilDate, TextLanguage, Timestamp};
+/// use memory_engine::long_term::resolve_relative_dates_in;
+/// let at = CivilDate { year: 2023, month: 5, day: 8 }.to_timestamp(); // a Monday
+/// assert_eq!(
+///     resolve_relative_dates_in("Je l'ai vu la semaine dernière", at, &[TextLanguage::French]),
+///     "Je l'ai vu la semaine dernière [week of 2023-05-01]"
+/// );
+/// assert_eq!(
+///     resolve_relative_dates_in("Ik was er vorige week", at, &[TextLanguage::Dutch]),
+///     "Ik was er vorige week [week of 2023-05-01]"
+/// );
+/// ```
+pub fn resolve_relative_dates_in(text: &str, at: Timestamp, languages: &[TextLanguage]) -> String {
+    let tables: Vec<&Phrases> = languages.iter().filter_map(|l| phrases(*l)).collect();
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let mut start = None;
-    for (i, c) in lower.char_indices() {
-        match (c.is_alphanumeric(), start) {
+    for (i, c) in text.char_indices() {
+        match (is_word_char(c), start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
                 spans.push((s, i));
@@ -183,18 +217,33 @@ pub fn resolve_relative_dates(text: &str, at: Timestamp) -> String {
         }
     }
     if let Some(s) = start {
-        spans.push((s, lower.len()));
+        spans.push((s, text.len()));
     }
-    let words: Vec<&str> = spans.iter().map(|(s, e)| &lower[*s..*e]).collect();
+    let words: Vec<String> = spans
+        .iter()
+        .map(|(s, e)| text[*s..*e].to_lowercase())
+        .collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let today = at.date();
     let mut out = String::with_capacity(text.len() + 16);
     let mut copied = 0;
     let mut i = 0;
     while i < words.len() {
-        match match_at(&words, i, at) {
+        let english = match_at(&words, i, at).map(|(len, date)| (len, Some(date)));
+        let best = tables
+            .iter()
+            .filter(|t| !t.inside_words)
+            .filter_map(|t| match_table(t, &words, i))
+            .map(|(len, meaning)| (len, describe(meaning, today)))
+            .chain(english)
+            .max_by_key(|(len, _)| *len);
+        match best {
             Some((len, date)) => {
                 let end = spans[i + len - 1].1;
                 out.push_str(&text[copied..end]);
-                out.push_str(&format!(" [{date}]"));
+                if let Some(date) = date {
+                    out.push_str(&format!(" [{date}]"));
+                }
                 copied = end;
                 i += len;
             }
@@ -202,6 +251,153 @@ pub fn resolve_relative_dates(text: &str, at: Timestamp) -> String {
         }
     }
     out.push_str(&text[copied..]);
+    match tables.iter().find(|t| t.inside_words) {
+        Some(table) => annotate_inside(&out, table, today),
+        None => out,
+    }
+}
+
+/// Letters, digits and the combining marks of scripts that write vowels as marks (Indic
+/// scripts such as Tamil): a word is a run of these.
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || ('\u{0900}'..='\u{0DFF}').contains(&c)
+}
+
+/// The absolute form of a meaning on `today` (`None` for [`Meaning::Skip`]).
+fn describe(meaning: Meaning, today: CivilDate) -> Option<String> {
+    let days = today.days_since_epoch();
+    Some(match meaning {
+        Meaning::Day(offset) => CivilDate::from_days_since_epoch(days + offset).to_string(),
+        Meaning::Week(weeks) => {
+            let monday = days - i64::from(today.weekday()) + 7 * weeks;
+            format!("week of {}", CivilDate::from_days_since_epoch(monday))
+        }
+        Meaning::Month(months) => {
+            let d = shift_months(today, months);
+            format!("{:04}-{:02}", d.year, d.month)
+        }
+        Meaning::Year(years) => format!("{:04}", i64::from(today.year) + years),
+        Meaning::Weekday { sign, day } => {
+            let now = i64::from(today.weekday());
+            let offset = if sign < 0 {
+                -((now - day - 1).rem_euclid(7) + 1)
+            } else {
+                (day - now - 1).rem_euclid(7) + 1
+            };
+            CivilDate::from_days_since_epoch(days + offset).to_string()
+        }
+        Meaning::Skip => return None,
+    })
+}
+
+/// The longest phrase of `table` at word `i`: its length in words and meaning.
+fn match_table(table: &Phrases, words: &[&str], i: usize) -> Option<(usize, Meaning)> {
+    let rest = &words[i..];
+    let fits = |pattern: &str| -> Option<usize> {
+        let parts: Vec<&str> = pattern.split(' ').collect();
+        (rest.len() >= parts.len() && parts.iter().zip(rest).all(|(p, w)| p == w))
+            .then_some(parts.len())
+    };
+    let mut best: Option<(usize, Meaning)> = None;
+    let mut offer = |len: usize, meaning: Meaning| {
+        if best.is_none_or(|(l, _)| len > l) {
+            best = Some((len, meaning));
+        }
+    };
+    for (phrase, meaning) in table.fixed {
+        if let Some(len) = fits(phrase) {
+            offer(len, *meaning);
+        }
+    }
+    for pattern in table.ago {
+        if let Some((len, meaning)) = match_ago(table, pattern, rest) {
+            offer(len, meaning);
+        }
+    }
+    for (sign, patterns) in [(-1, table.last_weekday), (1, table.next_weekday)] {
+        for pattern in patterns {
+            for (day, names) in table.weekdays.iter().enumerate() {
+                for name in names.split('|').filter(|n| !n.is_empty()) {
+                    if let Some(len) = fits(&pattern.replace('%', name)) {
+                        offer(
+                            len,
+                            Meaning::Weekday {
+                                sign,
+                                day: day as i64,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+    best
+}
+
+/// "N units ago" at the start of `rest` for one pattern (`#` the number, `@` the unit).
+fn match_ago(table: &Phrases, pattern: &str, rest: &[&str]) -> Option<(usize, Meaning)> {
+    let parts: Vec<&str> = pattern.split(' ').collect();
+    if rest.len() < parts.len() {
+        return None;
+    }
+    let (mut n, mut unit) = (None, None);
+    for (part, word) in parts.iter().zip(rest) {
+        match *part {
+            "#" => {
+                n = word.parse::<i64>().ok().or_else(|| {
+                    table
+                        .numbers
+                        .iter()
+                        .find(|(w, _)| w == word)
+                        .map(|(_, v)| *v)
+                });
+                n?;
+            }
+            "@" => {
+                unit = table.units.iter().find(|(w, _)| w == word).map(|(_, u)| *u);
+                unit?;
+            }
+            literal if literal == *word => {}
+            _ => return None,
+        }
+    }
+    let n = n.filter(|n| (0..=100_000).contains(n))?;
+    let meaning = match unit? {
+        Unit::Day => Meaning::Day(-n),
+        Unit::Week => Meaning::Day(-7 * n),
+        Unit::Month => Meaning::Month(-n),
+        Unit::Year => Meaning::Year(-n),
+    };
+    Some((parts.len(), meaning))
+}
+
+/// Annotates the phrases of a table written without spaces (CJK), found anywhere in
+/// `text`, longest first at each position.
+fn annotate_inside(text: &str, table: &Phrases, today: CivilDate) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        let found = table
+            .fixed
+            .iter()
+            .filter(|(phrase, _)| rest.starts_with(phrase))
+            .max_by_key(|(phrase, _)| phrase.len());
+        match found {
+            Some((phrase, meaning)) => {
+                out.push_str(phrase);
+                if let Some(date) = describe(*meaning, today) {
+                    out.push_str(&format!(" [{date}]"));
+                }
+                i += phrase.len();
+            }
+            None => {
+                let Some(c) = rest.chars().next() else { break };
+                out.push(c);
+                i += c.len_utf8();
+            }
+        }
+    }
     out
 }
 
@@ -266,6 +462,159 @@ mod tests {
             resolve_relative_dates("Café yesterday!", at),
             "Café yesterday [2023-05-07]!"
         );
+    }
+
+    #[test]
+    fn relative_dates_resolve_in_the_profiles_language_only() {
+        use memory_core::TextLanguage as L;
+        let at = monday(); // 2023-05-08
+        let cases: &[(L, &str, &str)] = &[
+            (
+                L::French,
+                "Je l'ai vu la semaine dernière.",
+                "Je l'ai vu la semaine dernière [week of 2023-05-01].",
+            ),
+            (
+                L::French,
+                "Avant-hier, et aujourd'hui",
+                "Avant-hier [2023-05-06], et aujourd'hui [2023-05-08]",
+            ),
+            (L::French, "il y a 3 jours", "il y a 3 jours [2023-05-05]"),
+            (L::French, "Lundi dernier", "Lundi dernier [2023-05-01]"),
+            (L::French, "l'année prochaine", "l'année prochaine [2024]"),
+            (
+                L::German,
+                "Guten Morgen! Wir fahren morgen.",
+                "Guten Morgen! Wir fahren morgen [2023-05-09].",
+            ),
+            (
+                L::German,
+                "heute Morgen, vor zwei Wochen",
+                "heute Morgen [2023-05-08], vor zwei Wochen [2023-04-24]",
+            ),
+            (
+                L::German,
+                "Nächsten Freitag",
+                "Nächsten Freitag [2023-05-12]",
+            ),
+            (L::German, "Übermorgen", "Übermorgen [2023-05-10]"),
+            (
+                L::Dutch,
+                "vorige week en volgende maand",
+                "vorige week [week of 2023-05-01] en volgende maand [2023-06]",
+            ),
+            (L::Dutch, "2 dagen geleden", "2 dagen geleden [2023-05-06]"),
+            (
+                L::Spanish,
+                "hace 3 días, por la mañana",
+                "hace 3 días [2023-05-05], por la mañana",
+            ),
+            (
+                L::Spanish,
+                "Mañana por la mañana",
+                "Mañana [2023-05-09] por la mañana",
+            ),
+            (L::Spanish, "el año que viene", "el año que viene [2024]"),
+            (L::Italian, "lunedì scorso", "lunedì scorso [2023-05-01]"),
+            (
+                L::Italian,
+                "due settimane fa",
+                "due settimane fa [2023-04-24]",
+            ),
+            (
+                L::Portuguese,
+                "há 2 semanas, e semana que vem",
+                "há 2 semanas [2023-04-24], e semana que vem [week of 2023-05-15]",
+            ),
+            (
+                L::Swedish,
+                "i går och förra veckan",
+                "i går [2023-05-07] och förra veckan [week of 2023-05-01]",
+            ),
+            (
+                L::Danish,
+                "for 2 dage siden",
+                "for 2 dage siden [2023-05-06]",
+            ),
+            (L::Norwegian, "i fjor", "i fjor [2022]"),
+            (L::Finnish, "eilen", "eilen [2023-05-07]"),
+            (L::Hungarian, "tegnap", "tegnap [2023-05-07]"),
+            (
+                L::Romanian,
+                "săptămâna trecută",
+                "săptămâna trecută [week of 2023-05-01]",
+            ),
+            (
+                L::Russian,
+                "Вчера и на прошлой неделе, 3 дня назад",
+                "Вчера [2023-05-07] и на прошлой неделе [week of 2023-05-01], 3 дня назад [2023-05-05]",
+            ),
+            (L::Greek, "χθες", "χθες [2023-05-07]"),
+            (
+                L::Turkish,
+                "geçen hafta",
+                "geçen hafta [week of 2023-05-01]",
+            ),
+            (
+                L::Arabic,
+                "الأسبوع الماضي",
+                "الأسبوع الماضي [week of 2023-05-01]",
+            ),
+            (L::Tamil, "நேற்று", "நேற்று [2023-05-07]"),
+            (L::Cjk, "我昨天去了北京", "我昨天 [2023-05-07]去了北京"),
+            (L::Cjk, "来週の月曜日", "来週 [week of 2023-05-15]の月曜日"),
+            (
+                L::Cjk,
+                "다음 주에 만나요",
+                "다음 주 [week of 2023-05-15]에 만나요",
+            ),
+        ];
+        for (language, text, expected) in cases {
+            assert_eq!(
+                resolve_relative_dates_in(text, at, &[*language]),
+                *expected,
+                "{language:?}"
+            );
+        }
+        assert_eq!(
+            resolve_relative_dates_in("la semaine dernière, yesterday", at, &[]),
+            "la semaine dernière, yesterday [2023-05-07]",
+            "English always; another language only when the profile's"
+        );
+        assert_eq!(
+            resolve_relative_dates_in("ma", at, &[L::Italian]),
+            "ma",
+            "Hungarian's \"ma\" (today) is Italian's \"but\""
+        );
+    }
+
+    #[test]
+    fn every_phrase_table_is_written_as_the_tokenizer_reads_text() {
+        use memory_core::TextLanguage;
+        for language in TextLanguage::ALL {
+            let Some(table) = phrases(language) else {
+                continue;
+            };
+            for (phrase, _) in table.fixed {
+                if table.inside_words {
+                    continue;
+                }
+                let at = monday();
+                let resolved = resolve_relative_dates_in(phrase, at, &[language]);
+                assert!(
+                    resolved.starts_with(phrase),
+                    "{language:?}: {phrase:?} became {resolved:?}"
+                );
+                assert_eq!(phrase.to_lowercase(), *phrase, "{language:?}: {phrase:?}");
+                let words: Vec<&str> = phrase.split(' ').collect();
+                assert!(
+                    words
+                        .iter()
+                        .all(|w| !w.is_empty() && w.chars().all(is_word_char)),
+                    "{language:?}: {phrase:?} has a character that splits words"
+                );
+            }
+        }
     }
 
     #[test]
