@@ -64,4 +64,4 @@ pub use vector_index::{PostgresVectorIndex, PostgresVectorIndexes};
 /// The largest message (stored JSON bytes) this adapter accepts, on every write path, declared
 /// through `StoreCapabilities::max_message_bytes` (the same bound as the SQLite adapter, so a
 /// deployment can move between them).
-pub const MAX_MESSAGE_BYTES: u64 = 8 * 1024 * 1024;
+pub const MAX_MESSAGE_BYTES: u64 = memory_core::size::MAX_ITEM_BYTES;

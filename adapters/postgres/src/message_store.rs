@@ -10,10 +10,10 @@ use memory_core::{
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
-use crate::MAX_MESSAGE_BYTES;
 use crate::append;
 use crate::database::PostgresDatabase;
 use crate::error::{BACKEND, db, invariant};
+use memory_core::size::check_item_size;
 
 /// The [`MessageStore`] on PostgreSQL. Appends to one session serialize on the session's
 /// row (`FOR UPDATE`), so concurrent writers in any number of processes lose nothing and
@@ -138,13 +138,7 @@ pub(crate) struct Encoded {
 pub(crate) fn encode(message: &UiMessage) -> Result<Encoded> {
     validate_message_id(&message.id)?;
     let json = serde_json::to_string(message)?;
-    if json.len() as u64 > MAX_MESSAGE_BYTES {
-        return Err(MemoryError::invalid(format!(
-            "message {:?} is {} bytes; the postgres adapter stores at most {MAX_MESSAGE_BYTES}",
-            message.id,
-            json.len()
-        )));
-    }
+    check_item_size(&format!("message {:?}", message.id), json.len())?;
     Ok(Encoded {
         id: message.id.clone(),
         role: message.role,
@@ -256,7 +250,7 @@ impl MessageStore for PostgresMessageStore {
 
     fn capabilities(&self) -> StoreCapabilities {
         StoreCapabilities {
-            max_message_bytes: Some(MAX_MESSAGE_BYTES),
+            max_message_bytes: Some(crate::MAX_MESSAGE_BYTES),
         }
     }
 

@@ -2,12 +2,12 @@
 //! prefix is listed in byte order without scanning the keyspace.
 
 use async_trait::async_trait;
+use memory_core::Result;
 use memory_core::ports::KeyValueStore;
-use memory_core::{MemoryError, Result};
 
-use crate::MAX_MESSAGE_BYTES;
 use crate::database::RedisDatabase;
 use crate::error::redis;
+use memory_core::size::check_item_size;
 
 /// Keys removed per round trip by `delete_prefix`.
 const BATCH: usize = 1_000;
@@ -28,13 +28,7 @@ return 1
 
 /// Refuses a value over the adapter's row limit ([`MAX_MESSAGE_BYTES`]) before any write.
 fn check_size(key: &str, value: &str) -> Result<()> {
-    if value.len() as u64 > MAX_MESSAGE_BYTES {
-        return Err(MemoryError::invalid(format!(
-            "value of {key:?} is {} bytes; the redis adapter stores at most {MAX_MESSAGE_BYTES}",
-            value.len()
-        )));
-    }
-    Ok(())
+    check_item_size(&format!("value of {key:?}"), value.len())
 }
 
 /// [`KeyValueStore`] on Redis: `<prefix>kv:v:<key>` holds each value and `<prefix>kv:index`

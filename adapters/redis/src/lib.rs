@@ -65,4 +65,4 @@ pub use skill_store::RedisSkillStore;
 /// `StoreCapabilities::max_message_bytes`: the same bound as the SQLite and PostgreSQL
 /// adapters, so a deployment can move between them (and far below what would stall the
 /// single-threaded server).
-pub const MAX_MESSAGE_BYTES: u64 = 8 * 1024 * 1024;
+pub const MAX_MESSAGE_BYTES: u64 = memory_core::size::MAX_ITEM_BYTES;

@@ -26,11 +26,11 @@ use memory_core::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::MAX_MESSAGE_BYTES;
 use crate::append;
 use crate::database::RedisDatabase;
 use crate::error::{corrupt, redis};
 use crate::path;
+use memory_core::size::check_item_size;
 
 /// How often an append reads and plans again after losing a race, before it reports
 /// [`MemoryError::Conflict`].
@@ -287,13 +287,7 @@ pub(crate) struct Encoded {
 fn encode(message: &UiMessage) -> Result<Encoded> {
     validate_message_id(&message.id)?;
     let json = serde_json::to_string(message)?;
-    if json.len() as u64 > MAX_MESSAGE_BYTES {
-        return Err(MemoryError::invalid(format!(
-            "message {:?} is {} bytes; the redis adapter stores at most {MAX_MESSAGE_BYTES}",
-            message.id,
-            json.len()
-        )));
-    }
+    check_item_size(&format!("message {:?}", message.id), json.len())?;
     Ok(Encoded {
         id: message.id.clone(),
         role: message.role,
@@ -461,7 +455,7 @@ impl MessageStore for RedisMessageStore {
 
     fn capabilities(&self) -> StoreCapabilities {
         StoreCapabilities {
-            max_message_bytes: Some(MAX_MESSAGE_BYTES),
+            max_message_bytes: Some(crate::MAX_MESSAGE_BYTES),
         }
     }
 

@@ -2,12 +2,12 @@
 //! descriptions only, never the documents.
 
 use async_trait::async_trait;
+use memory_core::Result;
 use memory_core::ports::{SkillStore, SkillSummary};
-use memory_core::{MemoryError, Result};
 
-use crate::MAX_MESSAGE_BYTES;
 use crate::database::RedisDatabase;
 use crate::error::{corrupt, redis};
+use memory_core::size::check_item_size;
 
 /// [`SkillStore`] on Redis: `<prefix>skills:<collection>:content` (key → document) and
 /// `<prefix>skills:<collection>:about` (key → description as JSON, `null` for none), written
@@ -61,12 +61,7 @@ impl SkillStore for RedisSkillStore {
     }
 
     async fn put(&self, key: &str, content: &str, description: Option<String>) -> Result<()> {
-        if content.len() as u64 > MAX_MESSAGE_BYTES {
-            return Err(MemoryError::invalid(format!(
-                "skill {key:?} is {} bytes; the redis adapter stores at most {MAX_MESSAGE_BYTES}",
-                content.len()
-            )));
-        }
+        check_item_size(&format!("skill {key:?}"), content.len())?;
         let _: () = redis::pipe()
             .atomic()
             .cmd("HSET")

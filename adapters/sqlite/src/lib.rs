@@ -62,4 +62,4 @@ pub use vector_index::{ApproximateSearch, SqliteVectorIndex};
 /// update, import), declared through `StoreCapabilities::max_message_bytes` so the engine
 /// fits oversized tool outputs under it first. A bound on memory use per message: a 50 MB
 /// message cost 939 MB of RSS to store and came back whole from a search.
-pub const MAX_MESSAGE_BYTES: u64 = 8 * 1024 * 1024;
+pub const MAX_MESSAGE_BYTES: u64 = memory_core::size::MAX_ITEM_BYTES;

@@ -10,10 +10,10 @@ use memory_core::{
 };
 use sqlx::{Row, SqliteConnection};
 
-use crate::MAX_MESSAGE_BYTES;
 use crate::append;
 use crate::database::SqliteDatabase;
 use crate::error::{BACKEND, db};
+use memory_core::size::check_item_size;
 
 /// The [`MessageStore`] on SQLite.
 #[derive(Debug, Clone)]
@@ -85,13 +85,7 @@ const BATCH_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 fn encode(message: &UiMessage) -> Result<Encoded> {
     validate_message_id(&message.id)?;
     let json = serde_json::to_string(message)?;
-    if json.len() as u64 > MAX_MESSAGE_BYTES {
-        return Err(MemoryError::invalid(format!(
-            "message {:?} is {} bytes; the sqlite adapter stores at most {MAX_MESSAGE_BYTES}",
-            message.id,
-            json.len()
-        )));
-    }
+    check_item_size(&format!("message {:?}", message.id), json.len())?;
     Ok(Encoded {
         id: message.id.clone(),
         role: message.role,
@@ -247,7 +241,7 @@ impl MessageStore for SqliteMessageStore {
 
     fn capabilities(&self) -> StoreCapabilities {
         StoreCapabilities {
-            max_message_bytes: Some(MAX_MESSAGE_BYTES),
+            max_message_bytes: Some(crate::MAX_MESSAGE_BYTES),
         }
     }
 

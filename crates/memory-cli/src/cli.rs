@@ -146,6 +146,19 @@ pub enum Command {
     /// `blobs/`, or an S3/R2 bucket), list backups, restore one.
     #[command(subcommand)]
     Backup(BackupCommand),
+    /// Rebuild the text indexes from the records: the sessions' message index and every
+    /// profile's (or only `--profile`'s), with progress. A run that stops part-way resumes
+    /// after the last profile it finished.
+    Reindex {
+        /// Only this profile's index.
+        #[arg(long)]
+        profile: Option<String>,
+        /// Ignore an unfinished run's progress and start over.
+        #[arg(long, conflicts_with = "profile")]
+        restart: bool,
+        #[command(flatten)]
+        format: Format,
+    },
     /// Run ingest jobs from the deployment's job queue, every profile's, until Ctrl-C: any
     /// number of workers (on any machine sharing the queue) each claim a job under a lease.
     /// Ctrl-C lets the current job finish and claims no more.

@@ -492,3 +492,78 @@ fn sessions_bind_end_and_ship_into_profiles() {
         .failure()
         .stderr(predicate::str::contains("profile name"));
 }
+
+/// The README's recovery: a deployment whose Tantivy indexes are lost rebuilds them with
+/// `memory reindex` (messages and every profile), and one profile's with `--profile`.
+#[test]
+fn a_lost_text_index_is_rebuilt_by_reindex() {
+    let env = Env::new();
+    std::fs::write(
+        env.dir.path().join("memory.toml"),
+        "[storage]\ntext = \"tantivy\"\n\n[memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    env.json(&["session", "create", "--id", "s"]);
+    env.append(
+        "s",
+        text("u1", "user", "The ferry to Madeira leaves at dawn"),
+        &[],
+    );
+    for profile in ["alpha", "beta"] {
+        env.cmd()
+            .args([
+                "profile",
+                "remember",
+                profile,
+                "Madeira ferry tickets are booked",
+            ])
+            .assert()
+            .success();
+    }
+    let found = |env: &Env| {
+        let messages = env.json(&["search", "madeira ferry"])["hits"]
+            .as_array()
+            .unwrap()
+            .len();
+        let memories: Vec<usize> = ["alpha", "beta"]
+            .iter()
+            .map(|p| {
+                env.json(&["profile", "recall", p, "madeira ferry"])["response"]["hits"]
+                    .as_array()
+                    .unwrap()
+                    .len()
+            })
+            .collect();
+        (messages, memories)
+    };
+    assert_eq!(found(&env), (1, vec![1, 1]));
+
+    std::fs::remove_dir_all(env.dir.path().join("tantivy")).unwrap();
+    assert_eq!(found(&env), (0, vec![0, 0]), "the index is gone");
+
+    let only_beta = env.json(&["reindex", "--profile", "beta"]);
+    assert_eq!(only_beta["report"]["rebuilt"], true, "{only_beta}");
+    assert_eq!(found(&env), (0, vec![0, 1]));
+    env.cmd()
+        .args(["reindex", "--profile", "nobody"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("nobody"));
+
+    // An unfinished run (its progress file says alpha is done) resumes after alpha.
+    std::fs::write(
+        env.dir.path().join("reindex-progress.json"),
+        r#"{"sessions": false, "profiles": ["alpha"]}"#,
+    )
+    .unwrap();
+    let resumed = env.json(&["reindex"]);
+    assert_eq!(resumed["profiles"], 2, "{resumed}");
+    assert_eq!(resumed["profiles_rebuilt"], 1, "alpha was done: {resumed}");
+    assert_eq!(resumed["sessions"]["documents"], 1, "{resumed}");
+    assert_eq!(found(&env), (1, vec![0, 1]), "alpha was skipped as done");
+    assert!(!env.dir.path().join("reindex-progress.json").exists());
+
+    let all = env.json(&["reindex"]);
+    assert_eq!(all["profiles_rebuilt"], 2, "{all}");
+    assert_eq!(found(&env), (1, vec![1, 1]));
+}

@@ -37,6 +37,10 @@ async def main():
             out["recall_bad_filter"] = [text(r), err(r)]
             r = await session.call_tool("remember", {"content": "x", "kind": "rumour"})
             out["bad_kind"] = [text(r), err(r)]
+            r = await session.call_tool("remember", {"content": "Deploys pause for the holidays", "expires_at": "2999-01-31T00:00:00Z"})
+            out["expiring"] = [text(r), err(r)]
+            r = await session.call_tool("remember", {"content": "x", "expires_at": "2001-01-01T00:00:00Z"})
+            out["expired"] = [text(r), err(r)]
             r = await session.call_tool("forget", {"id": "no-such-memory", "reason": "test"})
             out["forget_unknown"] = [text(r), err(r)]
             r = await session.call_tool("session_search", {"query": "anything"})
@@ -118,6 +122,17 @@ fn an_mcp_client_remembers_recalls_and_is_refused_clearly() {
         "a bad kind is a tool error: {result}"
     );
     assert!(result["bad_kind"][0].as_str().unwrap().contains("rumour"));
+    assert_eq!(result["expiring"][1], false, "{result}");
+    assert_eq!(
+        result["expired"][1], true,
+        "an expiry in the past is a tool error: {result}"
+    );
+    assert!(
+        result["expired"][0]
+            .as_str()
+            .unwrap()
+            .contains("not in the future")
+    );
     assert_eq!(result["forget_unknown"][1], true);
     assert_eq!(result["search"][1], false);
     // The context tools act on the connection's session, through the blocks' own checks.

@@ -43,6 +43,17 @@ pub enum MemoryError {
         #[source]
         source: Box<dyn StdError + Send + Sync>,
     },
+    /// The item is larger than anything may be stored ([`crate::size::MAX_ITEM_BYTES`]);
+    /// nothing was written.
+    #[error("{what} is {bytes} bytes; at most {limit} bytes may be stored")]
+    TooLarge {
+        /// What was refused ("memory", "message \"m1\"", "block \"notes\"", ...).
+        what: String,
+        /// Its size.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// A concurrent change or a violated precondition.
     #[error("conflict: {message}")]
     Conflict {

@@ -23,6 +23,7 @@ pub mod metadata_filter;
 pub mod ports;
 pub mod search;
 pub mod session;
+pub mod size;
 pub mod structured;
 pub mod time;
 pub mod tokens;

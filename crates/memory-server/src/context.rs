@@ -81,6 +81,7 @@ pub async fn put_block(
     Json(body): Json<BlockWrite>,
 ) -> ApiResult<Json<ContextBlock>> {
     let session = state.sessions.session(&session_id(&id)?).await?;
+    session.context().require_declared(&label)?;
     Ok(Json(
         session.context().replace(&label, &body.content).await?,
     ))
@@ -102,6 +103,7 @@ pub async fn append_block(
     Json(body): Json<BlockWrite>,
 ) -> ApiResult<Json<ContextBlock>> {
     let session = state.sessions.session(&session_id(&id)?).await?;
+    session.context().require_declared(&label)?;
     Ok(Json(session.context().append(&label, &body.content).await?))
 }
 

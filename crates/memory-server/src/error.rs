@@ -35,6 +35,19 @@ pub struct ApiError {
     code: &'static str,
     message: String,
     retry_after: Option<u64>,
+    /// Why a 503 refused (kept from the caller, counted and logged by the metrics layer).
+    cause: Option<String>,
+}
+
+/// A 503's reason, on its response for the metrics layer: counted per route and code, and
+/// logged at most once a second per route with how many were refused (never a line per
+/// refused request, which under overload would drown the log).
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    /// The error code (`busy`, `timeout`, `unavailable`, ...).
+    pub code: &'static str,
+    /// What refused it, for the log.
+    pub cause: String,
 }
 
 /// Seconds a client should wait before retrying a transient failure.
@@ -48,6 +61,7 @@ impl ApiError {
             code,
             message: message.into(),
             retry_after: None,
+            cause: None,
         }
     }
 
@@ -94,6 +108,7 @@ impl From<MemoryError> for ApiError {
     fn from(error: MemoryError) -> Self {
         let (status, code) = match &error {
             MemoryError::InvalidInput { .. } => (StatusCode::BAD_REQUEST, "invalid_input"),
+            MemoryError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             MemoryError::NotFound { .. } => (StatusCode::NOT_FOUND, "not_found"),
             MemoryError::AlreadyExists { .. } => (StatusCode::CONFLICT, "already_exists"),
             MemoryError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
@@ -102,6 +117,13 @@ impl From<MemoryError> for ApiError {
             MemoryError::Transient { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            // Counted and logged (at most once a second per route) by the metrics layer.
+            return Self {
+                cause: Some(error.to_string()),
+                ..Self::unavailable(code, "a backend is unavailable for a moment; retry shortly")
+            };
+        }
         let message = if status.is_server_error() {
             // The cause goes to the log, not to the caller.
             tracing::error!(error = %error, "request failed");
@@ -115,6 +137,10 @@ impl From<MemoryError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let refusal = (self.status == StatusCode::SERVICE_UNAVAILABLE).then(|| Refusal {
+            code: self.code,
+            cause: self.cause.clone().unwrap_or_else(|| self.message.clone()),
+        });
         let body = ErrorBody {
             error: ErrorDetail {
                 code: self.code,
@@ -133,6 +159,9 @@ impl IntoResponse for ApiError {
         }
         if self.status == StatusCode::UNAUTHORIZED {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(refusal) = refusal {
+            response.extensions_mut().insert(refusal);
         }
         response
     }
@@ -179,7 +208,8 @@ pub async fn json_errors(
         s if s.is_server_error() => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         s => (s, "invalid_input"),
     };
-    let message = if status.is_server_error() {
+    // A 503 is counted and logged by the metrics layer (its Refusal), not here.
+    let message = if status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE {
         tracing::error!(%status, body = %text, "request failed outside a handler");
         "the server could not complete the request (see its log)".to_owned()
     } else if text.is_empty() {

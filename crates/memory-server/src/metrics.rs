@@ -2,9 +2,13 @@
 //! latency; LLM calls and tokens, and texts embedded, per stage (`extraction`,
 //! `verification`, `synthesis`, `embedding`, `compaction`, ...) for the work this server
 //! does (recalls, compactions, and the ingest jobs it runs; a `memory worker` reports its
-//! jobs' usage in its log). Served at `/metrics` in the text format.
+//! jobs' usage in its log); requests refused with 503, by route and reason, each route's
+//! refusals logged at most once a second with their count. Served at `/metrics` in the
+//! text format.
 
-use std::time::Instant;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
@@ -25,7 +29,18 @@ pub struct Metrics {
     llm_calls: IntCounterVec,
     llm_tokens: IntCounterVec,
     embedded_texts: IntCounterVec,
+    refused: IntCounterVec,
+    refusal_log: Arc<Mutex<HashMap<String, RefusalLine>>>,
 }
+
+/// The refusal log of one route: when it last wrote a line, and what was refused since.
+struct RefusalLine {
+    logged_at: Instant,
+    since: u64,
+}
+
+/// At most one refusal line per route this often.
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(1);
 
 impl Metrics {
     /// Fresh counters.
@@ -59,11 +74,24 @@ impl Metrics {
             ),
             &["stage", "direction"],
         )?;
+        let refused = IntCounterVec::new(
+            Opts::new(
+                "memory_http_refused_total",
+                "Requests refused with 503 (overload, a timeout, a backend away), by route and reason",
+            ),
+            &["route", "reason"],
+        )?;
         let embedded_texts = IntCounterVec::new(
             Opts::new("memory_embedded_texts_total", "Texts embedded, per stage"),
             &["stage"],
         )?;
-        for metric in [&requests, &llm_calls, &llm_tokens, &embedded_texts] {
+        for metric in [
+            &requests,
+            &llm_calls,
+            &llm_tokens,
+            &embedded_texts,
+            &refused,
+        ] {
             registry.register(Box::new(metric.clone()))?;
         }
         registry.register(Box::new(latency.clone()))?;
@@ -74,7 +102,36 @@ impl Metrics {
             llm_calls,
             llm_tokens,
             embedded_texts,
+            refused,
+            refusal_log: Arc::default(),
         })
+    }
+
+    /// Counts a refused request and logs it, at most one line a second per route, saying
+    /// how many were refused since the route's last line (the first is logged at once).
+    fn record_refusal(&self, route: &str, refusal: &crate::error::Refusal) {
+        self.refused.with_label_values(&[route, refusal.code]).inc();
+        let mut lines = self
+            .refusal_log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        let line = lines.entry(route.to_owned()).or_insert(RefusalLine {
+            logged_at: now.checked_sub(REFUSAL_LOG_EVERY).unwrap_or(now),
+            since: 0,
+        });
+        line.since += 1;
+        if now.duration_since(line.logged_at) >= REFUSAL_LOG_EVERY {
+            tracing::warn!(
+                route,
+                refused = line.since,
+                reason = refusal.code,
+                cause = %refusal.cause,
+                "requests refused with 503 since this route's last line (at most one line a second per route)"
+            );
+            line.logged_at = now;
+            line.since = 0;
+        }
     }
 
     /// Adds what an operation spent, per stage.
@@ -137,6 +194,9 @@ pub async fn record(State(metrics): State<Metrics>, request: Request, next: Next
         .requests
         .with_label_values(&[&method, &route, response.status().as_str()])
         .inc();
+    if let Some(refusal) = response.extensions().get::<crate::error::Refusal>() {
+        metrics.record_refusal(&route, refusal);
+    }
     response
 }
 
@@ -146,4 +206,65 @@ pub async fn expose(State(metrics): State<Metrics>) -> impl IntoResponse {
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         metrics.render(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::{Arc, Mutex};
+
+    use super::Metrics;
+    use crate::error::Refusal;
+
+    /// A log writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn refusals_are_each_counted_and_logged_at_most_once_a_second_per_route() {
+        let log = Captured::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let metrics = Metrics::new().unwrap();
+        let refusal = Refusal {
+            code: "busy",
+            cause: "the server is full".into(),
+        };
+        tracing::subscriber::with_default(subscriber, || {
+            for _ in 0..1_000 {
+                metrics.record_refusal("/v1/a", &refusal);
+            }
+            metrics.record_refusal("/v1/b", &refusal);
+        });
+        let text = String::from_utf8(log.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 2, "one line per route: {text}");
+        assert!(
+            text.contains("route=\"/v1/a\"") || text.contains("route=/v1/a"),
+            "{text}"
+        );
+        assert!(
+            text.contains("refused=1"),
+            "the first is logged at once: {text}"
+        );
+        let rendered = metrics.render();
+        assert!(
+            rendered.contains(r#"memory_http_refused_total{reason="busy",route="/v1/a"} 1000"#),
+            "{rendered}"
+        );
+        assert!(rendered.contains(r#"memory_http_refused_total{reason="busy",route="/v1/b"} 1"#));
+    }
 }

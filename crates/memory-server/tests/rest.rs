@@ -495,6 +495,20 @@ async fn latest_leaf_batch_delete_and_block_append() {
         stored["content"], "Prefers trains\nLives in Lyon",
         "a refused append changes nothing"
     );
+    for request in [
+        http.put(url("/v1/sessions/s/context/..%2Fx"))
+            .json(&json!({"content": "x"})),
+        http.post(url("/v1/sessions/s/context/ghost/append"))
+            .json(&json!({"content": "x"})),
+        http.get(url("/v1/sessions/s/context/ghost")),
+    ] {
+        let (status, body) = call(request).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        assert!(
+            body.to_string().contains("the declared blocks: memory"),
+            "an unknown block is named, with the declared ones: {body}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -998,6 +1012,61 @@ async fn an_expired_memory_leaves_lists_and_recall_but_stays_for_audit() {
     );
     let audit: Value = get_json(&http, &url("/v1/profiles/errands/memories?all=true")).await;
     assert_eq!(ids(&audit, "memories").len(), 2, "{audit}");
+}
+
+/// One size rule for what a user stores: a memory, an ingested message, a block, a message
+/// past 8 MiB is a 413 naming what and how large, and nothing is written.
+#[tokio::test]
+async fn an_item_past_the_size_rule_is_refused_with_413_and_nothing_is_written() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{}{path}", server.base);
+    let huge = "x".repeat(10_000_000);
+    let created = http
+        .post(url("/v1/sessions"))
+        .json(&json!({"id": "s"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    for (request, what) in [
+        (
+            http.post(url("/v1/profiles/big/memories"))
+                .json(&json!({"content": huge})),
+            "the memory is 10000000 bytes",
+        ),
+        (
+            http.post(url("/v1/profiles/big/ingest"))
+                .json(&json!({"session": "c1", "messages": [{"role": "user", "content": huge}]})),
+            "an ingested message is 10000000 bytes",
+        ),
+        (
+            http.put(url("/v1/sessions/s/context/memory"))
+                .json(&json!({"content": huge})),
+            "block \"memory\" is 10000000 bytes",
+        ),
+        (
+            http.post(url("/v1/sessions/s/messages"))
+                .json(&json!({"message": {
+                "id": "m1", "role": "user", "parts": [{"type": "text", "text": huge}]}})),
+            "10000",
+        ),
+    ] {
+        let (status, body) = call(request).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{what}: {body}");
+        assert_eq!(body["error"]["code"], "too_large", "{body}");
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains(what),
+            "{body}"
+        );
+    }
+    let profiles: Value = get_json(&http, &url("/v1/profiles")).await;
+    assert!(
+        !profiles["profiles"].to_string().contains("big"),
+        "nothing was written: {profiles}"
+    );
+    let history: Value = get_json(&http, &url("/v1/sessions/s/history")).await;
+    assert_eq!(history["messages"], json!([]), "{history}");
 }
 
 fn urlencode(text: &str) -> String {

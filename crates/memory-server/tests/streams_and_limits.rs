@@ -526,6 +526,20 @@ async fn the_concurrency_limit_spans_every_route() {
     assert_eq!(other.status(), StatusCode::SERVICE_UNAVAILABLE);
     let body: Value = other.json().await.unwrap();
     assert_eq!(body["error"]["code"], "busy");
+    for _ in 0..9 {
+        let again = reqwest::get(server.url("/v1/profiles")).await.unwrap();
+        assert_eq!(again.status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+    let metrics = reqwest::get(server.url("/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(r#"memory_http_refused_total{reason="busy",route="/v1/profiles"} 10"#),
+        "every refusal is counted: {metrics}"
+    );
     drop(held);
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let freed = reqwest::get(server.url("/v1/profiles")).await.unwrap();

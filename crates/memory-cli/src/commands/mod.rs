@@ -12,6 +12,7 @@ mod eval;
 mod message;
 pub(crate) mod profile;
 mod read;
+mod reindex;
 mod remote;
 mod serve;
 mod session;
@@ -87,6 +88,14 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     }
     if let Command::Keys(crate::cli::KeysCommand::New { tenant, label }) = &cli.command {
         return serve::new_key(tenant, label.as_deref());
+    }
+    if let Command::Reindex {
+        profile,
+        restart,
+        format,
+    } = cli.command
+    {
+        return reindex::run(&app::data_dir(cli.data_dir), profile, restart, format.json).await;
     }
     if let Command::Backup(command) = cli.command {
         return backup::run(&app::data_dir(cli.data_dir), command).await;
@@ -246,6 +255,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Mcp { .. }
         | Command::Keys(_)
         | Command::Backup(_)
+        | Command::Reindex { .. }
         | Command::Bench(_) => Ok(()),
     };
     app.close().await;

@@ -2,6 +2,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use memory_core::ports::{BlockProvider, KeyValueStore, TokenCounter};
+use memory_core::size::check_item_size;
 use memory_core::{
     BlockKind, BlockScope, ContextBlock, HeuristicTokenCounter, MemoryError, Result,
 };
@@ -176,7 +177,20 @@ impl ContextBlocks {
         self.configs
             .iter()
             .find(|c| c.label == label)
-            .ok_or_else(|| MemoryError::not_found("block", label))
+            .ok_or_else(|| {
+                let declared: Vec<&str> = self.configs.iter().map(|c| c.label.as_str()).collect();
+                MemoryError::not_found(
+                    "block",
+                    format!("{label:?} (the declared blocks: {})", declared.join(", ")),
+                )
+            })
+    }
+
+    /// `Ok` when a block labelled `label` is declared; otherwise `NotFound` naming the
+    /// declared blocks (the model's tools keep the reference wording, "is readonly", for a
+    /// write to an unknown block; an API checks this first).
+    pub fn require_declared(&self, label: &str) -> Result<()> {
+        self.config(label).map(|_| ())
     }
 
     /// The token counter in use.
@@ -269,6 +283,7 @@ impl ContextBlocks {
     /// and change nothing.
     pub async fn replace(&self, label: &str, content: &str) -> Result<ContextBlock> {
         let (config, provider) = self.writable(label)?;
+        check_item_size(&format!("block {label:?}"), content.len())?;
         let block = self.block_from(config, content.to_owned());
         self.check_budget(config, block.tokens)?;
         provider.set(content).await?;
@@ -285,6 +300,7 @@ impl ContextBlocks {
     /// A provider without compare-and-set keeps the last writer's content.
     pub async fn append(&self, label: &str, content: &str) -> Result<ContextBlock> {
         let (config, provider) = self.writable(label)?;
+        check_item_size(&format!("block {label:?}"), content.len())?;
         for _ in 0..APPEND_ATTEMPTS {
             let stored = provider.get().await?;
             let mut combined = stored
@@ -295,6 +311,7 @@ impl ContextBlocks {
                 combined.push('\n');
             }
             combined.push_str(content);
+            check_item_size(&format!("block {label:?}"), combined.len())?;
             let block = self.block_from(config, combined);
             self.check_budget(config, block.tokens)?;
             match provider
@@ -349,6 +366,7 @@ impl ContextBlocks {
         description: Option<&str>,
     ) -> Result<String> {
         let config = self.config(label)?;
+        check_item_size(&format!("entry of block {label:?}"), content.len())?;
         let key = entry_key(title, content);
         match &config.provider {
             BlockProvider::Searchable(p) => p.set_entry(&key, content).await?,

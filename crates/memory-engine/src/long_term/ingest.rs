@@ -213,6 +213,7 @@ impl Core {
             .filter(|m| !m.content.trim().is_empty())
             .map(|m| {
                 memory_core::Role::parse(&m.role)?;
+                memory_core::size::check_item_size("an ingested message", m.content.len())?;
                 let count = seen.entry((m.role.clone(), m.content.clone())).or_default();
                 let occurrence = *count;
                 *count += 1;
@@ -435,6 +436,7 @@ impl Core {
         if request.content.trim().is_empty() {
             return Err(MemoryError::invalid("a memory needs some content"));
         }
+        memory_core::size::check_item_size("the memory", request.content.len())?;
         if let Some(at) = request.expires_at
             && at <= self.clock.now()
         {

@@ -178,12 +178,17 @@ impl Core {
             Err(MemoryError::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
-        let store = self.backends.store(profile).await?;
         if messages.iter().all(|m| m.content.trim().is_empty()) {
             return Err(MemoryError::invalid(
                 "nothing to ingest: every message is empty",
             ));
         }
+        // Checked before the profile is opened (and so created): a refused ingest leaves
+        // nothing behind.
+        for m in &messages {
+            memory_core::size::check_item_size("an ingested message", m.content.len())?;
+        }
+        let store = self.backends.store(profile).await?;
         let (raw, known, counts) = self.store_raw(store.as_ref(), session, messages).await?;
         let ids: Vec<String> = raw.iter().map(|m| m.id.clone()).collect();
         let job = IngestJob {

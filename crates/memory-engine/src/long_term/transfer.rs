@@ -2,6 +2,7 @@
 //! their supersession chains, provenance and forget markers, and optionally the vectors.
 
 use memory_core::ports::{MemoryFilter, MemoryRecord, RawMessage, VectorRecord};
+use memory_core::size::check_item_size;
 use memory_core::{MemoryError, Result};
 use serde::{Deserialize, Serialize};
 
@@ -241,6 +242,18 @@ impl Core {
             return Err(MemoryError::invalid("a second header"));
         }
 
+        // The size rule, for every line before anything is written.
+        for record in &parsed {
+            match record {
+                ExportLine::Raw { raw } => {
+                    check_item_size(&format!("raw message {:?}", raw.id), raw.content.len())?;
+                }
+                ExportLine::Memory { memory } => {
+                    check_item_size(&format!("memory {:?}", memory.id), memory.content.len())?;
+                }
+                ExportLine::Header { .. } | ExportLine::Vector { .. } => {}
+            }
+        }
         let store = self.backends.store(profile).await?;
         let mut report = ImportReport::default();
         let mut raw = Vec::new();

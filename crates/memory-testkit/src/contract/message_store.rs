@@ -628,7 +628,7 @@ pub async fn reserved_prefix_is_rejected(store: &dyn MessageStore) {
 }
 
 /// A store that declares `max_message_bytes` refuses a larger message on append, batch
-/// append and update, with a clear error and nothing written.
+/// append and update, with [`MemoryError::TooLarge`] and nothing written.
 pub async fn the_row_limit_holds_on_every_write(store: &dyn MessageStore) {
     let Some(limit) = store.capabilities().max_message_bytes else {
         return;
@@ -641,12 +641,12 @@ pub async fn the_row_limit_holds_on_every_write(store: &dyn MessageStore) {
     );
     let err = store.append_one(&s, big.clone(), Parent::LatestLeaf).await;
     assert!(
-        matches!(err, Err(MemoryError::InvalidInput { .. })),
+        matches!(err, Err(MemoryError::TooLarge { .. })),
         "{:?}",
         err.map(|_| ())
     );
     let err = store.update(&s, user("m1", &big.text())).await;
-    assert!(matches!(err, Err(MemoryError::InvalidInput { .. })));
+    assert!(matches!(err, Err(MemoryError::TooLarge { .. })));
     let history = store.history(&s, None).await.unwrap();
     assert_eq!(ids(&history), ["m1"]);
     assert_eq!(history[0].text(), "message m1");
