@@ -153,9 +153,10 @@ impl RawMessageStore for SqliteLongTermMemory {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
+        // CROSS JOIN keeps the asked ids the outer loop (see `SqliteVectorIndex::get`).
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {RAW_COLUMNS} FROM json_each(?) j \
-             JOIN raw_messages r ON r.id = j.value ORDER BY j.key"
+             CROSS JOIN raw_messages r ON r.id = j.value ORDER BY j.key"
         )))
         .bind(serde_json::to_string(ids)?)
         .fetch_all(&self.db.reader)
@@ -170,7 +171,7 @@ impl RawMessageStore for SqliteLongTermMemory {
         }
         let radius = i64::try_from(radius).unwrap_or(i64::MAX);
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "WITH given AS (SELECT r.doc, r.session_id FROM json_each(?1) j JOIN raw_messages r ON r.id = j.value), \
+            "WITH given AS (SELECT r.doc, r.session_id FROM json_each(?1) j CROSS JOIN raw_messages r ON r.id = j.value), \
              near AS ( \
                SELECT n.doc FROM given g JOIN raw_messages n ON n.doc IN ( \
                  SELECT doc FROM raw_messages WHERE session_id = g.session_id AND doc < g.doc \

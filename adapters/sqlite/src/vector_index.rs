@@ -757,9 +757,12 @@ impl VectorIndex for SqliteVectorIndex {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
+        // CROSS JOIN keeps the asked ids the outer loop: left to itself the planner may scan
+        // the whole namespace and probe the id list for each vector (13 s for 1,000 ids in a
+        // namespace of 100,000 instead of milliseconds).
         let rows = sqlx::query(
             "SELECT v.id, v.vector, n.model, v.session, v.kind, v.time FROM json_each(?) j \
-             JOIN vectors v ON v.namespace = ? AND v.id = j.value \
+             CROSS JOIN vectors v ON v.namespace = ? AND v.id = j.value \
              JOIN vector_namespaces n ON n.namespace = v.namespace ORDER BY j.key",
         )
         .bind(serde_json::to_string(ids)?)
