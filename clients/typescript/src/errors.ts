@@ -19,6 +19,7 @@ const CODES = [
   "refused",
   "not_supported",
   "unavailable",
+  "backend_failed",
   "busy",
   "timeout",
   "unauthorized",
@@ -99,7 +100,7 @@ export class RefusedError extends ApiError {
 export class RateLimitedError extends ApiError {
   override name = "RateLimitedError";
 }
-/** 503: the server is busy, timed out, or a backend is unavailable; worth a retry later. */
+/** 503: the server is busy, timed out, or a backend is unavailable or failed; worth a retry later. */
 export class UnavailableError extends ApiError {
   override name = "UnavailableError";
 }
@@ -167,6 +168,7 @@ function errorClass(status: number, code: ErrorCode): typeof ApiError {
     case "busy":
     case "timeout":
     case "unavailable":
+    case "backend_failed":
       return UnavailableError;
     case "not_supported":
       return NotSupportedError;

@@ -302,3 +302,44 @@ fn a_shipped_job_survives_a_killed_server() {
     let jobs = common::run(dir.path(), &["profile", "jobs", "alice", "--json"]);
     assert!(jobs.contains(r#""status": "done""#), "{jobs}");
 }
+
+/// `memory serve` running jobs also runs the jobs no request of its own started: here one
+/// queued through another server on the same data dir that runs none (`--no-jobs`).
+#[test]
+fn a_server_running_jobs_runs_jobs_queued_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[sessions]\nprofile = \"alice\"\n\n[memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    let (mut running, running_address, _) = common::spawn_server(dir.path(), &[]);
+    let (mut queueing, address, _) = common::spawn_server(dir.path(), &["--no-jobs"]);
+    let created = request(&address, "POST", "/v1/sessions", r#"{"id":"s1"}"#);
+    assert!(created.contains(r#""profile":"alice""#), "{created}");
+    let appended = request(
+        &address,
+        "POST",
+        "/v1/sessions/s1/messages",
+        r#"{"message":{"id":"u1","role":"user","parts":[{"type":"text","text":"My bike lock code is 7291."}]}}"#,
+    );
+    assert!(appended.starts_with("HTTP/1.1 2"), "{appended}");
+    let ended = request(&address, "POST", "/v1/sessions/s1/end", "{}");
+    assert!(ended.contains(r#""status":"queued""#), "{ended}");
+    let started = std::time::Instant::now();
+    loop {
+        let jobs = request(&running_address, "GET", "/v1/profiles/alice/jobs", "");
+        if jobs.contains(r#""status":"done""#) {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the queued job did not run: {jobs}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    for server in [&mut running, &mut queueing] {
+        server.kill().unwrap();
+        server.wait().unwrap();
+    }
+}

@@ -104,6 +104,9 @@ impl ApiError {
     }
 }
 
+/// The error code of a 503 whose backend failed outright (logged at ERROR, not WARN).
+pub const BACKEND_FAILED: &str = "backend_failed";
+
 impl From<MemoryError> for ApiError {
     fn from(error: MemoryError) -> Self {
         let (status, code) = match &error {
@@ -115,13 +118,22 @@ impl From<MemoryError> for ApiError {
             MemoryError::Refused { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "refused"),
             MemoryError::NotSupported { .. } => (StatusCode::NOT_IMPLEMENTED, "not_supported"),
             MemoryError::Transient { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            // A backend that failed outright (a lost index directory, a full disk) is the
+            // deployment's trouble, not the request's: a 503 the caller may retry once an
+            // operator has seen the cause in the log, never a 500.
+            MemoryError::Backend { .. } => (StatusCode::SERVICE_UNAVAILABLE, BACKEND_FAILED),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         if status == StatusCode::SERVICE_UNAVAILABLE {
             // Counted and logged (at most once a second per route) by the metrics layer.
+            let message = if code == BACKEND_FAILED {
+                "a backend failed; retry later (the cause is in the server's log)"
+            } else {
+                "a backend is unavailable for a moment; retry shortly"
+            };
             return Self {
                 cause: Some(error.to_string()),
-                ..Self::unavailable(code, "a backend is unavailable for a moment; retry shortly")
+                ..Self::unavailable(code, message)
             };
         }
         let message = if status.is_server_error() {
@@ -224,4 +236,29 @@ pub async fn json_errors(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A backend that failed outright is the deployment's trouble: a 503 with `Retry-After`
+    /// and its own code, the cause kept for the log but not told to the caller.
+    #[test]
+    fn a_failed_backend_is_a_503_with_retry_after_never_a_500() {
+        let cause = "opening /data/tantivy/meta.json: No such file or directory";
+        let response = ApiError::from(MemoryError::backend("tantivy", cause)).into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(response.headers().contains_key(header::RETRY_AFTER));
+        let refusal = response.extensions().get::<Refusal>().unwrap();
+        assert_eq!(refusal.code, BACKEND_FAILED);
+        assert!(refusal.cause.contains(cause), "{}", refusal.cause);
+
+        let transient = ApiError::from(MemoryError::transient("redis", "connection refused"));
+        assert_eq!(transient.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(transient.code, "unavailable");
+        let bug = ApiError::from(MemoryError::serialization("bad row"));
+        assert_eq!(bug.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    }
 }

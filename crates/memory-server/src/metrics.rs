@@ -122,13 +122,23 @@ impl Metrics {
         });
         line.since += 1;
         if now.duration_since(line.logged_at) >= REFUSAL_LOG_EVERY {
-            tracing::warn!(
-                route,
-                refused = line.since,
-                reason = refusal.code,
-                cause = %refusal.cause,
-                "requests refused with 503 since this route's last line (at most one line a second per route)"
-            );
+            if refusal.code == crate::error::BACKEND_FAILED {
+                tracing::error!(
+                    route,
+                    refused = line.since,
+                    reason = refusal.code,
+                    cause = %refusal.cause,
+                    "requests refused with 503 since this route's last line (at most one line a second per route)"
+                );
+            } else {
+                tracing::warn!(
+                    route,
+                    refused = line.since,
+                    reason = refusal.code,
+                    cause = %refusal.cause,
+                    "requests refused with 503 since this route's last line (at most one line a second per route)"
+                );
+            }
             line.logged_at = now;
             line.since = 0;
         }

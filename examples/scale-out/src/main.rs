@@ -11,14 +11,11 @@
 //! `MEMORY_POSTGRES_URL` names the server (`examples/scale-out/run.sh` starts one). The run
 //! uses a schema of its own and drops it at the end.
 
-mod cluster;
-mod load;
-mod verify;
-
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use cluster::{Cluster, Error};
+use scale_out::cluster::{self, Cluster, Error};
+use scale_out::{load, verify};
 
 struct Options {
     memory: PathBuf,
@@ -46,14 +43,6 @@ fn options() -> Result<Options, Error> {
         return Err("--seconds is 4 to 600 and --clients 1 to 64 (the load is bounded)".into());
     }
     Ok(out)
-}
-
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)] as f64 / 1000.0
 }
 
 #[tokio::main]
@@ -90,27 +79,27 @@ async fn run(options: &Options, dir: &std::path::Path) -> Result<(), Error> {
     let cluster = Cluster {
         memory: options.memory.clone(),
         data_dir: dir.to_owned(),
+        env: Vec::new(),
+        serve_args: Vec::new(),
     };
     let ports = [cluster::free_port()?, cluster::free_port()?];
     let mut a = cluster.serve(ports[0]).await?;
     let mut b = cluster.serve(ports[1]).await?;
     let worker_log = dir.join("worker.log");
     let mut worker = cluster.worker(&worker_log)?;
-    let http = reqwest::Client::new();
-    for s in 0..load::SESSIONS {
-        let port = ports[s % 2];
-        http.post(format!("http://127.0.0.1:{port}/v1/sessions"))
-            .json(&serde_json::json!({"id": format!("s{s}")}))
-            .send()
-            .await?
-            .error_for_status()?;
-    }
+    cluster::create_sessions(ports, None).await?;
 
     let started = Instant::now();
     let deadline = started + Duration::from_secs(options.seconds);
     let shared = load::Shared::default();
     let clients: Vec<_> = (0..options.clients)
-        .map(|n| tokio::spawn(load::client(n, ports, deadline, shared.clone())))
+        .map(|n| {
+            tokio::spawn(load::client(
+                n,
+                load::Plan::new(ports, deadline),
+                shared.clone(),
+            ))
+        })
         .collect();
     // Chaos: a quarter of the way in, server A dies without warning; two seconds later it
     // comes back on the same port.
@@ -131,19 +120,9 @@ async fn run(options: &Options, dir: &std::path::Path) -> Result<(), Error> {
     let jobs = verify::settled_jobs(&base, Duration::from_secs(120)).await?;
     cluster::interrupt(&worker)?;
     worker.wait()?;
-    let log = std::fs::read_to_string(&worker_log)?;
-    let worker_ran: usize = log
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("worker ran ")?
-                .split_whitespace()
-                .next()?
-                .parse()
-                .ok()
-        })
-        .ok_or_else(|| format!("the worker did not report its jobs: {log}"))?;
+    let worker_ran = cluster::worker_runs(&worker_log)?;
     let ledger = std::mem::take(&mut *shared.ledger.lock().map_err(|_| "ledger poisoned")?);
-    let findings = verify::check(&base, &ledger, &jobs, worker_ran).await?;
+    let findings = verify::check(&base, &ledger, &jobs, Some(worker_ran)).await?;
     a.kill()?;
     b.kill()?;
     let _ = (a.wait(), b.wait());
@@ -157,38 +136,7 @@ async fn run(options: &Options, dir: &std::path::Path) -> Result<(), Error> {
         killed_at.as_secs_f64(),
         back_in.as_millis()
     );
-    println!(
-        "| operation | acknowledged | failed | sent to the other server | per second | p50 ms | p95 ms | p99 ms |"
-    );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    for (name, op) in [
-        ("append", &mut stats.append),
-        ("recall", &mut stats.recall),
-        ("remember", &mut stats.remember),
-        ("ingest (202)", &mut stats.ingest),
-    ] {
-        op.latencies.sort_unstable();
-        println!(
-            "| {name} | {} | {} | {} | {:.0} | {:.1} | {:.1} | {:.1} |",
-            op.latencies.len(),
-            op.failures,
-            op.failed_over,
-            op.latencies.len() as f64 / elapsed.as_secs_f64(),
-            percentile(&op.latencies, 50.0),
-            percentile(&op.latencies, 95.0),
-            percentile(&op.latencies, 99.0),
-        );
-    }
-    for (name, op) in [
-        ("append", &stats.append),
-        ("recall", &stats.recall),
-        ("remember", &stats.remember),
-        ("ingest", &stats.ingest),
-    ] {
-        for (reason, count) in &op.reasons {
-            println!("{name} failed {count} time(s): {reason}");
-        }
-    }
+    scale_out::report::operations(stats, elapsed, false);
     println!(
         "checked: {} acknowledged appends among {} stored messages, {} acknowledged memories among {} current, {} acknowledged jobs among {} (worker ran {worker_ran})",
         ledger.appends.len(),

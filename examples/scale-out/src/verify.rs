@@ -12,9 +12,13 @@ use crate::load::{Ledger, PROFILE, SESSIONS};
 /// What the checks found.
 #[derive(Debug, Default)]
 pub struct Findings {
+    /// Messages in the sessions' exports.
     pub messages_stored: usize,
+    /// Current memories of the profile.
     pub memories_current: usize,
+    /// Jobs of the profile.
     pub jobs: usize,
+    /// What is wrong, one line each.
     pub problems: Vec<String>,
 }
 
@@ -36,7 +40,7 @@ pub async fn settled_jobs(base: &str, within: Duration) -> Result<Vec<Value>, Er
             .json()
             .await?;
         let jobs = body["jobs"].as_array().cloned().unwrap_or_default();
-        let open = jobs
+        let open: Vec<&Value> = jobs
             .iter()
             .filter(|j| {
                 matches!(
@@ -51,23 +55,30 @@ pub async fn settled_jobs(base: &str, within: Duration) -> Result<Vec<Value>, Er
                     )
                 )
             })
-            .count();
-        if open == 0 {
+            .collect();
+        if open.is_empty() {
             return Ok(jobs);
         }
         if started.elapsed() > within {
-            return Err(format!("{open} job(s) still open after {within:?}").into());
+            let first: Vec<String> = open.iter().take(5).map(|j| j.to_string()).collect();
+            return Err(format!(
+                "{} job(s) still open after {within:?}: {}",
+                open.len(),
+                first.join("; ")
+            )
+            .into());
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
-/// Checks the ledger against what the servers hold (read through `base`).
+/// Checks the ledger against what the servers hold (read through `base`); `worker_ran`,
+/// when the jobs ran on one worker, is how many job runs it reported.
 pub async fn check(
     base: &str,
     ledger: &Ledger,
     jobs: &[Value],
-    worker_ran: usize,
+    worker_ran: Option<usize>,
 ) -> Result<Findings, Error> {
     let http = reqwest::Client::new();
     let mut findings = Findings::default();
@@ -164,7 +175,9 @@ pub async fn check(
                 .push(format!("acknowledged job {id}: {other:?}")),
         }
     }
-    if worker_ran != jobs.len() {
+    if let Some(worker_ran) = worker_ran
+        && worker_ran != jobs.len()
+    {
         findings.problems.push(format!(
             "the only worker ran {worker_ran} job run(s) for {} job(s): a job was lost or ran twice",
             jobs.len()

@@ -81,7 +81,7 @@ class RateLimitedError(ApiError):
 
 
 class UnavailableError(ApiError):
-    """503: busy, timed out, or a backend is unavailable; worth a retry later."""
+    """503: busy, timed out, or a backend is unavailable or failed; worth a retry later."""
 
 
 class NotSupportedError(ApiError):
@@ -110,6 +110,7 @@ _BY_CODE: dict[str, type[ApiError]] = {
     "busy": UnavailableError,
     "timeout": UnavailableError,
     "unavailable": UnavailableError,
+    "backend_failed": UnavailableError,
     "not_supported": NotSupportedError,
 }
 

@@ -44,16 +44,76 @@ async fn sweep_expired(tenant: Option<&TenantName>, memory: &MemoryService) -> u
     expired
 }
 
-/// Sweeps expired memories of every deployment every [`EXPIRY_SWEEP_EVERY`] until jobs stop.
-fn spawn_expiry_sweeper(memories: Vec<(Option<TenantName>, Arc<MemoryService>)>) {
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(EXPIRY_SWEEP_EVERY).await;
-            if memories.iter().any(|(_, m)| m.is_stopping()) {
+/// How often `memory serve` (running jobs) looks for jobs no request is running: those a
+/// failed run gave back, a dead worker's whose lease ran out, compaction's shipments.
+const JOB_POLL_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Runs every claimable job of every profile of each deployment, once; returns how many ran
+/// to an end (failed ones included). A deployment whose profiles cannot be listed because a
+/// backend is unavailable for a moment is skipped this round; any other error ends the round.
+async fn run_claimable_jobs(
+    memories: &[(Option<TenantName>, Arc<MemoryService>)],
+    stopped: &(dyn Fn() -> bool + Sync),
+) -> Result<usize, CliError> {
+    let mut found = 0usize;
+    for (tenant, memory) in memories {
+        let profiles = match memory.list_profiles().await {
+            Ok(profiles) => profiles,
+            Err(e) if e.is_transient() => {
+                tracing::warn!(tenant = ?tenant, error = %e, "listing profiles for jobs failed; retried at the next poll");
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        for profile in profiles {
+            if stopped() {
                 break;
             }
-            for (tenant, memory) in &memories {
-                sweep_expired(tenant.as_ref(), memory).await;
+            match memory.resume_jobs(&profile, false).await {
+                Ok(jobs) => {
+                    for job in &jobs {
+                        let spent = job.usage.total();
+                        tracing::info!(
+                            tenant = ?tenant,
+                            profile,
+                            job = %job.id,
+                            status = job.status.as_str(),
+                            llm_calls = spent.calls,
+                            input_tokens = spent.input_tokens,
+                            output_tokens = spent.output_tokens,
+                            "job ran"
+                        );
+                    }
+                    found += jobs.len();
+                }
+                Err(e) => {
+                    tracing::warn!(tenant = ?tenant, profile, error = %e, "running jobs failed");
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The background work of `memory serve` when it runs jobs, until jobs stop: every
+/// [`JOB_POLL_EVERY`] the claimable jobs, every [`EXPIRY_SWEEP_EVERY`] the expiry sweep.
+fn spawn_background_jobs(memories: Vec<(Option<TenantName>, Arc<MemoryService>)>) {
+    tokio::spawn(async move {
+        let stopped = || memories.iter().any(|(_, m)| m.is_stopping());
+        let mut swept_at = std::time::Instant::now();
+        loop {
+            tokio::time::sleep(JOB_POLL_EVERY).await;
+            if stopped() {
+                break;
+            }
+            if let Err(e) = run_claimable_jobs(&memories, &stopped).await {
+                tracing::warn!(error = %e, "running queued jobs failed; retried at the next poll");
+            }
+            if swept_at.elapsed() >= EXPIRY_SWEEP_EVERY {
+                swept_at = std::time::Instant::now();
+                for (tenant, memory) in &memories {
+                    sweep_expired(tenant.as_ref(), memory).await;
+                }
             }
         }
     });
@@ -217,7 +277,7 @@ pub async fn run(data_dir: &Path, options: ServeOptions<'_>) -> Result<(), CliEr
             .map_err(|e| CliError::Input(e.to_string()))?,
     };
     if options.run_jobs {
-        spawn_expiry_sweeper(sweepers);
+        spawn_background_jobs(sweepers);
     }
     let local = tenants.is_local();
     let tenant_count = states.len();
@@ -271,12 +331,12 @@ pub async fn worker(
         {
             eprintln!("note: {note}");
         }
-        services.push((tenant.clone(), memory));
+        services.push((tenant.clone(), Arc::new(memory)));
     }
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     {
         let stop = Arc::clone(&stop);
-        let memories: Vec<_> = services.iter().map(|(_, m)| m.clone()).collect();
+        let memories: Vec<_> = services.iter().map(|(_, m)| Arc::clone(m)).collect();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
                 eprintln!("stopping: the job in hand goes back to the queue at its next stage");
@@ -290,40 +350,11 @@ pub async fn worker(
     let stopped = || stop.load(std::sync::atomic::Ordering::SeqCst);
     let mut ran = 0usize;
     let mut swept_at: Option<std::time::Instant> = None;
-    let result = 'outer: loop {
-        let mut found = 0usize;
-        for (tenant, memory) in &services {
-            let profiles = match memory.list_profiles().await {
-                Ok(profiles) => profiles,
-                Err(e) => break 'outer Err(e.into()),
-            };
-            for profile in profiles {
-                if stopped() {
-                    break;
-                }
-                match memory.resume_jobs(&profile, false).await {
-                    Ok(jobs) => {
-                        for job in &jobs {
-                            let spent = job.usage.total();
-                            tracing::info!(
-                                tenant = ?tenant,
-                                profile,
-                                job = %job.id,
-                                status = job.status.as_str(),
-                                llm_calls = spent.calls,
-                                input_tokens = spent.input_tokens,
-                                output_tokens = spent.output_tokens,
-                                "job ran"
-                            );
-                        }
-                        found += jobs.len();
-                    }
-                    Err(e) => {
-                        tracing::warn!(tenant = ?tenant, profile, error = %e, "running jobs failed");
-                    }
-                }
-            }
-        }
+    let result = loop {
+        let found = match run_claimable_jobs(&services, &stopped).await {
+            Ok(found) => found,
+            Err(e) => break Err(e),
+        };
         ran += found;
         if !stopped() && swept_at.is_none_or(|at| at.elapsed() >= EXPIRY_SWEEP_EVERY) {
             swept_at = Some(std::time::Instant::now());

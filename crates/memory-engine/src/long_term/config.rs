@@ -83,6 +83,14 @@ pub struct LongTermConfig {
     /// How long a worker's claim on an ingest job lasts without a heartbeat (60 s); a worker
     /// that dies loses the job to another after this long. Heartbeats come every third of it.
     pub job_lease_millis: u64,
+    /// The waits before each retry, in place, of a job stage that failed on an unavailable
+    /// backend ([`memory_core::MemoryError::Transient`]: a restart, a failover, a rate
+    /// limit); by default six, about 15 s in all, within a lease.
+    pub stage_retry_waits: Vec<std::time::Duration>,
+    /// How many runs of a job may end on an unavailable backend (each after its retries in
+    /// place) before it is marked failed (5); until then it goes back to the queue at its
+    /// last checkpoint, for the next claim.
+    pub transient_job_runs: u32,
     /// Default lifetimes per kind (none by default): a new memory of a kind with a lifetime
     /// expires that long after it was recorded, unless it was given its own expiry.
     pub lifetimes: KindLifetimes,
@@ -153,6 +161,10 @@ impl Default for LongTermConfig {
             detail_window: 8,
             embed_batch: 64,
             job_lease_millis: 60_000,
+            stage_retry_waits: [250, 500, 1_000, 2_000, 4_000, 8_000]
+                .map(std::time::Duration::from_millis)
+                .to_vec(),
+            transient_job_runs: 5,
             lifetimes: KindLifetimes::default(),
             settings: super::ProfileSettings::default(),
         }

@@ -971,6 +971,9 @@ async fn a_resumed_job_embeds_only_what_has_no_vector() {
     let profiles = Arc::new(InMemoryProfiles::new());
     let config = LongTermConfig {
         embed_batch: 10,
+        // The run ends failed at once (no retries in place, no run back in the queue).
+        stage_retry_waits: Vec::new(),
+        transient_job_runs: 1,
         ..LongTermConfig::default()
     };
     let service = |embedder: Arc<CountingEmbedder>| {
@@ -1011,6 +1014,102 @@ async fn a_resumed_job_embeds_only_what_has_no_vector() {
         30,
         "only the 30 messages without a vector were embedded"
     );
+}
+
+/// Fails its first `fail_first` calls as an unavailable backend would, then embeds.
+struct FlakyEmbedder {
+    inner: HashingEmbedder,
+    calls: AtomicUsize,
+    fail_first: usize,
+}
+
+#[async_trait]
+impl memory_core::ports::Embedder for FlakyEmbedder {
+    fn model_id(&self) -> &str {
+        memory_core::ports::Embedder::model_id(&self.inner)
+    }
+    fn dimensions(&self) -> usize {
+        memory_core::ports::Embedder::dimensions(&self.inner)
+    }
+    async fn embed(&self, texts: &[String]) -> memory_core::Result<Vec<Vec<f32>>> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) < self.fail_first {
+            return Err(MemoryError::transient("embedder", "restarting"));
+        }
+        memory_core::ports::Embedder::embed(&self.inner, texts).await
+    }
+}
+
+fn flaky_service(
+    profiles: Arc<InMemoryProfiles>,
+    fail_first: usize,
+    transient_job_runs: u32,
+) -> (MemoryService, Arc<FlakyEmbedder>) {
+    let embedder = Arc::new(FlakyEmbedder {
+        inner: HashingEmbedder::new(32),
+        calls: AtomicUsize::new(0),
+        fail_first,
+    });
+    let service = MemoryService::new(
+        super::in_memory(profiles),
+        Arc::new(ManualClock::new(day(20).0)),
+    )
+    .with_embedder(embedder.clone())
+    .with_config(LongTermConfig {
+        stage_retry_waits: vec![std::time::Duration::from_millis(1); 3],
+        transient_job_runs,
+        ..LongTermConfig::default()
+    });
+    (service, embedder)
+}
+
+/// A stage that meets a backend unavailable for a moment is retried in place from its
+/// checkpoint: the job ends done, with nothing degraded and no failed run counted.
+#[tokio::test]
+async fn a_stage_meeting_an_unavailable_backend_is_retried_in_place() {
+    let (service, embedder) = flaky_service(Arc::new(InMemoryProfiles::new()), 2, 5);
+    let job = service
+        .ingest_and_extract("p", "c", conversation(2))
+        .await
+        .unwrap();
+    assert_eq!(job.status, JobStatus::Done, "{:?}", job.error);
+    assert!(
+        !job.degraded.iter().any(|d| d.feature == "vectors"),
+        "{:?}",
+        job.degraded
+    );
+    assert_eq!(job.attempts, 0);
+    assert!(embedder.calls.load(Ordering::SeqCst) >= 3);
+}
+
+/// A backend still unavailable after the retries in place sends the job back to the queue
+/// at its checkpoint (an attempt counted, not failed, the error returned); once its runs
+/// ended that way `transient_job_runs` times it is failed like any other error.
+#[tokio::test]
+async fn a_backend_unavailable_for_long_requeues_the_job_then_fails_it() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let (service, _) = flaky_service(profiles.clone(), usize::MAX, 2);
+    let error = service
+        .ingest_and_extract("p", "c", conversation(2))
+        .await
+        .unwrap_err();
+    assert!(error.is_transient(), "{error}");
+    let jobs = service.jobs("p").await.unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(
+        jobs[0].status,
+        JobStatus::Vectorizing,
+        "back at its checkpoint"
+    );
+    assert_eq!(jobs[0].attempts, 1);
+    assert!(jobs[0].error.is_none());
+
+    let ended = service.resume_jobs("p", false).await.unwrap();
+    assert_eq!(ended[0].status, JobStatus::Failed);
+    assert_eq!(ended[0].failed_stage, Some(JobStatus::Vectorizing));
+
+    let (healthy, _) = flaky_service(profiles, 0, 2);
+    let resumed = healthy.resume_jobs("p", true).await.unwrap();
+    assert_eq!(resumed[0].status, JobStatus::Done, "{:?}", resumed[0].error);
 }
 
 /// A graceful stop gives the job in hand back to the queue at its next stage boundary (no

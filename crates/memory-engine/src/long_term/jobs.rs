@@ -280,7 +280,8 @@ impl Core {
 
     /// Runs every claimable job of the profile (queued ones, and running ones whose worker's
     /// lease ran out: it died), oldest first; with `retry_failed` failed jobs too. Jobs other
-    /// workers hold under a live lease are left to them. Returns the jobs as they ended.
+    /// workers hold under a live lease are left to them. Returns the jobs as they ended; an
+    /// error is returned only when no job ran to an end first.
     pub(super) async fn resume_jobs(
         &self,
         profile: &str,
@@ -301,8 +302,8 @@ impl Core {
         }
         let filter = LongTermBackends::ingest_jobs(profile);
         let mut out = Vec::new();
-        while !self.is_stopping()
-            && let Some((record, lease)) = self
+        while !self.is_stopping() {
+            let claimed = self
                 .backends
                 .jobs
                 .claim(
@@ -311,9 +312,22 @@ impl Core {
                     self.config.job_lease_millis,
                     self.clock.now(),
                 )
-                .await?
-        {
-            out.push(self.run_claimed(profile, record, lease).await?);
+                .await;
+            let ran = match claimed {
+                Ok(Some((record, lease))) => self.run_claimed(profile, record, lease).await,
+                Ok(None) => break,
+                Err(e) => Err(e),
+            };
+            match ran {
+                Ok(job) => out.push(job),
+                // The jobs that ran to an end are reported even when a later one could not
+                // be claimed or run (it is left to the next round).
+                Err(e) if !out.is_empty() => {
+                    tracing::warn!(profile, error = %e, "running a job failed; it is left to the next round");
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(out)
     }
@@ -334,7 +348,10 @@ impl Core {
 
     /// Runs a job from its checkpoint to the end (a failed job is retried from the stage that
     /// failed). A stage error marks the job failed (and is returned inside the job, not as
-    /// `Err`); storage errors are `Err`, and so is a job another worker is running
+    /// `Err`), unless a backend was unavailable: that stage is retried from its checkpoint
+    /// (`stage_retry_waits`), then the job goes back to the queue and the error is `Err`
+    /// (after `transient_job_runs` such runs it is failed). Storage
+    /// errors are `Err`, and so is a job another worker is running
     /// ([`MemoryError::Conflict`]).
     pub(super) async fn run_job(&self, profile: &str, id: &str) -> Result<IngestJob> {
         let record = self.job_record(profile, id).await?;
@@ -402,29 +419,53 @@ impl Core {
         let meter = self.meter(profile);
         loop {
             let stage = job.status;
-            let work = async {
-                match stage {
-                    JobStatus::Queued => Ok(JobStatus::Extracting),
-                    JobStatus::Extracting => self
-                        .extract_stage(profile, &meter, &mut job)
-                        .await
-                        .map(|()| JobStatus::Verifying),
-                    JobStatus::Verifying => self
-                        .verify_stage(profile, &meter, &mut job)
-                        .await
-                        .map(|()| JobStatus::Storing),
-                    JobStatus::Storing => self
-                        .store_stage(profile, &meter, &mut job)
-                        .await
-                        .map(|()| JobStatus::Vectorizing),
-                    JobStatus::Vectorizing => self
-                        .vectorize_stage(profile, store.as_ref(), &meter, &mut job)
-                        .await
-                        .map(|()| JobStatus::Done),
-                    JobStatus::Done | JobStatus::DoneWithErrors | JobStatus::Failed => Ok(stage),
+            let checkpoint = job.clone();
+            let mut outcome = self
+                .with_heartbeat(
+                    &lease,
+                    self.run_stage(profile, store.as_ref(), &meter, &mut job),
+                )
+                .await?;
+            // A backend that is unavailable for a moment (a restart, a failover) costs
+            // retries of the stage from its checkpoint, not a failed job.
+            for wait in self.config.stage_retry_waits.iter().copied() {
+                match &outcome {
+                    Err(e) if e.is_transient() && !self.is_stopping() => {
+                        tracing::warn!(job = %job.id, stage = stage.as_str(), error = %e, retry_in = ?wait, "a backend is unavailable; retrying the stage");
+                    }
+                    _ => break,
                 }
+                self.with_heartbeat(&lease, futures_timer::Delay::new(wait))
+                    .await?;
+                job = checkpoint.clone();
+                outcome = self
+                    .with_heartbeat(
+                        &lease,
+                        self.run_stage(profile, store.as_ref(), &meter, &mut job),
+                    )
+                    .await?;
+            }
+            let outcome = match outcome {
+                // Still unavailable: unless this job's runs ended that way too often, it
+                // goes back to the queue at its last checkpoint (an attempt counted) for the
+                // next claim; if even that cannot be written, its lease runs out and it is
+                // claimed again all the same.
+                Err(e)
+                    if e.is_transient()
+                        && job.attempts.saturating_add(1) < self.config.transient_job_runs =>
+                {
+                    job = checkpoint;
+                    let body = serde_json::to_value(&job)?;
+                    if let Err(r) = queue
+                        .fail(&current()?, stage.as_str(), body, true, self.clock.now())
+                        .await
+                    {
+                        tracing::warn!(job = %job.id, error = %r, "requeueing the job failed; it is claimed again when its lease runs out");
+                    }
+                    return Err(e);
+                }
+                other => other,
             };
-            let outcome = self.with_heartbeat(&lease, work).await?;
             if stage.is_finished() {
                 break;
             }
@@ -493,6 +534,37 @@ impl Core {
             }
         }
         Ok(job)
+    }
+
+    /// Runs the stage `job` is at; returns the stage it reaches.
+    async fn run_stage(
+        &self,
+        profile: &str,
+        store: &dyn LongTermMemoryStore,
+        meter: &super::accounting::Meter,
+        job: &mut IngestJob,
+    ) -> Result<JobStatus> {
+        let stage = job.status;
+        match stage {
+            JobStatus::Queued => Ok(JobStatus::Extracting),
+            JobStatus::Extracting => self
+                .extract_stage(profile, meter, job)
+                .await
+                .map(|()| JobStatus::Verifying),
+            JobStatus::Verifying => self
+                .verify_stage(profile, meter, job)
+                .await
+                .map(|()| JobStatus::Storing),
+            JobStatus::Storing => self
+                .store_stage(profile, meter, job)
+                .await
+                .map(|()| JobStatus::Vectorizing),
+            JobStatus::Vectorizing => self
+                .vectorize_stage(profile, store, meter, job)
+                .await
+                .map(|()| JobStatus::Done),
+            JobStatus::Done | JobStatus::DoneWithErrors | JobStatus::Failed => Ok(stage),
+        }
     }
 
     /// Runs `work` while renewing the lease every third of its length. A renewal refused

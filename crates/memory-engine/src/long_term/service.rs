@@ -258,7 +258,10 @@ impl MemoryService {
 
     /// Runs a job from its checkpoint to the end (a failed job is retried from the stage that
     /// failed). A stage error marks the job failed (and is returned inside the job, not as
-    /// `Err`); storage errors are `Err`, and so is a job another worker is running
+    /// `Err`), unless a backend was unavailable: that stage is retried from its checkpoint
+    /// (`stage_retry_waits`), then the job goes back to the queue and the error is `Err`
+    /// (after `transient_job_runs` such runs it is failed). Storage
+    /// errors are `Err`, and so is a job another worker is running
     /// ([`MemoryError::Conflict`]).
     pub async fn run_job(&self, profile: &str, id: &str) -> Result<IngestJob> {
         self.core.run_job(profile, id).await
