@@ -291,6 +291,8 @@ export interface ProfileImport {
   memories_known: number;
   superseded: number;
   vectors: number;
+  /** Whether the export's extraction settings became the profile's (it had none). */
+  settings: boolean;
 }
 
 /** What a purge erased. */

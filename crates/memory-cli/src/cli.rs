@@ -348,6 +348,9 @@ pub struct RecallKnobs {
     /// Weight of the `dated` channel (the window a question's date words name; 0: off).
     #[arg(long)]
     pub dated_weight: Option<f64>,
+    /// Weight of the `recency` channel (newest first among the best fused items; 0: off).
+    #[arg(long)]
+    pub recency_weight: Option<f64>,
 }
 
 #[derive(Debug, Args, Clone, Copy)]

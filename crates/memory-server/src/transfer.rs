@@ -204,6 +204,8 @@ pub struct ProfileImport {
     pub superseded: u64,
     /// Vectors stored.
     pub vectors: u64,
+    /// Whether the export's extraction settings became the profile's (it had none).
+    pub settings: bool,
 }
 
 /// Imports a profile export into `profile` by the rules of live writes (the newest current
@@ -230,6 +232,7 @@ pub async fn import_profile(
         memories_known: r.memories_known,
         superseded: r.superseded,
         vectors: r.vectors,
+        settings: r.settings,
     }))
 }
 

@@ -317,6 +317,8 @@ class ProfileImport(Model):
     memories_known: int
     superseded: int
     vectors: int
+    settings: bool = False
+    """Whether the export's extraction settings became the profile's (it had none)."""
 
 
 class Purged(Model):

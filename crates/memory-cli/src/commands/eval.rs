@@ -145,6 +145,9 @@ fn with_knobs(service: MemoryService, knobs: RecallKnobs) -> MemoryService {
     if let Some(w) = knobs.dated_weight {
         long_term.weights.dated = w;
     }
+    if let Some(w) = knobs.recency_weight {
+        long_term.weights.recency = w;
+    }
     service.with_config(long_term)
 }
 

@@ -632,12 +632,20 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
                 return output::json(
                     &json!({"raw_new": report.raw_new, "raw_known": report.raw_known,
                     "memories_new": report.memories_new, "memories_known": report.memories_known,
-                    "vectors": report.vectors}),
+                    "vectors": report.vectors, "settings": report.settings}),
                 );
             }
             println!(
-                "imported into {profile}: {} raw message(s) new, {} known; {} memories new, {} known",
-                report.raw_new, report.raw_known, report.memories_new, report.memories_known
+                "imported into {profile}: {} raw message(s) new, {} known; {} memories new, {} known{}",
+                report.raw_new,
+                report.raw_known,
+                report.memories_new,
+                report.memories_known,
+                if report.settings {
+                    "; its extraction settings"
+                } else {
+                    ""
+                }
             );
             Ok(())
         }

@@ -28,6 +28,11 @@ pub struct ChannelWeights {
     /// ("two weeks ago", "in May"): raw messages by when they were said, memories by when
     /// they were recorded. No window, no channel; 0 turns it off.
     pub dated: f64,
+    /// Newest first among the best [`LongTermConfig::recency_pool`] items the other channels
+    /// found (memories by when they were true, raw messages by when they were said): a
+    /// re-ranking channel that favours the latest of several relevant items. 0, the default,
+    /// turns it off (`docs/benchmarks.md` has its measurements on both development sets).
+    pub recency: f64,
 }
 
 impl Default for ChannelWeights {
@@ -40,6 +45,7 @@ impl Default for ChannelWeights {
             raw_fts: 1.0,
             raw_vector: 1.0,
             dated: 1.0,
+            recency: 0.0,
         }
     }
 }
@@ -61,6 +67,9 @@ pub struct LongTermConfig {
     pub context_radius: usize,
     /// Share of a raw hit's fused score its neighbours inherit (0.5).
     pub context_weight: f64,
+    /// How many of the best fused items the recency channel re-ranks (30), when its weight
+    /// is above 0.
+    pub recency_pool: usize,
     /// How much a further hit from a conversation already in the results gives way to hits
     /// from other conversations (0: plain score order). Each earlier hit of the same session
     /// multiplies a hit's score by `1 - session_spread` for the ordering.
@@ -152,6 +161,7 @@ impl Default for LongTermConfig {
             channel_depth: 50,
             context_radius: 1,
             context_weight: 0.5,
+            recency_pool: 30,
             session_spread: 0.0,
             affinity_header: Some("x-session-affinity".to_owned()),
             chunk_chars: 10_000,

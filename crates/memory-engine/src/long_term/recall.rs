@@ -235,6 +235,32 @@ async fn dated_channel(
 /// Orders `hits` so conversations take turns: for the ordering, a hit's score is multiplied
 /// by `1 - spread` once for every hit of its session placed before it. Scores themselves are
 /// unchanged.
+/// Adds the `recency` channel to materialized hits (newest first, `weight / (k + rank)`,
+/// equal times in their current order), re-sorts them and keeps the best `limit`. A weight
+/// of 0 or less leaves them as they are (cut to `limit`).
+fn with_recency(mut hits: Vec<RecallHit>, weight: f64, k: f64, limit: usize) -> Vec<RecallHit> {
+    if weight > 0.0 {
+        let mut newest: Vec<usize> = (0..hits.len()).collect();
+        newest.sort_by(|a, b| hits[*b].item.time().cmp(&hits[*a].item.time()));
+        for (rank, i) in newest.into_iter().enumerate() {
+            let hit = &mut hits[i];
+            hit.score += weight / (k + (rank + 1) as f64);
+            hit.ranks.push(ChannelRank {
+                channel: "recency",
+                rank: rank + 1,
+                score: hit.item.time().0 as f64,
+            });
+        }
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| b.item.time().cmp(&a.item.time()))
+        });
+    }
+    hits.truncate(limit);
+    hits
+}
+
 fn spread_sessions(hits: Vec<RecallHit>, spread: f64) -> Vec<RecallHit> {
     if spread <= 0.0 || hits.len() < 3 {
         return hits;
@@ -528,9 +554,16 @@ impl Core {
         let mut fused = rrf(self.config.rrf_k, &channels);
         self.add_context(store_ref, &mut fused, request.limit)
             .await?;
+        // The recency channel re-ranks a pool larger than the limit, so that a newer item
+        // just below it can rise into it.
+        let pool = match w.recency > 0.0 {
+            true => self.config.recency_pool.max(request.limit),
+            false => request.limit,
+        };
         let hits = self
-            .materialize(store_ref, fused, request.limit, scope.as_ref())
+            .materialize(store_ref, fused, pool, scope.as_ref())
             .await?;
+        let hits = with_recency(hits, w.recency, self.config.rrf_k, request.limit);
         let hits = spread_sessions(hits, self.config.session_spread);
 
         let dated: Vec<(String, Timestamp)> = hits
@@ -713,6 +746,46 @@ mod tests {
             score,
             ranks: Vec::new(),
         }
+    }
+
+    fn said_at(id: &str, score: f64, at: i64) -> RecallHit {
+        RecallHit {
+            item: RecallItem::Raw {
+                id: id.to_owned(),
+                session_id: "s".into(),
+                role: "user".into(),
+                content: String::new(),
+                created_at: Timestamp(at),
+            },
+            score,
+            ranks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn recency_favours_the_newest_of_close_hits_and_is_off_at_zero() {
+        let hits = vec![
+            said_at("old", 0.50, 1_000),
+            said_at("new", 0.48, 9_000),
+            said_at("middle", 0.30, 5_000),
+            said_at("far-below", 0.05, 10_000),
+        ];
+        let off = with_recency(hits.clone(), 0.0, 5.0, 3);
+        assert_eq!(order(&off), ["old", "new", "middle"]);
+        assert!(off.iter().all(|h| h.ranks.is_empty()));
+
+        // Weight 1 with k = 5: the newest gains 1/6, the next 1/7, then 1/8 and 1/9; the
+        // newest of all is too far below to rise into the limit.
+        let on = with_recency(hits, 1.0, 5.0, 3);
+        assert_eq!(order(&on), ["new", "old", "middle"]);
+        let new = &on[0];
+        assert!(
+            (new.score - (0.48 + 1.0 / 7.0)).abs() < 1e-9,
+            "{}",
+            new.score
+        );
+        assert_eq!(new.ranks[0].channel, "recency");
+        assert_eq!(new.ranks[0].rank, 2);
     }
 
     fn order(hits: &[RecallHit]) -> Vec<&str> {

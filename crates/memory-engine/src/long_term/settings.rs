@@ -164,7 +164,7 @@ impl Core {
 
     /// The profile's stored settings, whether or not the profile exists yet (a first write
     /// to a new profile is steered by the deployment's alone).
-    async fn stored_settings(&self, profile: &str) -> Result<ProfileSettings> {
+    pub(super) async fn stored_settings(&self, profile: &str) -> Result<ProfileSettings> {
         match self
             .backends
             .outbox

@@ -345,3 +345,61 @@ async fn settings_past_their_bounds_are_refused_and_nothing_changes() {
     }
     assert_eq!(s.profile_settings("cy").await.unwrap(), good);
 }
+
+/// A profile's own settings travel with its export: an import gives them to a profile that
+/// has none, never replaces a profile's own, and refuses a bad settings line before writing.
+#[tokio::test]
+async fn settings_travel_in_the_export_and_never_replace_a_profiles_own() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let s = service(profiles, french_model(), ProfileSettings::default());
+    let own = ProfileSettings {
+        instructions: Some("Keep travel plans.".into()),
+        categories: vec![category("voyage", "trips")],
+        language: Some("French".into()),
+    };
+    s.set_profile_settings("ada", own.clone()).await.unwrap();
+    s.remember(
+        "ada",
+        RememberRequest {
+            content: "Ada goes to Porto in May".into(),
+            ..RememberRequest::default()
+        },
+    )
+    .await
+    .unwrap();
+    let mut lines = Vec::new();
+    s.export("ada", false, &mut |l: &str| {
+        lines.push(l.to_owned());
+        Ok(())
+    })
+    .await
+    .unwrap();
+    let settings_line: Value = serde_json::from_str(&lines[1]).unwrap();
+    assert_eq!(settings_line["kind"], "settings", "{lines:?}");
+
+    let report = s.import("copy", &lines).await.unwrap();
+    assert!(report.settings);
+    assert_eq!(s.profile_settings("copy").await.unwrap(), own);
+
+    let mine = ProfileSettings {
+        instructions: Some("Keep only health facts.".into()),
+        ..ProfileSettings::default()
+    };
+    s.set_profile_settings("other", mine.clone()).await.unwrap();
+    let report = s.import("other", &lines).await.unwrap();
+    assert!(!report.settings);
+    assert_eq!(s.profile_settings("other").await.unwrap(), mine);
+
+    let mut bad = lines.clone();
+    bad[1] = json!({"kind": "settings", "settings": {"instructions": "x".repeat(MAX_INSTRUCTIONS_CHARS + 1)}})
+        .to_string();
+    let error = s.import("third", &bad).await.unwrap_err();
+    assert!(matches!(error, MemoryError::InvalidInput { .. }), "{error}");
+    assert!(
+        !s.list_profiles()
+            .await
+            .unwrap()
+            .contains(&"third".to_owned()),
+        "nothing was written"
+    );
+}

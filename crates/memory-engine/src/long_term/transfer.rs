@@ -1,5 +1,6 @@
-//! Versioned JSONL export and import of a whole profile: raw messages, then memories with
-//! their supersession chains, provenance and forget markers, and optionally the vectors.
+//! Versioned JSONL export and import of a whole profile: its own extraction settings, raw
+//! messages, then memories with their supersession chains, provenance and forget markers,
+//! and optionally the vectors.
 
 use memory_core::ports::{MemoryFilter, MemoryRecord, RawMessage, VectorRecord};
 use memory_core::size::check_item_size;
@@ -10,8 +11,8 @@ use super::core::Core;
 
 /// The format name in the first line.
 pub const EXPORT_FORMAT: &str = "agent-memory-profile";
-/// The current version (2 added vector lines; version 1 files still import).
-pub const EXPORT_VERSION: u32 = 2;
+/// The current version (2 added vector lines, 3 the settings line; older files still import).
+pub const EXPORT_VERSION: u32 = 3;
 
 /// One line of an export.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,6 +24,11 @@ pub enum ExportLine {
         format: String,
         /// [`EXPORT_VERSION`].
         version: u32,
+    },
+    /// The profile's own extraction settings (after the header; only when it has some).
+    Settings {
+        /// The settings.
+        settings: super::ProfileSettings,
     },
     /// A raw message.
     Raw {
@@ -59,6 +65,9 @@ pub struct ImportReport {
     pub superseded: u64,
     /// Vectors stored.
     pub vectors: u64,
+    /// Whether the export's settings became the profile's (it had none of its own; a
+    /// profile's own settings are never replaced by an import).
+    pub settings: bool,
 }
 
 const PAGE: usize = 500;
@@ -128,6 +137,10 @@ impl Core {
                     version: EXPORT_VERSION,
                 };
                 lines.push(serde_json::to_string(&header)?);
+                let settings = self.stored_settings(profile).await?;
+                if !settings.is_empty() {
+                    lines.push(serde_json::to_string(&ExportLine::Settings { settings })?);
+                }
                 ExportCursor::Raw(None)
             }
         };
@@ -241,6 +254,15 @@ impl Core {
         {
             return Err(MemoryError::invalid("a second header"));
         }
+        let mut settings = None;
+        for record in &parsed[1..] {
+            if let ExportLine::Settings { settings: s } = record {
+                if settings.is_some() {
+                    return Err(MemoryError::invalid("a second settings line"));
+                }
+                settings = Some(s.clone().validated()?);
+            }
+        }
 
         // The size rule, for every line before anything is written.
         for record in &parsed {
@@ -251,7 +273,9 @@ impl Core {
                 ExportLine::Memory { memory } => {
                     check_item_size(&format!("memory {:?}", memory.id), memory.content.len())?;
                 }
-                ExportLine::Header { .. } | ExportLine::Vector { .. } => {}
+                ExportLine::Header { .. }
+                | ExportLine::Settings { .. }
+                | ExportLine::Vector { .. } => {}
             }
         }
         let store = self.backends.store(profile).await?;
@@ -262,7 +286,7 @@ impl Core {
         let mut keys: Vec<(memory_core::ports::MemoryKind, String)> = Vec::new();
         for record in parsed.into_iter().skip(1) {
             match record {
-                ExportLine::Header { .. } => {}
+                ExportLine::Header { .. } | ExportLine::Settings { .. } => {}
                 ExportLine::Raw { raw: r } => raw.push(r),
                 ExportLine::Vector { namespace, vector } => {
                     vectors.entry(namespace).or_default().push(vector);
@@ -297,6 +321,13 @@ impl Core {
         for (namespace, records) in vectors {
             report.vectors += records.len() as u64;
             index.upsert(&namespace, records).await?;
+        }
+        if let Some(settings) = settings
+            && !settings.is_empty()
+            && self.stored_settings(profile).await?.is_empty()
+        {
+            self.set_profile_settings(profile, settings).await?;
+            report.settings = true;
         }
         Ok(report)
     }
