@@ -290,14 +290,34 @@ fn describe(meaning: Meaning, today: CivilDate) -> Option<String> {
     })
 }
 
+/// Whether `word` is the pattern word `part`, with its `%` (if any) read as `name`.
+fn part_matches(part: &str, word: &str, name: &str) -> bool {
+    match part.split_once('%') {
+        None => part == word,
+        Some((before, after)) => {
+            word.len() == before.len() + name.len() + after.len()
+                && word.starts_with(before)
+                && word.ends_with(after)
+                && &word[before.len()..word.len() - after.len()] == name
+        }
+    }
+}
+
 /// The longest phrase of `table` at word `i`: its length in words and meaning.
 fn match_table(table: &Phrases, words: &[&str], i: usize) -> Option<(usize, Meaning)> {
     let rest = &words[i..];
-    let fits = |pattern: &str| -> Option<usize> {
-        let parts: Vec<&str> = pattern.split(' ').collect();
-        (rest.len() >= parts.len() && parts.iter().zip(rest).all(|(p, w)| p == w))
-            .then_some(parts.len())
+    // Word by word, without allocating: `%` in a pattern stands for `name`.
+    let fits_named = |pattern: &str, name: &str| -> Option<usize> {
+        let mut len = 0;
+        for part in pattern.split(' ') {
+            if !part_matches(part, rest.get(len)?, name) {
+                return None;
+            }
+            len += 1;
+        }
+        Some(len)
     };
+    let fits = |pattern: &str| fits_named(pattern, "");
     let mut best: Option<(usize, Meaning)> = None;
     let mut offer = |len: usize, meaning: Meaning| {
         if best.is_none_or(|(l, _)| len > l) {
@@ -318,7 +338,7 @@ fn match_table(table: &Phrases, words: &[&str], i: usize) -> Option<(usize, Mean
         for pattern in patterns {
             for (day, names) in table.weekdays.iter().enumerate() {
                 for name in names.split('|').filter(|n| !n.is_empty()) {
-                    if let Some(len) = fits(&pattern.replace('%', name)) {
+                    if let Some(len) = fits_named(pattern, name) {
                         offer(
                             len,
                             Meaning::Weekday {
