@@ -377,6 +377,10 @@ pub async fn ingest(
         state.jobs.spawn(async move {
             match memory.run_job(&worker_profile, &id).await {
                 Ok(job) => metrics.record_usage(&job.usage),
+                // Another runner (the background poll, a worker) claimed it first.
+                Err(memory_core::MemoryError::Conflict { .. }) => {
+                    tracing::debug!(profile = %worker_profile, job = %id, "ingest job is run elsewhere");
+                }
                 Err(e) => {
                     tracing::warn!(profile = %worker_profile, job = %id, error = %e, "ingest job failed");
                 }

@@ -99,6 +99,10 @@ impl JobRunner for TrackedJobs {
         self.jobs.spawn(async move {
             match memory.run_job(&profile, &id).await {
                 Ok(job) => tracing::info!(profile, job = %id, status = job.status.as_str(), "shipped history ingested"),
+                // Another runner (the background poll, a worker) claimed it first.
+                Err(memory_core::MemoryError::Conflict { .. }) => {
+                    tracing::debug!(profile, job = %id, "shipped history's ingest job is run elsewhere")
+                }
                 Err(e) => tracing::warn!(profile, job = %id, error = %e, "shipped history's ingest job failed"),
             }
         });

@@ -317,7 +317,7 @@ class ProfileImport(Model):
     memories_known: int
     superseded: int
     vectors: int
-    settings: bool = False
+    settings: bool
     """Whether the export's extraction settings became the profile's (it had none)."""
 
 
