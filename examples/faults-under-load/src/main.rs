@@ -584,31 +584,14 @@ async fn run_faults(
         }
     }
     println!(
-        "checked: A {} acknowledged appends among {} stored messages, {} memories among {} current, {} acknowledged ingest jobs among {} (worker ran {worker_ran}); T {} appends among {}, {} memories among {} current, {} jobs among {}; {searched} of T's memories and messages found through its rebuilt indexes",
-        ledger_a.appends.len(),
-        found_a.messages_stored,
-        ledger_a.remembers.len(),
-        found_a.memories_current,
-        ledger_a.jobs.len(),
-        found_a.jobs,
-        ledger_t.appends.len(),
-        found_t.messages_stored,
-        ledger_t.remembers.len(),
-        found_t.memories_current,
-        ledger_t.jobs.len(),
-        found_t.jobs,
+        "checked: A {} (worker ran {worker_ran}); T {}; {searched} of T's memories and messages found through its rebuilt indexes",
+        report::checked(&ledger_a, &found_a),
+        report::checked(&ledger_t, &found_t),
     );
-    if problems.is_empty() {
-        println!(
-            "every acknowledged write is present exactly once; no job was lost or ran twice; every failed request was a 503 with Retry-After or a 4xx"
-        );
-        Ok(())
-    } else {
-        for problem in problems.iter().take(30) {
-            println!("PROBLEM: {problem}");
-        }
-        Err(format!("{} problem(s)", problems.len()).into())
-    }
+    report::verdict(
+        &problems,
+        "every acknowledged write is present exactly once; no job was lost or ran twice; every failed request was a 503 with Retry-After or a 4xx",
+    )
 }
 
 fn verdict(ok: bool) -> &'static str {

@@ -138,21 +138,11 @@ async fn run(options: &Options, dir: &std::path::Path) -> Result<(), Error> {
     );
     scale_out::report::operations(stats, elapsed, false);
     println!(
-        "checked: {} acknowledged appends among {} stored messages, {} acknowledged memories among {} current, {} acknowledged jobs among {} (worker ran {worker_ran})",
-        ledger.appends.len(),
-        findings.messages_stored,
-        ledger.remembers.len(),
-        findings.memories_current,
-        ledger.jobs.len(),
-        findings.jobs,
+        "checked: {} (worker ran {worker_ran})",
+        scale_out::report::checked(&ledger, &findings)
     );
-    if findings.problems.is_empty() {
-        println!("every acknowledged write is present exactly once; no job was lost or ran twice");
-        Ok(())
-    } else {
-        for problem in findings.problems.iter().take(20) {
-            println!("PROBLEM: {problem}");
-        }
-        Err(format!("{} problem(s)", findings.problems.len()).into())
-    }
+    scale_out::report::verdict(
+        &findings.problems,
+        "every acknowledged write is present exactly once; no job was lost or ran twice",
+    )
 }

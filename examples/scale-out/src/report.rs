@@ -2,7 +2,12 @@
 
 use std::time::Duration;
 
-use crate::load::Stats;
+use crate::cluster::Error;
+use crate::load::{Ledger, Stats};
+use crate::verify::Findings;
+
+/// The most problems a failed run prints.
+const MOST_PROBLEMS: usize = 30;
 
 /// The `p`th percentile of sorted microseconds, in milliseconds.
 pub fn percentile(sorted: &[u64], p: f64) -> f64 {
@@ -43,4 +48,31 @@ pub fn operations(stats: &mut Stats, elapsed: Duration, with_compaction: bool) {
     for line in reasons {
         println!("{line}");
     }
+}
+
+/// One deployment's checks in a line: what its clients were told succeeded, against what it
+/// holds.
+pub fn checked(ledger: &Ledger, findings: &Findings) -> String {
+    format!(
+        "{} acknowledged appends among {} stored messages, {} acknowledged memories among {} current, {} acknowledged jobs among {}",
+        ledger.appends.len(),
+        findings.messages_stored,
+        ledger.remembers.len(),
+        findings.memories_current,
+        ledger.jobs.len(),
+        findings.jobs,
+    )
+}
+
+/// Prints `passed` when there is no problem; else the first problems, and an error saying
+/// how many there were.
+pub fn verdict(problems: &[String], passed: &str) -> Result<(), Error> {
+    if problems.is_empty() {
+        println!("{passed}");
+        return Ok(());
+    }
+    for problem in problems.iter().take(MOST_PROBLEMS) {
+        println!("PROBLEM: {problem}");
+    }
+    Err(format!("{} problem(s)", problems.len()).into())
 }
