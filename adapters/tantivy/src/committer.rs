@@ -28,6 +28,7 @@ use tracing::{debug, warn};
 use crate::error::{BACKEND, tantivy_error};
 use crate::options::{Erasure, TantivyOptions};
 use crate::schema::{Fields, unique_key};
+use crate::shared::SharedWriter;
 
 /// Most changes committed together.
 const MAX_BATCH: usize = 1_024;
@@ -52,18 +53,18 @@ pub(crate) enum Change {
 
 impl Change {
     /// True when the change deletes documents (their text must then leave the files).
-    fn deletes(&self) -> bool {
+    pub(crate) fn deletes(&self) -> bool {
         !matches!(self, Self::Upsert { .. })
     }
 }
 
-struct Request {
-    change: Change,
-    reply: oneshot::Sender<Result<()>>,
+pub(crate) struct Request {
+    pub(crate) change: Change,
+    pub(crate) reply: oneshot::Sender<Result<()>>,
 }
 
 /// What the writer thread is told.
-enum Message {
+pub(crate) enum Message {
     /// A change to apply and commit.
     Write(Request),
     /// A merge the thread started has ended (these segments are free again).
@@ -107,6 +108,23 @@ impl Committer {
         let thread = std::thread::Builder::new()
             .name("tantivy-commit".into())
             .spawn(move || worker.run(requests))
+            .map_err(|e| MemoryError::backend(BACKEND, format!("starting the writer: {e}")))?;
+        Ok(Self {
+            sender: Some(sender),
+            thread: Some(thread),
+            commits,
+        })
+    }
+
+    /// Starts the thread that writes a directory several processes share: it takes the
+    /// writer for each batch and lets it go after the commit (see [`SharedWriter`]).
+    pub(crate) fn start_shared(shared: SharedWriter, reader: IndexReader) -> Result<Self> {
+        let (sender, requests) = std::sync::mpsc::channel();
+        let commits = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&commits);
+        let thread = std::thread::Builder::new()
+            .name("tantivy-commit".into())
+            .spawn(move || shared.run(requests, reader, &counted))
             .map_err(|e| MemoryError::backend(BACKEND, format!("starting the writer: {e}")))?;
         Ok(Self {
             sender: Some(sender),
@@ -186,21 +204,7 @@ impl Worker {
             let mut batch = vec![first];
             stopping = self.gather(&messages, &mut batch);
             let outcome = self.commit(&batch, &messages);
-            for request in batch {
-                let answer = match &outcome {
-                    // Committed; only a delete whose text could not be erased yet fails.
-                    Ok(Some(e)) if request.change.deletes() => {
-                        Err(MemoryError::transient(BACKEND, e.to_string()))
-                    }
-                    Ok(_) => Ok(()),
-                    Err(e) if e.is_transient() => {
-                        Err(MemoryError::transient(BACKEND, e.to_string()))
-                    }
-                    Err(e) => Err(MemoryError::backend(BACKEND, e.to_string())),
-                };
-                // The caller may have gone away; its change is committed all the same.
-                let _ = request.reply.send(answer);
-            }
+            answer(batch, &outcome);
         }
         // Let the merges in flight end (they may be erasing), then collect old files.
         if !self.wait_for_merges(&messages) {
@@ -309,22 +313,10 @@ impl Worker {
         }
         let deadline = Instant::now() + self.interval;
         while batch.len() < MAX_BATCH {
-            let message = match messages.try_recv() {
-                Ok(message) => message,
-                Err(TryRecvError::Disconnected) => return true,
-                Err(TryRecvError::Empty) => {
-                    let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                        return false;
-                    };
-                    if left.is_zero() {
-                        return false;
-                    }
-                    match messages.recv_timeout(left) {
-                        Ok(message) => message,
-                        Err(RecvTimeoutError::Timeout) => return false,
-                        Err(RecvTimeoutError::Disconnected) => return true,
-                    }
-                }
+            let message = match next_before(messages, deadline) {
+                Next::Message(message) => message,
+                Next::Timeout => return false,
+                Next::Closed => return true,
             };
             match message {
                 Message::Write(request) => batch.push(request),
@@ -345,7 +337,7 @@ impl Worker {
     ) -> Result<Option<MemoryError>> {
         let applied = batch
             .iter()
-            .try_for_each(|request| self.apply(&request.change))
+            .try_for_each(|request| apply_change(&self.writer, &self.fields, &request.change))
             .and_then(|()| self.writer.commit().map_err(tantivy_error));
         if let Err(e) = applied {
             if let Err(rollback) = self.writer.rollback() {
@@ -396,66 +388,115 @@ impl Worker {
             .map_err(tantivy_error)?;
         self.reader.reload().map_err(tantivy_error)
     }
+}
 
-    fn apply(&self, change: &Change) -> Result<()> {
-        let f = &self.fields;
-        match change {
-            Change::Upsert {
-                namespace,
-                documents,
-            } => {
-                for document in documents {
-                    let key = unique_key(namespace, &document.id);
-                    self.writer.delete_term(Term::from_field_text(f.key, &key));
-                    self.writer
-                        .add_document(self.document(f, namespace, &key, document))
-                        .map_err(tantivy_error)?;
-                }
+/// What [`next_before`] found.
+pub(crate) enum Next {
+    /// A message, queued or arrived in time.
+    Message(Message),
+    /// Nothing queued and nothing arrived before the deadline.
+    Timeout,
+    /// Every sender is gone.
+    Closed,
+}
+
+/// The next queued message, else the first to arrive before `deadline`.
+pub(crate) fn next_before(messages: &Receiver<Message>, deadline: Instant) -> Next {
+    match messages.try_recv() {
+        Ok(message) => Next::Message(message),
+        Err(TryRecvError::Disconnected) => Next::Closed,
+        Err(TryRecvError::Empty) => {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Next::Timeout;
             }
-            Change::Delete { keys } => {
-                for key in keys {
-                    self.writer.delete_term(Term::from_field_text(f.key, key));
-                }
+            match messages.recv_timeout(left) {
+                Ok(message) => Next::Message(message),
+                Err(RecvTimeoutError::Timeout) => Next::Timeout,
+                Err(RecvTimeoutError::Disconnected) => Next::Closed,
             }
-            Change::ClearNamespace(namespace) => {
-                self.writer
-                    .delete_term(Term::from_field_text(f.namespace, namespace));
+        }
+    }
+}
+
+/// Answers every caller of a batch from the commit's outcome: `Ok(Some(error))` is a commit
+/// whose deleted text could not be erased yet, which only the deletes of the batch see.
+pub(crate) fn answer(batch: Vec<Request>, outcome: &Result<Option<MemoryError>>) {
+    for request in batch {
+        let answer = match outcome {
+            Ok(Some(e)) if request.change.deletes() => {
+                Err(MemoryError::transient(BACKEND, e.to_string()))
             }
-            Change::ClearAll => {
-                self.writer
-                    .delete_query(Box::new(AllQuery))
+            Ok(_) => Ok(()),
+            Err(MemoryError::Conflict { message }) => Err(MemoryError::Conflict {
+                message: message.clone(),
+            }),
+            Err(e) if e.is_transient() => Err(MemoryError::transient(BACKEND, e.to_string())),
+            Err(e) => Err(MemoryError::backend(BACKEND, e.to_string())),
+        };
+        // The caller may have gone away; its change is committed all the same.
+        let _ = request.reply.send(answer);
+    }
+}
+
+/// Applies one change to `writer` (not yet committed).
+pub(crate) fn apply_change(writer: &IndexWriter, fields: &Fields, change: &Change) -> Result<()> {
+    let f = fields;
+    match change {
+        Change::Upsert {
+            namespace,
+            documents,
+        } => {
+            for document in documents {
+                let key = unique_key(namespace, &document.id);
+                writer.delete_term(Term::from_field_text(f.key, &key));
+                writer
+                    .add_document(tantivy_document(f, namespace, &key, document))
                     .map_err(tantivy_error)?;
             }
         }
-        Ok(())
-    }
-
-    fn document(
-        &self,
-        f: &Fields,
-        namespace: &str,
-        key: &str,
-        document: &TextDocument,
-    ) -> TantivyDocument {
-        let mut doc = TantivyDocument::default();
-        doc.add_text(f.namespace, namespace);
-        doc.add_text(f.key, key);
-        doc.add_text(f.id, &document.id);
-        doc.add_text(f.text, &document.text);
-        let fields = &document.fields;
-        for (field, value) in [
-            (f.session, &fields.session),
-            (f.role, &fields.role),
-            (f.kind, &fields.kind),
-            (f.topic, &fields.key),
-        ] {
-            if let Some(value) = value {
-                doc.add_text(field, value);
+        Change::Delete { keys } => {
+            for key in keys {
+                writer.delete_term(Term::from_field_text(f.key, key));
             }
         }
-        if let Some(time) = fields.time {
-            doc.add_i64(f.time, time.millis());
+        Change::ClearNamespace(namespace) => {
+            writer.delete_term(Term::from_field_text(f.namespace, namespace));
         }
-        doc
+        Change::ClearAll => {
+            writer
+                .delete_query(Box::new(AllQuery))
+                .map_err(tantivy_error)?;
+        }
     }
+    Ok(())
+}
+
+/// The Tantivy document of a text document of `namespace`.
+fn tantivy_document(
+    f: &Fields,
+    namespace: &str,
+    key: &str,
+    document: &TextDocument,
+) -> TantivyDocument {
+    let mut doc = TantivyDocument::default();
+    doc.add_text(f.namespace, namespace);
+    doc.add_text(f.key, key);
+    doc.add_text(f.id, &document.id);
+    doc.add_text(f.text, &document.text);
+    let fields = &document.fields;
+    for (field, value) in [
+        (f.session, &fields.session),
+        (f.role, &fields.role),
+        (f.kind, &fields.kind),
+        (f.topic, &fields.key),
+    ] {
+        if let Some(value) = value {
+            doc.add_text(field, value);
+        }
+    }
+    if let Some(time) = fields.time {
+        doc.add_i64(f.time, time.millis());
+    }
+    doc
 }

@@ -24,6 +24,7 @@ mod error;
 mod language;
 mod options;
 mod schema;
+mod shared;
 mod text_index;
 mod text_indexes;
 

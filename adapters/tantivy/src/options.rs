@@ -49,6 +49,17 @@ pub struct TantivyOptions {
     /// Indexing threads of the writer; 0 (the default) lets Tantivy pick one per core, at
     /// most 8. Each thread may buffer up to 32 MiB before it writes a segment.
     pub writer_threads: usize,
+    /// Several processes on this host open the index at once (`memory serve` twice,
+    /// `memory worker`, the CLI). Off (the default): the index holds Tantivy's writer lock
+    /// while it is open, and a second process is refused. On: it holds no lock while idle;
+    /// each commit waits for the directory's lock, opens the writer, commits, erases deleted
+    /// text before it returns (whatever [`Self::erasure`] says) and lets the lock go, and
+    /// every search first reloads when another process committed. Every process must open
+    /// it shared. A shared directory must be on a local file system (file locks).
+    pub shared: bool,
+    /// How long a shared index's commit waits for another process's commit before it fails
+    /// as `Transient`. Default: 30 s.
+    pub lock_wait: Duration,
 }
 
 impl Default for TantivyOptions {
@@ -58,6 +69,8 @@ impl Default for TantivyOptions {
             commit_interval: Duration::ZERO,
             erasure: Erasure::BeforeReturn,
             writer_threads: 0,
+            shared: false,
+            lock_wait: Duration::from_secs(30),
         }
     }
 }
@@ -78,6 +91,18 @@ impl TantivyOptions {
     /// Sets when deleted text leaves the files.
     pub fn erasure(mut self, erasure: Erasure) -> Self {
         self.erasure = erasure;
+        self
+    }
+
+    /// Opens the index shared by several processes (see [`Self::shared`]).
+    pub fn shared(mut self, shared: bool) -> Self {
+        self.shared = shared;
+        self
+    }
+
+    /// Sets how long a shared index's commit waits for another process's.
+    pub fn lock_wait(mut self, wait: Duration) -> Self {
+        self.lock_wait = wait;
         self
     }
 

@@ -12,13 +12,14 @@ use memory_core::{MemoryError, Result, SearchMode, TextLanguage, Timestamp};
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{BooleanQuery, Occur, PhraseQuery, Query, RangeQuery, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Value};
-use tantivy::{Index, IndexReader, IndexSettings, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{Index, IndexReader, IndexSettings, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 use crate::committer::{Change, Committer};
 use crate::error::{BACKEND, tantivy_error};
 use crate::language::{LEGACY_ENGLISH, analyzer, analyzer_name, has_stop_words, stems};
 use crate::options::TantivyOptions;
 use crate::schema::{Fields, recorded_analyzer, schema, unique_key};
+use crate::shared::{SharedWriter, lock_directory};
 
 /// Memory each indexing thread may use before it writes a segment.
 const HEAP_PER_THREAD: usize = 32 * 1024 * 1024;
@@ -29,7 +30,9 @@ const HEAP_PER_THREAD: usize = 32 * 1024 * 1024;
 ///
 /// - **One writer per index.** Tantivy's lock file keeps a second process from opening it
 ///   for writing: [`TantivyTextIndex::open`] then fails with a clear `Conflict`, and nothing
-///   is touched.
+///   is touched. Opened [shared](TantivyOptions::shared), the index holds no lock while
+///   idle: processes on one host take turns, one commit at a time, and each sees the
+///   others' commits at its next search.
 /// - **Group commit.** Writes go to one writer thread that commits them together (see
 ///   [`TantivyOptions::commit_interval`]); a write returns after its commit and the reader's
 ///   reload, so it is durable and visible to the next search, with no delay.
@@ -42,6 +45,8 @@ pub struct TantivyTextIndex {
 }
 
 struct Inner {
+    /// When shared: the `meta.json` the reader last loaded.
+    shared: Option<std::sync::Mutex<Option<MetaStamp>>>,
     path: PathBuf,
     language: TextLanguage,
     /// The analyzer's name in the schema.
@@ -75,31 +80,14 @@ impl TantivyTextIndex {
             MemoryError::backend(BACKEND, format!("creating {}: {e}", path.display()))
         })?;
         let language = options.language;
-        let directory = tantivy::directory::MmapDirectory::open(&path).map_err(|e| {
-            MemoryError::backend(BACKEND, format!("opening {}: {e}", path.display()))
-        })?;
-        let exists = Index::exists(&directory).map_err(|e| {
-            MemoryError::backend(BACKEND, format!("reading {}: {e}", path.display()))
-        })?;
-        let (index, analyzer_name, fields) = if exists {
-            let index = Index::open(directory).map_err(tantivy_error)?;
-            // An English index made before languages were chosen keeps its analyzer's name.
-            let name = match recorded_analyzer(&index.schema()) {
-                Some((name, _)) if name == LEGACY_ENGLISH && language == TextLanguage::English => {
-                    name
-                }
-                _ => analyzer_name(language),
-            };
-            let (schema, fields) = schema(&name);
-            check_schema(&path, &index.schema(), &schema, language)?;
-            (index, name, fields)
-        } else {
-            let name = analyzer_name(language);
-            let (schema, fields) = schema(&name);
-            let index = Index::create(directory, schema, IndexSettings::default())
-                .map_err(tantivy_error)?;
-            (index, name, fields)
+        // A shared index is made under the directory's lock, so two processes starting
+        // together cannot both create it.
+        let creating = match options.shared {
+            true => Some(lock_directory(&path, options.lock_wait)?),
+            false => None,
         };
+        let (index, analyzer_name, fields) = open_or_create(&path, language)?;
+        drop(creating);
         index
             .tokenizers()
             .register(&analyzer_name, analyzer(language));
@@ -107,31 +95,47 @@ impl TantivyTextIndex {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
             n => n,
         };
-        let writer = index
-            .writer_with_num_threads(threads, threads * HEAP_PER_THREAD)
-            .map_err(|e| match e {
-                tantivy::TantivyError::LockFailure(..) => MemoryError::Conflict {
-                    message: format!(
-                        "{} is open for writing by another process; one writer per index",
-                        path.display()
-                    ),
-                },
-                other => tantivy_error(other),
-            })?;
-        let reader = index
+        let reader: IndexReader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(tantivy_error)?;
-        let committer = Committer::start(
-            index.clone(),
-            writer,
-            IndexReader::clone(&reader),
-            fields,
-            &options,
-        )?;
+        let committer = if options.shared {
+            let writer = SharedWriter {
+                path: path.clone(),
+                analyzer: analyzer_name.clone(),
+                language,
+                fields,
+                threads,
+                heap: HEAP_PER_THREAD,
+                interval: options.commit_interval,
+                lock_wait: options.lock_wait,
+            };
+            Committer::start_shared(writer, IndexReader::clone(&reader))?
+        } else {
+            let writer = index
+                .writer_with_num_threads(threads, threads * HEAP_PER_THREAD)
+                .map_err(|e| match e {
+                    tantivy::TantivyError::LockFailure(..) => MemoryError::Conflict {
+                        message: format!(
+                            "{} is open for writing by another process; one writer per \
+                             index (open it shared in every process to share it)",
+                            path.display()
+                        ),
+                    },
+                    other => tantivy_error(other),
+                })?;
+            Committer::start(
+                index.clone(),
+                writer,
+                IndexReader::clone(&reader),
+                fields,
+                &options,
+            )?
+        };
         Ok(Self {
             inner: Arc::new(Inner {
+                shared: options.shared.then(|| std::sync::Mutex::new(None)),
                 path,
                 language,
                 analyzer: analyzer_name,
@@ -143,6 +147,25 @@ impl TantivyTextIndex {
         })
     }
 
+    /// A searcher that sees every commit made so far: a shared index first reloads when
+    /// `meta.json` changed (another process committed). A lost directory is an error.
+    fn searcher(&self) -> Result<Searcher> {
+        if let Some(seen) = &self.inner.shared {
+            let meta = self.inner.path.join("meta.json");
+            let stamp = MetaStamp::of(&meta).map_err(|e| {
+                MemoryError::backend(BACKEND, format!("reading {}: {e}", meta.display()))
+            })?;
+            let mut seen = seen
+                .lock()
+                .map_err(|_| MemoryError::backend(BACKEND, "the reader's state is poisoned"))?;
+            if seen.as_ref() != Some(&stamp) {
+                self.inner.reader.reload().map_err(tantivy_error)?;
+                *seen = Some(stamp);
+            }
+        }
+        Ok(self.inner.reader.searcher())
+    }
+
     /// The language the index analyzes text as.
     pub fn language(&self) -> TextLanguage {
         self.inner.language
@@ -151,6 +174,11 @@ impl TantivyTextIndex {
     /// Segments the searcher sees now (the writer thread merges them as they accumulate).
     pub fn segment_count(&self) -> usize {
         self.inner.reader.searcher().segment_readers().len()
+    }
+
+    /// True when several processes may open the index ([`TantivyOptions::shared`]).
+    pub fn is_shared(&self) -> bool {
+        self.inner.shared.is_some()
     }
 
     /// Commits made since the index was opened (several writes share one under load).
@@ -255,7 +283,7 @@ impl TantivyTextIndex {
     }
 
     fn count_matching(&self, query: &dyn Query) -> Result<u64> {
-        let searcher = self.inner.reader.searcher();
+        let searcher = self.searcher()?;
         Ok(searcher.search(query, &Count).map_err(tantivy_error)? as u64)
     }
 }
@@ -371,7 +399,7 @@ impl TextIndex for TantivyTextIndex {
         let mut clauses = vec![(Occur::Must, scored)];
         clauses.extend(self.restrictions(namespace, query));
         let full = BooleanQuery::new(clauses);
-        let searcher = self.inner.reader.searcher();
+        let searcher = self.searcher()?;
         let top = searcher
             .search(&full, &TopDocs::with_limit(query.limit).order_by_score())
             .map_err(tantivy_error)?;
@@ -391,6 +419,52 @@ impl TextIndex for TantivyTextIndex {
     async fn clear(&self, namespace: &str) -> Result<()> {
         let change = Change::ClearNamespace(namespace.to_owned());
         self.inner.committer.submit(change).await
+    }
+}
+
+/// Opens the index in `path`, or creates it in `language`; its analyzer's name and fields.
+fn open_or_create(path: &Path, language: TextLanguage) -> Result<(Index, String, Fields)> {
+    let directory = tantivy::directory::MmapDirectory::open(path)
+        .map_err(|e| MemoryError::backend(BACKEND, format!("opening {}: {e}", path.display())))?;
+    let exists = Index::exists(&directory)
+        .map_err(|e| MemoryError::backend(BACKEND, format!("reading {}: {e}", path.display())))?;
+    if exists {
+        let index = Index::open(directory).map_err(tantivy_error)?;
+        // An English index made before languages were chosen keeps its analyzer's name.
+        let name = match recorded_analyzer(&index.schema()) {
+            Some((name, _)) if name == LEGACY_ENGLISH && language == TextLanguage::English => name,
+            _ => analyzer_name(language),
+        };
+        let (schema, fields) = schema(&name);
+        check_schema(path, &index.schema(), &schema, language)?;
+        Ok((index, name, fields))
+    } else {
+        let name = analyzer_name(language);
+        let (schema, fields) = schema(&name);
+        let index =
+            Index::create(directory, schema, IndexSettings::default()).map_err(tantivy_error)?;
+        Ok((index, name, fields))
+    }
+}
+
+/// What tells one `meta.json` from the next: each commit replaces the file.
+#[derive(Debug, PartialEq, Eq)]
+struct MetaStamp {
+    modified: Option<std::time::SystemTime>,
+    len: u64,
+    #[cfg(unix)]
+    inode: u64,
+}
+
+impl MetaStamp {
+    fn of(meta: &Path) -> std::io::Result<Self> {
+        let found = std::fs::metadata(meta)?;
+        Ok(Self {
+            modified: found.modified().ok(),
+            len: found.len(),
+            #[cfg(unix)]
+            inode: std::os::unix::fs::MetadataExt::ino(&found),
+        })
     }
 }
 

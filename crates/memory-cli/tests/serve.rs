@@ -343,3 +343,77 @@ fn a_server_running_jobs_runs_jobs_queued_elsewhere() {
         server.wait().unwrap();
     }
 }
+
+/// `[storage.tantivy] shared = true`: two servers and the CLI on one data dir share the
+/// Tantivy indexes, and each finds at once what another wrote. Without it, the CLI is
+/// refused while a server holds them, with an error that names the setting.
+#[test]
+fn servers_and_the_cli_share_tantivy_indexes_when_shared() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = |shared: bool| {
+        format!(
+            "[storage]\ntext = \"tantivy\"\n\n[storage.tantivy]\nshared = {shared}\n\n\
+             [memory]\nembedder = \"none\"\n"
+        )
+    };
+    std::fs::write(dir.path().join("memory.toml"), config(true)).unwrap();
+    let (mut one, first, _) = common::spawn_server(dir.path(), &[]);
+    let (mut two, second, _) = common::spawn_server(dir.path(), &["--no-jobs"]);
+    assert!(request(&first, "POST", "/v1/sessions", r#"{"id":"s1"}"#).starts_with("HTTP/1.1 201"));
+    let appended = request(
+        &first,
+        "POST",
+        "/v1/sessions/s1/messages",
+        r#"{"message":{"id":"u1","role":"user","parts":[{"type":"text","text":"The ferry to Madeira leaves at dawn"}]}}"#,
+    );
+    assert!(appended.starts_with("HTTP/1.1 2"), "{appended}");
+    let searched = request(&second, "GET", "/v1/search?q=madeira%20ferry", "");
+    assert!(searched.contains(r#""message_id":"u1""#), "{searched}");
+    let remembered = request(
+        &second,
+        "POST",
+        "/v1/profiles/alice/memories",
+        r#"{"content":"Madeira ferry tickets are booked"}"#,
+    );
+    assert!(remembered.starts_with("HTTP/1.1 201"), "{remembered}");
+    let recalled = request(
+        &first,
+        "POST",
+        "/v1/profiles/alice/recall",
+        r#"{"query":"madeira tickets"}"#,
+    );
+    assert!(recalled.contains("tickets are booked"), "{recalled}");
+    // The CLI writes and reads the same indexes while both servers run.
+    common::run(
+        dir.path(),
+        &["profile", "remember", "alice", "Madeira hotel is paid"],
+    );
+    let recalled = request(
+        &second,
+        "POST",
+        "/v1/profiles/alice/recall",
+        r#"{"query":"madeira hotel"}"#,
+    );
+    assert!(recalled.contains("hotel is paid"), "{recalled}");
+    let found = common::run(dir.path(), &["search", "madeira"]);
+    assert!(found.contains("leaves at dawn"), "{found}");
+    two.kill().unwrap();
+    two.wait().unwrap();
+
+    // Not shared: the server holds the indexes, and the CLI is told what to set.
+    one.kill().unwrap();
+    one.wait().unwrap();
+    std::fs::write(dir.path().join("memory.toml"), config(false)).unwrap();
+    let (mut holding, _, _) = common::spawn_server(dir.path(), &[]);
+    let out = Command::new(assert_cmd::cargo::cargo_bin("memory"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .args(["search", "madeira"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("shared"), "{stderr}");
+    holding.kill().unwrap();
+    holding.wait().unwrap();
+}

@@ -378,7 +378,7 @@ impl Stores {
     }
 
     /// The general Tantivy index (messages and searchable blocks), opened once: it holds the
-    /// index's writer lock while the deployment is open.
+    /// index's writer lock while the deployment is open, unless `[storage.tantivy] shared`.
     #[cfg(feature = "tantivy")]
     async fn tantivy_general(&self) -> Result<memory_tantivy::TantivyTextIndex> {
         let settings = self.tantivy_settings()?;
@@ -394,7 +394,7 @@ impl Stores {
                 })
                 .await
                 .map_err(|e| ComposeError::Invalid(format!("opening the tantivy index: {e}")))?;
-                Ok::<_, ComposeError>(opened?)
+                Ok::<_, ComposeError>(opened.map_err(with_shared_hint)?)
             })
             .await?;
         Ok(index.clone())
@@ -665,7 +665,21 @@ impl Stores {
     }
 }
 
-/// The index options `[storage.tantivy]` sets (language and commit interval).
+/// A Tantivy index another process holds: the error says which setting shares it.
+#[cfg(feature = "tantivy")]
+fn with_shared_hint(error: memory_core::MemoryError) -> memory_core::MemoryError {
+    match error {
+        memory_core::MemoryError::Conflict { message } => memory_core::MemoryError::Conflict {
+            message: format!(
+                "{message}; to let several processes open it, set `[storage.tantivy] shared = \
+                 true` in every process's memory.toml"
+            ),
+        },
+        other => other,
+    }
+}
+
+/// The index options `[storage.tantivy]` sets (language, commit interval, sharing).
 #[cfg(feature = "tantivy")]
 fn tantivy_options(settings: &memory_config::TantivySettings) -> memory_tantivy::TantivyOptions {
     memory_tantivy::TantivyOptions::default()
@@ -673,4 +687,5 @@ fn tantivy_options(settings: &memory_config::TantivySettings) -> memory_tantivy:
         .commit_interval(std::time::Duration::from_millis(
             settings.commit_interval_ms,
         ))
+        .shared(settings.shared)
 }

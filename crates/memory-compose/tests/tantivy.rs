@@ -424,3 +424,82 @@ async fn searchable_blocks_search_through_tantivy() {
         .unwrap();
     assert!(found.contains("Deploys moved to Tuesdays"), "{found}");
 }
+
+/// `[storage.tantivy] shared = true`: two deployments on one directory (as two `memory serve`
+/// processes would be) both write the Tantivy indexes, and each finds at once what the other
+/// wrote, forgot or deleted.
+#[tokio::test]
+async fn two_deployments_share_the_indexes_when_shared() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[storage]\ntext = \"tantivy\"\n\n[storage.tantivy]\nshared = true\n\n\
+         [memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    let one = Deployment::open(dir.path()).unwrap();
+    let two = Deployment::open(dir.path()).unwrap();
+    let (sessions_one, sessions_two) = (
+        one.session_manager().await.unwrap(),
+        two.session_manager().await.unwrap(),
+    );
+    let id = sessions_one.create(Default::default()).await.unwrap().id;
+    sessions_one
+        .append(
+            &id,
+            UiMessage::text_message("u1", Speaker::User, "The herons nest by the river"),
+            Parent::LatestLeaf,
+        )
+        .await
+        .unwrap();
+    sessions_two
+        .append(
+            &id,
+            UiMessage::text_message("u2", Speaker::User, "Herons fish at dawn"),
+            Parent::LatestLeaf,
+        )
+        .await
+        .unwrap();
+    for manager in [&sessions_one, &sessions_two] {
+        let hits = manager.search(&SearchQuery::new("heron")).await.unwrap();
+        assert_eq!(hits.len(), 2, "each finds both appends");
+    }
+
+    let (memory_one, _) = one.memory_service().await.unwrap();
+    let (memory_two, _) = two.memory_service().await.unwrap();
+    let remembered = memory_one
+        .remember("home", note("The boiler was serviced in May."))
+        .await
+        .unwrap();
+    let recall = || RecallRequest::new("boiler serviced", 5);
+    assert_eq!(
+        memory_two
+            .recall("home", recall())
+            .await
+            .unwrap()
+            .hits
+            .len(),
+        1
+    );
+    memory_two
+        .forget("home", &remembered.id, "moved house")
+        .await
+        .unwrap();
+    assert!(
+        memory_one
+            .recall("home", recall())
+            .await
+            .unwrap()
+            .hits
+            .is_empty()
+    );
+
+    sessions_two.delete(&id).await.unwrap();
+    assert!(
+        sessions_one
+            .search(&SearchQuery::new("heron"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -214,6 +214,7 @@ pub struct DirectorySettings {
 /// path = "tantivy"
 /// language = "english"          # the general index and every profile's, by default
 /// commit_interval_ms = 0         # how long a write waits to share a commit
+/// shared = false                 # true: several processes on this host open the indexes
 ///
 /// [storage.tantivy.profile_languages]
 /// kenji = "cjk"                  # this profile's memories are Japanese
@@ -227,6 +228,10 @@ pub struct TantivySettings {
     pub language: TextLanguage,
     /// How long the first write of a batch waits for others to share its commit.
     pub commit_interval_ms: u64,
+    /// Several processes on this host (`memory serve` twice, `memory worker`, the CLI) open
+    /// the indexes at once: each commit takes the directory's lock in turn. Default: false
+    /// (the first process holds the indexes; another is refused).
+    pub shared: bool,
     /// Profiles whose text is in another language.
     pub profile_languages: BTreeMap<String, TextLanguage>,
 }
@@ -414,6 +419,7 @@ pub(crate) struct RawTantivy {
     pub path: Option<String>,
     pub language: Option<String>,
     pub commit_interval_ms: Option<u64>,
+    pub shared: Option<bool>,
     #[serde(default)]
     pub profile_languages: BTreeMap<String, String>,
 }
@@ -636,6 +642,7 @@ impl RawStorage {
                     }
                     ms => ms,
                 },
+                shared: raw.shared.unwrap_or(false),
                 profile_languages,
             });
         }

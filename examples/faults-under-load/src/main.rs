@@ -1,19 +1,19 @@
 //! Faults under load: two `memory serve` processes and a `memory worker` on PostgreSQL +
-//! Redis + an S3 server (deployment A), and a `memory serve` whose text indexes are on
-//! Tantivy beside them on the same servers (deployment T, which runs its jobs itself:
-//! a Tantivy index has one writer process). A bounded loopback load appends, compacts,
-//! recalls, remembers and ingests through both while, in turn:
+//! Redis + an S3 server + Tantivy (records, sessions and vectors on PostgreSQL, jobs and
+//! key-values on Redis, blobs on S3, text on Tantivy indexes the three processes share). A
+//! bounded loopback load appends, compacts, recalls, remembers and ingests through both
+//! servers while, in turn:
 //! 1. PostgreSQL is restarted (fast shutdown), then killed with SIGKILL and started again;
 //! 2. Redis is killed with SIGKILL and restarted on its append-only file;
 //! 3. the S3 server is stopped for `--outage` seconds while sessions are archived and a
 //!    backup is taken (both again once it is back);
-//! 4. T's Tantivy directory is deleted; T is stopped, rebuilt with `memory reindex` and
-//!    started again.
+//! 4. the Tantivy directory is deleted, then rebuilt with `memory reindex` while the servers
+//!    and the worker keep running.
 //!
 //! Afterwards every acknowledged write must be present exactly once, every job done (run
-//! once by A's one worker), every failed request a 503 with `Retry-After` or a 4xx (never
-//! another 5xx or a hang past the request timeout), A's processes never restarted, and T's
-//! rebuilt index must find every memory acknowledged through T. Prints the numbers
+//! once by the one worker), every failed request a 503 with `Retry-After` or a 4xx (never
+//! another 5xx or a hang past the request timeout), no process restarted, and the rebuilt
+//! indexes must find every memory and message acknowledged. Prints the numbers
 //! `docs/benchmarks.md` records, with the time to recover from each fault; exits non-zero
 //! when a check fails.
 //!
@@ -77,11 +77,10 @@ fn options() -> Result<Options, Error> {
     Ok(out)
 }
 
-/// `memory.toml` of a deployment on the run's servers: records, sessions, vectors and
-/// (unless on Tantivy) text on PostgreSQL in `schema`, jobs and key-values on Redis under
-/// `prefix`, blobs in the S3 bucket under `prefix`.
-fn config(schema: &str, prefix: &str, tantivy: bool, s3: &S3, llm: &str) -> String {
-    let text = if tantivy { "tantivy" } else { "postgres" };
+/// `memory.toml` of the deployment on the run's servers: records, sessions and vectors on
+/// PostgreSQL in `schema`, jobs and key-values on Redis under `prefix`, blobs in the S3
+/// bucket under `prefix`, text on Tantivy indexes shared by every process.
+fn config(schema: &str, prefix: &str, s3: &S3, llm: &str) -> String {
     format!(
         r#"[llm]
 base_url = "{llm}/v1"
@@ -100,7 +99,7 @@ embedder = "none"
 [storage]
 records = "postgres"
 sessions = "postgres"
-text = "{text}"
+text = "tantivy"
 vectors = "postgres"
 jobs = "redis"
 kv = "redis"
@@ -108,6 +107,9 @@ blobs = "s3"
 
 [storage.postgres]
 schema = "{schema}"
+
+[storage.tantivy]
+shared = true
 
 [storage.redis]
 key_prefix = "{prefix}:"
@@ -221,24 +223,6 @@ impl Deployment {
     }
 }
 
-/// T's server: `memory serve` running its own jobs (the Tantivy indexes' one writer).
-async fn serve_with_jobs(cluster: &Cluster, port: u16) -> Result<Child, Error> {
-    let child = cluster
-        .command()
-        .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
-        .args(&cluster.serve_args)
-        .stdout(std::process::Stdio::null())
-        .stderr(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(cluster.data_dir.join("serve.log"))?,
-        )
-        .spawn()?;
-    cluster::wait_ready(port, Duration::from_secs(60)).await?;
-    Ok(child)
-}
-
 /// Runs a `memory` command of `cluster`, bounded to a minute: (succeeded, the first line
 /// of what it printed on failure, seconds taken).
 fn cli(cluster: &Cluster, args: &[&str]) -> Result<(bool, String, f64), Error> {
@@ -317,14 +301,11 @@ async fn run_faults(
         ("OPENAI_API_KEY".to_owned(), "stand-in".to_owned()),
     ];
     let mut a = Deployment::new(dir.join("a"), options, &env);
-    let mut t = Deployment::new(dir.join("t"), options, &env);
-    for (deployment, name, tantivy) in [(&a, "a", false), (&t, "t", true)] {
-        std::fs::create_dir_all(&deployment.cluster.data_dir)?;
-        std::fs::write(
-            deployment.cluster.data_dir.join("memory.toml"),
-            config(&format!("faults_{name}"), name, tantivy, s3, &llm.uri()),
-        )?;
-    }
+    std::fs::create_dir_all(&a.cluster.data_dir)?;
+    std::fs::write(
+        a.cluster.data_dir.join("memory.toml"),
+        config("faults_a", "a", s3, &llm.uri()),
+    )?;
 
     a.ports = [cluster::free_port()?, cluster::free_port()?];
     for port in a.ports {
@@ -332,11 +313,7 @@ async fn run_faults(
     }
     let worker_log = dir.join("worker.log");
     let mut worker = Owned(a.cluster.worker(&worker_log)?);
-    let t_port = cluster::free_port()?;
-    t.ports = [t_port, t_port];
-    t.servers.push(serve_with_jobs(&t.cluster, t_port).await?);
     cluster::create_sessions(a.ports, Some(load::PROFILE)).await?;
-    cluster::create_sessions(t.ports, Some(load::PROFILE)).await?;
     seed_idle_sessions(a.ports[0]).await?;
 
     let started = Instant::now();
@@ -347,13 +324,6 @@ async fn run_faults(
             n,
             a.plan(deadline, started),
             a.shared.clone(),
-        )));
-    }
-    for n in 0..2 {
-        clients.push(tokio::spawn(load::client(
-            n,
-            t.plan(deadline, started),
-            t.shared.clone(),
         )));
     }
     let now = || u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -455,36 +425,29 @@ async fn run_faults(
     }
     tokio::time::sleep(options.pause).await;
 
-    // 4. T's Tantivy directory deleted under load; T stopped, rebuilt, started.
+    // 4. The Tantivy directory deleted under load, rebuilt while every process runs.
     let began_ms = now();
-    // Moved away, then deleted: the server keeps writing while it goes.
+    // Moved away, then deleted: the processes keep writing while it goes.
     let lost = dir.join("tantivy-lost");
-    std::fs::rename(t.cluster.data_dir.join("tantivy"), &lost)?;
+    std::fs::rename(a.cluster.data_dir.join("tantivy"), &lost)?;
     std::fs::remove_dir_all(&lost)?;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let mut server = t.servers.pop().ok_or("T has no server")?;
-    cluster::interrupt(&server)?;
-    tokio::task::block_in_place(|| server.wait())?;
-    let (ok, why, secs) = tokio::task::block_in_place(|| cli(&t.cluster, &["reindex"]))?;
+    let (ok, why, secs) = tokio::task::block_in_place(|| cli(&a.cluster, &["reindex"]))?;
     notes.push(format!(
-        "memory reindex on T: {} in {secs:.1} s {why}",
+        "memory reindex while the servers and the worker run: {} in {secs:.1} s {why}",
         verdict(ok)
     ));
     if !ok {
         problems.push(format!("memory reindex failed: {why}"));
     }
-    t.servers.push(serve_with_jobs(&t.cluster, t_port).await?);
     faults.push(Fault {
-        name: "T's Tantivy directory deleted, rebuilt (memory reindex)",
+        name: "Tantivy directory deleted, rebuilt (memory reindex)",
         began_ms,
         restored_ms: now(),
     });
     tokio::time::sleep(options.pause).await;
 
     a.shared
-        .stop
-        .store(true, std::sync::atomic::Ordering::Relaxed);
-    t.shared
         .stop
         .store(true, std::sync::atomic::Ordering::Relaxed);
     for client in clients {
@@ -495,33 +458,28 @@ async fn run_faults(
 
     // The checks.
     let base_a = format!("http://127.0.0.1:{}", a.ports[0]);
-    let base_t = format!("http://127.0.0.1:{t_port}");
     let jobs_a = verify::settled_jobs(&base_a, Duration::from_secs(60)).await?;
-    let jobs_t = verify::settled_jobs(&base_t, Duration::from_secs(60)).await?;
-    for (name, server) in ["A1", "A2"].iter().zip(a.servers.iter_mut()) {
+    for (name, server) in ["1", "2"].iter().zip(a.servers.iter_mut()) {
         if let Some(status) = server.try_wait()? {
             problems.push(format!("server {name} exited during the run: {status}"));
         }
     }
     if let Some(status) = worker.0.try_wait()? {
-        problems.push(format!("A's worker exited during the run: {status}"));
+        problems.push(format!("the worker exited during the run: {status}"));
     }
     cluster::interrupt(&worker.0)?;
     tokio::task::block_in_place(|| worker.0.wait())?;
     let worker_ran = cluster::worker_runs(&worker_log)?;
     let ledger_a = std::mem::take(&mut *a.shared.ledger.lock().map_err(|_| "ledger poisoned")?);
-    let ledger_t = std::mem::take(&mut *t.shared.ledger.lock().map_err(|_| "ledger poisoned")?);
     let found_a = verify::check(&base_a, &ledger_a, &jobs_a, Some(worker_ran)).await?;
-    let found_t = verify::check(&base_t, &ledger_t, &jobs_t, None).await?;
-    problems.extend(found_a.problems.iter().map(|p| format!("A: {p}")));
-    problems.extend(found_t.problems.iter().map(|p| format!("T: {p}")));
+    problems.extend(found_a.problems.iter().cloned());
     problems.extend(idle_sessions_whole(&base_a).await?);
-    let (searched, missing) = rebuilt_index_finds(&base_t, &ledger_t).await?;
+    let (searched, missing) = rebuilt_index_finds(&base_a, &ledger_a).await?;
     problems.extend(missing);
 
     // The report.
     println!(
-        "faults-under-load: A = 2 servers + 1 worker, T = 1 server on Tantivy (jobs in the server), on one PostgreSQL, Redis and S3 server; {} + 2 clients for {:.1} s on loopback",
+        "faults-under-load: 2 servers + 1 worker on one PostgreSQL, Redis and S3 server, text on shared Tantivy indexes; {} clients for {:.1} s on loopback",
         options.clients,
         elapsed.as_secs_f64()
     );
@@ -529,24 +487,10 @@ async fn run_faults(
         "| fault | took | requests failed / succeeded while it lasted and until the next | time to recover |"
     );
     println!("|---|---:|---:|---:|");
+    let mut stats = a.shared.stats.lock().map_err(|_| "stats poisoned")?;
     for (i, fault) in faults.iter().enumerate() {
         let until = faults.get(i + 1).map_or(end_ms, |f| f.began_ms);
-        let timeline = if fault.name.starts_with("T's") {
-            t.shared
-                .stats
-                .lock()
-                .map_err(|_| "stats poisoned")?
-                .timeline
-                .clone()
-        } else {
-            a.shared
-                .stats
-                .lock()
-                .map_err(|_| "stats poisoned")?
-                .timeline
-                .clone()
-        };
-        let seen = faults::seen(&timeline, fault, until);
+        let seen = faults::seen(&stats.timeline, fault, until);
         println!(
             "| {} | {:.1} s | {} / {} | {:.1} s |",
             fault.name,
@@ -559,34 +503,23 @@ async fn run_faults(
     for note in &notes {
         println!("{note}");
     }
-    for (name, deployment) in [("A", &a), ("T", &t)] {
-        let mut stats = deployment
-            .shared
-            .stats
-            .lock()
-            .map_err(|_| "stats poisoned")?;
-        println!("deployment {name}:");
-        report::operations(&mut stats, elapsed, true);
-        for (violation, count) in &stats.violations {
-            problems.push(format!("{name}: {count} × {violation}"));
-        }
-        if name == "A" {
-            let unreachable: u64 = stats
-                .ops()
-                .iter()
-                .map(|(_, op)| op.reasons.get("unreachable").copied().unwrap_or(0))
-                .sum();
-            if unreachable > 0 {
-                problems.push(format!(
-                    "A: {unreachable} request(s) found no server, though A's servers never stopped"
-                ));
-            }
-        }
+    report::operations(&mut stats, elapsed, true);
+    for (violation, count) in &stats.violations {
+        problems.push(format!("{count} × {violation}"));
+    }
+    let unreachable: u64 = stats
+        .ops()
+        .iter()
+        .map(|(_, op)| op.reasons.get("unreachable").copied().unwrap_or(0))
+        .sum();
+    if unreachable > 0 {
+        problems.push(format!(
+            "{unreachable} request(s) found no server, though the servers never stopped"
+        ));
     }
     println!(
-        "checked: A {} (worker ran {worker_ran}); T {}; {searched} of T's memories and messages found through its rebuilt indexes",
+        "checked: {} (worker ran {worker_ran}); {searched} memories and messages found through the rebuilt indexes",
         report::checked(&ledger_a, &found_a),
-        report::checked(&ledger_t, &found_t),
     );
     report::verdict(
         &problems,
@@ -624,7 +557,7 @@ async fn idle_sessions_whole(base: &str) -> Result<Vec<String>, Error> {
     Ok(problems)
 }
 
-/// Every memory acknowledged through T is found by recalling its own words (text only: the
+/// Every memory acknowledged is found by recalling its own words (text only: the
 /// run has no embedder), and every message by searching its words in its session, so the
 /// rebuilt indexes hold them all. Returns how many were looked for.
 async fn rebuilt_index_finds(
@@ -645,11 +578,11 @@ async fn rebuilt_index_finds(
             .await?;
         if !hits["hits"].to_string().contains(id.as_str()) {
             problems.push(format!(
-                "T's rebuilt index does not recall memory {key} ({id})"
+                "the rebuilt index does not recall memory {key} ({id})"
             ));
         }
     }
-    // The messages appended through T, found by their words in their session.
+    // The messages appended, found by their words in their session.
     for (session, id) in &ledger.appends {
         let url = reqwest::Url::parse_with_params(
             &format!("{base}/v1/search"),
@@ -671,7 +604,7 @@ async fn rebuilt_index_finds(
             .is_some_and(|hits| hits.iter().any(|h| h["message_id"] == id.as_str()));
         if !found {
             problems.push(format!(
-                "T's rebuilt index does not find message {id} of {session}"
+                "the rebuilt index does not find message {id} of {session}"
             ));
         }
     }

@@ -1,6 +1,6 @@
 //! The faults example, shortened (four clients, two seconds between faults, the S3 server
 //! stopped for four): its own checks (every acknowledged write once, every job run once,
-//! every failure a 503 with Retry-After or a 4xx, the rebuilt index complete) must pass.
+//! every failure a 503 with Retry-After or a 4xx, the rebuilt indexes complete) must pass.
 //! It starts private PostgreSQL, Redis and S3 servers through the repository's setup
 //! scripts, so it runs wherever the test command can start them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -30,7 +30,7 @@ fn backends_restarted_killed_and_lost_under_load_lose_nothing_acknowledged() {
         "PostgreSQL killed (SIGKILL)",
         "Redis killed (SIGKILL)",
         "S3 server stopped",
-        "memory reindex on T: succeeded",
+        "memory reindex while the servers and the worker run: succeeded",
     ] {
         assert!(stdout.contains(expected), "{expected:?} not in\n{stdout}");
     }
