@@ -13,6 +13,7 @@ use memory_core::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::index_sync::{Documents, converge};
 use crate::outbox::Outbox;
 
 /// Outbox keys: one per write whose index update may not have happened yet.
@@ -97,30 +98,25 @@ impl IndexedMessageStore {
             .await;
     }
 
-    /// Upserts the documents of the named messages that exist with text, deletes the others.
-    /// Syncs of this process run one at a time, so an older read can never overwrite a newer
-    /// write's documents.
+    /// Upserts the documents of the named messages that exist with text, deletes the others,
+    /// and reads them again until the documents written match the store (another process
+    /// may be syncing them too: see [`crate::index_sync`]). Syncs of this process run one
+    /// at a time, so an older read can never overwrite a newer write's documents.
     async fn sync(&self, pending: &Pending) -> Result<()> {
         let _one_at_a_time = self.syncing.lock().await;
         let session = SessionId::new(pending.session.clone())?;
-        let stored = self.inner.get_many(&session, &pending.ids).await?;
-        let documents: Vec<TextDocument> = stored
-            .iter()
-            .filter_map(|m| message_document(&session, m))
-            .collect();
-        let stale: Vec<String> = pending
-            .ids
-            .iter()
-            .map(|id| message_document_id(session.as_str(), id))
-            .filter(|doc_id| !documents.iter().any(|d| d.id == *doc_id))
-            .collect();
-        if !documents.is_empty() {
-            self.index.upsert(namespaces::MESSAGES, documents).await?;
-        }
-        if !stale.is_empty() {
-            self.index.delete(namespaces::MESSAGES, &stale).await?;
-        }
-        Ok(())
+        let session = &session;
+        converge(self.index.as_ref(), namespaces::MESSAGES, || async move {
+            let stored = self.inner.get_many(session, &pending.ids).await?;
+            let present = stored
+                .iter()
+                .filter_map(|m| message_document(session, m))
+                .collect();
+            Ok(Documents::of(&pending.ids, present, |id| {
+                message_document_id(session.as_str(), id)
+            }))
+        })
+        .await
     }
 
     /// Replays every outbox entry (a write whose index update did not finish: a crash, an

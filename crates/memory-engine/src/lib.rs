@@ -27,6 +27,7 @@
 mod archive;
 pub mod compaction;
 pub mod context;
+mod index_sync;
 mod indexed_message_store;
 pub mod long_term;
 mod message_search;

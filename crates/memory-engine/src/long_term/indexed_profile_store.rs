@@ -12,6 +12,7 @@ use memory_core::ports::{
 use memory_core::{Result, Timestamp};
 use serde::{Deserialize, Serialize};
 
+use crate::index_sync::{Documents, converge};
 use crate::outbox::Outbox;
 
 /// Records read per page by `reindex`.
@@ -92,43 +93,36 @@ impl IndexedProfileStore {
     }
 
     /// Makes the named documents match the records, one sync of this process at a time (an
-    /// older read never overwrites a newer write's documents).
+    /// older read never overwrites a newer write's documents), reading them again until the
+    /// documents written match (another process may be syncing them too: see
+    /// [`crate::index_sync`]).
     async fn sync(&self, pending: &Pending) -> Result<()> {
         let _one_at_a_time = self.syncing.lock().await;
         if !pending.raw.is_empty() {
-            let present = self.inner.raw_by_ids(&pending.raw).await?;
-            let gone: Vec<String> = pending
-                .raw
-                .iter()
-                .filter(|id| !present.iter().any(|m| m.id == **id))
-                .cloned()
-                .collect();
-            if !present.is_empty() {
+            converge(self.index.as_ref(), namespaces::RAW, || async move {
+                let present = self.inner.raw_by_ids(&pending.raw).await?;
                 let docs = present.iter().map(raw_document).collect();
-                self.index.upsert(namespaces::RAW, docs).await?;
-            }
-            if !gone.is_empty() {
-                self.index.delete(namespaces::RAW, &gone).await?;
-            }
+                Ok(Documents::of(&pending.raw, docs, str::to_owned))
+            })
+            .await?;
         }
-        let (mut docs, mut gone) = (Vec::new(), Vec::new());
-        for id in &pending.memories {
-            match self
-                .inner
-                .get_memory(id)
-                .await?
-                .as_ref()
-                .and_then(memory_document)
-            {
-                Some(doc) => docs.push(doc),
-                None => gone.push(id.clone()),
-            }
-        }
-        if !docs.is_empty() {
-            self.index.upsert(namespaces::MEMORIES, docs).await?;
-        }
-        if !gone.is_empty() {
-            self.index.delete(namespaces::MEMORIES, &gone).await?;
+        if !pending.memories.is_empty() {
+            converge(self.index.as_ref(), namespaces::MEMORIES, || async move {
+                let mut docs = Vec::new();
+                for id in &pending.memories {
+                    if let Some(doc) = self
+                        .inner
+                        .get_memory(id)
+                        .await?
+                        .as_ref()
+                        .and_then(memory_document)
+                    {
+                        docs.push(doc);
+                    }
+                }
+                Ok(Documents::of(&pending.memories, docs, str::to_owned))
+            })
+            .await?;
         }
         Ok(())
     }
