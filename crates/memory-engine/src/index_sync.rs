@@ -76,7 +76,6 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use memory_core::ports::TextQuery;
@@ -84,8 +83,31 @@ mod tests {
 
     use super::*;
 
-    fn doc(id: &str, text: &str) -> TextDocument {
-        TextDocument::new(id, text)
+    /// Syncs the one document `m`, whose record reads as `version(n)` at the n-th read
+    /// (`None`: gone, as after a delete by another process); the outcome and the reads.
+    async fn sync_with(
+        index: &InMemoryTextIndex,
+        version: impl Fn(usize) -> Option<&'static str>,
+    ) -> (Result<()>, usize) {
+        let reads = AtomicUsize::new(0);
+        let outcome = converge(index, "n", || {
+            let n = reads.fetch_add(1, Ordering::SeqCst);
+            let present = version(n).map(|text| TextDocument::new("m", text));
+            async move {
+                let present = present.into_iter().collect();
+                Ok(Documents::of(&["m".to_owned()], present, str::to_owned))
+            }
+        })
+        .await;
+        (outcome, reads.load(Ordering::SeqCst))
+    }
+
+    async fn finds(index: &InMemoryTextIndex, word: &str) -> bool {
+        !index
+            .search("n", &TextQuery::new(word, 5))
+            .await
+            .unwrap()
+            .is_empty()
     }
 
     /// A record changed by another process between this sync's read and its write: the
@@ -93,34 +115,14 @@ mod tests {
     #[tokio::test]
     async fn a_record_changed_during_the_sync_ends_up_as_its_newer_document() {
         let index = InMemoryTextIndex::new();
-        let reads = Arc::new(AtomicUsize::new(0));
-        let read = || {
-            let reads = Arc::clone(&reads);
-            async move {
-                let ids = vec!["m".to_owned()];
-                // The first read is older than the record's latest change.
-                let present = match reads.fetch_add(1, Ordering::SeqCst) {
-                    0 => vec![doc("m", "old words")],
-                    _ => vec![doc("m", "new words")],
-                };
-                Ok(Documents::of(&ids, present, str::to_owned))
-            }
-        };
-        converge(&index, "n", read).await.unwrap();
-        assert_eq!(
-            reads.load(Ordering::SeqCst),
-            3,
-            "read, changed, read again, same"
-        );
-        let hits = index.search("n", &TextQuery::new("new", 5)).await.unwrap();
-        assert_eq!(hits.len(), 1);
-        assert!(
-            index
-                .search("n", &TextQuery::new("old", 5))
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        let (outcome, reads) = sync_with(&index, |n| {
+            Some(if n == 0 { "old words" } else { "new words" })
+        })
+        .await;
+        outcome.unwrap();
+        assert_eq!(reads, 3, "read, changed, read again, same");
+        assert!(finds(&index, "new").await);
+        assert!(!finds(&index, "old").await);
     }
 
     /// A record deleted during the sync is deleted from the index, though the first read
@@ -128,19 +130,8 @@ mod tests {
     #[tokio::test]
     async fn a_record_deleted_during_the_sync_leaves_no_document() {
         let index = InMemoryTextIndex::new();
-        let reads = Arc::new(AtomicUsize::new(0));
-        let read = || {
-            let reads = Arc::clone(&reads);
-            async move {
-                let ids = vec!["m".to_owned()];
-                let present = match reads.fetch_add(1, Ordering::SeqCst) {
-                    0 => vec![doc("m", "secret words")],
-                    _ => Vec::new(),
-                };
-                Ok(Documents::of(&ids, present, str::to_owned))
-            }
-        };
-        converge(&index, "n", read).await.unwrap();
+        let (outcome, _) = sync_with(&index, |n| (n == 0).then_some("secret words")).await;
+        outcome.unwrap();
         assert_eq!(index.count("n").await.unwrap(), 0);
     }
 
@@ -148,19 +139,16 @@ mod tests {
     #[tokio::test]
     async fn records_that_never_settle_fail_as_transient() {
         let index = InMemoryTextIndex::new();
-        let reads = Arc::new(AtomicUsize::new(0));
-        let read = || {
-            let reads = Arc::clone(&reads);
-            async move {
-                let n = reads.fetch_add(1, Ordering::SeqCst);
-                Ok(Documents::of(
-                    &["m".to_owned()],
-                    vec![doc("m", &format!("version {n}"))],
-                    str::to_owned,
-                ))
-            }
-        };
-        let error = converge(&index, "n", read).await.unwrap_err();
+        let (outcome, reads) = sync_with(&index, |n| {
+            Some(if n % 2 == 0 {
+                "even words"
+            } else {
+                "odd words"
+            })
+        })
+        .await;
+        let error = outcome.unwrap_err();
         assert!(error.is_transient(), "{error}");
+        assert_eq!(reads, MOST_ROUNDS + 1);
     }
 }
