@@ -8,6 +8,10 @@
 //! [`LogMergePolicy`] which segments to merge, rewrites segments that hold deleted documents
 //! (erasure), and knows at all times which segments are being merged, so no merge it did not
 //! start can keep deleted text alive behind its back.
+//!
+//! That thread holds the writer while the index is open. An index several processes share
+//! runs [`crate::shared::SharedWriter`] on the same handle instead, which takes the writer
+//! for each batch; what both do to a batch ([`apply_change`], [`answer`]) is here.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -58,8 +62,11 @@ impl Change {
     }
 }
 
+/// A change and where its caller waits for the answer.
 pub(crate) struct Request {
+    /// What to apply.
     pub(crate) change: Change,
+    /// Answered after the commit.
     pub(crate) reply: oneshot::Sender<Result<()>>,
 }
 

@@ -52,10 +52,14 @@ pub struct TantivyOptions {
     /// Several processes on this host open the index at once (`memory serve` twice,
     /// `memory worker`, the CLI). Off (the default): the index holds Tantivy's writer lock
     /// while it is open, and a second process is refused. On: it holds no lock while idle;
-    /// each commit waits for the directory's lock, opens the writer, commits, erases deleted
-    /// text before it returns (whatever [`Self::erasure`] says) and lets the lock go, and
-    /// every search first reloads when another process committed. Every process must open
-    /// it shared. A shared directory must be on a local file system (file locks).
+    /// each commit waits for the directory's lock, opens the writer, commits, rewrites the
+    /// segments holding deleted documents and merges before it returns (whatever
+    /// [`Self::erasure`] says: a delete in a large index then holds the lock while its
+    /// segments are rewritten) and lets the lock go. Every search first reloads when another
+    /// process committed, and every process reloads within about half a second of a commit
+    /// anyway, so none keeps a rewritten segment's files (deleted text) open for longer.
+    /// Every process must open it shared. A shared directory must be on a local file system
+    /// (file locks).
     pub shared: bool,
     /// How long a shared index's commit waits for another process's commit before it fails
     /// as `Transient`. Default: 30 s.

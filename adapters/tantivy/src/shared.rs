@@ -32,45 +32,48 @@ use crate::schema::Fields;
 pub(crate) const WRITER_LOCK_FILE: &str = "memory-writer.lock";
 /// Most changes committed together.
 const MAX_BATCH: usize = 1_024;
-/// The longest pause between two tries for the lock.
-const MOST_BACKOFF: Duration = Duration::from_millis(50);
 
 /// Holds the writer lock of `dir` (released when dropped), waiting at most `wait` for the
 /// process that holds it. A wait that runs out is `Transient`: the other process is busy.
+///
+/// The wait is the kernel's (a blocked waiter is woken as soon as the holder lets go, where
+/// polling could lose every race to a busy holder), on a thread of its own so that it can
+/// end: a lock that thread takes after the wait ran out is let go at once.
 pub(crate) fn lock_directory(dir: &Path, wait: Duration) -> Result<File> {
     let path = dir.join(WRITER_LOCK_FILE);
+    let locking_failed = |e: std::io::Error| {
+        MemoryError::backend(BACKEND, format!("locking {}: {e}", path.display()))
+    };
     let file = File::options()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&path)
         .map_err(|e| MemoryError::backend(BACKEND, format!("opening {}: {e}", path.display())))?;
-    let deadline = Instant::now() + wait;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(MOST_BACKOFF);
-            }
-            Err(TryLockError::WouldBlock) => {
-                return Err(MemoryError::transient(
-                    BACKEND,
-                    format!(
-                        "{} stayed locked by another process's write for {} ms",
-                        dir.display(),
-                        wait.as_millis()
-                    ),
-                ));
-            }
-            Err(TryLockError::Error(e)) => {
-                return Err(MemoryError::backend(
-                    BACKEND,
-                    format!("locking {}: {e}", path.display()),
-                ));
-            }
-        }
+    match file.try_lock() {
+        Ok(()) => return Ok(file),
+        Err(TryLockError::WouldBlock) => {}
+        Err(TryLockError::Error(e)) => return Err(locking_failed(e)),
+    }
+    let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("tantivy-lock-wait".into())
+        .spawn(move || {
+            // When nobody waits any more the send fails and the file, closed, unlocks.
+            let _ = sender.send(file.lock().map(|()| file));
+        })
+        .map_err(locking_failed)?;
+    match receiver.recv_timeout(wait) {
+        Ok(Ok(file)) => Ok(file),
+        Ok(Err(e)) => Err(locking_failed(e)),
+        Err(_) => Err(MemoryError::transient(
+            BACKEND,
+            format!(
+                "{} stayed locked by another process's write for {} ms",
+                dir.display(),
+                wait.as_millis()
+            ),
+        )),
     }
 }
 

@@ -46,7 +46,7 @@ pub struct TantivyTextIndex {
 
 struct Inner {
     /// When shared: the `meta.json` the reader last loaded.
-    shared: Option<std::sync::Mutex<Option<MetaStamp>>>,
+    shared: Option<std::sync::Mutex<Vec<u8>>>,
     path: PathBuf,
     language: TextLanguage,
     /// The analyzer's name in the schema.
@@ -67,13 +67,16 @@ impl std::fmt::Debug for TantivyTextIndex {
 }
 
 impl TantivyTextIndex {
-    /// Opens (creating if needed) the English index in `dir` and takes its writer lock.
+    /// Opens (creating if needed) the English index in `dir` and takes its writer lock
+    /// (held while it is open).
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(dir, TantivyOptions::default())
     }
 
     /// Opens (creating if needed) the index in `dir` with `options` and takes its writer
-    /// lock. An index made in another language is refused with an error naming both.
+    /// lock, held while it is open; a [shared](TantivyOptions::shared) index takes it for
+    /// each commit instead. An index made in another language is refused with an error
+    /// naming both.
     pub fn open_with(dir: impl AsRef<Path>, options: TantivyOptions) -> Result<Self> {
         let path = dir.as_ref().to_owned();
         std::fs::create_dir_all(&path).map_err(|e| {
@@ -97,7 +100,13 @@ impl TantivyTextIndex {
         };
         let reader: IndexReader = index
             .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
+            // Shared: Tantivy's watcher also reloads within about half a second of another
+            // process's commit, so no process keeps the files of rewritten segments (deleted
+            // text) open for long, searching or not.
+            .reload_policy(match options.shared {
+                true => ReloadPolicy::OnCommitWithDelay,
+                false => ReloadPolicy::Manual,
+            })
             .try_into()
             .map_err(tantivy_error)?;
         let committer = if options.shared {
@@ -135,7 +144,7 @@ impl TantivyTextIndex {
         };
         Ok(Self {
             inner: Arc::new(Inner {
-                shared: options.shared.then(|| std::sync::Mutex::new(None)),
+                shared: options.shared.then(|| std::sync::Mutex::new(Vec::new())),
                 path,
                 language,
                 analyzer: analyzer_name,
@@ -148,19 +157,21 @@ impl TantivyTextIndex {
     }
 
     /// A searcher that sees every commit made so far: a shared index first reloads when
-    /// `meta.json` changed (another process committed). A lost directory is an error.
+    /// `meta.json` is not the one it last loaded (another process committed; the file is
+    /// small, and its bytes, unlike its time stamp, always change with a commit). A lost
+    /// directory is an error.
     fn searcher(&self) -> Result<Searcher> {
         if let Some(seen) = &self.inner.shared {
             let meta = self.inner.path.join("meta.json");
-            let stamp = MetaStamp::of(&meta).map_err(|e| {
+            let now = std::fs::read(&meta).map_err(|e| {
                 MemoryError::backend(BACKEND, format!("reading {}: {e}", meta.display()))
             })?;
             let mut seen = seen
                 .lock()
                 .map_err(|_| MemoryError::backend(BACKEND, "the reader's state is poisoned"))?;
-            if seen.as_ref() != Some(&stamp) {
+            if *seen != now {
                 self.inner.reader.reload().map_err(tantivy_error)?;
-                *seen = Some(stamp);
+                *seen = now;
             }
         }
         Ok(self.inner.reader.searcher())
@@ -444,27 +455,6 @@ fn open_or_create(path: &Path, language: TextLanguage) -> Result<(Index, String,
         let index =
             Index::create(directory, schema, IndexSettings::default()).map_err(tantivy_error)?;
         Ok((index, name, fields))
-    }
-}
-
-/// What tells one `meta.json` from the next: each commit replaces the file.
-#[derive(Debug, PartialEq, Eq)]
-struct MetaStamp {
-    modified: Option<std::time::SystemTime>,
-    len: u64,
-    #[cfg(unix)]
-    inode: u64,
-}
-
-impl MetaStamp {
-    fn of(meta: &Path) -> std::io::Result<Self> {
-        let found = std::fs::metadata(meta)?;
-        Ok(Self {
-            modified: found.modified().ok(),
-            len: found.len(),
-            #[cfg(unix)]
-            inode: std::os::unix::fs::MetadataExt::ino(&found),
-        })
     }
 }
 

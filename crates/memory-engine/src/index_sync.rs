@@ -8,6 +8,8 @@
 //! documents it is done, else it writes the newer ones and checks again. The last write of a
 //! document is then always one made from a read taken after every record change that came
 //! before it: a change after that read is synced by its own writer after its store write.
+//! A rebuild (`reindex`) writes each page it reads the same way, so it can run while other
+//! processes write.
 
 use memory_core::ports::{TextDocument, TextIndex};
 use memory_core::{MemoryError, Result};
@@ -59,7 +61,22 @@ where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<Documents>>,
 {
-    let mut wanted = read().await?;
+    let wanted = read().await?;
+    converge_from(index, namespace, wanted, read).await
+}
+
+/// [`converge`] from documents already read (a page of a rebuild): written, then checked
+/// against `read` like any sync.
+pub(crate) async fn converge_from<F, Fut>(
+    index: &dyn TextIndex,
+    namespace: &str,
+    mut wanted: Documents,
+    read: F,
+) -> Result<()>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<Documents>>,
+{
     for _ in 0..MOST_ROUNDS {
         wanted.write(index, namespace).await?;
         let now = read().await?;

@@ -13,7 +13,7 @@ use memory_core::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::index_sync::{Documents, converge};
+use crate::index_sync::{Documents, converge, converge_from};
 use crate::outbox::Outbox;
 
 /// Outbox keys: one per write whose index update may not have happened yet.
@@ -58,6 +58,11 @@ pub(crate) fn message_document(session: &SessionId, message: &UiMessage) -> Opti
             },
         )
     })
+}
+
+/// The documents of messages `ids` of `session`, given those that have one.
+fn documents(session: &SessionId, ids: &[String], present: Vec<TextDocument>) -> Documents {
+    Documents::of(ids, present, |id| message_document_id(session.as_str(), id))
 }
 
 impl IndexedMessageStore {
@@ -106,17 +111,20 @@ impl IndexedMessageStore {
         let _one_at_a_time = self.syncing.lock().await;
         let session = SessionId::new(pending.session.clone())?;
         let session = &session;
-        converge(self.index.as_ref(), namespaces::MESSAGES, || async move {
-            let stored = self.inner.get_many(session, &pending.ids).await?;
-            let present = stored
-                .iter()
-                .filter_map(|m| message_document(session, m))
-                .collect();
-            Ok(Documents::of(&pending.ids, present, |id| {
-                message_document_id(session.as_str(), id)
-            }))
+        converge(self.index.as_ref(), namespaces::MESSAGES, || {
+            self.stored_documents(session, &pending.ids)
         })
         .await
+    }
+
+    /// The documents the index must hold for these messages, read from the store now.
+    async fn stored_documents(&self, session: &SessionId, ids: &[String]) -> Result<Documents> {
+        let stored = self.inner.get_many(session, ids).await?;
+        let present = stored
+            .iter()
+            .filter_map(|m| message_document(session, m))
+            .collect();
+        Ok(documents(session, ids, present))
     }
 
     /// Replays every outbox entry (a write whose index update did not finish: a crash, an
@@ -129,23 +137,35 @@ impl IndexedMessageStore {
     }
 
     /// Rebuilds the `messages` namespace from the store: clears it, then indexes every
-    /// message of `sessions`. Returns how many documents were written.
-    pub async fn reindex(&self, sessions: &[SessionId]) -> Result<u64> {
+    /// message of the sessions `sessions` lists. The list is taken after the clear, so a
+    /// session made meanwhile is not missed, and each page is checked against the store
+    /// after it is written (see [`crate::index_sync`]), so writers may run meanwhile. Returns
+    /// how many documents were written.
+    pub async fn reindex<F, Fut>(&self, sessions: F) -> Result<u64>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<SessionId>>>,
+    {
         let cut_off = self.outbox.cut_off();
         self.index.clear(namespaces::MESSAGES).await?;
         let mut written = 0;
-        for session in sessions {
+        for session in &sessions().await? {
             let mut cursor = None;
             loop {
                 let page = self.inner.messages(session, cursor, PAGE).await?;
-                let documents: Vec<TextDocument> = page
+                let ids: Vec<String> = page.messages.iter().map(|m| m.message.id.clone()).collect();
+                let read = page
                     .messages
                     .iter()
                     .filter_map(|m| message_document(session, &m.message))
                     .collect();
-                written += documents.len() as u64;
-                if !documents.is_empty() {
-                    self.index.upsert(namespaces::MESSAGES, documents).await?;
+                let documents = documents(session, &ids, read);
+                written += documents.present.len() as u64;
+                if !ids.is_empty() {
+                    converge_from(self.index.as_ref(), namespaces::MESSAGES, documents, || {
+                        self.stored_documents(session, &ids)
+                    })
+                    .await?;
                 }
                 match page.next_cursor {
                     Some(next) => cursor = Some(next),

@@ -77,8 +77,14 @@ impl MessageSearch {
         }
     }
 
-    /// Rebuilds the index from the store for these sessions (all of them, normally).
-    pub async fn reindex(&self, sessions: &[SessionId]) -> Result<ReindexReport> {
+    /// Rebuilds the index from the store for the sessions `sessions` lists (all of them,
+    /// normally), listed after the index is cleared so a session made meanwhile is not
+    /// missed.
+    pub async fn reindex<F, Fut>(&self, sessions: F) -> Result<ReindexReport>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<SessionId>>>,
+    {
         match &self.synced {
             Some(synced) => Ok(ReindexReport {
                 documents: synced.reindex(sessions).await?,

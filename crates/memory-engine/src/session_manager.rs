@@ -225,16 +225,20 @@ impl SessionManager {
             .search
             .as_ref()
             .ok_or_else(|| crate::message_search::no_index(self.store.as_ref()))?;
+        search.reindex(|| self.all_sessions()).await
+    }
+
+    /// Every session of the registry.
+    async fn all_sessions(&self) -> Result<Vec<SessionId>> {
         let mut sessions: Vec<SessionId> = Vec::new();
         loop {
             let page = self.registry.list(1_000, sessions.len()).await?;
             let done = page.len() < 1_000;
             sessions.extend(page.into_iter().map(|s| s.id));
             if done {
-                break;
+                return Ok(sessions);
             }
         }
-        search.reindex(&sessions).await
     }
 
     /// Gives every session these compaction settings (compactor, threshold, observer).

@@ -900,13 +900,43 @@ mod index_sync {
             .await
             .unwrap();
         assert!(found(&search, "heron").await.is_empty());
-        let report = search.reindex(&[s]).await.unwrap();
+        let report = search.reindex(|| async { Ok(vec![s]) }).await.unwrap();
         assert_eq!((report.documents, report.rebuilt), (1_200, true));
         let hits = search
             .search(&SearchQuery::new("heron").limit(1_000))
             .await
             .unwrap();
         assert_eq!(hits.len(), 1_000);
+    }
+
+    /// The sessions are listed after the index is cleared: a session another process made
+    /// and indexed just before the clear is listed, so its documents come back.
+    #[tokio::test]
+    async fn reindex_lists_the_sessions_after_the_clear() {
+        let rig = Rig::new();
+        let (store, search) = rig.open();
+        let (old, late) = (sid("old"), sid("late"));
+        store
+            .append_one(&old, user("m1", "heron"), Parent::LatestLeaf)
+            .await
+            .unwrap();
+        let report = search
+            .reindex(|| async {
+                assert!(
+                    found(&search, "heron").await.is_empty(),
+                    "listed before the index was cleared"
+                );
+                // Another process's session, made and indexed only now.
+                store
+                    .append_one(&late, user("m2", "heron"), Parent::LatestLeaf)
+                    .await
+                    .unwrap();
+                Ok(vec![old.clone(), late.clone()])
+            })
+            .await
+            .unwrap();
+        assert_eq!(report.documents, 2);
+        assert_eq!(found(&search, "heron").await.len(), 2);
     }
 
     #[tokio::test]

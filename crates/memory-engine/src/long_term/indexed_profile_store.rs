@@ -12,7 +12,7 @@ use memory_core::ports::{
 use memory_core::{Result, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::index_sync::{Documents, converge};
+use crate::index_sync::{Documents, converge, converge_from};
 use crate::outbox::Outbox;
 
 /// Records read per page by `reindex`.
@@ -99,32 +99,33 @@ impl IndexedProfileStore {
     async fn sync(&self, pending: &Pending) -> Result<()> {
         let _one_at_a_time = self.syncing.lock().await;
         if !pending.raw.is_empty() {
-            converge(self.index.as_ref(), namespaces::RAW, || async move {
-                let present = self.inner.raw_by_ids(&pending.raw).await?;
-                let docs = present.iter().map(raw_document).collect();
-                Ok(Documents::of(&pending.raw, docs, str::to_owned))
+            converge(self.index.as_ref(), namespaces::RAW, || {
+                self.raw_documents(&pending.raw)
             })
             .await?;
         }
         if !pending.memories.is_empty() {
-            converge(self.index.as_ref(), namespaces::MEMORIES, || async move {
-                let mut docs = Vec::new();
-                for id in &pending.memories {
-                    if let Some(doc) = self
-                        .inner
-                        .get_memory(id)
-                        .await?
-                        .as_ref()
-                        .and_then(memory_document)
-                    {
-                        docs.push(doc);
-                    }
-                }
-                Ok(Documents::of(&pending.memories, docs, str::to_owned))
+            converge(self.index.as_ref(), namespaces::MEMORIES, || {
+                self.memory_documents(&pending.memories)
             })
             .await?;
         }
         Ok(())
+    }
+
+    /// The documents the index must hold for these raw messages, read now.
+    async fn raw_documents(&self, ids: &[String]) -> Result<Documents> {
+        let present = self.inner.raw_by_ids(ids).await?;
+        let docs = present.iter().map(raw_document).collect();
+        Ok(Documents::of(ids, docs, str::to_owned))
+    }
+
+    /// The documents the index must hold for these memories, read now (superseded and
+    /// forgotten ones have none).
+    async fn memory_documents(&self, ids: &[String]) -> Result<Documents> {
+        let present = self.inner.get_memories(ids).await?;
+        let docs = present.iter().filter_map(memory_document).collect();
+        Ok(Documents::of(ids, docs, str::to_owned))
     }
 
     /// Replays whatever the outbox holds (one key listing when it is empty), before a
@@ -136,7 +137,9 @@ impl IndexedProfileStore {
         Ok(())
     }
 
-    /// Rebuilds both namespaces from the records; returns the documents written.
+    /// Rebuilds both namespaces from the records; returns the documents written. Each page
+    /// is checked against the records after it is written (see [`crate::index_sync`]), so
+    /// writers may run meanwhile.
     pub(crate) async fn reindex(&self) -> Result<u64> {
         let cut_off = self.outbox.cut_off();
         self.index.clear(namespaces::RAW).await?;
@@ -145,10 +148,15 @@ impl IndexedProfileStore {
         let mut cursor = None;
         loop {
             let (page, next) = self.inner.raw_page(cursor, PAGE).await?;
-            written += page.len() as u64;
-            if !page.is_empty() {
-                let docs = page.iter().map(raw_document).collect();
-                self.index.upsert(namespaces::RAW, docs).await?;
+            let ids: Vec<String> = page.iter().map(|m| m.id.clone()).collect();
+            let docs = page.iter().map(raw_document).collect();
+            let read = Documents::of(&ids, docs, str::to_owned);
+            written += read.present.len() as u64;
+            if !ids.is_empty() {
+                converge_from(self.index.as_ref(), namespaces::RAW, read, || {
+                    self.raw_documents(&ids)
+                })
+                .await?;
             }
             match next {
                 Some(next) => cursor = Some(next),
@@ -161,11 +169,15 @@ impl IndexedProfileStore {
                 .inner
                 .list(&MemoryFilter::default(), cursor, PAGE)
                 .await?;
-            let docs: Vec<TextDocument> =
-                page.memories.iter().filter_map(memory_document).collect();
-            written += docs.len() as u64;
-            if !docs.is_empty() {
-                self.index.upsert(namespaces::MEMORIES, docs).await?;
+            let ids: Vec<String> = page.memories.iter().map(|m| m.id.clone()).collect();
+            let docs = page.memories.iter().filter_map(memory_document).collect();
+            let read = Documents::of(&ids, docs, str::to_owned);
+            written += read.present.len() as u64;
+            if !ids.is_empty() {
+                converge_from(self.index.as_ref(), namespaces::MEMORIES, read, || {
+                    self.memory_documents(&ids)
+                })
+                .await?;
             }
             match page.next_cursor {
                 Some(next) => cursor = Some(next),
