@@ -318,20 +318,9 @@ impl Worker {
                 None => break,
             }
         }
-        let deadline = Instant::now() + self.interval;
-        while batch.len() < MAX_BATCH {
-            let message = match next_before(messages, deadline) {
-                Next::Message(message) => message,
-                Next::Timeout => return false,
-                Next::Closed => return true,
-            };
-            match message {
-                Message::Write(request) => batch.push(request),
-                Message::MergeEnded(segments) => self.forget_merge(&segments),
-                Message::Stop => return true,
-            }
-        }
-        false
+        gather_writes(messages, batch, self.interval, |segments| {
+            self.forget_merge(&segments);
+        })
     }
 
     /// Applies the batch, commits it, reloads the reader, and starts (or, before returning,
@@ -397,8 +386,33 @@ impl Worker {
     }
 }
 
+/// Adds to `batch` what arrives within `interval` (and whatever is queued), up to
+/// [`MAX_BATCH`], handing the end of a merge to `merge_ended`; true when the index is being
+/// closed.
+pub(crate) fn gather_writes(
+    messages: &Receiver<Message>,
+    batch: &mut Vec<Request>,
+    interval: Duration,
+    mut merge_ended: impl FnMut(Vec<SegmentId>),
+) -> bool {
+    let deadline = Instant::now() + interval;
+    while batch.len() < MAX_BATCH {
+        let message = match next_before(messages, deadline) {
+            Next::Message(message) => message,
+            Next::Timeout => return false,
+            Next::Closed => return true,
+        };
+        match message {
+            Message::Write(request) => batch.push(request),
+            Message::MergeEnded(segments) => merge_ended(segments),
+            Message::Stop => return true,
+        }
+    }
+    false
+}
+
 /// What [`next_before`] found.
-pub(crate) enum Next {
+enum Next {
     /// A message, queued or arrived in time.
     Message(Message),
     /// Nothing queued and nothing arrived before the deadline.
@@ -408,7 +422,7 @@ pub(crate) enum Next {
 }
 
 /// The next queued message, else the first to arrive before `deadline`.
-pub(crate) fn next_before(messages: &Receiver<Message>, deadline: Instant) -> Next {
+fn next_before(messages: &Receiver<Message>, deadline: Instant) -> Next {
     match messages.try_recv() {
         Ok(message) => Next::Message(message),
         Err(TryRecvError::Disconnected) => Next::Closed,

@@ -14,7 +14,7 @@ use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use memory_core::{MemoryError, Result, TextLanguage};
 use tantivy::index::{SegmentId, SegmentMeta};
@@ -22,7 +22,7 @@ use tantivy::indexer::{LogMergePolicy, MergePolicy, NoMergePolicy};
 use tantivy::{Index, IndexReader, IndexWriter};
 use tracing::{debug, warn};
 
-use crate::committer::{Message, Next, Request, answer, apply_change, next_before};
+use crate::committer::{Message, Request, answer, apply_change, gather_writes};
 use crate::error::{BACKEND, tantivy_error};
 use crate::language::analyzer;
 use crate::schema::Fields;
@@ -30,8 +30,6 @@ use crate::schema::Fields;
 /// The file whose lock a process holds while it writes a shared index (beside Tantivy's own
 /// lock, which it also takes).
 pub(crate) const WRITER_LOCK_FILE: &str = "memory-writer.lock";
-/// Most changes committed together.
-const MAX_BATCH: usize = 1_024;
 
 /// Holds the writer lock of `dir` (released when dropped), waiting at most `wait` for the
 /// process that holds it. A wait that runs out is `Transient`: the other process is busy.
@@ -99,7 +97,8 @@ impl SharedWriter {
                 Ok(Message::Stop) | Err(_) => return,
             };
             let mut batch = vec![first];
-            let stopping = self.gather(&messages, &mut batch);
+            // A shared index runs no merge of its own between batches: no merge ends arrive.
+            let stopping = gather_writes(&messages, &mut batch, self.interval, |_| {});
             let outcome = self.commit(&batch);
             if outcome.is_ok() {
                 commits.fetch_add(1, Ordering::Relaxed);
@@ -112,25 +111,6 @@ impl SharedWriter {
                 return;
             }
         }
-    }
-
-    /// Adds what arrives within the commit interval (and whatever is queued); true when the
-    /// index is being closed.
-    fn gather(&self, messages: &Receiver<Message>, batch: &mut Vec<Request>) -> bool {
-        let deadline = Instant::now() + self.interval;
-        while batch.len() < MAX_BATCH {
-            let message = match next_before(messages, deadline) {
-                Next::Message(message) => message,
-                Next::Timeout => return false,
-                Next::Closed => return true,
-            };
-            match message {
-                Message::Write(request) => batch.push(request),
-                Message::MergeEnded(_) => {}
-                Message::Stop => return true,
-            }
-        }
-        false
     }
 
     /// Opens the index afresh under the directory's lock and takes Tantivy's writer.
