@@ -89,10 +89,23 @@ pub async fn memory_service_with(
 }
 
 /// Long-term backends with everything embedded under `root` (the benchmarks' scratch
-/// profiles).
-pub async fn scratch_long_term(root: &Path) -> std::result::Result<LongTermBackends, CliError> {
+/// profiles); the full-text indexes on Tantivy under `root/tantivy` when `tantivy_text`.
+pub async fn scratch_long_term(
+    root: &Path,
+    tantivy_text: bool,
+) -> std::result::Result<LongTermBackends, CliError> {
     let mut storage = memory_config::StorageConfig::embedded(root);
     storage.sqlite.profiles = root.to_owned();
+    if tantivy_text {
+        storage.text = memory_config::Backend::Tantivy;
+        storage.tantivy = Some(memory_config::TantivySettings {
+            path: root.join("tantivy"),
+            language: memory_core::TextLanguage::default(),
+            commit_interval_ms: 0,
+            shared: false,
+            profile_languages: Default::default(),
+        });
+    }
     // Vector searches scan exactly here: a benchmark opens its own graphs when it wants them
     // (no graph is built in the background while it measures something else).
     storage.sqlite.exact_vectors = true;

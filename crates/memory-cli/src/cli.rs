@@ -799,6 +799,14 @@ pub enum BenchCommand {
         /// sentences embedded by the local model (0: skip; needs scripts/setup-model.sh).
         #[arg(long, default_value_t = 0)]
         model_vectors: usize,
+        /// SQLite: the full-text indexes, `sqlite` (FTS5, the default) or `tantivy` (on
+        /// disk beside the profiles, still no server).
+        #[arg(long, default_value = "sqlite", value_parser = ["sqlite", "tantivy"])]
+        text: String,
+        /// Skip the recalls filtered by metadata (at a million memories they take longer
+        /// than the rest of the run).
+        #[arg(long)]
+        no_filtered: bool,
         #[command(flatten)]
         format: Format,
     },

@@ -161,13 +161,7 @@ fn run_client(
         .env("PYTHONPATH", python_path)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    common::json_output(out)
 }
 
 /// A writable block of 50 tokens per session, no embedder.

@@ -152,6 +152,10 @@ pub struct LongTermBench {
     pub graph_candidates: usize,
     /// SQLite: sentences embedded by the local model for the graph's recall on real vectors.
     pub model_vectors: usize,
+    /// SQLite: the profile's full-text indexes on Tantivy instead of FTS5.
+    pub tantivy_text: bool,
+    /// Also time the recalls filtered by metadata.
+    pub filtered: bool,
 }
 
 /// Runs the long-term memory benchmark.
@@ -170,7 +174,7 @@ pub async fn long_term(bench: LongTermBench, json: bool) -> Result<(), CliError>
         .map_err(|e| CliError::io("writing the scratch memory.toml", e))?;
         crate::app::configured_long_term(scratch.path()).await?
     } else {
-        crate::app::scratch_long_term(scratch.path()).await?
+        crate::app::scratch_long_term(scratch.path(), bench.tantivy_text).await?
     };
     let result = run_long_term(backends, (!postgres).then_some(scratch.path()), bench, json).await;
     if postgres {
@@ -370,6 +374,18 @@ async fn run_long_term(
     }
     progress.inc(1);
     seed_memories(&backends, &hashing, "big", memories, &mut words).await?;
+    if bench.tantivy_text {
+        // The seeded records were written beside the engine: an index the engine writes is
+        // rebuilt from them, as `memory reindex` does.
+        let report = backends.reindex("big").await?;
+        let expected = (memories + raw) as u64;
+        if !report.rebuilt || report.documents < expected {
+            return Err(CliError::Input(format!(
+                "the Tantivy index was rebuilt with {} documents; the profile holds {expected}",
+                report.documents
+            )));
+        }
+    }
     progress.inc(1);
 
     // 3. Recall latency (warm: the first query loads the vector matrices). On SQLite, the
@@ -396,7 +412,10 @@ async fn run_long_term(
             .await?;
         full.push(started.elapsed().as_secs_f64() * 1_000.0);
     }
-    let filtered = filtered_recalls(&with_vectors, &queries).await?;
+    let filtered = match bench.filtered {
+        true => filtered_recalls(&with_vectors, &queries).await?,
+        false => Vec::new(),
+    };
     let mut text_only = Vec::new();
     for q in &queries {
         let started = Instant::now();
@@ -443,7 +462,11 @@ async fn run_long_term(
     if json {
         return output::json(&report);
     }
-    let backend = if postgres { "PostgreSQL" } else { "SQLite" };
+    let backend = match (postgres, bench.tantivy_text) {
+        (true, _) => "PostgreSQL",
+        (false, true) => "SQLite, text on Tantivy",
+        (false, false) => "SQLite",
+    };
     println!("long-term memory on {backend}: {memories} memories, {raw} raw messages");
     println!(
         "ingest (LLM-free, inline): {:.0} msg/s",

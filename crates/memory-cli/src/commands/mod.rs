@@ -144,6 +144,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         postgres,
         graph_candidates,
         model_vectors,
+        text,
+        no_filtered,
         format,
     }) = cli.command
     {
@@ -155,6 +157,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 postgres,
                 graph_candidates,
                 model_vectors,
+                tantivy_text: text == "tantivy",
+                filtered: !no_filtered,
             },
             format.json,
         )

@@ -47,3 +47,14 @@ pub fn run(dir: &Path, args: &[&str]) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// The JSON a finished command printed on stdout; panics with both outputs when it failed.
+pub fn json_output(out: std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
