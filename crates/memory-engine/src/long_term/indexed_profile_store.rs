@@ -148,16 +148,9 @@ impl IndexedProfileStore {
         let mut cursor = None;
         loop {
             let (page, next) = self.inner.raw_page(cursor, PAGE).await?;
-            let ids: Vec<String> = page.iter().map(|m| m.id.clone()).collect();
+            let ids = page.iter().map(|m| m.id.clone()).collect();
             let docs = page.iter().map(raw_document).collect();
-            let read = Documents::of(&ids, docs, str::to_owned);
-            written += read.present.len() as u64;
-            if !ids.is_empty() {
-                converge_from(self.index.as_ref(), namespaces::RAW, read, || {
-                    self.raw_documents(&ids)
-                })
-                .await?;
-            }
+            written += self.reindex_page(namespaces::RAW, ids, docs).await?;
             match next {
                 Some(next) => cursor = Some(next),
                 None => break,
@@ -169,16 +162,9 @@ impl IndexedProfileStore {
                 .inner
                 .list(&MemoryFilter::default(), cursor, PAGE)
                 .await?;
-            let ids: Vec<String> = page.memories.iter().map(|m| m.id.clone()).collect();
+            let ids = page.memories.iter().map(|m| m.id.clone()).collect();
             let docs = page.memories.iter().filter_map(memory_document).collect();
-            let read = Documents::of(&ids, docs, str::to_owned);
-            written += read.present.len() as u64;
-            if !ids.is_empty() {
-                converge_from(self.index.as_ref(), namespaces::MEMORIES, read, || {
-                    self.memory_documents(&ids)
-                })
-                .await?;
-            }
+            written += self.reindex_page(namespaces::MEMORIES, ids, docs).await?;
             match page.next_cursor {
                 Some(next) => cursor = Some(next),
                 None => break,
@@ -187,6 +173,28 @@ impl IndexedProfileStore {
         // Entries written before the rebuild are covered by it; later ones are replayed.
         self.outbox.clear_before(&cut_off).await?;
         self.catch_up().await?;
+        Ok(written)
+    }
+
+    /// Writes one page of `reindex` (`docs`, read with `ids`), checked against the records
+    /// again; returns how many documents it holds.
+    async fn reindex_page(
+        &self,
+        namespace: &'static str,
+        ids: Vec<String>,
+        docs: Vec<TextDocument>,
+    ) -> Result<u64> {
+        let read = Documents::of(&ids, docs, str::to_owned);
+        let written = read.present.len() as u64;
+        if !ids.is_empty() {
+            converge_from(self.index.as_ref(), namespace, read, || async {
+                match namespace {
+                    namespaces::RAW => self.raw_documents(&ids).await,
+                    _ => self.memory_documents(&ids).await,
+                }
+            })
+            .await?;
+        }
         Ok(written)
     }
 }
