@@ -79,13 +79,18 @@ fn from_row(row: &PgRow) -> Result<MemoryRecord> {
 const RAW_COLUMNS: &str = "r.id, r.session_id, r.role, r.content, r.created_at, r.metadata::text";
 
 fn raw_from_row(r: &PgRow) -> Result<RawMessage> {
+    raw_from_row_at(r, 0)
+}
+
+/// A raw message from [`RAW_COLUMNS`] starting at column `first`.
+fn raw_from_row_at(r: &PgRow, first: usize) -> Result<RawMessage> {
     Ok(RawMessage {
-        id: r.get(0),
-        session_id: r.get(1),
-        role: r.get(2),
-        content: r.get(3),
-        created_at: Timestamp(r.get(4)),
-        metadata: Metadata::from_stored(r.get(0), r.get::<Option<&str>, _>(5))?,
+        id: r.get(first),
+        session_id: r.get(first + 1),
+        role: r.get(first + 2),
+        content: r.get(first + 3),
+        created_at: Timestamp(r.get(first + 4)),
+        metadata: Metadata::from_stored(r.get(first), r.get::<Option<&str>, _>(first + 5))?,
     })
 }
 
@@ -234,6 +239,54 @@ impl RawMessageStore for PostgresLongTermMemory {
             rows.iter().map(raw_from_row).collect()
             })
             .await
+    }
+
+    async fn raw_neighbors_each(
+        &self,
+        ids: &[String],
+        radius: usize,
+    ) -> Result<Vec<Vec<RawMessage>>> {
+        if ids.is_empty() || radius == 0 {
+            return Ok(vec![Vec::new(); ids.len()]);
+        }
+        let rows = self
+            .db
+            .idempotent(|| async {
+                // One statement: each asked id's neighbours tagged with its position in `ids`.
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "WITH given AS (SELECT a.at, r.doc, r.session_id \
+                       FROM unnest($2::text[]) WITH ORDINALITY a(id, at) \
+                       JOIN raw_messages r ON r.profile_key = $1 AND r.id = a.id), \
+                     near AS ( \
+                       SELECT g.at, n.doc FROM given g CROSS JOIN LATERAL ( \
+                         SELECT doc FROM raw_messages x WHERE x.profile_key = $1 AND x.session_id = g.session_id \
+                           AND x.doc < g.doc ORDER BY x.doc DESC LIMIT $3) n \
+                       UNION ALL \
+                       SELECT g.at, n.doc FROM given g CROSS JOIN LATERAL ( \
+                         SELECT doc FROM raw_messages x WHERE x.profile_key = $1 AND x.session_id = g.session_id \
+                           AND x.doc > g.doc ORDER BY x.doc LIMIT $3) n) \
+                     SELECT near.at, {RAW_COLUMNS} FROM near \
+                     JOIN raw_messages r ON r.profile_key = $1 AND r.doc = near.doc \
+                     ORDER BY near.at, r.doc"
+                )))
+                .bind(self.profile_key)
+                .bind(ids)
+                .bind(i64::try_from(radius).unwrap_or(i64::MAX))
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db)
+            })
+            .await?;
+        let mut each = vec![Vec::new(); ids.len()];
+        for row in &rows {
+            // WITH ORDINALITY counts from 1.
+            let at = usize::try_from(row.get::<i64, _>(0) - 1).ok();
+            let slot = at
+                .and_then(|at| each.get_mut(at))
+                .ok_or_else(|| invariant("raw_neighbors_each: a row of no asked id"))?;
+            slot.push(raw_from_row_at(row, 1)?);
+        }
+        Ok(each)
     }
 
     async fn raw_matching(

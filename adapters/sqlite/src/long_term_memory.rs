@@ -14,7 +14,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use crate::database::SqliteDatabase;
-use crate::error::db;
+use crate::error::{BACKEND, db};
 use crate::profile_index::SqliteProfileIndex;
 use crate::{SqliteConfig, SqliteVectorIndex};
 
@@ -71,13 +71,18 @@ fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
 const RAW_COLUMNS: &str = "r.id, r.session_id, r.role, r.content, r.created_at, r.metadata";
 
 fn raw_from_row(r: &SqliteRow) -> Result<RawMessage> {
+    raw_from_row_at(r, 0)
+}
+
+/// A raw message from [`RAW_COLUMNS`] starting at column `first`.
+fn raw_from_row_at(r: &SqliteRow, first: usize) -> Result<RawMessage> {
     Ok(RawMessage {
-        id: r.get(0),
-        session_id: r.get(1),
-        role: r.get(2),
-        content: r.get(3),
-        created_at: Timestamp(r.get(4)),
-        metadata: Metadata::from_stored(r.get(0), r.get::<Option<&str>, _>(5))?,
+        id: r.get(first),
+        session_id: r.get(first + 1),
+        role: r.get(first + 2),
+        content: r.get(first + 3),
+        created_at: Timestamp(r.get(first + 4)),
+        metadata: Metadata::from_stored(r.get(first), r.get::<Option<&str>, _>(first + 5))?,
     })
 }
 
@@ -188,6 +193,46 @@ impl RawMessageStore for SqliteLongTermMemory {
         .await
         .map_err(db)?;
         rows.iter().map(raw_from_row).collect()
+    }
+
+    async fn raw_neighbors_each(
+        &self,
+        ids: &[String],
+        radius: usize,
+    ) -> Result<Vec<Vec<RawMessage>>> {
+        let mut each = vec![Vec::new(); ids.len()];
+        if ids.is_empty() || radius == 0 {
+            return Ok(each);
+        }
+        let radius = i64::try_from(radius).unwrap_or(i64::MAX);
+        // One statement: each asked id's neighbours tagged with the id's position in `ids`.
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "WITH given AS (SELECT j.key AS at, r.doc, r.session_id FROM json_each(?1) j \
+               CROSS JOIN raw_messages r ON r.id = j.value), \
+             near AS ( \
+               SELECT g.at, n.doc FROM given g JOIN raw_messages n ON n.doc IN ( \
+                 SELECT doc FROM raw_messages WHERE session_id = g.session_id AND doc < g.doc \
+                   ORDER BY doc DESC LIMIT ?2) \
+               UNION ALL \
+               SELECT g.at, n.doc FROM given g JOIN raw_messages n ON n.doc IN ( \
+                 SELECT doc FROM raw_messages WHERE session_id = g.session_id AND doc > g.doc \
+                   ORDER BY doc LIMIT ?2)) \
+             SELECT near.at, {RAW_COLUMNS} FROM near JOIN raw_messages r ON r.doc = near.doc \
+             ORDER BY near.at, r.doc"
+        )))
+        .bind(serde_json::to_string(ids)?)
+        .bind(radius)
+        .fetch_all(&self.db.reader)
+        .await
+        .map_err(db)?;
+        for row in &rows {
+            let at = usize::try_from(row.get::<i64, _>(0)).ok();
+            let slot = at.and_then(|at| each.get_mut(at)).ok_or_else(|| {
+                MemoryError::backend(BACKEND, "raw_neighbors_each: a row of no asked id")
+            })?;
+            slot.push(raw_from_row_at(row, 1)?);
+        }
+        Ok(each)
     }
 
     async fn raw_matching(

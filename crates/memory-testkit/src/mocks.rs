@@ -189,6 +189,7 @@ mock! {
         async fn raw_page(&self, cursor: Option<String>, limit: usize) -> Result<(Vec<RawMessage>, Option<String>)>;
         async fn raw_by_ids(&self, ids: &[String]) -> Result<Vec<RawMessage>>;
         async fn raw_neighbors(&self, ids: &[String], radius: usize) -> Result<Vec<RawMessage>>;
+        async fn raw_neighbors_each(&self, ids: &[String], radius: usize) -> Result<Vec<Vec<RawMessage>>>;
         async fn purge_raw(&self, ids: &[String]) -> Result<u64>;
         async fn raw_matching(&self, filter: &memory_core::MetadataFilter, cursor: Option<String>, limit: usize) -> Result<(Vec<String>, Option<String>)>;
     }

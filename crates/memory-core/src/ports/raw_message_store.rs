@@ -57,6 +57,21 @@ pub trait RawMessageStore: Send + Sync {
     /// Up to `radius` raw messages before and after each given one in the same session (in
     /// insertion order), excluding the given ones: the conversational context of a hit.
     async fn raw_neighbors(&self, ids: &[String], radius: usize) -> Result<Vec<RawMessage>>;
+    /// For each given id, in the order of `ids`, what `raw_neighbors(&[id], radius)` returns:
+    /// each hit's own context, in one call (recall asks it for every raw hit near the top).
+    /// The provided body asks once per id; a backend that can answer in one round trip
+    /// overrides it.
+    async fn raw_neighbors_each(
+        &self,
+        ids: &[String],
+        radius: usize,
+    ) -> Result<Vec<Vec<RawMessage>>> {
+        let mut each = Vec::with_capacity(ids.len());
+        for id in ids {
+            each.push(self.raw_neighbors(std::slice::from_ref(id), radius).await?);
+        }
+        Ok(each)
+    }
     /// Erases raw messages (right to erasure); returns how many existed.
     async fn purge_raw(&self, ids: &[String]) -> Result<u64>;
     /// The ids of the raw messages whose metadata satisfies `filter`, a page at a time in

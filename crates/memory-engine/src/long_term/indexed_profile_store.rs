@@ -226,6 +226,14 @@ impl RawMessageStore for IndexedProfileStore {
         self.inner.raw_neighbors(ids, radius).await
     }
 
+    async fn raw_neighbors_each(
+        &self,
+        ids: &[String],
+        radius: usize,
+    ) -> Result<Vec<Vec<RawMessage>>> {
+        self.inner.raw_neighbors_each(ids, radius).await
+    }
+
     async fn raw_matching(
         &self,
         filter: &memory_core::MetadataFilter,

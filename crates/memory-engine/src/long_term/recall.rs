@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::future::{OptionFuture, join, join_all};
+use futures::future::{OptionFuture, join};
 use memory_core::ports::{
     Embedder, LongTermMemoryStore, MemoryKind, MemoryRecord, TextQuery, VectorFilter, VectorIndex,
     VectorQuery, VectorRecord, namespaces,
@@ -623,17 +623,17 @@ impl Core {
                     .map(|id| (rank + 1, id.to_owned(), f.score))
             })
             .collect();
-        let neighbours = join_all(top.iter().map(|(_, id, _)| {
-            store.raw_neighbors(std::slice::from_ref(id), self.config.context_radius)
-        }))
-        .await;
+        let ids: Vec<String> = top.iter().map(|(_, id, _)| id.clone()).collect();
+        let neighbours = store
+            .raw_neighbors_each(&ids, self.config.context_radius)
+            .await?;
         let mut position: HashMap<String, usize> = fused
             .iter()
             .enumerate()
             .map(|(i, f)| (f.id.clone(), i))
             .collect();
         for ((rank, _, score), found) in top.iter().zip(neighbours) {
-            for n in found? {
+            for n in found {
                 let key = format!("{RAW_PREFIX}{}", n.id);
                 let i = *position.entry(key.clone()).or_insert_with(|| {
                     fused.push(super::fusion::Fused {

@@ -626,7 +626,9 @@ async fn fusion_orders_key_over_memory_text_over_raw_text() {
             })
             .collect())
     });
-    store.expect_raw_neighbors().returning(|_, _| Ok(vec![]));
+    store
+        .expect_raw_neighbors_each()
+        .returning(|ids, _| Ok(vec![Vec::new(); ids.len()]));
     let store: Arc<dyn memory_core::ports::LongTermMemoryStore> = Arc::new(store);
     let mut profiles = MockMemoryProfiles::new();
     profiles.expect_open().returning(move |_| Ok(store.clone()));

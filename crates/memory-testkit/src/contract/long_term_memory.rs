@@ -70,7 +70,8 @@ async fn any_word_ids(
 }
 
 /// `raw_by_ids` keeps the asked order; `raw_neighbors` stays in the session and excludes the
-/// given ids; `purge_raw` erases from reads and search.
+/// given ids; `raw_neighbors_each` answers each id as `raw_neighbors` would alone; `purge_raw`
+/// erases from reads and search.
 pub async fn raw_lookup_neighbours_and_erasure(
     store: &dyn LongTermMemoryStore,
     index: Option<&dyn TextIndex>,
@@ -115,6 +116,30 @@ pub async fn raw_lookup_neighbours_and_erasure(
             .unwrap()
             .is_empty()
     );
+    // Each id's own context, in the asked order: a3 and a4 are each other's neighbours here.
+    let asked: Vec<String> = ["a3", "missing", "a4", "b2", "a3"].map(String::from).into();
+    let each = store.raw_neighbors_each(&asked, 1).await.unwrap();
+    let each: Vec<Vec<String>> = each.into_iter().map(ids).collect();
+    assert_eq!(
+        each,
+        [
+            vec!["a2", "a4"],
+            vec![],
+            vec!["a3", "a5"],
+            vec!["b1"],
+            vec!["a2", "a4"]
+        ]
+    );
+    for (id, found) in asked.iter().zip(&each) {
+        let one = store.raw_neighbors(std::slice::from_ref(id), 1).await.unwrap();
+        assert_eq!(&ids(one), found, "raw_neighbors_each agrees with raw_neighbors");
+    }
+    let wide = store.raw_neighbors_each(&asked[..1], 3).await.unwrap();
+    assert_eq!(ids(wide[0].clone()), ["a1", "a2", "a4", "a5"]);
+    let none = store.raw_neighbors_each(&asked, 0).await.unwrap();
+    assert_eq!(none.len(), asked.len());
+    assert!(none.iter().all(Vec::is_empty));
+    assert!(store.raw_neighbors_each(&[], 1).await.unwrap().is_empty());
     assert_eq!(
         store.purge_raw(&["a2".into(), "zz".into()]).await.unwrap(),
         1
@@ -128,6 +153,8 @@ pub async fn raw_lookup_neighbours_and_erasure(
     }
     let near = store.raw_neighbors(&["a3".into()], 1).await.unwrap();
     assert_eq!(ids(near), ["a1", "a4"]);
+    let each = store.raw_neighbors_each(&["a3".into()], 1).await.unwrap();
+    assert_eq!(ids(each[0].clone()), ["a1", "a4"], "a purged message is no one's context");
     let (page, _) = store.raw_page(None, 100).await.unwrap();
     assert_eq!(page.len(), 6);
 }
