@@ -131,8 +131,15 @@ pub async fn raw_lookup_neighbours_and_erasure(
         ]
     );
     for (id, found) in asked.iter().zip(&each) {
-        let one = store.raw_neighbors(std::slice::from_ref(id), 1).await.unwrap();
-        assert_eq!(&ids(one), found, "raw_neighbors_each agrees with raw_neighbors");
+        let one = store
+            .raw_neighbors(std::slice::from_ref(id), 1)
+            .await
+            .unwrap();
+        assert_eq!(
+            &ids(one),
+            found,
+            "raw_neighbors_each agrees with raw_neighbors"
+        );
     }
     let wide = store.raw_neighbors_each(&asked[..1], 3).await.unwrap();
     assert_eq!(ids(wide[0].clone()), ["a1", "a2", "a4", "a5"]);
@@ -154,7 +161,11 @@ pub async fn raw_lookup_neighbours_and_erasure(
     let near = store.raw_neighbors(&["a3".into()], 1).await.unwrap();
     assert_eq!(ids(near), ["a1", "a4"]);
     let each = store.raw_neighbors_each(&["a3".into()], 1).await.unwrap();
-    assert_eq!(ids(each[0].clone()), ["a1", "a4"], "a purged message is no one's context");
+    assert_eq!(
+        ids(each[0].clone()),
+        ["a1", "a4"],
+        "a purged message is no one's context"
+    );
     let (page, _) = store.raw_page(None, 100).await.unwrap();
     assert_eq!(page.len(), 6);
 }
