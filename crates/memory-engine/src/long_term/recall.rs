@@ -614,16 +614,16 @@ impl Core {
         if self.config.context_radius == 0 || self.config.context_weight <= 0.0 {
             return Ok(());
         }
-        let top: Vec<(usize, String, f64)> = fused
+        // The raw hits near the top: their ids, and each one's rank and score beside it.
+        let (ids, top): (Vec<String>, Vec<(usize, f64)>) = fused
             .iter()
             .take(limit)
             .enumerate()
             .filter_map(|(rank, f)| {
                 f.id.strip_prefix(RAW_PREFIX)
-                    .map(|id| (rank + 1, id.to_owned(), f.score))
+                    .map(|id| (id.to_owned(), (rank + 1, f.score)))
             })
-            .collect();
-        let ids: Vec<String> = top.iter().map(|(_, id, _)| id.clone()).collect();
+            .unzip();
         let neighbours = store
             .raw_neighbors_each(&ids, self.config.context_radius)
             .await?;
@@ -632,7 +632,7 @@ impl Core {
             .enumerate()
             .map(|(i, f)| (f.id.clone(), i))
             .collect();
-        for ((rank, _, score), found) in top.iter().zip(neighbours) {
+        for ((rank, score), found) in top.iter().zip(neighbours) {
             for n in found {
                 let key = format!("{RAW_PREFIX}{}", n.id);
                 let i = *position.entry(key.clone()).or_insert_with(|| {
