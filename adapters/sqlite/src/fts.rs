@@ -1,5 +1,13 @@
 //! FTS5 query building shared by every full-text table: user words are always quoted, so
 //! query syntax in input is inert and can never raise an error.
+//!
+//! Top by score: the unfiltered searches ask for `bm25(…) AS score … ORDER BY score LIMIT n`,
+//! not for FTS5's `ORDER BY rank LIMIT n`. Both rank the same rows the same way, but FTS5
+//! serves `ORDER BY rank` by sorting every match in a statement of its own, whatever the
+//! limit, while an ordinary `ORDER BY` with a `LIMIT` keeps only the best `n` as the matches
+//! go by: with thousands of matches, about a third of the search's CPU (`docs/benchmarks.md`,
+//! issue 34's fifth step). The `bm25` weights are the table's configured `rank`. A filtered
+//! search keeps `rank`: there the join filters first, and scoring before it costs more.
 
 use memory_core::{SearchMode, phrase_terms, search_terms};
 
@@ -26,6 +34,25 @@ pub(crate) fn match_expression(
         Some(token) => format!("scope : \"{token}\" AND {column} : ({body})"),
         None => format!("{column} : ({body})"),
     }
+}
+
+/// Test text: sentences over a small vocabulary, so that queries match most rows and scores
+/// tie (`state` is an xorshift state, never 0).
+#[cfg(test)]
+pub(crate) fn sentence(state: &mut u64, words: usize) -> String {
+    const VOCABULARY: [&str; 12] = [
+        "lisbon", "flat", "cello", "river", "garden", "piano", "train", "harbour", "market",
+        "violin", "bridge", "lantern",
+    ];
+    (0..words)
+        .map(|_| {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            VOCABULARY[(*state % 12) as usize]
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]

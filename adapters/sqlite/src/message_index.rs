@@ -78,10 +78,12 @@ impl TextIndex for SqliteMessageIndex {
         // Without a role filter the FTS limit applies first (the fast path); with one, rows are
         // filtered before the limit.
         let sql = if query.filter.role.is_none() {
-            "SELECT k.session_id, m.id, m.role, m.search_text, f.rank FROM \
-             (SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT ?2) f \
+            // The table's rank function called by name, to take the best first (see `fts`).
+            "SELECT k.session_id, m.id, m.role, m.search_text, f.score FROM \
+             (SELECT rowid, bm25(messages_fts, 1.0, 0.0) AS score FROM messages_fts \
+              WHERE messages_fts MATCH ?1 ORDER BY score LIMIT ?2) f \
              JOIN messages m ON m.seq = f.rowid JOIN session_keys k ON k.key = m.session_key \
-             ORDER BY f.rank"
+             ORDER BY f.score"
         } else {
             "SELECT k.session_id, m.id, m.role, m.search_text, f.rank FROM messages_fts f \
              JOIN messages m ON m.seq = f.rowid JOIN session_keys k ON k.key = m.session_key \
@@ -132,5 +134,85 @@ impl TextIndex for SqliteMessageIndex {
         Err(written_by_store(
             "clear the message index (the message store writes it)",
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use memory_core::ports::MessageStore;
+    use memory_core::{NewMessage, Role, SearchMode, UiMessage};
+
+    use super::*;
+    use crate::fts::sentence;
+    use crate::{SqliteConfig, SqliteMessageStore};
+
+    /// Unfiltered message search takes its top by score with a bounded sort (see `fts`):
+    /// the same messages at the same scores as FTS5's `ORDER BY rank` over every match, in
+    /// every session and within one (ties may come in another order).
+    #[tokio::test]
+    async fn the_top_by_score_is_the_top_by_rank() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDatabase::open(SqliteConfig::new(dir.path().join("m.db")))
+            .await
+            .unwrap();
+        let store = SqliteMessageStore::new(db.clone());
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        for session in ["a", "b"] {
+            let messages = (0..300)
+                .map(|i| {
+                    let text = sentence(&mut state, 3 + i % 9);
+                    NewMessage::new(UiMessage::text_message(format!("m{i}"), Role::User, text))
+                })
+                .collect();
+            store
+                .append(&SessionId::new(session).unwrap(), messages)
+                .await
+                .unwrap();
+        }
+        let index = SqliteMessageIndex::new(db.clone());
+        for (text, limit, session) in [
+            ("lisbon cello", 10, None),
+            ("river piano train", 7, Some("b")),
+            ("lantern", 25, None),
+            ("market bridge violin harbour", 1, Some("a")),
+        ] {
+            let mut query = TextQuery::new(text, limit).mode(SearchMode::AnyWords);
+            query.filter.session = session.map(str::to_owned);
+            let scope = match session {
+                Some(s) => {
+                    let mut conn = db.reader.acquire().await.unwrap();
+                    let key = session_key(&mut conn, &SessionId::new(s).unwrap())
+                        .await
+                        .unwrap()
+                        .unwrap();
+                    Some(format!("s{key}"))
+                }
+                None => None,
+            };
+            let expression =
+                fts::match_expression(text, SearchMode::AnyWords, "search_text", scope);
+            let all: Vec<(String, String, f64)> = sqlx::query_as(
+                "SELECT k.session_id, m.id, f.rank FROM messages_fts f \
+                 JOIN messages m ON m.seq = f.rowid JOIN session_keys k ON k.key = m.session_key \
+                 WHERE messages_fts MATCH ?1 ORDER BY f.rank",
+            )
+            .bind(expression)
+            .fetch_all(&db.reader)
+            .await
+            .unwrap();
+            assert!(all.len() > 100, "{text}: too few matches to test");
+            let hits = index.search(namespaces::MESSAGES, &query).await.unwrap();
+            assert_eq!(hits.len(), limit, "{text}");
+            for (hit, (_, _, expected)) in hits.iter().zip(&all) {
+                let (_, _, score) = all
+                    .iter()
+                    .find(|(s, m, _)| message_document_id(s, m) == hit.id)
+                    .unwrap();
+                assert_eq!(hit.score, -score, "{text}: {} scored as ranked", hit.id);
+                assert_eq!(hit.score, -expected, "{text}: {} is not in the top", hit.id);
+            }
+        }
     }
 }

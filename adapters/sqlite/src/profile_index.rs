@@ -35,15 +35,17 @@ impl SqliteProfileIndex {
         let f = &query.filter;
         let expression = fts::match_expression(&query.text, query.mode, "content", None);
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
-        // Unfiltered (what recall asks): the best `limit` by rank first, then only those are
-        // joined to their rows. Every index row has its message, so none is lost.
+        // Unfiltered (what recall asks): the best `limit` by score first (see the `fts`
+        // module), then only those are joined to their rows. Every index row has its
+        // message, so none is lost.
         let unfiltered =
             f.session.is_none() && f.role.is_none() && f.from.is_none() && f.to.is_none();
         let sql = if unfiltered {
-            "SELECT r.id, r.content, r.session_id, r.role, r.created_at, f.rank \
-             FROM (SELECT rowid, rank FROM raw_fts WHERE raw_fts MATCH ?1 ORDER BY rank LIMIT ?6) f \
+            "SELECT r.id, r.content, r.session_id, r.role, r.created_at, f.score \
+             FROM (SELECT rowid, bm25(raw_fts) AS score FROM raw_fts WHERE raw_fts MATCH ?1 \
+                   ORDER BY score LIMIT ?6) f \
              JOIN raw_messages r ON r.doc = f.rowid \
-             WHERE ?2 IS NULL AND ?3 IS NULL AND ?4 IS NULL AND ?5 IS NULL ORDER BY f.rank"
+             WHERE ?2 IS NULL AND ?3 IS NULL AND ?4 IS NULL AND ?5 IS NULL ORDER BY f.score"
         } else {
             "SELECT r.id, r.content, r.session_id, r.role, r.created_at, f.rank \
              FROM raw_fts f JOIN raw_messages r ON r.doc = f.rowid \
@@ -140,13 +142,15 @@ impl SqliteProfileIndex {
 /// Index rows ranked beyond the page, for superseded and forgotten memories to drop out of.
 const RANKED_MARGIN: i64 = 32;
 
-/// Unfiltered: the best `?8` index rows by rank, then their memories (binds as below).
-const MEMORIES_RANKED_FIRST: &str = "SELECT m.id, m.search_text, m.session_id, m.kind, m.key, m.recorded_at, f.rank \
-     FROM (SELECT rowid, rank FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT ?8) f \
+/// Unfiltered: the best `?8` index rows by score (see the `fts` module), then their
+/// memories (binds as below).
+const MEMORIES_RANKED_FIRST: &str = "SELECT m.id, m.search_text, m.session_id, m.kind, m.key, m.recorded_at, f.score \
+     FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts WHERE memories_fts MATCH ?1 \
+           ORDER BY score LIMIT ?8) f \
      JOIN memories m ON m.pos = f.rowid \
      WHERE m.superseded_by IS NULL AND m.forgotten_reason IS NULL \
        AND ?2 IS NULL AND ?3 IS NULL AND ?4 IS NULL AND ?5 IS NULL AND ?6 IS NULL \
-     ORDER BY f.rank LIMIT ?7";
+     ORDER BY f.score LIMIT ?7";
 
 /// Every match filtered, then ranked: session, kind, key, from, to, limit (`?8` unused).
 const MEMORIES_FILTERED: &str = "SELECT m.id, m.search_text, m.session_id, m.kind, m.key, m.recorded_at, f.rank \
@@ -212,5 +216,85 @@ impl TextIndex for SqliteProfileIndex {
         Err(written_by_store(
             "clear a profile index (the profile store writes it)",
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use memory_core::SearchMode;
+
+    use super::*;
+    use crate::SqliteConfig;
+    use crate::fts::sentence;
+
+    /// The top of every match ranked by FTS5's `rank` (no limit), as (row, score).
+    async fn ranked(db: &SqliteDatabase, table: &str, expression: &str) -> Vec<(i64, f64)> {
+        let sql =
+            format!("SELECT rowid, rank FROM {table} WHERE {table} MATCH ?1 ORDER BY rank, rowid");
+        sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(expression)
+            .fetch_all(&db.reader)
+            .await
+            .unwrap()
+    }
+
+    /// The unfiltered searches take their top by score with a bounded sort, not with FTS5's
+    /// `ORDER BY rank`: the hits must be the same rows at the same scores (ties may come in
+    /// another order, so each hit's score is checked against the full ranking).
+    #[tokio::test]
+    async fn the_top_by_score_is_the_top_by_rank() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDatabase::open(SqliteConfig::new(dir.path().join("p.db")))
+            .await
+            .unwrap();
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        for i in 0..400 {
+            let words = 3 + (i % 9);
+            sqlx::query(
+                "INSERT INTO raw_messages (id, session_id, role, content, created_at) \
+                 VALUES (?, 's', 'user', ?, 0)",
+            )
+            .bind(format!("r{i}"))
+            .bind(sentence(&mut state, words))
+            .execute(&db.writer)
+            .await
+            .unwrap();
+            sqlx::query(
+                "INSERT INTO memories (id, kind, content, questions, source_message_ids, \
+                 recorded_at, search_text) VALUES (?, 'fact', '', '[]', '[]', 0, ?)",
+            )
+            .bind(format!("m{i}"))
+            .bind(sentence(&mut state, words * 2))
+            .execute(&db.writer)
+            .await
+            .unwrap();
+        }
+        let index = SqliteProfileIndex::new(db.clone());
+        for (text, limit) in [
+            ("lisbon cello", 10),
+            ("river piano train", 7),
+            ("lantern", 25),
+            ("market bridge violin harbour", 1),
+        ] {
+            let query = TextQuery::new(text, limit).mode(SearchMode::AnyWords);
+            for (namespace, table, column, prefix) in [
+                (namespaces::RAW, "raw_fts", "content", "r"),
+                (namespaces::MEMORIES, "memories_fts", "search_text", "m"),
+            ] {
+                let expression = fts::match_expression(text, SearchMode::AnyWords, column, None);
+                let all = ranked(&db, table, &expression).await;
+                assert!(all.len() > 100, "{text}: too few matches to test");
+                let hits = index.search(namespace, &query).await.unwrap();
+                assert_eq!(hits.len(), limit, "{text} in {namespace}");
+                for (hit, (_, expected)) in hits.iter().zip(&all) {
+                    let row: i64 = hit.id[prefix.len()..].parse::<i64>().unwrap() + 1;
+                    let (_, score) = all.iter().find(|(r, _)| *r == row).unwrap();
+                    assert_eq!(hit.score, -score, "{text}: {} scored as ranked", hit.id);
+                    assert_eq!(hit.score, -expected, "{text}: {} is not in the top", hit.id);
+                }
+            }
+        }
     }
 }
