@@ -193,6 +193,44 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
         direct.push(("append", latency(samples)));
     }
 
+    // The engine directly under the same concurrency: what HTTP adds under load.
+    let seconds = Duration::from_secs(bench.seconds);
+    let n_sessions = bench.sessions.max(1);
+    let mut engine = Vec::new();
+    let appends = Arc::clone(&sessions);
+    engine.push(
+        engine_closed_loop("append", bench.clients, seconds, move |client, i| {
+            let sessions = Arc::clone(&appends);
+            async move {
+                let s = (client * 7_919 + i * 104_729) % n_sessions;
+                let message = message(&format!("e{client}-{i}"), "an appended line");
+                sessions
+                    .append(
+                        &SessionId::new(format!("s{s}"))?,
+                        message,
+                        Parent::LatestLeaf,
+                    )
+                    .await?;
+                Ok(())
+            }
+        })
+        .await,
+    );
+    let (recalls, recall_queries) = (memory.clone(), Arc::new(queries.clone()));
+    engine.push(
+        engine_closed_loop("recall", bench.clients, seconds, move |_, i| {
+            let (memory, queries) = (recalls.clone(), Arc::clone(&recall_queries));
+            async move {
+                let query = queries[i % queries.len()].clone();
+                memory
+                    .recall(PROFILE, RecallRequest::new(query, 10))
+                    .await?;
+                Ok(())
+            }
+        })
+        .await,
+    );
+
     let state = AppState::new(sessions, Arc::new(memory), false, "default");
     let limits = memory_server::Limits {
         max_concurrent_requests: 1_024,
@@ -269,8 +307,6 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
     }
 
     let mut phases = Vec::new();
-    let seconds = Duration::from_secs(bench.seconds);
-    let n_sessions = bench.sessions.max(1);
     for kind in [
         "append",
         "history",
@@ -340,6 +376,15 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
         phase.print();
     }
     for phase in &fixed {
+        phase.print();
+    }
+    println!();
+    println!(
+        "| on the engine directly ({} callers, closed loop, {} s each) | calls/s | p50 ms | p95 ms | p99 ms | failed |",
+        bench.clients, bench.seconds
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for phase in &engine {
         phase.print();
     }
     println!();
@@ -449,6 +494,54 @@ async fn closed_loop(
         requests: samples.len(),
         failures,
         seconds,
+        latency: (!samples.is_empty()).then(|| latency(samples)),
+    }
+}
+
+/// `clients` callers of the engine itself (no HTTP), each making its next call as soon as the
+/// last one returned, for `duration`.
+async fn engine_closed_loop<F, Fut>(
+    name: &str,
+    clients: usize,
+    duration: Duration,
+    call: F,
+) -> Phase
+where
+    F: Fn(usize, usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), CliError>> + Send + 'static,
+{
+    let call = Arc::new(call);
+    let started = Instant::now();
+    let deadline = started + duration;
+    let tasks: Vec<_> = (0..clients)
+        .map(|client| {
+            let call = Arc::clone(&call);
+            tokio::spawn(async move {
+                let (mut samples, mut failures, mut i) = (Vec::new(), 0usize, 0usize);
+                while Instant::now() < deadline {
+                    let t = Instant::now();
+                    match call(client, i).await {
+                        Ok(()) => samples.push(t.elapsed().as_secs_f64() * 1_000.0),
+                        Err(_) => failures += 1,
+                    }
+                    i += 1;
+                }
+                (samples, failures)
+            })
+        })
+        .collect();
+    let (mut samples, mut failures) = (Vec::new(), 0);
+    for task in tasks {
+        if let Ok((s, f)) = task.await {
+            samples.extend(s);
+            failures += f;
+        }
+    }
+    Phase {
+        name: name.to_owned(),
+        requests: samples.len(),
+        failures,
+        seconds: started.elapsed().as_secs_f64(),
         latency: (!samples.is_empty()).then(|| latency(samples)),
     }
 }
