@@ -199,7 +199,7 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
     let mut engine = Vec::new();
     let appends = Arc::clone(&sessions);
     engine.push(
-        engine_closed_loop("append", bench.clients, seconds, move |client, i| {
+        closed_loop_calls("append", bench.clients, seconds, move |client, i| {
             let sessions = Arc::clone(&appends);
             async move {
                 let s = (client * 7_919 + i * 104_729) % n_sessions;
@@ -218,7 +218,7 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
     );
     let (recalls, recall_queries) = (memory.clone(), Arc::new(queries.clone()));
     engine.push(
-        engine_closed_loop("recall", bench.clients, seconds, move |_, i| {
+        closed_loop_calls("recall", bench.clients, seconds, move |_, i| {
             let (memory, queries) = (recalls.clone(), Arc::clone(&recall_queries));
             async move {
                 let query = queries[i % queries.len()].clone();
@@ -447,65 +447,36 @@ async fn closed_loop(
     duration: Duration,
     request: impl Fn(usize, usize) -> (&'static str, String, Option<Value>) + Send + Sync + 'static,
 ) -> Phase {
-    let request = Arc::new(request);
-    let started = Instant::now();
-    let deadline = started + duration;
-    let tasks: Vec<_> = (0..clients)
-        .map(|client| {
-            let (http, base, request) = (http.clone(), base.to_owned(), Arc::clone(&request));
-            tokio::spawn(async move {
-                let (mut samples, mut failures, mut i) = (Vec::new(), 0usize, 0usize);
-                while Instant::now() < deadline {
-                    let (method, path, body) = request(client, i);
-                    let url = format!("{base}{path}");
-                    let builder = if method == "GET" {
-                        http.get(&url)
-                    } else {
-                        http.post(&url)
-                    };
-                    let builder = match body {
-                        Some(body) => builder.json(&body),
-                        None => builder,
-                    };
-                    let t = Instant::now();
-                    match builder.send().await {
-                        Ok(r) if r.status().is_success() => {
-                            let _ = r.bytes().await;
-                            samples.push(t.elapsed().as_secs_f64() * 1_000.0);
-                        }
-                        _ => failures += 1,
-                    }
-                    i += 1;
+    let (http, base) = (http.clone(), base.to_owned());
+    closed_loop_calls(name, clients, duration, move |client, i| {
+        let (method, path, body) = request(client, i);
+        let url = format!("{base}{path}");
+        let builder = if method == "GET" {
+            http.get(&url)
+        } else {
+            http.post(&url)
+        };
+        let builder = match body {
+            Some(body) => builder.json(&body),
+            None => builder,
+        };
+        async move {
+            match builder.send().await {
+                Ok(r) if r.status().is_success() => {
+                    let _ = r.bytes().await;
+                    Ok(())
                 }
-                (samples, failures)
-            })
-        })
-        .collect();
-    let (mut samples, mut failures) = (Vec::new(), 0);
-    for task in tasks {
-        if let Ok((s, f)) = task.await {
-            samples.extend(s);
-            failures += f;
+                Ok(r) => Err(CliError::Input(format!("{method} {url}: {}", r.status()))),
+                Err(e) => Err(CliError::Input(format!("{method} {url}: {e}"))),
+            }
         }
-    }
-    let seconds = started.elapsed().as_secs_f64();
-    Phase {
-        name: name.to_owned(),
-        requests: samples.len(),
-        failures,
-        seconds,
-        latency: (!samples.is_empty()).then(|| latency(samples)),
-    }
+    })
+    .await
 }
 
-/// `clients` callers of the engine itself (no HTTP), each making its next call as soon as the
-/// last one returned, for `duration`.
-async fn engine_closed_loop<F, Fut>(
-    name: &str,
-    clients: usize,
-    duration: Duration,
-    call: F,
-) -> Phase
+/// `clients` callers each making its next call as soon as the last one returned, for
+/// `duration` (the engine's own calls, or HTTP requests through [`closed_loop`]).
+async fn closed_loop_calls<F, Fut>(name: &str, clients: usize, duration: Duration, call: F) -> Phase
 where
     F: Fn(usize, usize) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<(), CliError>> + Send + 'static,
