@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use memory_core::append_plan::{
     AppendBatch, AppendPlan, PlannedRow, StoredParent, TreeNode, parents_to_look_up, plan_append,
 };
@@ -11,7 +12,7 @@ use memory_core::{AppendOutcome, Parent, Result, SessionId};
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
 use crate::error::db;
-use crate::group_commit::{Written, guarded, statement_failed};
+use crate::group_commit::{Batch, Written, guarded, statement_failed};
 use crate::message_store::{Encoded, ensure_session_key};
 
 /// What the database says before a batch: the session key, the next sequence number, the
@@ -215,7 +216,7 @@ fn single_sql(parent: &Parent) -> String {
 /// means "not decided here" (new session, existing id, missing parent): the caller runs the
 /// general path, which decides and reports correctly. Runs inside a group's transaction
 /// (see [`crate::group_commit::Written`] for what its error means there).
-pub(crate) async fn single(
+async fn single(
     conn: &mut SqliteConnection,
     session: &SessionId,
     message: &Encoded,
@@ -241,19 +242,23 @@ pub(crate) async fn single(
 }
 
 /// One message in a group's transaction: [`single`] (one statement, no savepoint), else
-/// the general path (probe, plan, insert) inside a savepoint of its own.
-pub(crate) async fn one(
-    conn: &mut SqliteConnection,
-    session: &SessionId,
-    message: Encoded,
-    parent: Parent,
-) -> Written<Vec<AppendOutcome>> {
-    match single(conn, session, &message, &parent).await? {
-        Ok(Some(outcome)) => return Ok(Ok(vec![outcome])),
-        Ok(None) => {}
-        Err(refusal) => return Ok(Err(refusal)),
+/// [`general`].
+async fn one(conn: &mut SqliteConnection, write: AppendOne) -> Written<Vec<AppendOutcome>> {
+    match single(conn, &write.session, &write.message, &write.parent).await? {
+        Ok(Some(outcome)) => Ok(Ok(vec![outcome])),
+        Ok(None) => general(conn, write).await,
+        Err(refusal) => Ok(Err(refusal)),
     }
-    let session = session.clone();
+}
+
+/// The general path for one message (probe, plan, insert) inside a savepoint of its own:
+/// decides every case (new session, existing id, missing parent) and reports it.
+async fn general(conn: &mut SqliteConnection, write: AppendOne) -> Written<Vec<AppendOutcome>> {
+    let AppendOne {
+        session,
+        message,
+        parent,
+    } = write;
     guarded(conn, move |conn| {
         async move {
             let batch = [message];
@@ -265,4 +270,335 @@ pub(crate) async fn one(
         .boxed()
     })
     .await
+}
+
+/// A single message appended by one caller: the group commit writes the single appends
+/// queued beside it together ([`Batch::write_all`]).
+pub(crate) struct AppendOne {
+    pub(crate) session: SessionId,
+    pub(crate) message: Encoded,
+    pub(crate) parent: Parent,
+}
+
+impl Batch for AppendOne {
+    type Output = Vec<AppendOutcome>;
+
+    /// Appends onto the latest leaf of distinct sessions share one statement (a wave); a
+    /// second append to a session in the wave starts the next wave, so it lands on the
+    /// first; an append onto an explicit parent or the root runs alone, in its place.
+    fn write_all(
+        conn: &mut SqliteConnection,
+        writes: Vec<Self>,
+    ) -> BoxFuture<'_, Result<Vec<Result<Self::Output>>>> {
+        async move {
+            let mut results = Vec::with_capacity(writes.len());
+            let mut wave: Vec<AppendOne> = Vec::new();
+            for write in writes {
+                let onto_latest = matches!(write.parent, Parent::LatestLeaf);
+                if !onto_latest || wave.iter().any(|w| w.session == write.session) {
+                    append_wave(conn, std::mem::take(&mut wave), &mut results).await?;
+                }
+                if onto_latest {
+                    wave.push(write);
+                } else {
+                    results.push(one(conn, write).await?);
+                }
+            }
+            append_wave(conn, wave, &mut results).await?;
+            Ok(results)
+        }
+        .boxed()
+    }
+}
+
+/// Inserts a wave's messages, each onto its session's latest leaf, in one statement: the
+/// sequence numbers follow the wave's order from the next free one, and a message whose
+/// session is not known yet or whose id is already stored is not inserted (it is left to
+/// [`general`]). The sessions of a wave are distinct, so every row reads the tree as it
+/// was before the statement.
+const WAVE: &str = "INSERT INTO messages \
+    (seq, session_key, id, parent_seq, run_id, role, content, search_text, bytes) \
+    SELECT n.next + w.key, k.key, w.value ->> 1, l.seq, COALESCE(l.run_id, n.next + w.key), \
+           w.value ->> 2, w.value ->> 3, w.value ->> 4, w.value ->> 5 \
+    FROM json_each(?1) w \
+    JOIN session_keys k ON k.session_id = w.value ->> 0 \
+    JOIN (SELECT IFNULL(MAX(seq), 0) + 1 AS next FROM messages) n \
+    LEFT JOIN messages l ON l.seq = (SELECT m.seq FROM messages m WHERE m.session_key = k.key \
+        AND NOT EXISTS (SELECT 1 FROM messages c WHERE c.parent_seq = m.seq) \
+        ORDER BY m.seq DESC LIMIT 1) \
+    WHERE NOT EXISTS (SELECT 1 FROM messages e WHERE e.session_key = k.key AND e.id = w.value ->> 1) \
+    RETURNING (SELECT session_id FROM session_keys WHERE key = messages.session_key), \
+        (SELECT p.id FROM messages p WHERE p.seq = messages.parent_seq)";
+
+/// The wave's messages as [`WAVE`] reads them: a JSON array of `[session, id, role,
+/// content, search text, bytes]`, in the wave's order.
+fn wave_rows(wave: &[AppendOne]) -> Result<String> {
+    let rows: Vec<_> = wave
+        .iter()
+        .map(|w| {
+            let m = &w.message;
+            (
+                w.session.as_str(),
+                m.id.as_str(),
+                m.role.as_str(),
+                &m.json,
+                &m.text,
+                m.json.len(),
+            )
+        })
+        .collect();
+    Ok(serde_json::to_string(&rows)?)
+}
+
+/// Appends a wave (appends onto the latest leaf of distinct sessions) and pushes one result
+/// per append: one statement for all, then [`general`] for each it did not insert.
+async fn append_wave(
+    conn: &mut SqliteConnection,
+    wave: Vec<AppendOne>,
+    results: &mut Vec<Result<Vec<AppendOutcome>>>,
+) -> Result<()> {
+    if wave.len() < 2 {
+        for write in wave {
+            results.push(one(conn, write).await?);
+        }
+        return Ok(());
+    }
+    let rows = wave_rows(&wave)?;
+    let inserted: HashMap<String, Option<String>> =
+        match sqlx::query(WAVE).bind(rows).fetch_all(&mut *conn).await {
+            Ok(rows) => rows.iter().map(|r| (r.get(0), r.get(1))).collect(),
+            Err(error) => {
+                // A constraint refused the whole statement (SQLite undid it): each append
+                // alone finds out whose it was. Any other error puts the group in doubt.
+                let _refused = statement_failed::<()>(error)?;
+                for write in wave {
+                    results.push(one(conn, write).await?);
+                }
+                return Ok(());
+            }
+        };
+    for write in wave {
+        match inserted.get(write.session.as_str()) {
+            Some(parent_id) => results.push(Ok(vec![AppendOutcome::Inserted {
+                parent_id: parent_id.clone(),
+            }])),
+            None => results.push(general(conn, write).await?),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use memory_core::ports::{MessageStore, MessageStoreExt};
+    use memory_core::{Role, UiMessage};
+
+    use super::*;
+    use crate::{SqliteConfig, SqliteDatabase, SqliteMessageStore};
+
+    /// One single append: session, message id and parent (0 = latest leaf, 1 = root,
+    /// 2 = the message `parent`).
+    #[derive(Debug, Clone, Copy)]
+    struct Op {
+        session: u8,
+        id: u8,
+        parent_kind: u8,
+        parent: u8,
+    }
+
+    fn session(s: u8) -> SessionId {
+        SessionId::new(format!("s{s}")).unwrap()
+    }
+
+    fn parent(op: Op) -> Parent {
+        match op.parent_kind {
+            0 => Parent::LatestLeaf,
+            1 => Parent::Root,
+            _ => Parent::Message(format!("m{}", op.parent)),
+        }
+    }
+
+    fn message(op: Op) -> UiMessage {
+        UiMessage::text_message(format!("m{}", op.id), Role::User, format!("text {op:?}"))
+    }
+
+    /// Random ops over five sessions (the last two never written before) and six ids, mostly
+    /// onto the latest leaf, so that waves meet repeated sessions, stored ids, new sessions,
+    /// explicit parents (some missing) and the root.
+    fn ops(seed: u64, count: usize) -> Vec<Op> {
+        let mut state = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mut next = move |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            u8::try_from(state % bound).unwrap()
+        };
+        (0..count)
+            .map(|_| {
+                let kind = next(10);
+                Op {
+                    session: next(5),
+                    id: next(6),
+                    parent_kind: match kind {
+                        0 => 1,
+                        1 | 2 => 2,
+                        _ => 0,
+                    },
+                    parent: next(6),
+                }
+            })
+            .collect()
+    }
+
+    async fn store(dir: &tempfile::TempDir, grouped: bool) -> SqliteMessageStore {
+        open(dir, grouped).await.1
+    }
+
+    /// A database whose sessions s0 to s2 hold one message, m0.
+    async fn open(dir: &tempfile::TempDir, grouped: bool) -> (SqliteDatabase, SqliteMessageStore) {
+        let config = SqliteConfig::new(dir.path().join("m.db")).group_commit(grouped);
+        let db = SqliteDatabase::open(config).await.unwrap();
+        let store = SqliteMessageStore::new(db.clone());
+        for s in 0..3 {
+            store
+                .append_one(
+                    &session(s),
+                    UiMessage::text_message("m0", Role::User, "first"),
+                    Parent::LatestLeaf,
+                )
+                .await
+                .unwrap();
+        }
+        (db, store)
+    }
+
+    /// What a store holds, as the port reads it: per session, the latest leaf and, per id,
+    /// its children and its path from the root.
+    async fn tree(store: &SqliteMessageStore) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in 0..5 {
+            let s = session(s);
+            out.push(format!(
+                "{s} leaf {:?}",
+                store.latest_leaf(&s).await.unwrap()
+            ));
+            for id in (0..6).map(|i| format!("m{i}")) {
+                if store.get(&s, &id).await.unwrap().is_none() {
+                    continue;
+                }
+                let children: Vec<String> = store
+                    .children(&s, &id)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|m| m.id)
+                    .collect();
+                let path: Vec<String> = store
+                    .path(&s, Some(id.clone()))
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|e| e.id)
+                    .collect();
+                out.push(format!("{s} {id} children {children:?} path {path:?}"));
+            }
+        }
+        out
+    }
+
+    fn shown(outcome: &Result<AppendOutcome>) -> String {
+        match outcome {
+            Ok(outcome) => format!("{outcome:?}"),
+            Err(error) => format!("refused: {error}"),
+        }
+    }
+
+    /// Appends queued together (one group, written in waves) end as the same appends one at
+    /// a time do: the same outcome for each, the same tree in every session.
+    #[tokio::test]
+    async fn a_group_of_single_appends_ends_as_one_at_a_time() {
+        for seed in 0..40 {
+            let ops = ops(seed, 48);
+            let (one_dir, group_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let alone = store(&one_dir, false).await;
+            let mut expected = Vec::new();
+            for op in &ops {
+                let outcome = alone
+                    .append_one(&session(op.session), message(*op), parent(*op))
+                    .await;
+                expected.push(shown(&outcome));
+            }
+            let grouped = store(&group_dir, true).await;
+            // Joined in one task: every append is queued before the leader runs, so the
+            // group holds them all.
+            let got: Vec<String> = futures::future::join_all(ops.iter().map(|op| {
+                let grouped = &grouped;
+                async move {
+                    let outcome = grouped
+                        .append_one(&session(op.session), message(*op), parent(*op))
+                        .await;
+                    shown(&outcome)
+                }
+            }))
+            .await;
+            assert_eq!(got, expected, "seed {seed}: outcomes of {ops:?}");
+            assert_eq!(
+                tree(&grouped).await,
+                tree(&alone).await,
+                "seed {seed}: trees after {ops:?}"
+            );
+        }
+    }
+
+    /// The wave statement itself: one row per session onto its latest leaf, sequence
+    /// numbers in the wave's order, unknown sessions and stored ids left out.
+    #[tokio::test]
+    async fn a_wave_inserts_onto_each_latest_leaf_and_leaves_out_what_it_cannot_decide() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, _store) = open(&dir, true).await;
+        let mut conn = db.writer.acquire().await.unwrap();
+        let write = |s: u8, id: &str| AppendOne {
+            session: session(s),
+            message: crate::message_store::encode(&UiMessage::text_message(id, Role::User, "x"))
+                .unwrap(),
+            parent: Parent::LatestLeaf,
+        };
+        let wave = [
+            write(0, "m1"),
+            write(1, "m0"),
+            write(4, "m1"),
+            write(2, "m1"),
+        ];
+        let rows = wave_rows(&wave).unwrap();
+        let returned: Vec<(String, Option<String>)> = sqlx::query(WAVE)
+            .bind(rows)
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        assert_eq!(
+            returned,
+            vec![
+                ("s0".to_owned(), Some("m0".to_owned())),
+                ("s2".to_owned(), Some("m0".to_owned())),
+            ],
+            "s1's m0 is stored already and s4 has no key yet"
+        );
+        let seqs: Vec<i64> =
+            sqlx::query_scalar("SELECT seq FROM messages WHERE id = 'm1' ORDER BY seq")
+                .fetch_all(&mut *conn)
+                .await
+                .unwrap();
+        assert_eq!(
+            seqs,
+            vec![4, 7],
+            "the next free number plus the place in the wave"
+        );
+    }
 }

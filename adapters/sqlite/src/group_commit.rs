@@ -1,21 +1,27 @@
-//! Group commit: small writes from concurrent callers share one transaction.
+//! Group commit: small writes from concurrent callers share one transaction, and writes of
+//! one kind share statements.
 //!
 //! SQLite has one writer. When every single append is its own transaction, concurrent
 //! callers queue for the lock and each pays a whole commit (the WAL frames of every page it
 //! touched, FTS5's new segment). Here a write is queued; one leader task takes everything
 //! queued, runs it in one `BEGIN IMMEDIATE` transaction and commits; then every caller gets
-//! its result. No caller is answered before the commit that holds its write, and writes run
-//! in the order they were queued, so later writes see earlier ones as they would one at a
-//! time. A caller that is alone pays one transaction, as before. A caller that goes away
-//! after queueing does not take its write back: it runs and commits with its group (appends
-//! are idempotent by id).
+//! its result. No caller is answered before the commit that holds its write. A caller that
+//! is alone pays one transaction, as before. A caller that goes away after queueing does not
+//! take its write back: it runs and commits with its group (appends are idempotent by id).
+//!
+//! Each statement is a round trip to the writer's thread, the cost that bounds a group, so a
+//! group hands all its writes of one kind ([`Batch`]) to that kind at once, which writes
+//! them with as few statements as it can (one multi-row insert for many sessions' appends,
+//! one update for their touches). Writes of one kind run in the order they were queued, so a
+//! later one sees an earlier one's effect; kinds run in the order their first write was
+//! queued, so writes of different kinds in one group must not depend on each other's order
+//! (an append writes messages, a touch a session's time).
 //!
 //! One caller's refusal never undoes another's write: a write either refuses having written
-//! nothing ([`Written`]), which a single statement does by itself (SQLite undoes a failed
-//! statement and keeps the transaction), or runs several statements inside [`guarded`]'s
-//! savepoint. Each statement is a round trip to the writer's thread, the cost that bounds a
-//! group, so a one-statement write takes no savepoint.
+//! nothing, which a single statement does by itself (SQLite undoes a failed statement and
+//! keeps the transaction), or runs several statements inside [`guarded`]'s savepoint.
 
+use std::any::{Any, TypeId};
 use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
@@ -25,34 +31,67 @@ use sqlx::{SqliteConnection, SqlitePool};
 
 use crate::error::db;
 
-/// What a write in a group returns. `Ok(Ok(value))`: written. `Ok(Err(error))`: refused,
-/// and nothing of it is written (the transaction goes on). `Err(error)`: the transaction
-/// itself is in doubt (SQLite may have rolled it back), so the whole group is rolled back.
+/// What a write returns inside a group. `Ok(Ok(value))`: written. `Ok(Err(error))`:
+/// refused, and nothing of it is written (the transaction goes on). `Err(error)`: the
+/// transaction itself is in doubt (SQLite may have rolled it back), so the whole group is
+/// rolled back.
 pub(crate) type Written<T> = Result<Result<T>>;
 
-/// What a write does, given the group's connection, inside the group's transaction.
-pub(crate) type GroupWrite<T> =
-    Box<dyn for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Written<T>> + Send>;
+/// A kind of small write whose queued instances a group writes together.
+pub(crate) trait Batch: Send + Sized + 'static {
+    /// What one write answers its caller.
+    type Output: Send + 'static;
+
+    /// Writes `writes`, in the order they were queued, inside the group's transaction, as
+    /// if one at a time: one result per write, in the same order, where `Err` is a refusal
+    /// that wrote nothing of that write. An `Err` of the whole call means the transaction
+    /// is in doubt (see [`Written`]).
+    fn write_all(
+        conn: &mut SqliteConnection,
+        writes: Vec<Self>,
+    ) -> BoxFuture<'_, Result<Vec<Result<Self::Output>>>>;
+}
 
 /// Answers a caller once the group's commit is known.
 type Answer = Box<dyn FnOnce(std::result::Result<(), &MemoryError>) + Send>;
 
-/// How a queued write went, for the group.
-enum Step {
-    Wrote,
-    Refused,
-    /// The transaction is in doubt; the error is the group's (a copy of the write's own).
-    Aborted(MemoryError),
+/// Where a caller's result goes; shared by its answer and its abort (whichever comes first).
+type Reply<T> = Arc<Mutex<Option<tokio::sync::oneshot::Sender<Result<T>>>>>;
+
+fn send<T>(reply: &Reply<T>, result: Result<T>) {
+    if let Some(sender) = reply.lock().ok().and_then(|mut s| s.take()) {
+        let _ = sender.send(result);
+    }
 }
 
-/// Runs a queued write, then says how it went and how to answer its caller.
-type Run =
-    Box<dyn for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, (Step, Answer)> + Send>;
+/// A queued write of kind `W` and where its result goes.
+struct Queued<W: Batch> {
+    write: W,
+    reply: Reply<W::Output>,
+}
 
-/// A queued write, and how to answer its caller if it never runs (the group failed first).
+/// Writes a kind's queued writes (each a boxed [`Queued`] of that kind): the answers, one
+/// per write, and whether any wrote (`Err`: the transaction is in doubt).
+type WriteAll = for<'c> fn(
+    &'c mut SqliteConnection,
+    Vec<Box<dyn Any + Send>>,
+) -> BoxFuture<'c, (Vec<Answer>, Result<bool>)>;
+
+/// A queued write, its kind, and how to answer its caller if it never runs (the group
+/// failed first).
 struct Job {
-    run: Run,
+    kind: TypeId,
+    write_all: WriteAll,
+    write: Box<dyn Any + Send>,
     abort: Answer,
+}
+
+/// A group's writes of one kind.
+struct Kind {
+    kind: TypeId,
+    write_all: WriteAll,
+    writes: Vec<Box<dyn Any + Send>>,
+    aborts: Vec<Answer>,
 }
 
 /// Writes in one transaction at most (a bound on how long the first of them waits).
@@ -89,7 +128,7 @@ fn group_failed(error: &MemoryError) -> MemoryError {
     )
 }
 
-/// A copy of `error` of the same transience, for the rest of its group.
+/// A copy of `error` of the same transience, for each write of the kind that met it.
 fn copy_of(error: &MemoryError) -> MemoryError {
     if error.is_transient() {
         MemoryError::transient(crate::error::BACKEND, error.to_string())
@@ -134,6 +173,65 @@ pub(crate) fn statement_failed<T>(error: sqlx::Error) -> Written<T> {
     }
 }
 
+/// [`WriteAll`] for kind `W`: unboxes the queued writes, writes them, and pairs each result
+/// with its caller.
+fn write_all_of<W: Batch>(
+    conn: &mut SqliteConnection,
+    queued: Vec<Box<dyn Any + Send>>,
+) -> BoxFuture<'_, (Vec<Answer>, Result<bool>)> {
+    async move {
+        // Every box of this kind holds a `Queued<W>` (the kind is its type id); one that did
+        // not would drop its reply, and its caller would get `never_ran`.
+        let (writes, replies): (Vec<W>, Vec<Reply<W::Output>>) = queued
+            .into_iter()
+            .filter_map(|q| q.downcast::<Queued<W>>().ok())
+            .map(|q| (q.write, q.reply))
+            .unzip();
+        let expected = replies.len();
+        let written = match W::write_all(conn, writes).await {
+            Ok(results) if results.len() != expected => Err(crate::error::invariant(
+                "a batch answered a different number of writes than it was given",
+            )),
+            written => written,
+        };
+        let results = match written {
+            Ok(results) => results,
+            Err(error) => {
+                let answers = replies
+                    .into_iter()
+                    .map(|reply| {
+                        let own = copy_of(&error);
+                        Box::new(move |_: std::result::Result<(), &MemoryError>| {
+                            send(&reply, Err(own));
+                        }) as Answer
+                    })
+                    .collect();
+                return (answers, Err(error));
+            }
+        };
+        let wrote = results.iter().any(Result::is_ok);
+        let answers = replies
+            .into_iter()
+            .zip(results)
+            .map(|(reply, result)| {
+                Box::new(move |committed: std::result::Result<(), &MemoryError>| {
+                    send(
+                        &reply,
+                        match (result, committed) {
+                            // Its own refusal stands whatever became of the group.
+                            (Err(own), _) => Err(own),
+                            (Ok(value), Ok(())) => Ok(value),
+                            (Ok(_), Err(error)) => Err(group_failed(error)),
+                        },
+                    );
+                }) as Answer
+            })
+            .collect();
+        (answers, Ok(wrote))
+    }
+    .boxed()
+}
+
 impl GroupCommit {
     /// A committer over `writer` (the one-connection writer pool); `grouped: false` runs
     /// each write in a transaction of its own.
@@ -147,50 +245,37 @@ impl GroupCommit {
 
     /// Runs `write` in the next group's transaction and returns its result once that
     /// transaction committed (or the error that kept it from committing).
-    pub(crate) async fn run<T: Send + 'static>(&self, write: GroupWrite<T>) -> Result<T> {
+    pub(crate) async fn run<W: Batch>(&self, write: W) -> Result<W::Output> {
         if !self.grouped {
             let mut tx = self
                 .writer
                 .begin_with("BEGIN IMMEDIATE")
                 .await
                 .map_err(db)?;
-            let value = write(&mut tx).await??;
+            let value = W::write_all(&mut tx, vec![write])
+                .await?
+                .pop()
+                .ok_or_else(|| crate::error::invariant("a batch of one answered nothing"))??;
             tx.commit().await.map_err(db)?;
             return Ok(value);
         }
-        let (sender, receiver) = tokio::sync::oneshot::channel::<Result<T>>();
-        let sender = Arc::new(Mutex::new(Some(sender)));
-        let aborted = Arc::clone(&sender);
-        let run: Run = Box::new(move |conn| {
-            async move {
-                let (step, result) = match write(conn).await {
-                    Ok(Ok(value)) => (Step::Wrote, Ok(value)),
-                    Ok(Err(refusal)) => (Step::Refused, Err(refusal)),
-                    Err(error) => (Step::Aborted(copy_of(&error)), Err(error)),
-                };
-                let answer: Answer = Box::new(move |committed| {
-                    if let Some(sender) = sender.lock().ok().and_then(|mut s| s.take()) {
-                        let _ = sender.send(match (result, committed) {
-                            // Its own error stands whatever became of the group.
-                            (Err(own), _) => Err(own),
-                            (Ok(value), Ok(())) => Ok(value),
-                            (Ok(_), Err(error)) => Err(group_failed(error)),
-                        });
-                    }
-                });
-                (step, answer)
-            }
-            .boxed()
-        });
-        let abort: Answer = Box::new(move |failed| {
-            if let Some(sender) = aborted.lock().ok().and_then(|mut s| s.take()) {
-                let _ = sender.send(Err(match failed {
-                    Err(error) => group_failed(error),
-                    Ok(()) => never_ran(),
-                }));
-            }
-        });
-        let job = Job { run, abort };
+        let (sender, receiver) = tokio::sync::oneshot::channel::<Result<W::Output>>();
+        let reply: Reply<W::Output> = Arc::new(Mutex::new(Some(sender)));
+        let aborted = Arc::clone(&reply);
+        let job = Job {
+            kind: TypeId::of::<W>(),
+            write_all: write_all_of::<W>,
+            write: Box::new(Queued { write, reply }),
+            abort: Box::new(move |failed| {
+                send(
+                    &aborted,
+                    Err(match failed {
+                        Err(error) => group_failed(error),
+                        Ok(()) => never_ran(),
+                    }),
+                );
+            }),
+        };
         let lead = {
             let mut queue = self
                 .queue
@@ -225,30 +310,29 @@ impl GroupCommit {
                 }
                 Err(_) => return,
             };
-            self.commit(jobs).await;
+            self.commit(by_kind(jobs)).await;
         }
     }
 
-    /// One group: every job in one transaction. A job whose transaction is in doubt rolls
-    /// the group back; a job that never ran (the group failed before it) is answered with
-    /// the group's error.
-    async fn commit(&self, jobs: Vec<Job>) {
-        let mut answers = Vec::with_capacity(jobs.len());
-        let mut pending = jobs.into_iter();
-        let mut wrote = false;
+    /// One group: every kind's writes in one transaction. A kind whose writes put the
+    /// transaction in doubt rolls the group back; the kinds that never ran (the group
+    /// failed before them) are answered with the group's error.
+    async fn commit(&self, kinds: Vec<Kind>) {
+        let mut answers = Vec::new();
+        let mut pending = kinds.into_iter();
         let committed: Result<()> = async {
             let mut tx = self
                 .writer
                 .begin_with("BEGIN IMMEDIATE")
                 .await
                 .map_err(db)?;
-            for job in pending.by_ref() {
-                let (step, answer) = (job.run)(&mut tx).await;
-                answers.push(answer);
-                match step {
-                    Step::Wrote => wrote = true,
-                    Step::Refused => {}
-                    Step::Aborted(error) => {
+            let mut wrote = false;
+            for kind in pending.by_ref() {
+                let (mut answered, outcome) = (kind.write_all)(&mut tx, kind.writes).await;
+                answers.append(&mut answered);
+                match outcome {
+                    Ok(any) => wrote |= any,
+                    Err(error) => {
                         let _ = tx.rollback().await;
                         return Err(error);
                     }
@@ -267,10 +351,33 @@ impl GroupCommit {
             answer(outcome);
         }
         let never = never_ran();
-        for job in pending {
-            (job.abort)(Err(outcome.err().unwrap_or(&never)));
+        for abort in pending.flat_map(|kind| kind.aborts) {
+            abort(Err(outcome.err().unwrap_or(&never)));
         }
     }
+}
+
+/// A group's jobs by kind, kinds in the order of their first job, each kind's writes in
+/// queue order.
+fn by_kind(jobs: Vec<Job>) -> Vec<Kind> {
+    let mut kinds: Vec<Kind> = Vec::new();
+    for job in jobs {
+        let at = match kinds.iter().position(|k| k.kind == job.kind) {
+            Some(at) => at,
+            None => {
+                kinds.push(Kind {
+                    kind: job.kind,
+                    write_all: job.write_all,
+                    writes: Vec::new(),
+                    aborts: Vec::new(),
+                });
+                kinds.len() - 1
+            }
+        };
+        kinds[at].writes.push(job.write);
+        kinds[at].aborts.push(job.abort);
+    }
+    kinds
 }
 
 /// The error of a write whose group ended before it ran, without an error of its own.
@@ -325,43 +432,96 @@ mod tests {
         (dir, db)
     }
 
-    fn insert(v: i64) -> GroupWrite<u64> {
-        Box::new(move |conn| {
+    /// Inserts its values into `t`: one value in one statement, several in a savepoint.
+    struct Insert(Vec<i64>);
+
+    async fn insert_one(conn: &mut SqliteConnection, values: Vec<i64>) -> Written<u64> {
+        if let [v] = values[..] {
+            return match sqlx::query("INSERT INTO t (v) VALUES (?)")
+                .bind(v)
+                .execute(&mut *conn)
+                .await
+            {
+                Ok(done) => Ok(Ok(done.rows_affected())),
+                Err(error) => statement_failed(error),
+            };
+        }
+        guarded(conn, move |conn| {
             async move {
-                match sqlx::query("INSERT INTO t (v) VALUES (?)")
-                    .bind(v)
-                    .execute(conn)
-                    .await
-                {
-                    Ok(done) => Ok(Ok(done.rows_affected())),
-                    Err(error) => statement_failed(error),
+                for v in &values {
+                    sqlx::query("INSERT INTO t (v) VALUES (?)")
+                        .bind(v)
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(db)?;
                 }
+                Ok(values.len() as u64)
             }
             .boxed()
         })
+        .await
     }
 
-    /// Two inserts in a savepoint: `first` then `second`.
-    fn insert_two(first: i64, second: i64) -> GroupWrite<()> {
-        Box::new(move |conn| {
+    impl Batch for Insert {
+        type Output = u64;
+
+        fn write_all(
+            conn: &mut SqliteConnection,
+            writes: Vec<Self>,
+        ) -> BoxFuture<'_, Result<Vec<Result<u64>>>> {
             async move {
-                guarded(conn, move |conn| {
-                    async move {
-                        for v in [first, second] {
-                            sqlx::query("INSERT INTO t (v) VALUES (?)")
-                                .bind(v)
-                                .execute(&mut *conn)
-                                .await
-                                .map_err(db)?;
-                        }
-                        Ok(())
-                    }
-                    .boxed()
-                })
-                .await
+                let mut results = Vec::new();
+                for Insert(values) in writes {
+                    results.push(insert_one(conn, values).await?);
+                }
+                Ok(results)
             }
             .boxed()
-        })
+        }
+    }
+
+    /// [`Insert`] that records the size of every batch it is given.
+    struct Recorded(Vec<i64>);
+
+    static RECORDED_BATCHES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+    impl Batch for Recorded {
+        type Output = u64;
+
+        fn write_all(
+            conn: &mut SqliteConnection,
+            writes: Vec<Self>,
+        ) -> BoxFuture<'_, Result<Vec<Result<u64>>>> {
+            RECORDED_BATCHES.lock().unwrap().push(writes.len());
+            Insert::write_all(
+                conn,
+                writes.into_iter().map(|Recorded(v)| Insert(v)).collect(),
+            )
+        }
+    }
+
+    /// Inserts its value, then says the transaction is in doubt.
+    struct Doubtful(i64);
+
+    impl Batch for Doubtful {
+        type Output = ();
+
+        fn write_all(
+            conn: &mut SqliteConnection,
+            writes: Vec<Self>,
+        ) -> BoxFuture<'_, Result<Vec<Result<()>>>> {
+            async move {
+                for Doubtful(v) in writes {
+                    sqlx::query("INSERT INTO t (v) VALUES (?)")
+                        .bind(v)
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(db)?;
+                }
+                Err(MemoryError::transient("test", "disk on fire"))
+            }
+            .boxed()
+        }
     }
 
     async fn count(db: &SqliteDatabase) -> i64 {
@@ -379,7 +539,9 @@ mod tests {
             let group = db.group.clone();
             // 150 is written twice: exactly one of the two fails (primary key).
             let value = if v == 199 { 150 } else { v };
-            tasks.push(tokio::spawn(async move { group.run(insert(value)).await }));
+            tasks.push(tokio::spawn(
+                async move { group.run(Insert(vec![value])).await },
+            ));
         }
         let mut failed = 0;
         for task in tasks {
@@ -398,8 +560,8 @@ mod tests {
     #[tokio::test]
     async fn a_lone_write_that_fails_leaves_nothing() {
         let (_dir, database) = scratch().await;
-        database.group.run(insert(1)).await.unwrap();
-        assert!(database.group.run(insert_two(2, 1)).await.is_err());
+        database.group.run(Insert(vec![1])).await.unwrap();
+        assert!(database.group.run(Insert(vec![2, 1])).await.is_err());
         assert_eq!(
             count(&database).await,
             1,
@@ -412,14 +574,14 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn guarded_refusals_in_a_shared_group_leave_nothing() {
         let (_dir, db) = scratch().await;
-        db.group.run(insert(0)).await.unwrap();
+        db.group.run(Insert(vec![0])).await.unwrap();
         let mut tasks = Vec::new();
         for v in 1..=100i64 {
             let group = db.group.clone();
             // Every third write's second insert collides with row 0: it must leave no row.
             let second = if v % 3 == 0 { 0 } else { 1_000 + v };
             tasks.push(tokio::spawn(async move {
-                group.run(insert_two(v, second)).await
+                group.run(Insert(vec![v, second])).await
             }));
         }
         let mut refused = 0;
@@ -438,26 +600,16 @@ mod tests {
         assert_eq!(stray, 0, "a refused write's first insert survived");
     }
 
-    /// A write that puts the transaction in doubt fails its whole group: its caller gets its
+    /// A kind that puts the transaction in doubt fails its whole group: its callers get its
     /// own error, the others the group's, and nothing of the group is kept.
     #[tokio::test]
     async fn an_aborted_write_fails_its_group() {
         let (_dir, database) = scratch().await;
-        let doubtful: GroupWrite<()> = Box::new(|conn| {
-            async move {
-                sqlx::query("INSERT INTO t (v) VALUES (7)")
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(db)?;
-                Err(MemoryError::transient("test", "disk on fire"))
-            }
-            .boxed()
-        });
-        // Queued together: the leader takes all three into one group.
+        // Queued together (joined in one task): the leader takes all three into one group.
         let (first, second, third) = tokio::join!(
-            database.group.run(insert(1)),
-            database.group.run(doubtful),
-            database.group.run(insert(2)),
+            database.group.run(Insert(vec![1])),
+            database.group.run(Doubtful(7)),
+            database.group.run(Insert(vec![2])),
         );
         let first = first.unwrap_err().to_string();
         assert!(
@@ -467,5 +619,28 @@ mod tests {
         assert!(second.unwrap_err().to_string().contains("disk on fire"));
         assert!(third.unwrap_err().is_transient());
         assert_eq!(count(&database).await, 0);
+    }
+
+    /// A group hands all its writes of a kind to that kind at once, in queue order, even
+    /// when writes of another kind were queued between them.
+    #[tokio::test]
+    async fn a_group_writes_each_kind_at_once() {
+        let (_dir, database) = scratch().await;
+        let group = &database.group;
+        let (a, b, other, c, d) = tokio::join!(
+            group.run(Recorded(vec![10])),
+            group.run(Recorded(vec![11, 12])),
+            group.run(Insert(vec![20])),
+            group.run(Recorded(vec![11])),
+            group.run(Recorded(vec![13])),
+        );
+        assert_eq!((a.unwrap(), b.unwrap(), d.unwrap()), (1, 2, 1));
+        assert_eq!(other.unwrap(), 1);
+        assert!(
+            c.unwrap_err().to_string().contains("UNIQUE"),
+            "a later write sees an earlier one's row"
+        );
+        assert_eq!(*RECORDED_BATCHES.lock().unwrap(), vec![4]);
+        assert_eq!(count(&database).await, 5);
     }
 }

@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use futures::{FutureExt, TryStreamExt};
+use futures::TryStreamExt;
 use memory_core::ports::{Clock, MessageStore, StoreCapabilities, SystemClock};
 use memory_core::{
     AppendOutcome, CompactionRecord, MemoryError, MessagePage, NewCompaction, NewMessage, Parent,
@@ -82,7 +82,7 @@ const DELETE_BATCH: i64 = 2_000;
 /// The pause between two delete batches, for other writers to take the lock.
 const BATCH_PAUSE: std::time::Duration = std::time::Duration::from_millis(10);
 
-fn encode(message: &UiMessage) -> Result<Encoded> {
+pub(crate) fn encode(message: &UiMessage) -> Result<Encoded> {
     validate_message_id(&message.id)?;
     let json = serde_json::to_string(message)?;
     check_item_size(&format!("message {:?}", message.id), json.len())?;
@@ -266,9 +266,11 @@ impl MessageStore for SqliteMessageStore {
             return self
                 .db
                 .group
-                .run(Box::new(move |conn| {
-                    async move { append::one(conn, &session, message, parent).await }.boxed()
-                }))
+                .run(append::AppendOne {
+                    session,
+                    message,
+                    parent,
+                })
                 .await;
         }
         let mut tx = self.db.write().await?;

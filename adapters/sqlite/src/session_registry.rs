@@ -1,15 +1,18 @@
+use std::collections::HashSet;
+
 use async_trait::async_trait;
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use memory_core::ports::SessionRegistry;
 use memory_core::{
     MemoryError, NewSession, Result, SessionId, SessionInfo, SessionPatch, SessionUsage, Timestamp,
 };
-use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
 
 use crate::database::SqliteDatabase;
 use crate::error::db;
-use crate::group_commit::statement_failed;
+use crate::group_commit::{Batch, Written, statement_failed};
 
 /// The [`SessionRegistry`] on SQLite.
 #[derive(Debug, Clone)]
@@ -186,29 +189,14 @@ impl SessionRegistry for SqliteSessionRegistry {
     }
 
     /// Joins concurrent appends' transactions (group commit): an append's touch commits with
-    /// the appends queued beside it.
+    /// the appends queued beside it, and the touches of a group share one statement.
     async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()> {
-        let id = id.clone();
         self.db
             .group
-            .run(Box::new(move |conn| {
-                async move {
-                    // One statement: no savepoint needed in the group.
-                    match sqlx::query("UPDATE sessions SET updated_at = ? WHERE id = ?")
-                        .bind(now.millis())
-                        .bind(id.as_str())
-                        .execute(conn)
-                        .await
-                    {
-                        Ok(done) if done.rows_affected() == 0 => {
-                            Ok(Err(MemoryError::not_found("session", id.as_str())))
-                        }
-                        Ok(_) => Ok(Ok(())),
-                        Err(error) => statement_failed(error),
-                    }
-                }
-                .boxed()
-            }))
+            .run(Touch {
+                id: id.clone(),
+                now,
+            })
             .await
     }
 
@@ -219,5 +207,129 @@ impl SessionRegistry for SqliteSessionRegistry {
             .await
             .map_err(db)?;
         Ok(result.rows_affected() > 0)
+    }
+}
+
+/// A session's touch (its `updated_at` set to `now`), written with the touches queued beside
+/// it.
+struct Touch {
+    id: SessionId,
+    now: Timestamp,
+}
+
+/// Every touch of a group in one statement; a session touched twice keeps the later time.
+const TOUCH_ALL: &str = "WITH t AS (SELECT value ->> 0 AS id, MAX(value ->> 1) AS now \
+    FROM json_each(?) GROUP BY 1) \
+    UPDATE sessions SET updated_at = t.now FROM t WHERE sessions.id = t.id RETURNING sessions.id";
+
+/// One touch in one statement (no savepoint needed in the group).
+async fn touch_one(conn: &mut SqliteConnection, touch: &Touch) -> Written<()> {
+    match sqlx::query("UPDATE sessions SET updated_at = ? WHERE id = ?")
+        .bind(touch.now.millis())
+        .bind(touch.id.as_str())
+        .execute(conn)
+        .await
+    {
+        Ok(done) if done.rows_affected() == 0 => {
+            Ok(Err(MemoryError::not_found("session", touch.id.as_str())))
+        }
+        Ok(_) => Ok(Ok(())),
+        Err(error) => statement_failed(error),
+    }
+}
+
+impl Batch for Touch {
+    type Output = ();
+
+    fn write_all(
+        conn: &mut SqliteConnection,
+        writes: Vec<Self>,
+    ) -> BoxFuture<'_, Result<Vec<Result<()>>>> {
+        async move {
+            if writes.len() > 1 {
+                let list = serde_json::to_string(
+                    &writes
+                        .iter()
+                        .map(|t| (t.id.as_str(), t.now.millis()))
+                        .collect::<Vec<_>>(),
+                )?;
+                match sqlx::query(TOUCH_ALL)
+                    .bind(list)
+                    .fetch_all(&mut *conn)
+                    .await
+                {
+                    Ok(rows) => {
+                        let found: HashSet<String> = rows.iter().map(|r| r.get(0)).collect();
+                        return Ok(writes
+                            .iter()
+                            .map(|t| {
+                                if found.contains(t.id.as_str()) {
+                                    Ok(())
+                                } else {
+                                    Err(MemoryError::not_found("session", t.id.as_str()))
+                                }
+                            })
+                            .collect());
+                    }
+                    Err(error) => {
+                        // A constraint refused the statement (SQLite undid it): each touch
+                        // alone finds out whose it was. Any other error puts the group in doubt.
+                        let _refused = statement_failed::<()>(error)?;
+                    }
+                }
+            }
+            let mut results = Vec::with_capacity(writes.len());
+            for touch in &writes {
+                results.push(touch_one(conn, touch).await?);
+            }
+            Ok(results)
+        }
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use crate::SqliteConfig;
+
+    /// Touches queued together share one statement: each found session takes its time (the
+    /// later of two for one session), and each missing one is refused alone.
+    #[tokio::test]
+    async fn a_group_of_touches_answers_each_caller() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDatabase::open(SqliteConfig::new(dir.path().join("r.db")))
+            .await
+            .unwrap();
+        let registry = SqliteSessionRegistry::new(db);
+        let id = |s: &str| SessionId::new(s).unwrap();
+        for s in ["a", "b"] {
+            registry
+                .create(&id(s), &NewSession::default(), Timestamp(1))
+                .await
+                .unwrap();
+        }
+        let (a, b, nope) = (id("a"), id("b"), id("nope"));
+        let (a, missing, b, a_again) = tokio::join!(
+            registry.touch(&a, Timestamp(30)),
+            registry.touch(&nope, Timestamp(10)),
+            registry.touch(&b, Timestamp(20)),
+            registry.touch(&a, Timestamp(40)),
+        );
+        a.unwrap();
+        b.unwrap();
+        a_again.unwrap();
+        assert!(
+            matches!(missing, Err(MemoryError::NotFound { .. })),
+            "{missing:?}"
+        );
+        let updated = |s: &'static str| {
+            let registry = registry.clone();
+            async move { registry.get(&id(s)).await.unwrap().unwrap().updated_at }
+        };
+        assert_eq!(updated("a").await, Timestamp(40));
+        assert_eq!(updated("b").await, Timestamp(20));
     }
 }
