@@ -1,12 +1,15 @@
 """The inspector (``/ui`` of ``memory serve``) in a real browser: Debian's Chromium, headless,
 driven by Playwright, on a server seeded with a branching session, a compaction overlay, a
 supersession chain, a finished job and stored text that looks like HTML. Screenshots of each
-view go to ``docs/inspector/`` (the README shows them)."""
+view go to a temporary directory, so a run leaves the tree clean; with
+``MEMORY_INSPECTOR_SHOTS`` set to the absolute path of ``docs/inspector`` they refresh the ones
+the README shows."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +20,9 @@ from agent_memory import MemoryClient
 
 from .conftest import FakeModel, Served, design_config, key_entry, serve, text
 
-SHOTS = Path(__file__).resolve().parents[3] / "docs" / "inspector"
+SHOTS = Path(
+    os.environ.get("MEMORY_INSPECTOR_SHOTS") or tempfile.mkdtemp(prefix="inspector-shots-")
+)
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 
 
