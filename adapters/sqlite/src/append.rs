@@ -285,7 +285,9 @@ impl Batch for AppendOne {
 
     /// Appends onto the latest leaf of distinct sessions share one statement (a wave); a
     /// second append to a session in the wave starts the next wave, so it lands on the
-    /// first; an append onto an explicit parent or the root runs alone, in its place.
+    /// first, and so does one that would take the wave past [`MOST_WAVE_BYTES`] (a message
+    /// that large alone is a wave of one); an append onto an explicit parent or the root
+    /// runs alone, in its place.
     fn write_all(
         conn: &mut SqliteConnection,
         writes: Vec<Self>,
@@ -293,12 +295,19 @@ impl Batch for AppendOne {
         async move {
             let mut results = Vec::with_capacity(writes.len());
             let mut wave: Vec<AppendOne> = Vec::new();
+            let mut wave_bytes = 0;
             for write in writes {
                 let onto_latest = matches!(write.parent, Parent::LatestLeaf);
-                if !onto_latest || wave.iter().any(|w| w.session == write.session) {
+                let bytes = write.message.json.len() + write.message.text.len();
+                if !onto_latest
+                    || wave.iter().any(|w| w.session == write.session)
+                    || wave_bytes + bytes > MOST_WAVE_BYTES
+                {
                     append_wave(conn, std::mem::take(&mut wave), &mut results).await?;
+                    wave_bytes = 0;
                 }
                 if onto_latest {
+                    wave_bytes += bytes;
                     wave.push(write);
                 } else {
                     results.push(one(conn, write).await?);
@@ -310,6 +319,12 @@ impl Batch for AppendOne {
         .boxed()
     }
 }
+
+/// The text a wave carries at most (content and search text of its messages), so that its one
+/// parameter stays far below SQLite's limit on a value (a billion bytes) and the memory a
+/// group holds stays small, however large the messages (up to [`crate::MAX_MESSAGE_BYTES`]
+/// each).
+const MOST_WAVE_BYTES: usize = 4 << 20;
 
 /// Inserts a wave's messages, each onto its session's latest leaf, in one statement: the
 /// sequence numbers follow the wave's order from the next free one, and a message whose
@@ -421,7 +436,9 @@ mod tests {
     }
 
     fn message(op: Op) -> UiMessage {
-        UiMessage::text_message(format!("m{}", op.id), Role::User, format!("text {op:?}"))
+        // Characters JSON escapes, on their way through the wave's one JSON parameter.
+        let text = format!("text {op:?} \"quoted\" back\\slash nul\0 line\u{2028} 🦀");
+        UiMessage::text_message(format!("m{}", op.id), Role::User, text)
     }
 
     /// Random ops over five sessions (the last two never written before) and six ids, mostly
@@ -487,9 +504,10 @@ mod tests {
                 store.latest_leaf(&s).await.unwrap()
             ));
             for id in (0..6).map(|i| format!("m{i}")) {
-                if store.get(&s, &id).await.unwrap().is_none() {
+                let Some(stored) = store.get(&s, &id).await.unwrap() else {
                     continue;
-                }
+                };
+                out.push(format!("{s} {id} is {stored:?}"));
                 let children: Vec<String> = store
                     .children(&s, &id)
                     .await
@@ -554,6 +572,42 @@ mod tests {
         }
     }
 
+    /// Messages past the wave's byte budget split the group's waves (one larger than the
+    /// budget goes alone) and land as they would one at a time.
+    #[tokio::test]
+    async fn large_messages_split_the_waves() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir, true).await;
+        let big = |n: usize| "word ".repeat(n);
+        let sizes = [
+            MOST_WAVE_BYTES / 8,
+            MOST_WAVE_BYTES / 3,
+            MOST_WAVE_BYTES,
+            10,
+        ];
+        let outcomes = futures::future::join_all(sizes.iter().enumerate().map(|(s, size)| {
+            let store = &store;
+            let text = big(size / 5);
+            async move {
+                let message = UiMessage::text_message("m1", Role::User, text);
+                let session = session(u8::try_from(s).unwrap());
+                store
+                    .append_one(&session, message, Parent::LatestLeaf)
+                    .await
+            }
+        }))
+        .await;
+        for (s, outcome) in outcomes.into_iter().enumerate() {
+            let parent = (s < 3).then(|| "m0".to_owned());
+            assert_eq!(
+                outcome.unwrap(),
+                AppendOutcome::Inserted { parent_id: parent }
+            );
+        }
+        let kept = store.get(&session(2), "m1").await.unwrap().unwrap();
+        assert_eq!(kept.text().len(), big(MOST_WAVE_BYTES / 5).len());
+    }
+
     /// The wave statement itself: one row per session onto its latest leaf, sequence
     /// numbers in the wave's order, unknown sessions and stored ids left out.
     #[tokio::test]
@@ -574,7 +628,7 @@ mod tests {
             write(2, "m1"),
         ];
         let rows = wave_rows(&wave).unwrap();
-        let returned: Vec<(String, Option<String>)> = sqlx::query(WAVE)
+        let mut returned: Vec<(String, Option<String>)> = sqlx::query(WAVE)
             .bind(rows)
             .fetch_all(&mut *conn)
             .await
@@ -582,6 +636,7 @@ mod tests {
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
+        returned.sort();
         assert_eq!(
             returned,
             vec![

@@ -217,7 +217,9 @@ struct Touch {
     now: Timestamp,
 }
 
-/// Every touch of a group in one statement; a session touched twice keeps the later time.
+/// Every touch of a group in one statement; a session touched twice keeps the later time (the
+/// larger, where one at a time the last queued would win: they differ only when two callers'
+/// clocks disagree, and then the later time is the truer one).
 const TOUCH_ALL: &str = "WITH t AS (SELECT value ->> 0 AS id, MAX(value ->> 1) AS now \
     FROM json_each(?) GROUP BY 1) \
     UPDATE sessions SET updated_at = t.now FROM t WHERE sessions.id = t.id RETURNING sessions.id";
