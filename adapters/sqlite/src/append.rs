@@ -373,10 +373,7 @@ async fn append_wave(
     results: &mut Vec<Result<Vec<AppendOutcome>>>,
 ) -> Result<()> {
     if wave.len() < 2 {
-        for write in wave {
-            results.push(one(conn, write).await?);
-        }
-        return Ok(());
+        return each_alone(conn, wave, results).await;
     }
     let rows = wave_rows(&wave)?;
     let inserted: HashMap<String, Option<String>> =
@@ -386,10 +383,7 @@ async fn append_wave(
                 // A constraint refused the whole statement (SQLite undid it): each append
                 // alone finds out whose it was. Any other error puts the group in doubt.
                 let _refused = statement_failed::<()>(error)?;
-                for write in wave {
-                    results.push(one(conn, write).await?);
-                }
-                return Ok(());
+                return each_alone(conn, wave, results).await;
             }
         };
     for write in wave {
@@ -399,6 +393,18 @@ async fn append_wave(
             }])),
             None => results.push(general(conn, write).await?),
         }
+    }
+    Ok(())
+}
+
+/// Appends each of `writes` on its own ([`one`]), pushing one result per append.
+async fn each_alone(
+    conn: &mut SqliteConnection,
+    writes: Vec<AppendOne>,
+    results: &mut Vec<Result<Vec<AppendOutcome>>>,
+) -> Result<()> {
+    for write in writes {
+        results.push(one(conn, write).await?);
     }
     Ok(())
 }
@@ -445,15 +451,8 @@ mod tests {
     /// onto the latest leaf, so that waves meet repeated sessions, stored ids, new sessions,
     /// explicit parents (some missing) and the root.
     fn ops(seed: u64, count: usize) -> Vec<Op> {
-        let mut state = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let mut next = move |bound: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            u8::try_from(state % bound).unwrap()
-        };
+        let mut rng = memory_testkit::corpus::Rng::new(seed + 1);
+        let mut next = move |bound: u64| u8::try_from(rng.next_u64() % bound).unwrap();
         (0..count)
             .map(|_| {
                 let kind = next(10);
