@@ -83,7 +83,11 @@ impl SqliteDatabase {
             // sqlx warns about every statement over a second by default; a long delete or a
             // cold-cache scan is normal here, so that goes to debug.
             .log_slow_statements(log::LevelFilter::Debug, std::time::Duration::from_secs(1));
+        // No ping before each use: a SQLite connection is a file handle that does not go
+        // stale, and sqlx's ping is a round trip to the connection's thread before every
+        // statement taken from the pool (two thread hand-offs where one does).
         let writer = SqlitePoolOptions::new()
+            .test_before_acquire(false)
             .max_connections(1)
             .min_connections(1)
             .connect_with(base.clone().create_if_missing(true))
@@ -95,6 +99,7 @@ impl SqliteDatabase {
             .map_err(migrate)?;
         drop(migrating);
         let reader = SqlitePoolOptions::new()
+            .test_before_acquire(false)
             .max_connections(config.readers.max(1))
             .connect_with(base.read_only(true))
             .await

@@ -481,6 +481,11 @@ where
     F: Fn(usize, usize) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<(), CliError>> + Send + 'static,
 {
+    // Progress on stderr (the tables go to stdout), so a profiler can be pointed at a phase.
+    eprintln!(
+        "closed loop: {name}, {clients} callers, {} s",
+        duration.as_secs()
+    );
     let call = Arc::new(call);
     let started = Instant::now();
     let deadline = started + duration;
