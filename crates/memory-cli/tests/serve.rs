@@ -259,6 +259,14 @@ fn bench_serve_measures_every_operation_without_failures() {
         assert!(line.ends_with("| 0 |"), "failures in {line}");
     }
     assert!(stdout.contains("HTTP / direct (p50)"), "{stdout}");
+    // Each closed-loop phase is announced on stderr as it starts, for profilers.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for phase in [
+        "closed loop: append, 2 callers",
+        "closed loop: recall, 2 callers",
+    ] {
+        assert!(stderr.contains(phase), "no {phase:?} on stderr: {stderr}");
+    }
 }
 
 /// A server killed with SIGKILL after a bound session's history was shipped, before the
