@@ -111,6 +111,28 @@ enum LeaseBind {
     Int(i64),
 }
 
+/// A listing's statement and the values its filter binds (after `$1`, the cursor's position,
+/// and before the last, the limit). Only the filter's set fields are conditions: a condition
+/// written as `($2 IS NULL OR profile = $2)` hides the column from a generic plan, which then
+/// reads every job ever queued (done jobs stay), as recall's check for failed ingests did.
+fn list_query(filter: &JobFilter) -> (String, Vec<&str>) {
+    let mut sql = format!("SELECT {COLUMNS} FROM job_queue WHERE seq > $1");
+    let mut values = Vec::new();
+    let fields = [
+        ("profile", filter.profile.as_deref()),
+        ("kind", filter.kind.as_deref()),
+        ("state", filter.state.map(JobState::as_str)),
+    ];
+    for (column, value) in fields {
+        if let Some(value) = value {
+            values.push(value);
+            sql.push_str(&format!(" AND {column} = ${}", values.len() + 1));
+        }
+    }
+    sql.push_str(&format!(" ORDER BY seq LIMIT ${}", values.len() + 2));
+    (sql, values)
+}
+
 #[async_trait]
 impl JobQueue for PostgresJobQueue {
     fn backend_name(&self) -> &'static str {
@@ -317,35 +339,32 @@ impl JobQueue for PostgresJobQueue {
     ) -> Result<JobPage> {
         self.db
             .idempotent(|| async {
-
-            let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
-            let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {COLUMNS} FROM job_queue WHERE seq > $1 AND ($2::text IS NULL OR profile = $2) \
-                 AND ($3::text IS NULL OR kind = $3) AND ($4::text IS NULL OR state = $4) ORDER BY seq LIMIT $5"
-            )))
-            .bind(after)
-            .bind(&filter.profile)
-            .bind(&filter.kind)
-            .bind(filter.state.map(JobState::as_str))
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
-            .fetch_all(&self.db.pool)
-            .await
-            .map_err(db)?;
-            let more = rows.len() > limit;
-            let mut jobs = Vec::with_capacity(limit.min(rows.len()));
-            let mut last = None;
-            for row in rows.iter().take(limit) {
-                last = Some(row.get::<i64, _>(11));
-                jobs.push(from_row(row)?);
-            }
-            Ok(JobPage {
-                jobs,
-                next_cursor: if more {
-                    last.map(memory_core::cursor::position)
-                } else {
-                    None
-                },
-            })
+                let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
+                let (sql, values) = list_query(filter);
+                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(after);
+                for value in values {
+                    query = query.bind(value);
+                }
+                let rows = query
+                    .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+                    .fetch_all(&self.db.pool)
+                    .await
+                    .map_err(db)?;
+                let more = rows.len() > limit;
+                let mut jobs = Vec::with_capacity(limit.min(rows.len()));
+                let mut last = None;
+                for row in rows.iter().take(limit) {
+                    last = Some(row.get::<i64, _>(11));
+                    jobs.push(from_row(row)?);
+                }
+                Ok(JobPage {
+                    jobs,
+                    next_cursor: if more {
+                        last.map(memory_core::cursor::position)
+                    } else {
+                        None
+                    },
+                })
             })
             .await
     }
@@ -357,5 +376,40 @@ impl JobQueue for PostgresJobQueue {
             .await
             .map_err(db)?
             .rows_affected())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only the filter's set fields are conditions, numbered in order after the cursor, and
+    /// the limit takes the next number.
+    #[test]
+    fn a_listing_names_only_the_fields_it_filters_on() {
+        let tail = |sql: String| sql[sql.find("WHERE").unwrap_or(0)..].to_owned();
+        let filter = |profile: Option<&str>, kind: Option<&str>, state| JobFilter {
+            profile: profile.map(str::to_owned),
+            kind: kind.map(str::to_owned),
+            state,
+        };
+        let all = filter(Some("p"), Some("ingest"), Some(JobState::Failed));
+        let (sql, values) = list_query(&all);
+        assert_eq!(
+            tail(sql),
+            "WHERE seq > $1 AND profile = $2 AND kind = $3 AND state = $4 ORDER BY seq LIMIT $5"
+        );
+        assert_eq!(values, ["p", "ingest", "failed"]);
+        let two = filter(Some("p"), None, Some(JobState::Queued));
+        let (sql, values) = list_query(&two);
+        assert_eq!(
+            tail(sql),
+            "WHERE seq > $1 AND profile = $2 AND state = $3 ORDER BY seq LIMIT $4"
+        );
+        assert_eq!(values, ["p", "queued"]);
+        let none = filter(None, None, None);
+        let (sql, values) = list_query(&none);
+        assert_eq!(tail(sql), "WHERE seq > $1 ORDER BY seq LIMIT $2");
+        assert!(values.is_empty());
     }
 }

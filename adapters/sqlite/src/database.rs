@@ -151,3 +151,33 @@ impl SqliteDatabase {
         self.writer.close().await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    /// This workspace compiles SQLite without the page cache every connection shares behind
+    /// one mutex, and without counting allocations behind another (`.cargo/config.toml`):
+    /// a build that lost the setting fails here rather than reading slower unnoticed.
+    #[tokio::test]
+    async fn sqlite_is_compiled_without_the_shared_page_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDatabase::open(SqliteConfig::new(dir.path().join("o.db")))
+            .await
+            .unwrap();
+        let options: Vec<String> = sqlx::query_scalar("PRAGMA compile_options")
+            .fetch_all(&db.reader)
+            .await
+            .unwrap();
+        assert!(
+            !options.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"),
+            "{options:?}"
+        );
+        assert!(
+            options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
+            "{options:?}"
+        );
+    }
+}

@@ -110,6 +110,30 @@ enum LeaseBind {
     Int(i64),
 }
 
+/// A listing's statement and the values its filter binds (after `?1`, the cursor's position,
+/// and before the last, the limit). Only the filter's set fields are conditions: a condition
+/// written as `(? IS NULL OR profile = ?)` hides the column from the planner, which then reads
+/// every job ever queued (done jobs stay), as recall's check for failed ingests did.
+fn list_query(filter: &JobFilter) -> (String, Vec<&str>) {
+    let mut sql = format!("SELECT {COLUMNS} FROM job_queue WHERE seq > ?");
+    let mut values = Vec::new();
+    let fields = [
+        ("profile", filter.profile.as_deref()),
+        ("kind", filter.kind.as_deref()),
+        ("state", filter.state.map(JobState::as_str)),
+    ];
+    for (column, value) in fields {
+        if let Some(value) = value {
+            sql.push_str(" AND ");
+            sql.push_str(column);
+            sql.push_str(" = ?");
+            values.push(value);
+        }
+    }
+    sql.push_str(" ORDER BY seq LIMIT ?");
+    (sql, values)
+}
+
 #[async_trait]
 impl JobQueue for SqliteJobQueue {
     fn backend_name(&self) -> &'static str {
@@ -313,18 +337,16 @@ impl JobQueue for SqliteJobQueue {
         limit: usize,
     ) -> Result<JobPage> {
         let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM job_queue WHERE seq > ?1 AND (?2 IS NULL OR profile = ?2) \
-             AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR state = ?4) ORDER BY seq LIMIT ?5"
-        )))
-        .bind(after)
-        .bind(&filter.profile)
-        .bind(&filter.kind)
-        .bind(filter.state.map(JobState::as_str))
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
-        .fetch_all(&self.db.reader)
-        .await
-        .map_err(db)?;
+        let (sql, values) = list_query(filter);
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(after);
+        for value in values {
+            query = query.bind(value);
+        }
+        let rows = query
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+            .fetch_all(&self.db.reader)
+            .await
+            .map_err(db)?;
         let more = rows.len() > limit;
         let mut jobs = Vec::with_capacity(limit.min(rows.len()));
         let mut last = None;
@@ -349,5 +371,72 @@ impl JobQueue for SqliteJobQueue {
             .await
             .map_err(db)?
             .rows_affected())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::SqliteConfig;
+
+    /// A listing by profile, by state, or by both is answered from an index, never by reading
+    /// the table in `seq` order (where every done job would be read and dropped).
+    #[tokio::test]
+    async fn listings_by_profile_or_state_use_an_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDatabase::open(SqliteConfig::new(dir.path().join("q.db")))
+            .await
+            .unwrap();
+        let profile = Some("p".to_owned());
+        let kind = Some("ingest".to_owned());
+        for (profile, kind, state, index) in [
+            (
+                profile.clone(),
+                kind.clone(),
+                Some(JobState::Failed),
+                "job_queue_profile_state",
+            ),
+            (
+                profile.clone(),
+                None,
+                Some(JobState::Queued),
+                "job_queue_profile_state",
+            ),
+            (profile.clone(), kind.clone(), None, "job_queue_profile"),
+            (
+                None,
+                kind.clone(),
+                Some(JobState::Failed),
+                "job_queue_claim",
+            ),
+            (None, None, Some(JobState::Done), "job_queue_claim"),
+        ] {
+            let filter = JobFilter {
+                profile,
+                kind,
+                state,
+            };
+            let (sql, values) = list_query(&filter);
+            let mut query =
+                sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}"))).bind(0_i64);
+            for value in values {
+                query = query.bind(value);
+            }
+            let plan: Vec<String> = query
+                .bind(10_i64)
+                .fetch_all(&db.reader)
+                .await
+                .unwrap()
+                .iter()
+                .map(|row| row.get::<String, _>(3))
+                .collect();
+            assert!(
+                plan.iter()
+                    .any(|step| step.contains(&format!("USING INDEX {index} "))),
+                "{filter:?}: {plan:?}"
+            );
+        }
     }
 }

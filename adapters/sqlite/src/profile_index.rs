@@ -90,18 +90,32 @@ impl SqliteProfileIndex {
             && f.from.is_none()
             && f.to.is_none();
         if unfiltered {
-            // The best few by rank first, joined only then; superseded and forgotten ones are
-            // dropped after, so a margin is taken, and a page that still comes up short is
-            // answered by the full query below.
-            let hits = self.memory_hits(MEMORIES_RANKED_FIRST, query).await?;
-            if hits.len() >= query.limit {
-                return Ok(hits);
+            // The best few index rows by score first, joined only then; superseded and
+            // forgotten memories are dropped after, so a margin is taken. The page is whole
+            // when it is full, or when the index had fewer rows than were taken (every match
+            // was seen); only a page cut short by dropped memories asks the full query below.
+            let taken = query.limit.saturating_add(RANKED_MARGIN);
+            let rows = self
+                .memory_rows(MEMORIES_RANKED_FIRST, query, taken)
+                .await?;
+            let every_match_seen = rows.first().is_some_and(|(_, seen)| *seen < taken);
+            if rows.len() >= query.limit || every_match_seen {
+                return Ok(rows.into_iter().map(|(hit, _)| hit).collect());
             }
         }
-        self.memory_hits(MEMORIES_FILTERED, query).await
+        let rows = self.memory_rows(MEMORIES_FILTERED, query, 0).await?;
+        Ok(rows.into_iter().map(|(hit, _)| hit).collect())
     }
 
-    async fn memory_hits(&self, sql: &'static str, query: &TextQuery) -> Result<Vec<TextHit>> {
+    /// The hits of `sql` (one of the two statements below) for `query`, each with the
+    /// number of index rows the statement ranked (`usize::MAX` when it does not say);
+    /// `taken` binds `?8`.
+    async fn memory_rows(
+        &self,
+        sql: &'static str,
+        query: &TextQuery,
+        taken: usize,
+    ) -> Result<Vec<(TextHit, usize)>> {
         let f = &query.filter;
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
         let rows = sqlx::query(sql)
@@ -117,43 +131,54 @@ impl SqliteProfileIndex {
             .bind(f.from.map(Timestamp::millis))
             .bind(f.to.map(Timestamp::millis))
             .bind(limit)
-            .bind(limit.saturating_add(RANKED_MARGIN))
+            .bind(i64::try_from(taken).unwrap_or(i64::MAX))
             .fetch_all(&self.db.reader)
             .await
             .map_err(db)?;
         Ok(rows
             .iter()
-            .map(|r| TextHit {
-                id: r.get(0),
-                text: r.get(1),
-                fields: TextFields {
-                    session: r.get(2),
-                    kind: Some(r.get(3)),
-                    key: r.get(4),
-                    time: Some(Timestamp(r.get(5))),
-                    ..TextFields::default()
-                },
-                score: -r.get::<f64, _>(6),
+            .map(|r| {
+                let hit = TextHit {
+                    id: r.get(0),
+                    text: r.get(1),
+                    fields: TextFields {
+                        session: r.get(2),
+                        kind: Some(r.get(3)),
+                        key: r.get(4),
+                        time: Some(Timestamp(r.get(5))),
+                        ..TextFields::default()
+                    },
+                    score: -r.get::<f64, _>(6),
+                };
+                let seen = r.get::<Option<i64>, _>(7);
+                (
+                    hit,
+                    seen.and_then(|n| usize::try_from(n).ok())
+                        .unwrap_or(usize::MAX),
+                )
             })
             .collect())
     }
 }
 
 /// Index rows ranked beyond the page, for superseded and forgotten memories to drop out of.
-const RANKED_MARGIN: i64 = 32;
+const RANKED_MARGIN: usize = 32;
 
-/// Unfiltered: the best `?8` index rows by score (see the `fts` module), then their
-/// memories (binds as below).
-const MEMORIES_RANKED_FIRST: &str = "SELECT m.id, m.search_text, m.session_id, m.kind, m.key, m.recorded_at, f.score \
-     FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts WHERE memories_fts MATCH ?1 \
-           ORDER BY score LIMIT ?8) f \
+/// Unfiltered: the best `?8` index rows by score (see the `fts` module), and how many there
+/// were (`seen`), then the current memories among them, best `?7` first (`?2`–`?6` unused;
+/// binds as below).
+const MEMORIES_RANKED_FIRST: &str = "SELECT m.id, m.search_text, m.session_id, m.kind, m.key, m.recorded_at, f.score, f.seen \
+     FROM (SELECT rowid, score, COUNT(*) OVER () AS seen \
+           FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts \
+                 WHERE memories_fts MATCH ?1 ORDER BY score LIMIT ?8)) f \
      JOIN memories m ON m.pos = f.rowid \
      WHERE m.superseded_by IS NULL AND m.forgotten_reason IS NULL \
        AND ?2 IS NULL AND ?3 IS NULL AND ?4 IS NULL AND ?5 IS NULL AND ?6 IS NULL \
      ORDER BY f.score LIMIT ?7";
 
-/// Every match filtered, then ranked: session, kind, key, from, to, limit (`?8` unused).
-const MEMORIES_FILTERED: &str = "SELECT m.id, m.search_text, m.session_id, m.kind, m.key, m.recorded_at, f.rank \
+/// Every match filtered, then ranked: session, kind, key, from, to, limit (`?8` unused;
+/// `seen` is not counted).
+const MEMORIES_FILTERED: &str = "SELECT m.id, m.search_text, m.session_id, m.kind, m.key, m.recorded_at, f.rank, NULL \
      FROM memories_fts f JOIN memories m ON m.pos = f.rowid \
      WHERE memories_fts MATCH ?1 AND m.superseded_by IS NULL AND m.forgotten_reason IS NULL \
        AND (?2 IS NULL OR m.session_id = ?2) AND (?3 IS NULL OR m.kind = ?3) \
@@ -296,5 +321,73 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Superseded and forgotten memories drop out of an unfiltered page whether it is cut
+    /// short by them (the full query answers) or holds every match (the ranked rows answer):
+    /// either way the page is the best current memories, as many as there are.
+    #[tokio::test]
+    async fn a_page_leaves_out_memories_that_are_not_current() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDatabase::open(SqliteConfig::new(dir.path().join("p.db")))
+            .await
+            .unwrap();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let current = |i: i64| i % 3 != 0 && i % 5 != 0;
+        for i in 0..300_i64 {
+            sqlx::query(
+                "INSERT INTO memories (id, kind, content, questions, source_message_ids, \
+                 recorded_at, search_text, superseded_by, forgotten_reason) \
+                 VALUES (?, 'fact', '', '[]', '[]', 0, ?, ?, ?)",
+            )
+            .bind(format!("m{i}"))
+            .bind(match i % 20 {
+                // A rare word, in fewer rows than any page takes with its margin.
+                0 | 1 => format!("{} zebra", sentence(&mut state, 3)),
+                _ => sentence(&mut state, 4 + (i % 7) as usize),
+            })
+            .bind((i % 3 == 0).then_some("newer"))
+            .bind((i % 5 == 0).then_some("wrong"))
+            .execute(&db.writer)
+            .await
+            .unwrap();
+        }
+        let index = SqliteProfileIndex::new(db.clone());
+        let (mut cases, mut fallbacks) = (0, 0);
+        for text in [
+            "lisbon cello",
+            "lantern",
+            "river piano train",
+            "harbour",
+            "zebra",
+        ] {
+            let expression = fts::match_expression(text, SearchMode::AnyWords, "search_text", None);
+            let all = ranked(&db, "memories_fts", &expression).await;
+            let best: Vec<f64> = all
+                .iter()
+                .filter(|(row, _)| current(row - 1))
+                .map(|(_, score)| -score)
+                .collect();
+            for limit in [1, 5, 20, best.len(), best.len() + 3, 200] {
+                let query = TextQuery::new(text, limit).mode(SearchMode::AnyWords);
+                let hits = index.search(namespaces::MEMORIES, &query).await.unwrap();
+                let scores: Vec<f64> = hits.iter().map(|h| h.score).collect();
+                let expected = &best[..limit.min(best.len())];
+                assert_eq!(scores, expected, "{text}, limit {limit}");
+                for hit in &hits {
+                    let i: i64 = hit.id[1..].parse().unwrap();
+                    assert!(current(i), "{text}: {} is not current", hit.id);
+                }
+                // Pages short of current memories, answered from the ranked rows alone and
+                // by the full query.
+                let whole = all.len() < limit + RANKED_MARGIN;
+                cases += usize::from(limit > best.len() && whole);
+                fallbacks += usize::from(limit > best.len() && !whole);
+            }
+        }
+        assert!(
+            cases > 0 && fallbacks > 0,
+            "{cases} whole, {fallbacks} cut short"
+        );
     }
 }

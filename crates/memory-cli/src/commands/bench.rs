@@ -404,6 +404,7 @@ async fn run_long_term(
     with_vectors
         .recall("big", RecallRequest::new(queries[0].clone(), 10))
         .await?;
+    eprintln!("timing: recall, every channel, {} queries", queries.len());
     let mut full = Vec::new();
     for q in &queries {
         let started = Instant::now();
@@ -416,6 +417,10 @@ async fn run_long_term(
         true => filtered_recalls(&with_vectors, &queries).await?,
         false => Vec::new(),
     };
+    eprintln!(
+        "timing: recall, text channels only, {} queries",
+        queries.len()
+    );
     let mut text_only = Vec::new();
     for q in &queries {
         let started = Instant::now();

@@ -66,15 +66,19 @@ fn process_cpu_ms() -> Option<f64> {
     Some((user + system) * 10.0)
 }
 
-/// Times `queries` recalls; returns their latencies and the CPU time per recall.
+/// Times `queries` recalls; returns their latencies and the CPU time per recall. Says on
+/// stderr when the timed loop starts (`timing: recall, {name}, {n} queries`), so a profiler
+/// can be pointed at it.
 async fn timed_recalls(
     service: &MemoryService,
+    name: &str,
     profile: &str,
     queries: &[String],
 ) -> Result<(Latency, Option<f64>), CliError> {
     service
         .recall(profile, RecallRequest::new(queries[0].clone(), 10))
         .await?;
+    eprintln!("timing: recall, {name}, {} queries", queries.len());
     let cpu_before = process_cpu_ms();
     let mut samples = Vec::with_capacity(queries.len());
     for q in queries {
@@ -124,9 +128,9 @@ pub(super) async fn compare(
     let exact = Arc::new(SqliteProfiles::new(root).approximate(None));
 
     let (recall_exact, cpu_exact) =
-        timed_recalls(&service(exact.clone()), profile, queries).await?;
+        timed_recalls(&service(exact.clone()), "exact scan", profile, queries).await?;
     let (recall_approximate, cpu_approximate) =
-        timed_recalls(&service(approximate.clone()), profile, queries).await?;
+        timed_recalls(&service(approximate.clone()), "graph", profile, queries).await?;
 
     let (mut found, mut total) = (0usize, 0usize);
     let exact_index = exact.vector_index(profile).await?;
