@@ -1,9 +1,12 @@
 //! The job queue on Redis: a hash per job (the authoritative record, with its lease token),
 //! an order of every job and of each profile's (sorted sets by enqueue sequence), the queued
-//! jobs (by enqueue sequence) and the running ones (by lease expiry) in sorted sets of their
-//! own, so a claim reads only jobs it could take: the oldest queued, and those whose lease
-//! has run out, never the many running under live leases. Claims and lease-checked writes are Lua scripts: atomic on the
-//! server, so of any number of concurrent claims exactly one gets a job.
+//! and the failed jobs (by enqueue sequence) and the running ones (by lease expiry) in sorted
+//! sets of their own, so a claim reads only jobs it could take: the oldest queued, and those
+//! whose lease has run out, never the many running under live leases; and a listing of the
+//! queued or the failed jobs (recall asks for a profile's failed ingests on every call) reads
+//! only those, never the done jobs that stay. Claims and lease-checked writes are Lua
+//! scripts: atomic on the server, so of any number of concurrent claims exactly one gets a
+//! job.
 //!
 //! Times come from the caller (`now`), as the port requires, so a lease expires by the
 //! workers' clock, never the server's. The job body is stored as the caller's JSON text and
@@ -16,8 +19,9 @@ use memory_core::{MemoryError, Result, Timestamp};
 use crate::database::RedisDatabase;
 use crate::error::{corrupt, redis};
 
-/// Lua helpers every script below starts with: `place` moves a job into the queued sets
-/// (score: its enqueue sequence), the running sets (score: its lease expiry) or neither.
+/// Lua helpers every script below starts with: `place` moves a job into the queued or the
+/// failed sets (score: its enqueue sequence), the running sets (score: its lease expiry) or
+/// none of them.
 macro_rules! lua_index {
     () => {
         r"
@@ -25,12 +29,15 @@ local function place(prefix, key, where, score)
   local id = redis.call('HGET', key, 'id')
   local profile = redis.call('HGET', key, 'profile')
   local sets = { prefix .. 'jobs:queued', prefix .. 'jobs:queued:' .. profile,
-                 prefix .. 'jobs:running', prefix .. 'jobs:running:' .. profile }
+                 prefix .. 'jobs:running', prefix .. 'jobs:running:' .. profile,
+                 prefix .. 'jobs:failed', prefix .. 'jobs:failed:' .. profile }
   for _, set in ipairs(sets) do redis.call('ZREM', set, id) end
-  if where == 'queued' then
+  if where == 'queued' or where == 'failed' then
     local seq = redis.call('HGET', key, 'seq')
-    redis.call('ZADD', sets[1], seq, id)
-    redis.call('ZADD', sets[2], seq, id)
+    local first = 1
+    if where == 'failed' then first = 5 end
+    redis.call('ZADD', sets[first], seq, id)
+    redis.call('ZADD', sets[first + 1], seq, id)
   elseif where == 'running' then
     redis.call('ZADD', sets[3], score, id)
     redis.call('ZADD', sets[4], score, id)
@@ -137,7 +144,7 @@ elseif op == 'fail' then
   local state = 'failed'
   if ARGV[6] == '1' then state = 'queued' end
   redis.call('HSET', KEYS[1], 'state', state, 'stage', ARGV[4], 'body', ARGV[5], 'updated_at', now)
-  if state == 'queued' then place(prefix, KEYS[1], 'queued', 0) else place(prefix, KEYS[1], 'none', 0) end
+  place(prefix, KEYS[1], state, 0)
 else
   redis.call('HSET', KEYS[1], 'state', 'queued', 'updated_at', now)
   place(prefix, KEYS[1], 'queued', 0)
@@ -173,6 +180,26 @@ return 1
 
 /// Jobs read per round trip while listing.
 const LIST_BATCH: usize = 200;
+
+/// Up to [`LIST_BATCH`] members of the sorted set `set` (job ids scored by enqueue
+/// sequence) scored after `after`, lowest first, with their scores.
+async fn page_after(
+    connection: &mut redis::aio::ConnectionManager,
+    set: &str,
+    after: i64,
+) -> Result<Vec<(String, i64)>> {
+    redis::cmd("ZRANGEBYSCORE")
+        .arg(set)
+        .arg(format!("({after}"))
+        .arg("+inf")
+        .arg("WITHSCORES")
+        .arg("LIMIT")
+        .arg(0)
+        .arg(LIST_BATCH)
+        .query_async(connection)
+        .await
+        .map_err(redis)
+}
 
 /// [`JobQueue`] on Redis.
 #[derive(Debug, Clone)]
@@ -255,6 +282,79 @@ impl RedisJobQueue {
             Some(p) => self.db.key(&format!("jobs:running:{p}")),
             None => self.db.key("jobs:running"),
         }
+    }
+
+    fn failed(&self, profile: Option<&str>) -> String {
+        match profile {
+            Some(p) => self.db.key(&format!("jobs:failed:{p}")),
+            None => self.db.key("jobs:failed"),
+        }
+    }
+
+    /// Puts the jobs that failed before the failed sets were kept into them, once per
+    /// deployment: the first listing of failed jobs reads every job's state, later ones
+    /// find the marker. A job that leaves the failed state meanwhile may stay in a set; a
+    /// listing checks each job's state, and its next move takes it out.
+    async fn index_failed(&self) -> Result<()> {
+        let mut connection = self.db.connection.clone();
+        let marker = self.db.key("jobs:failed-indexed");
+        let indexed: bool = redis::cmd("EXISTS")
+            .arg(&marker)
+            .query_async(&mut connection)
+            .await
+            .map_err(redis)?;
+        if indexed {
+            return Ok(());
+        }
+        let mut after = 0i64;
+        loop {
+            let page = page_after(&mut connection, &self.order(None), after).await?;
+            let Some((_, last)) = page.last() else {
+                break;
+            };
+            after = *last;
+            let mut pipe = redis::pipe();
+            for (id, _) in &page {
+                pipe.cmd("HMGET")
+                    .arg(self.job(id))
+                    .arg("state")
+                    .arg("profile");
+            }
+            let fields: Vec<(Option<String>, Option<String>)> =
+                pipe.query_async(&mut connection).await.map_err(redis)?;
+            let mut pipe = redis::pipe();
+            let mut found = 0;
+            for ((id, seq), (state, profile)) in page.iter().zip(fields) {
+                if let (Some("failed"), Some(profile)) = (state.as_deref(), profile) {
+                    found += 1;
+                    pipe.cmd("ZADD")
+                        .arg(self.failed(None))
+                        .arg(seq)
+                        .arg(id)
+                        .ignore();
+                    pipe.cmd("ZADD")
+                        .arg(self.failed(Some(&profile)))
+                        .arg(seq)
+                        .arg(id)
+                        .ignore();
+                }
+            }
+            if found > 0 {
+                pipe.query_async::<()>(&mut connection)
+                    .await
+                    .map_err(redis)?;
+            }
+            if page.len() < LIST_BATCH {
+                break;
+            }
+        }
+        redis::cmd("SET")
+            .arg(&marker)
+            .arg(1)
+            .query_async::<()>(&mut connection)
+            .await
+            .map_err(redis)?;
+        Ok(())
     }
 
     async fn claim_one(
@@ -515,23 +615,23 @@ impl JobQueue for RedisJobQueue {
         limit: usize,
     ) -> Result<JobPage> {
         let mut after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(0);
-        let order = self.order(filter.profile.as_deref());
+        let profile = filter.profile.as_deref();
+        // Every set read here is scored by enqueue sequence; each job read is checked
+        // against the whole filter below.
+        let order = match filter.state {
+            Some(JobState::Queued) => self.queued(profile),
+            Some(JobState::Failed) => {
+                self.index_failed().await?;
+                self.failed(profile)
+            }
+            _ => self.order(profile),
+        };
         let mut connection = self.db.connection.clone();
         let mut jobs = Vec::new();
         let mut last = None;
         let mut more = false;
         'pages: loop {
-            let page: Vec<(String, i64)> = redis::cmd("ZRANGEBYSCORE")
-                .arg(&order)
-                .arg(format!("({after}"))
-                .arg("+inf")
-                .arg("WITHSCORES")
-                .arg("LIMIT")
-                .arg(0)
-                .arg(LIST_BATCH)
-                .query_async(&mut connection)
-                .await
-                .map_err(redis)?;
+            let page = page_after(&mut connection, &order, after).await?;
             if page.is_empty() {
                 break;
             }
@@ -600,6 +700,8 @@ impl JobQueue for RedisJobQueue {
                 self.queued(Some(profile)),
                 self.running(None),
                 self.running(Some(profile)),
+                self.failed(None),
+                self.failed(Some(profile)),
             ] {
                 pipe.cmd("ZREM").arg(set).arg(&ids).ignore();
             }

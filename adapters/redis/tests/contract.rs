@@ -171,6 +171,91 @@ async fn claims_through_separate_connections_never_share_a_job() {
     db.drop_all().await.unwrap();
 }
 
+/// A job that failed before the queue kept its failed jobs in sets of their own (as an
+/// older version left it: in no such set, and no marker that they were filled) is found by
+/// the next listing of failed jobs; and deleting the profile's jobs leaves none of the sets.
+#[tokio::test]
+async fn failed_jobs_from_before_the_failed_sets_are_listed() {
+    use memory_core::ports::{JobFilter, JobState, NewJob};
+    let Some(db) = fresh_database("jobs-failed").await else {
+        return;
+    };
+    let queue = RedisJobQueue::new(db.clone());
+    let failed_in = |profile: &str| JobFilter {
+        profile: Some(profile.to_owned()),
+        kind: None,
+        state: Some(JobState::Failed),
+    };
+    for id in ["j1", "j2"] {
+        let job = NewJob {
+            id: id.into(),
+            kind: "ingest".into(),
+            profile: "p".into(),
+            stage: "queued".into(),
+            body: serde_json::json!({}),
+        };
+        queue.enqueue(job, Timestamp(1)).await.unwrap();
+    }
+    let (_, lease) = queue
+        .claim_id("j1", "w", 100, Timestamp(2))
+        .await
+        .unwrap()
+        .unwrap();
+    queue
+        .fail(
+            &lease,
+            "extracting",
+            serde_json::json!("e"),
+            false,
+            Timestamp(3),
+        )
+        .await
+        .unwrap();
+    let ids = |page: memory_core::ports::JobPage| -> Vec<String> {
+        page.jobs.into_iter().map(|j| j.id).collect()
+    };
+    assert_eq!(
+        ids(queue.list(&failed_in("p"), None, 10).await.unwrap()),
+        ["j1"]
+    );
+
+    let client = redis::Client::open(std::env::var("MEMORY_REDIS_URL").unwrap()).unwrap();
+    let mut raw = client.get_multiplexed_async_connection().await.unwrap();
+    let prefix = db.prefix().to_owned();
+    let mut forget = redis::pipe();
+    forget
+        .cmd("ZREM")
+        .arg(format!("{prefix}jobs:failed"))
+        .arg("j1");
+    forget
+        .cmd("ZREM")
+        .arg(format!("{prefix}jobs:failed:p"))
+        .arg("j1");
+    forget
+        .cmd("DEL")
+        .arg(format!("{prefix}jobs:failed-indexed"));
+    let (a, b, c): (u64, u64, u64) = forget.query_async(&mut raw).await.unwrap();
+    assert_eq!(
+        (a, b, c),
+        (1, 1, 1),
+        "the sets and the marker as this version keeps them"
+    );
+    assert_eq!(
+        ids(queue.list(&failed_in("p"), None, 10).await.unwrap()),
+        ["j1"]
+    );
+    assert!(ids(queue.list(&failed_in("q"), None, 10).await.unwrap()).is_empty());
+
+    assert_eq!(queue.delete_profile_jobs("p").await.unwrap(), 2);
+    let left = db.all_keys().await.unwrap();
+    assert!(
+        left.iter()
+            .all(|k| !k.contains("jobs:failed:") && !k.ends_with("jobs:failed")),
+        "failed sets remain: {left:?}"
+    );
+    db.drop_all().await.unwrap();
+}
+
 /// Deleting a session's record and a prefix of keys leaves no key of them behind: the
 /// keyspace under the prefix is scanned afterwards.
 #[tokio::test]

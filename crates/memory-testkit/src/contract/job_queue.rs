@@ -33,6 +33,7 @@ pub async fn run_all(queue: Arc<dyn JobQueue>) {
     a_lost_lease_refuses_every_write(queue.as_ref()).await;
     fail_retry_cancel_and_complete(queue.as_ref()).await;
     list_pages_and_filters(queue.as_ref()).await;
+    listings_by_state_follow_every_move(queue.as_ref()).await;
     concurrent_claims_never_share_a_job(queue).await;
 }
 
@@ -328,6 +329,108 @@ pub async fn list_pages_and_filters(queue: &dyn JobQueue) {
             .is_err()
     );
     assert_eq!(queue.delete_profile_jobs(&profile).await.unwrap(), 5);
+}
+
+/// A listing by state holds exactly the jobs in that state, oldest first and page by page,
+/// after every move: a failure with and without retry, a retry, a completion, a
+/// cancellation, and a claim.
+pub async fn listings_by_state_follow_every_move(queue: &dyn JobQueue) {
+    let (profile, other) = (unique("jq"), unique("jq"));
+    let profile = &profile;
+    let ids: Vec<String> = (0..6).map(|_| unique("job")).collect();
+    for (i, id) in ids.iter().enumerate() {
+        queue
+            .enqueue(job(id, profile), Timestamp(i as i64))
+            .await
+            .unwrap();
+    }
+    // A failed job of another profile, which no listing of `profile` shows.
+    let stranger = unique("job");
+    queue
+        .enqueue(job(&stranger, &other), Timestamp(6))
+        .await
+        .unwrap();
+    let fail = |id: String, retry: bool, at: i64| async move {
+        let (_, lease) = queue
+            .claim_id(&id, "w", 100, Timestamp(at))
+            .await
+            .unwrap()
+            .unwrap();
+        queue
+            .fail(&lease, "extracting", json!("e"), retry, Timestamp(at + 1))
+            .await
+            .unwrap();
+    };
+    fail(ids[0].clone(), false, 10).await;
+    fail(ids[2].clone(), false, 12).await;
+    fail(ids[4].clone(), false, 14).await;
+    fail(ids[1].clone(), true, 16).await;
+    fail(stranger.clone(), false, 18).await;
+    let (_, lease) = queue
+        .claim_id(&ids[5], "w", 100, Timestamp(20))
+        .await
+        .unwrap()
+        .unwrap();
+    queue
+        .complete(&lease, "done", json!(null), Timestamp(21))
+        .await
+        .unwrap();
+    let listed = |state: JobState| {
+        let filter = JobFilter {
+            state: Some(state),
+            ..only(profile)
+        };
+        async move {
+            let (mut seen, mut cursor) = (Vec::new(), None);
+            loop {
+                let page = queue.list(&filter, cursor, 2).await.unwrap();
+                assert!(
+                    page.jobs
+                        .iter()
+                        .all(|j| j.state == state && j.profile == *profile)
+                );
+                seen.extend(page.jobs.into_iter().map(|j| j.id));
+                match page.next_cursor {
+                    Some(next) => cursor = Some(next),
+                    None => return seen,
+                }
+            }
+        }
+    };
+    assert_eq!(
+        listed(JobState::Failed).await,
+        [&ids[0], &ids[2], &ids[4]].map(String::clone)
+    );
+    assert_eq!(
+        listed(JobState::Queued).await,
+        [&ids[1], &ids[3]].map(String::clone)
+    );
+    assert_eq!(listed(JobState::Done).await, [ids[5].clone()]);
+    assert!(queue.retry(&ids[2], Timestamp(30)).await.unwrap());
+    assert!(
+        queue
+            .cancel(&ids[4], json!(null), Timestamp(31))
+            .await
+            .unwrap()
+    );
+    // A failure after the first listings is listed too.
+    fail(ids[3].clone(), false, 32).await;
+    queue
+        .claim_id(&ids[1], "w", 100, Timestamp(34))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        listed(JobState::Failed).await,
+        [&ids[0], &ids[3]].map(String::clone)
+    );
+    assert_eq!(listed(JobState::Queued).await, [ids[2].clone()]);
+    assert_eq!(listed(JobState::Running).await, [ids[1].clone()]);
+    assert_eq!(listed(JobState::Cancelled).await, [ids[4].clone()]);
+    assert_eq!(queue.delete_profile_jobs(profile).await.unwrap(), 6);
+    assert!(listed(JobState::Failed).await.is_empty());
+    assert!(listed(JobState::Queued).await.is_empty());
+    assert_eq!(queue.delete_profile_jobs(&other).await.unwrap(), 1);
 }
 
 /// Of many concurrent claims, each job goes to exactly one.
