@@ -94,18 +94,6 @@ fn raw_from_row_at(r: &PgRow, first: usize) -> Result<RawMessage> {
     })
 }
 
-fn limit_plus_one(limit: usize) -> i64 {
-    i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1)
-}
-
-fn next_cursor(more: bool, last: Option<i64>) -> Option<String> {
-    if more {
-        last.map(memory_core::cursor::position)
-    } else {
-        None
-    }
-}
-
 #[async_trait]
 impl RawMessageStore for PostgresLongTermMemory {
     async fn insert_raw(&self, messages: Vec<RawMessage>) -> Result<RawMessageInsert> {
@@ -169,22 +157,11 @@ impl RawMessageStore for PostgresLongTermMemory {
                 )))
                 .bind(self.profile_key)
                 .bind(after)
-                .bind(limit_plus_one(limit))
+                .bind(memory_core::cursor::one_more(limit))
                 .fetch_all(&self.db.pool)
                 .await
                 .map_err(db)?;
-                let more = rows.len() > limit;
-                let page = rows
-                    .iter()
-                    .take(limit)
-                    .map(raw_from_row)
-                    .collect::<Result<Vec<_>>>()?;
-                let last = rows
-                    .iter()
-                    .take(limit)
-                    .next_back()
-                    .map(|r| r.get::<i64, _>(6));
-                Ok((page, next_cursor(more, last)))
+                memory_core::cursor::page_of(&rows, limit, |r| r.get(6), raw_from_row)
             })
             .await
     }
@@ -306,19 +283,12 @@ impl RawMessageStore for PostgresLongTermMemory {
                 )))
                 .bind(self.profile_key)
                 .bind(after)
-                .bind(limit_plus_one(limit));
+                .bind(memory_core::cursor::one_more(limit));
                 for param in &params {
                     query = query.bind(param);
                 }
                 let rows = query.fetch_all(&self.db.pool).await.map_err(db)?;
-                let more = rows.len() > limit;
-                let ids = rows.iter().take(limit).map(|r| r.get(0)).collect();
-                let last = rows
-                    .iter()
-                    .take(limit)
-                    .next_back()
-                    .map(|r| r.get::<i64, _>(1));
-                Ok((ids, next_cursor(more, last)))
+                memory_core::cursor::page_of(&rows, limit, |r| r.get(1), |r| Ok(r.get(0)))
             })
             .await
     }
@@ -520,22 +490,17 @@ impl MemoryRecordStore for PostgresLongTermMemory {
             .bind(filter.to.map(Timestamp::millis))
             .bind(filter.include_superseded)
             .bind(filter.include_forgotten)
-            .bind(limit_plus_one(limit))
+            .bind(memory_core::cursor::one_more(limit))
             .bind(filter.current_at.map(Timestamp::millis));
             for param in &params {
                 query = query.bind(param);
             }
             let rows = query.fetch_all(&self.db.pool).await.map_err(db)?;
-            let more = rows.len() > limit;
-            let mut memories = Vec::with_capacity(limit.min(rows.len()));
-            let mut last = None;
-            for row in rows.iter().take(limit) {
-                last = Some(row.get::<i64, _>(0));
-                memories.push(from_row(row)?);
-            }
+            let (memories, next_cursor) =
+                memory_core::cursor::page_of(&rows, limit, |row| row.get(0), from_row)?;
             Ok(MemoryPage {
                 memories,
-                next_cursor: next_cursor(more, last),
+                next_cursor,
             })
             })
             .await

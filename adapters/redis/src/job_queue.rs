@@ -12,6 +12,9 @@
 //! workers' clock, never the server's. The job body is stored as the caller's JSON text and
 //! never parsed on the server.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use async_trait::async_trait;
 use memory_core::ports::{JobFilter, JobLease, JobPage, JobQueue, JobRecord, JobState, NewJob};
 use memory_core::{MemoryError, Result, Timestamp};
@@ -210,6 +213,9 @@ pub struct RedisJobQueue {
     leased: redis::Script,
     retry: redis::Script,
     cancel: redis::Script,
+    /// The failed sets are known to be filled (the marker was seen or set): shared by clones,
+    /// so a listing reads the marker once per process, not once per call.
+    failed_indexed: Arc<AtomicBool>,
 }
 
 /// A record from `HGETALL`'s field/value pairs.
@@ -256,6 +262,7 @@ impl RedisJobQueue {
             leased: redis::Script::new(LEASED),
             retry: redis::Script::new(RETRY),
             cancel: redis::Script::new(CANCEL),
+            failed_indexed: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -296,6 +303,9 @@ impl RedisJobQueue {
     /// find the marker. A job that leaves the failed state meanwhile may stay in a set; a
     /// listing checks each job's state, and its next move takes it out.
     async fn index_failed(&self) -> Result<()> {
+        if self.failed_indexed.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let mut connection = self.db.connection.clone();
         let marker = self.db.key("jobs:failed-indexed");
         let indexed: bool = redis::cmd("EXISTS")
@@ -304,6 +314,7 @@ impl RedisJobQueue {
             .await
             .map_err(redis)?;
         if indexed {
+            self.failed_indexed.store(true, Ordering::Release);
             return Ok(());
         }
         let mut after = 0i64;
@@ -354,6 +365,7 @@ impl RedisJobQueue {
             .query_async::<()>(&mut connection)
             .await
             .map_err(redis)?;
+        self.failed_indexed.store(true, Ordering::Release);
         Ok(())
     }
 

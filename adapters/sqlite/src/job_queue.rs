@@ -343,25 +343,13 @@ impl JobQueue for SqliteJobQueue {
             query = query.bind(value);
         }
         let rows = query
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+            .bind(memory_core::cursor::one_more(limit))
             .fetch_all(&self.db.reader)
             .await
             .map_err(db)?;
-        let more = rows.len() > limit;
-        let mut jobs = Vec::with_capacity(limit.min(rows.len()));
-        let mut last = None;
-        for row in rows.iter().take(limit) {
-            last = Some(row.get::<i64, _>(11));
-            jobs.push(from_row(row)?);
-        }
-        Ok(JobPage {
-            jobs,
-            next_cursor: if more {
-                last.map(memory_core::cursor::position)
-            } else {
-                None
-            },
-        })
+        let (jobs, next_cursor) =
+            memory_core::cursor::page_of(&rows, limit, |row| row.get(11), from_row)?;
+        Ok(JobPage { jobs, next_cursor })
     }
 
     async fn delete_profile_jobs(&self, profile: &str) -> Result<u64> {

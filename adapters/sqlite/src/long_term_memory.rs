@@ -129,29 +129,11 @@ impl RawMessageStore for SqliteLongTermMemory {
             "SELECT {RAW_COLUMNS}, r.doc FROM raw_messages r WHERE r.doc > ? ORDER BY r.doc LIMIT ?"
         )))
         .bind(after)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+        .bind(memory_core::cursor::one_more(limit))
         .fetch_all(&self.db.reader)
         .await
         .map_err(db)?;
-        let more = rows.len() > limit;
-        let last = rows
-            .iter()
-            .take(limit)
-            .next_back()
-            .map(|r| r.get::<i64, _>(6));
-        let page = rows
-            .iter()
-            .take(limit)
-            .map(raw_from_row)
-            .collect::<Result<Vec<_>>>()?;
-        Ok((
-            page,
-            if more {
-                last.map(memory_core::cursor::position)
-            } else {
-                None
-            },
-        ))
+        memory_core::cursor::page_of(&rows, limit, |r| r.get(6), raw_from_row)
     }
 
     async fn raw_by_ids(&self, ids: &[String]) -> Result<Vec<RawMessage>> {
@@ -248,24 +230,10 @@ impl RawMessageStore for SqliteLongTermMemory {
             "SELECT id, doc FROM raw_messages WHERE doc > ?1 AND ({condition}) ORDER BY doc LIMIT ?2"
         )))
         .bind(after)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1));
+        .bind(memory_core::cursor::one_more(limit));
         query = crate::metadata_filter::bind_all(query, params);
         let rows = query.fetch_all(&self.db.reader).await.map_err(db)?;
-        let more = rows.len() > limit;
-        let ids = rows.iter().take(limit).map(|r| r.get(0)).collect();
-        let last = rows
-            .iter()
-            .take(limit)
-            .next_back()
-            .map(|r| r.get::<i64, _>(1));
-        Ok((
-            ids,
-            if more {
-                last.map(memory_core::cursor::position)
-            } else {
-                None
-            },
-        ))
+        memory_core::cursor::page_of(&rows, limit, |r| r.get(1), |r| Ok(r.get(0)))
     }
 
     async fn purge_raw(&self, ids: &[String]) -> Result<u64> {
@@ -419,24 +387,15 @@ impl MemoryRecordStore for SqliteLongTermMemory {
             .bind(filter.to.map(Timestamp::millis))
             .bind(filter.include_superseded)
             .bind(filter.include_forgotten)
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+            .bind(memory_core::cursor::one_more(limit))
             .bind(filter.current_at.map(Timestamp::millis));
         query = crate::metadata_filter::bind_all(query, params);
         let rows = query.fetch_all(&self.db.reader).await.map_err(db)?;
-        let more = rows.len() > limit;
-        let mut memories = Vec::with_capacity(limit.min(rows.len()));
-        let mut last = None;
-        for row in rows.iter().take(limit) {
-            last = Some(row.get::<i64, _>(0));
-            memories.push(from_row(row)?);
-        }
+        let (memories, next_cursor) =
+            memory_core::cursor::page_of(&rows, limit, |row| row.get(0), from_row)?;
         Ok(MemoryPage {
             memories,
-            next_cursor: if more {
-                last.map(memory_core::cursor::position)
-            } else {
-                None
-            },
+            next_cursor,
         })
     }
 

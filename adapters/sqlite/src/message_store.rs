@@ -565,28 +565,24 @@ impl MessageStore for SqliteMessageStore {
         )
         .bind(key)
         .bind(after)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1))
+        .bind(memory_core::cursor::one_more(limit))
         .fetch_all(&mut *conn)
         .await
         .map_err(db)?;
-        let more = rows.len() > limit;
-        let mut messages = Vec::with_capacity(rows.len().min(limit));
-        let mut last = None;
-        for row in rows.iter().take(limit) {
-            let json: &str = row.get(1);
-            last = Some(row.get::<i64, _>(0));
-            messages.push(StoredMessage {
-                message: decode(json)?,
-                parent_id: row.get(2),
-            });
-        }
+        let (messages, next_cursor) = memory_core::cursor::page_of(
+            &rows,
+            limit,
+            |row| row.get(0),
+            |row| {
+                Ok(StoredMessage {
+                    message: decode(row.get::<&str, _>(1))?,
+                    parent_id: row.get(2),
+                })
+            },
+        )?;
         Ok(MessagePage {
             messages,
-            next_cursor: if more {
-                last.map(memory_core::cursor::position)
-            } else {
-                None
-            },
+            next_cursor,
         })
     }
 
