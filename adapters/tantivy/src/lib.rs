@@ -21,6 +21,7 @@
 mod cjk;
 mod committer;
 mod error;
+mod id_column;
 mod language;
 mod options;
 mod schema;

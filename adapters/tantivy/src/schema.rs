@@ -11,6 +11,9 @@ use crate::language::language_of;
 /// The name of the analyzed text field.
 const TEXT: &str = "text";
 
+/// The name of the document id field.
+pub(crate) const ID: &str = "id";
+
 /// The fields of the schema.
 #[derive(Clone, Copy)]
 pub(crate) struct Fields {
@@ -26,8 +29,19 @@ pub(crate) struct Fields {
     pub time: Field,
 }
 
+/// How an index keeps its documents' ids: every new index also as a fast (columnar) field,
+/// so a search returns ids without reading stored documents; indexes made before that keep
+/// them stored only, and are read that way until rebuilt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IdColumn {
+    /// Stored and fast.
+    Fast,
+    /// Stored only (indexes made before fast ids).
+    StoredOnly,
+}
+
 /// The schema of an index whose text field is analyzed by the analyzer named `analyzer`.
-pub(crate) fn schema(analyzer: &str) -> (Schema, Fields) {
+pub(crate) fn schema(analyzer: &str, ids: IdColumn) -> (Schema, Fields) {
     let mut builder = Schema::builder();
     let text_options = TextOptions::default().set_stored().set_indexing_options(
         TextFieldIndexing::default()
@@ -37,7 +51,10 @@ pub(crate) fn schema(analyzer: &str) -> (Schema, Fields) {
     let fields = Fields {
         namespace: builder.add_text_field("namespace", STRING),
         key: builder.add_text_field("key", STRING),
-        id: builder.add_text_field("id", STRING | STORED),
+        id: match ids {
+            IdColumn::Fast => builder.add_text_field(ID, STRING | STORED | FAST),
+            IdColumn::StoredOnly => builder.add_text_field(ID, STRING | STORED),
+        },
         text: builder.add_text_field(TEXT, text_options),
         session: builder.add_text_field("session", STRING | STORED),
         role: builder.add_text_field("role", STRING | STORED),

@@ -6,20 +6,26 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::ports::{
-    TextDocument, TextFields, TextHit, TextIndex, TextIndexCapabilities, TextQuery,
+    ScoredId, TextDocument, TextFields, TextHit, TextIndex, TextIndexCapabilities, TextQuery,
 };
 use memory_core::{MemoryError, Result, SearchMode, TextLanguage, Timestamp};
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{BooleanQuery, Occur, PhraseQuery, Query, RangeQuery, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Value};
-use tantivy::{Index, IndexReader, IndexSettings, ReloadPolicy, Searcher, TantivyDocument, Term};
+use tantivy::{
+    DocAddress, Index, IndexReader, IndexSettings, ReloadPolicy, Searcher, TantivyDocument, Term,
+};
 
 use crate::committer::{Change, Committer};
 use crate::error::{BACKEND, tantivy_error};
+use crate::id_column::IdCache;
 use crate::language::{LEGACY_ENGLISH, analyzer, analyzer_name, has_stop_words, stems};
 use crate::options::TantivyOptions;
-use crate::schema::{Fields, recorded_analyzer, schema, unique_key};
+use crate::schema::{Fields, IdColumn, recorded_analyzer, schema, unique_key};
 use crate::shared::{SharedWriter, lock_directory};
+
+/// The best documents of a search, with their scores, and the searcher that found them.
+type Found = (Searcher, Vec<(f32, DocAddress)>);
 
 /// Memory each indexing thread may use before it writes a segment.
 const HEAP_PER_THREAD: usize = 32 * 1024 * 1024;
@@ -54,6 +60,10 @@ struct Inner {
     reader: IndexReader,
     index: Index,
     fields: Fields,
+    /// Whether ids can be read from a fast field (else from stored documents).
+    ids: IdColumn,
+    /// The fast field's ids, per segment.
+    id_cache: IdCache,
     committer: Committer,
 }
 
@@ -89,7 +99,7 @@ impl TantivyTextIndex {
             true => Some(lock_directory(&path, options.lock_wait)?),
             false => None,
         };
-        let (index, analyzer_name, fields) = open_or_create(&path, language)?;
+        let (index, analyzer_name, fields, ids) = open_or_create(&path, language)?;
         drop(creating);
         index
             .tokenizers()
@@ -151,6 +161,8 @@ impl TantivyTextIndex {
                 reader,
                 index,
                 fields,
+                ids,
+                id_cache: IdCache::default(),
                 committer,
             }),
         })
@@ -293,6 +305,75 @@ impl TantivyTextIndex {
         }
     }
 
+    /// The best `query.limit` documents of `namespace` for `query` with their scores, and the
+    /// searcher that found them (`None` when the query can match nothing).
+    fn top(&self, namespace: &str, query: &TextQuery) -> Result<Option<Found>> {
+        if query.is_empty() {
+            return Ok(None);
+        }
+        let f = self.inner.fields;
+        // User words are analyzed into terms; nothing of theirs reaches a query parser.
+        let mut words: Vec<Vec<String>> = Vec::new();
+        for word in query.terms() {
+            let tokens = self.tokens(word)?;
+            if !tokens.is_empty() {
+                words.push(tokens);
+            }
+        }
+        if words.is_empty() {
+            return Ok(None);
+        }
+        let term = |t: &str| Term::from_field_text(f.text, t);
+        let scored: Box<dyn Query> = match query.mode {
+            SearchMode::Phrase => {
+                // The words in order, at their relative positions (stop-word gaps kept).
+                let phrase = query.terms().join(" ");
+                let terms: Vec<(usize, Term)> = self
+                    .positioned_tokens(&phrase)?
+                    .into_iter()
+                    .map(|(position, t)| (position, term(&t)))
+                    .collect();
+                if terms.len() == 1 {
+                    Box::new(TermQuery::new(
+                        terms[0].1.clone(),
+                        IndexRecordOption::WithFreqs,
+                    ))
+                } else {
+                    let first = terms.first().map_or(0, |(p, _)| *p);
+                    let shifted = terms.into_iter().map(|(p, t)| (p - first, t)).collect();
+                    Box::new(PhraseQuery::new_with_offset(shifted))
+                }
+            }
+            SearchMode::AllWords | SearchMode::AnyWords => {
+                let occur = if query.mode == SearchMode::AllWords {
+                    Occur::Must
+                } else {
+                    Occur::Should
+                };
+                let clauses: Vec<(Occur, Box<dyn Query>)> = words
+                    .iter()
+                    .flatten()
+                    .map(|t| {
+                        (
+                            occur,
+                            Box::new(TermQuery::new(term(t), IndexRecordOption::WithFreqs))
+                                as Box<dyn Query>,
+                        )
+                    })
+                    .collect();
+                Box::new(BooleanQuery::new(clauses))
+            }
+        };
+        let mut clauses = vec![(Occur::Must, scored)];
+        clauses.extend(self.restrictions(namespace, query));
+        let full = BooleanQuery::new(clauses);
+        let searcher = self.searcher()?;
+        let top = searcher
+            .search(&full, &TopDocs::with_limit(query.limit).order_by_score())
+            .map_err(tantivy_error)?;
+        Ok(Some((searcher, top)))
+    }
+
     fn count_matching(&self, query: &dyn Query) -> Result<u64> {
         let searcher = self.searcher()?;
         Ok(searcher.search(query, &Count).map_err(tantivy_error)? as u64)
@@ -351,73 +432,40 @@ impl TextIndex for TantivyTextIndex {
     }
 
     async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>> {
-        if query.is_empty() {
+        let Some((searcher, top)) = self.top(namespace, query)? else {
             return Ok(Vec::new());
-        }
-        let f = self.inner.fields;
-        // User words are analyzed into terms; nothing of theirs reaches a query parser.
-        let mut words: Vec<Vec<String>> = Vec::new();
-        for word in query.terms() {
-            let tokens = self.tokens(word)?;
-            if !tokens.is_empty() {
-                words.push(tokens);
-            }
-        }
-        if words.is_empty() {
-            return Ok(Vec::new());
-        }
-        let term = |t: &str| Term::from_field_text(f.text, t);
-        let scored: Box<dyn Query> = match query.mode {
-            SearchMode::Phrase => {
-                // The words in order, at their relative positions (stop-word gaps kept).
-                let phrase = query.terms().join(" ");
-                let terms: Vec<(usize, Term)> = self
-                    .positioned_tokens(&phrase)?
-                    .into_iter()
-                    .map(|(position, t)| (position, term(&t)))
-                    .collect();
-                if terms.len() == 1 {
-                    Box::new(TermQuery::new(
-                        terms[0].1.clone(),
-                        IndexRecordOption::WithFreqs,
-                    ))
-                } else {
-                    let first = terms.first().map_or(0, |(p, _)| *p);
-                    let shifted = terms.into_iter().map(|(p, t)| (p - first, t)).collect();
-                    Box::new(PhraseQuery::new_with_offset(shifted))
-                }
-            }
-            SearchMode::AllWords | SearchMode::AnyWords => {
-                let occur = if query.mode == SearchMode::AllWords {
-                    Occur::Must
-                } else {
-                    Occur::Should
-                };
-                let clauses: Vec<(Occur, Box<dyn Query>)> = words
-                    .iter()
-                    .flatten()
-                    .map(|t| {
-                        (
-                            occur,
-                            Box::new(TermQuery::new(term(t), IndexRecordOption::WithFreqs))
-                                as Box<dyn Query>,
-                        )
-                    })
-                    .collect();
-                Box::new(BooleanQuery::new(clauses))
-            }
         };
-        let mut clauses = vec![(Occur::Must, scored)];
-        clauses.extend(self.restrictions(namespace, query));
-        let full = BooleanQuery::new(clauses);
-        let searcher = self.searcher()?;
-        let top = searcher
-            .search(&full, &TopDocs::with_limit(query.limit).order_by_score())
-            .map_err(tantivy_error)?;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address).map_err(tantivy_error)?;
             hits.push(self.hit(&doc, score));
+        }
+        Ok(hits)
+    }
+
+    async fn search_ids(&self, namespace: &str, query: &TextQuery) -> Result<Vec<ScoredId>> {
+        let Some((searcher, top)) = self.top(namespace, query)? else {
+            return Ok(Vec::new());
+        };
+        if self.inner.ids == IdColumn::StoredOnly {
+            let mut hits = Vec::with_capacity(top.len());
+            for (score, address) in top {
+                let doc: TantivyDocument = searcher.doc(address).map_err(tantivy_error)?;
+                hits.push(ScoredId::from(self.hit(&doc, score)));
+            }
+            return Ok(hits);
+        }
+        let segments = self.inner.id_cache.segments(&searcher)?;
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let id = segments
+                .get(address.segment_ord as usize)
+                .and_then(|ids| ids.id(address.doc_id))
+                .unwrap_or_default();
+            hits.push(ScoredId {
+                id: id.to_owned(),
+                score: f64::from(score),
+            });
         }
         Ok(hits)
     }
@@ -433,8 +481,12 @@ impl TextIndex for TantivyTextIndex {
     }
 }
 
-/// Opens the index in `path`, or creates it in `language`; its analyzer's name and fields.
-fn open_or_create(path: &Path, language: TextLanguage) -> Result<(Index, String, Fields)> {
+/// Opens the index in `path`, or creates it in `language`; its analyzer's name, fields and
+/// how it keeps ids.
+fn open_or_create(
+    path: &Path,
+    language: TextLanguage,
+) -> Result<(Index, String, Fields, IdColumn)> {
     let directory = tantivy::directory::MmapDirectory::open(path)
         .map_err(|e| MemoryError::backend(BACKEND, format!("opening {}: {e}", path.display())))?;
     let exists = Index::exists(&directory)
@@ -446,15 +498,20 @@ fn open_or_create(path: &Path, language: TextLanguage) -> Result<(Index, String,
             Some((name, _)) if name == LEGACY_ENGLISH && language == TextLanguage::English => name,
             _ => analyzer_name(language),
         };
-        let (schema, fields) = schema(&name);
+        // An index made before fast ids is read through its stored documents.
+        let ids = match schema(&name, IdColumn::StoredOnly) {
+            (old, _) if old == index.schema() => IdColumn::StoredOnly,
+            _ => IdColumn::Fast,
+        };
+        let (schema, fields) = schema(&name, ids);
         check_schema(path, &index.schema(), &schema, language)?;
-        Ok((index, name, fields))
+        Ok((index, name, fields, ids))
     } else {
         let name = analyzer_name(language);
-        let (schema, fields) = schema(&name);
+        let (schema, fields) = schema(&name, IdColumn::Fast);
         let index =
             Index::create(directory, schema, IndexSettings::default()).map_err(tantivy_error)?;
-        Ok((index, name, fields))
+        Ok((index, name, fields, IdColumn::Fast))
     }
 }
 
@@ -494,13 +551,51 @@ fn check_schema(
 mod tests {
     use super::*;
 
+    /// The ids and scores of `search`'s hits in namespace `n`.
+    async fn searched_ids(index: &TantivyTextIndex, query: &TextQuery) -> Vec<ScoredId> {
+        let hits = index.search("n", query).await.unwrap();
+        hits.into_iter().map(ScoredId::from).collect()
+    }
+
+    /// A new index keeps ids in a fast column, and search_ids reads them from there.
+    #[tokio::test]
+    async fn a_new_index_reads_ids_from_the_fast_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = TantivyTextIndex::open(dir.path()).unwrap();
+        assert_eq!(index.inner.ids, IdColumn::Fast);
+        for (id, text) in [("a", "otters swim"), ("b", "otters otters sleep")] {
+            // One commit each: two segments.
+            index
+                .upsert("n", vec![TextDocument::new(id, text)])
+                .await
+                .unwrap();
+        }
+        let query = TextQuery::new("otters", 5);
+        let hits = searched_ids(&index, &query).await;
+        assert_eq!(hits.len(), 2);
+        assert_eq!(index.search_ids("n", &query).await.unwrap(), hits);
+        // A delete rewrites the segments: the new ones' ids are read, the old ones forgotten.
+        assert_eq!(index.delete("n", &["b".to_owned()]).await.unwrap(), 1);
+        index
+            .upsert("n", vec![TextDocument::new("c", "otters everywhere")])
+            .await
+            .unwrap();
+        let hits = searched_ids(&index, &query).await;
+        let mut found: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        found.sort_unstable();
+        assert_eq!(found, ["a", "c"]);
+        assert_eq!(index.search_ids("n", &query).await.unwrap(), hits);
+        let searched = index.searcher().unwrap().segment_readers().len();
+        assert_eq!(index.inner.id_cache.len(), searched);
+    }
+
     /// An index made before languages were chosen (its analyzer named `memory_en_stem`)
     /// opens as English and keeps working; opened as another language it is refused.
     #[tokio::test]
     async fn an_index_with_the_old_english_analyzer_name_opens_as_english() {
         let dir = tempfile::tempdir().unwrap();
         let directory = tantivy::directory::MmapDirectory::open(dir.path()).unwrap();
-        let (legacy, _) = schema(LEGACY_ENGLISH);
+        let (legacy, _) = schema(LEGACY_ENGLISH, IdColumn::StoredOnly);
         drop(Index::create(directory, legacy, IndexSettings::default()).unwrap());
         let index = TantivyTextIndex::open(dir.path()).unwrap();
         index
@@ -512,6 +607,13 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(hits.len(), 1);
+        // Its ids are stored only: search_ids reads them from the documents.
+        assert_eq!(index.inner.ids, IdColumn::StoredOnly);
+        let ranked = index
+            .search_ids("n", &TextQuery::new("keeper", 5))
+            .await
+            .unwrap();
+        assert_eq!(ranked, [ScoredId::from(hits[0].clone())]);
         drop(index);
         let french = TantivyOptions::default().language(TextLanguage::French);
         let error = TantivyTextIndex::open_with(dir.path(), french).unwrap_err();

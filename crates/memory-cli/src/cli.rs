@@ -841,6 +841,10 @@ pub enum BenchCommand {
         /// true`), the baseline of the approximate graph.
         #[arg(long)]
         exact_vectors: bool,
+        /// SQLite: the full-text indexes, `sqlite` (FTS5, the default) or `tantivy`
+        /// (`[storage] text = "tantivy"`, on disk beside the databases, still no server).
+        #[arg(long, default_value = "sqlite", value_parser = ["sqlite", "tantivy"])]
+        text: String,
     },
     /// The local embedders (`local`, `local-int8`) side by side on the same LoCoMo turns:
     /// texts per second and how closely their vectors agree.

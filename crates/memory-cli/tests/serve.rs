@@ -229,43 +229,47 @@ fn keys_from_memory_keys_new_open_their_tenant_only() {
     assert!(stderr.contains("worker ran 1 jobs"), "{stderr}");
 }
 
-/// `memory bench serve`, tiny: every phase answers every request, and the baseline table is
-/// printed beside it.
+/// `memory bench serve`, tiny, with text on FTS5 and on Tantivy: every phase answers every
+/// request, and the baseline table is printed beside it.
 #[test]
 fn bench_serve_measures_every_operation_without_failures() {
-    let out = Command::new(assert_cmd::cargo::cargo_bin("memory"))
-        .args(["bench", "serve", "--sessions", "20", "--memories", "300"])
-        .args(["--seconds", "1", "--clients", "2", "--recall-rates", "20"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for row in [
-        "| append |",
-        "| history |",
-        "| search (one session) |",
-        "| search (all sessions) |",
-        "| recall |",
-        "| recall at a fixed 20/s (open loop) |",
-    ] {
-        let line = stdout
-            .lines()
-            .find(|l| l.starts_with(row))
-            .unwrap_or_else(|| panic!("no {row} row: {stdout}"));
-        assert!(line.ends_with("| 0 |"), "failures in {line}");
-    }
-    assert!(stdout.contains("HTTP / direct (p50)"), "{stdout}");
-    // Each closed-loop phase is announced on stderr as it starts, for profilers.
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    for phase in [
-        "closed loop: append, 2 callers",
-        "closed loop: recall, 2 callers",
-    ] {
-        assert!(stderr.contains(phase), "no {phase:?} on stderr: {stderr}");
+    for (text, named) in [("sqlite", "text on FTS5"), ("tantivy", "text on Tantivy")] {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("memory"))
+            .args(["bench", "serve", "--sessions", "20", "--memories", "300"])
+            .args(["--seconds", "1", "--clients", "2", "--recall-rates", "20"])
+            .args(["--text", text])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains(named), "{stdout}");
+        for row in [
+            "| append |",
+            "| history |",
+            "| search (one session) |",
+            "| search (all sessions) |",
+            "| recall |",
+            "| recall at a fixed 20/s (open loop) |",
+        ] {
+            let line = stdout
+                .lines()
+                .find(|l| l.starts_with(row))
+                .unwrap_or_else(|| panic!("no {row} row: {stdout}"));
+            assert!(line.ends_with("| 0 |"), "failures in {line}");
+        }
+        assert!(stdout.contains("HTTP / direct (p50)"), "{stdout}");
+        // Each closed-loop phase is announced on stderr as it starts, for profilers.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for phase in [
+            "closed loop: append, 2 callers",
+            "closed loop: recall, 2 callers",
+        ] {
+            assert!(stderr.contains(phase), "no {phase:?} on stderr: {stderr}");
+        }
     }
 }
 

@@ -41,6 +41,8 @@ pub struct ServeBench {
     pub group_commit: bool,
     /// SQLite: vector searches scan exactly instead of through the approximate graph.
     pub exact_vectors: bool,
+    /// SQLite: the full-text indexes on Tantivy instead of FTS5.
+    pub tantivy_text: bool,
 }
 
 const PROFILE: &str = "bench";
@@ -83,6 +85,9 @@ pub async fn run(bench: ServeBench) -> Result<(), CliError> {
     if bench.postgres {
         config = format!("{}\n{config}", memory_config::all_on_postgres(&schema));
     } else {
+        if bench.tantivy_text {
+            config.push_str("\n[storage]\ntext = \"tantivy\"\n");
+        }
         config.push_str(&format!(
             "\n[storage.sqlite]\ngroup_commit = {}\nexact_vectors = {}\n",
             bench.group_commit, bench.exact_vectors
@@ -125,6 +130,16 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
     let seed_sessions = started.elapsed();
     let started = Instant::now();
     seed_memories(&backends, &hashing, PROFILE, bench.memories, &mut words).await?;
+    if bench.tantivy_text {
+        // The seeded records were written beside the engine: its index is rebuilt from them.
+        let report = backends.reindex(PROFILE).await?;
+        if !report.rebuilt || report.documents < bench.memories as u64 {
+            return Err(CliError::Input(format!(
+                "the Tantivy index was rebuilt with {} documents; the profile holds {}",
+                report.documents, bench.memories
+            )));
+        }
+    }
     // The approximate graphs (SQLite) are built before anything is timed.
     deployment.prepare_vectors(PROFILE).await?;
     let seed_memories_took = started.elapsed();
@@ -132,12 +147,17 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
         "PostgreSQL".to_owned()
     } else {
         format!(
-            "SQLite (group commit {}, vectors {})",
+            "SQLite (group commit {}, vectors {}, text on {})",
             if bench.group_commit { "on" } else { "off" },
             if bench.exact_vectors {
                 "exact"
             } else {
                 "approximate"
+            },
+            if bench.tantivy_text {
+                "Tantivy"
+            } else {
+                "FTS5"
             }
         )
     };

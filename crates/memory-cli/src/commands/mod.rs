@@ -173,6 +173,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         postgres,
         no_group_commit,
         exact_vectors,
+        text,
     }) = cli.command
     {
         return bench_serve::run(bench_serve::ServeBench {
@@ -184,6 +185,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             postgres,
             group_commit: !no_group_commit,
             exact_vectors,
+            tantivy_text: text == "tantivy",
         })
         .await;
     }

@@ -63,8 +63,8 @@ pub use raw_message_store::{RawMessage, RawMessageInsert, RawMessageStore};
 pub use session_registry::SessionRegistry;
 pub use skill_store::{SkillStore, SkillSummary};
 pub use text_index::{
-    TextDocument, TextFields, TextFilter, TextHit, TextIndex, TextIndexCapabilities, TextIndexes,
-    TextQuery, message_document_id, namespaces, split_message_document_id,
+    ScoredId, TextDocument, TextFields, TextFilter, TextHit, TextIndex, TextIndexCapabilities,
+    TextIndexes, TextQuery, message_document_id, namespaces, split_message_document_id,
 };
 pub use token_counter::TokenCounter;
 pub use vector_index::{

@@ -157,6 +157,25 @@ pub struct TextHit {
     pub score: f64,
 }
 
+/// A hit's id and score without its text and fields: what ranking needs (see
+/// [`TextIndex::search_ids`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoredId {
+    /// Document id.
+    pub id: String,
+    /// Relevance, as [`TextHit::score`].
+    pub score: f64,
+}
+
+impl From<TextHit> for ScoredId {
+    fn from(hit: TextHit) -> Self {
+        Self {
+            id: hit.id,
+            score: hit.score,
+        }
+    }
+}
+
 /// How an index matches and ranks, declared so that callers (and the contract suite) need
 /// not guess from behaviour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,6 +210,7 @@ pub struct TextIndexCapabilities {
 /// - [`SearchMode::AllWords`] requires every word, [`SearchMode::AnyWords`] any word (more
 ///   matching words rank first), [`SearchMode::Phrase`] the words in order.
 /// - Hits carry id, text and fields, best first, at most `limit`; the filter is exact.
+/// - [`TextIndex::search_ids`] gives the same ids and scores as `search`, in the same order.
 #[async_trait]
 pub trait TextIndex: Send + Sync {
     /// The adapter's name, for errors and logs.
@@ -203,6 +223,17 @@ pub trait TextIndex: Send + Sync {
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64>;
     /// Ranked matches.
     async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>>;
+    /// The ids and scores of [`Self::search`]'s hits, in its order: for callers that rank
+    /// and read the documents elsewhere. An index that can answer without reading the hits'
+    /// stored text overrides it.
+    async fn search_ids(&self, namespace: &str, query: &TextQuery) -> Result<Vec<ScoredId>> {
+        Ok(self
+            .search(namespace, query)
+            .await?
+            .into_iter()
+            .map(ScoredId::from)
+            .collect())
+    }
     /// Number of documents in the namespace.
     async fn count(&self, namespace: &str) -> Result<u64>;
     /// Removes the whole namespace.

@@ -503,7 +503,7 @@ impl Core {
             move |k: usize| async move {
                 let query = TextQuery::new(text_query, k).mode(SearchMode::AnyWords);
                 Ok(text_ref
-                    .search(namespace, &query)
+                    .search_ids(namespace, &query)
                     .await?
                     .into_iter()
                     .map(|h| (format!("{prefix}{}", h.id), h.score))

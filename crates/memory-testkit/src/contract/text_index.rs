@@ -5,7 +5,7 @@
 //! analyzer other than SQLite's passes for the reasons users care about.
 
 use memory_core::ports::{
-    TextDocument, TextFields, TextFilter, TextIndex, TextIndexCapabilities, TextQuery,
+    ScoredId, TextDocument, TextFields, TextFilter, TextIndex, TextIndexCapabilities, TextQuery,
 };
 use memory_core::{MemoryError, SearchMode, Timestamp};
 
@@ -15,14 +15,22 @@ fn doc(id: &str, text: &str) -> TextDocument {
     TextDocument::new(id, text)
 }
 
+/// The ids `search` finds, after checking that `search_ids` gives the same ids and scores in
+/// the same order (so every query of the suite checks both).
 async fn ids(index: &dyn TextIndex, ns: &str, query: &TextQuery) -> Vec<String> {
-    index
+    let hits: Vec<ScoredId> = index
         .search(ns, query)
         .await
         .unwrap()
         .into_iter()
-        .map(|h| h.id)
-        .collect()
+        .map(ScoredId::from)
+        .collect();
+    let ranked = index.search_ids(ns, query).await.unwrap();
+    assert_eq!(
+        ranked, hits,
+        "search_ids disagrees with search for {query:?}"
+    );
+    hits.into_iter().map(|h| h.id).collect()
 }
 
 fn all(text: &str) -> TextQuery {
