@@ -374,6 +374,20 @@ impl TantivyTextIndex {
         Ok(Some((searcher, top)))
     }
 
+    /// The hits `top` names, read from the stored documents.
+    fn stored_hits(
+        &self,
+        searcher: &Searcher,
+        top: Vec<(f32, DocAddress)>,
+    ) -> Result<Vec<TextHit>> {
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let doc: TantivyDocument = searcher.doc(address).map_err(tantivy_error)?;
+            hits.push(self.hit(&doc, score));
+        }
+        Ok(hits)
+    }
+
     fn count_matching(&self, query: &dyn Query) -> Result<u64> {
         let searcher = self.searcher()?;
         Ok(searcher.search(query, &Count).map_err(tantivy_error)? as u64)
@@ -432,15 +446,10 @@ impl TextIndex for TantivyTextIndex {
     }
 
     async fn search(&self, namespace: &str, query: &TextQuery) -> Result<Vec<TextHit>> {
-        let Some((searcher, top)) = self.top(namespace, query)? else {
-            return Ok(Vec::new());
-        };
-        let mut hits = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            let doc: TantivyDocument = searcher.doc(address).map_err(tantivy_error)?;
-            hits.push(self.hit(&doc, score));
+        match self.top(namespace, query)? {
+            Some((searcher, top)) => self.stored_hits(&searcher, top),
+            None => Ok(Vec::new()),
         }
-        Ok(hits)
     }
 
     async fn search_ids(&self, namespace: &str, query: &TextQuery) -> Result<Vec<ScoredId>> {
@@ -448,12 +457,8 @@ impl TextIndex for TantivyTextIndex {
             return Ok(Vec::new());
         };
         if self.inner.ids == IdColumn::StoredOnly {
-            let mut hits = Vec::with_capacity(top.len());
-            for (score, address) in top {
-                let doc: TantivyDocument = searcher.doc(address).map_err(tantivy_error)?;
-                hits.push(ScoredId::from(self.hit(&doc, score)));
-            }
-            return Ok(hits);
+            let hits = self.stored_hits(&searcher, top)?;
+            return Ok(hits.into_iter().map(ScoredId::from).collect());
         }
         let segments = self.inner.id_cache.segments(&searcher)?;
         let mut hits = Vec::with_capacity(top.len());
