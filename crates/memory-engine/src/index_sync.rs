@@ -10,12 +10,60 @@
 //! before it: a change after that read is synced by its own writer after its store write.
 //! A rebuild (`reindex`) writes each page it reads the same way, so it can run while other
 //! processes write.
+//!
+//! Within a process, [`DocumentLocks`] keeps two syncs of the same document from running at
+//! once (so an older read never overwrites a newer write's documents even before the second
+//! read), while syncs of different documents run together and share the index's commits.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use futures::lock::{Mutex, MutexGuard};
 use memory_core::ports::{TextDocument, TextIndex};
 use memory_core::{MemoryError, Result};
 
 /// Rounds before a sync gives up (the outbox entry stays, and is replayed later).
 const MOST_ROUNDS: usize = 5;
+
+/// Lock stripes of a [`DocumentLocks`]: syncs of different documents wait for each other
+/// only when their ids share a stripe.
+const STRIPES: usize = 256;
+
+/// Locks by document: a sync holds the stripes of every document it touches, taken in
+/// stripe order (so two syncs never wait for each other in a cycle).
+pub(crate) struct DocumentLocks {
+    stripes: Vec<Mutex<()>>,
+}
+
+impl DocumentLocks {
+    pub(crate) fn new() -> Self {
+        Self {
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+        }
+    }
+
+    /// Waits for, and holds until the guards drop, the stripes of `keys` (each key names one
+    /// document: a namespace and an id, say).
+    pub(crate) async fn lock<K: Hash>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Vec<MutexGuard<'_, ()>> {
+        let mut stripes: Vec<usize> = keys.into_iter().map(|key| stripe_of(&key)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        let mut guards = Vec::with_capacity(stripes.len());
+        for stripe in stripes {
+            guards.push(self.stripes[stripe].lock().await);
+        }
+        guards
+    }
+}
+
+/// The stripe a key falls in (the same in every run: the hasher's keys are fixed).
+fn stripe_of(key: &impl Hash) -> usize {
+    let mut hasher = DefaultHasher::new();
+    key.hash(&mut hasher);
+    (hasher.finish() % STRIPES as u64) as usize
+}
 
 /// What the index must hold for a set of ids: the documents of those that exist with text,
 /// and the ids of the others.
@@ -150,6 +198,33 @@ mod tests {
         let (outcome, _) = sync_with(&index, |n| (n == 0).then_some("secret words")).await;
         outcome.unwrap();
         assert_eq!(index.count("n").await.unwrap(), 0);
+    }
+
+    /// Syncs of different documents hold their locks together; a sync of a document already
+    /// held waits until that lock is let go, whatever order its other documents come in.
+    #[tokio::test]
+    async fn document_locks_part_only_syncs_of_a_same_document() {
+        use futures::FutureExt;
+
+        let locks = DocumentLocks::new();
+        let a = ("raw", "doc-0".to_owned());
+        let b = (1..)
+            .map(|n| ("raw", format!("doc-{n}")))
+            .find(|key| stripe_of(key) != stripe_of(&a))
+            .unwrap();
+
+        let held_a = locks.lock([&a]).await;
+        let held_b = locks
+            .lock([&b])
+            .now_or_never()
+            .expect("another document's lock is free");
+        let mut waiting = Box::pin(locks.lock([&b, &a]));
+        assert!((&mut waiting).now_or_never().is_none(), "a is held");
+        drop(held_b);
+        assert!((&mut waiting).now_or_never().is_none(), "a is still held");
+        drop(held_a);
+        let both = waiting.now_or_never().expect("both are free");
+        assert_eq!(both.len(), 2);
     }
 
     /// Records that never hold still are left to the outbox as a transient failure.

@@ -13,7 +13,7 @@ use memory_core::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::index_sync::{Documents, converge, converge_from};
+use crate::index_sync::{DocumentLocks, Documents, converge, converge_from};
 use crate::outbox::Outbox;
 
 /// Outbox keys: one per write whose index update may not have happened yet.
@@ -43,7 +43,7 @@ pub struct IndexedMessageStore {
     inner: Arc<dyn MessageStore>,
     index: Arc<dyn TextIndex>,
     outbox: Outbox<Pending>,
-    syncing: futures::lock::Mutex<()>,
+    syncing: DocumentLocks,
 }
 
 /// The index document of a stored message; `None` when it has no text to index.
@@ -76,7 +76,7 @@ impl IndexedMessageStore {
             inner,
             index,
             outbox: Outbox::new(outbox, OUTBOX_PREFIX),
-            syncing: futures::lock::Mutex::new(()),
+            syncing: DocumentLocks::new(),
         }
     }
 
@@ -105,10 +105,14 @@ impl IndexedMessageStore {
 
     /// Upserts the documents of the named messages that exist with text, deletes the others,
     /// and reads them again until the documents written match the store (another process
-    /// may be syncing them too: see [`crate::index_sync`]). Syncs of this process run one
-    /// at a time, so an older read can never overwrite a newer write's documents.
+    /// may be syncing them too: see [`crate::index_sync`]). Syncs of this process that touch
+    /// a same message run one at a time, so an older read can never overwrite a newer write's
+    /// documents; syncs of different messages run together and share the index's commits.
     async fn sync(&self, pending: &Pending) -> Result<()> {
-        let _one_at_a_time = self.syncing.lock().await;
+        let _these_messages = self
+            .syncing
+            .lock(pending.ids.iter().map(|id| (&pending.session, id)))
+            .await;
         let session = SessionId::new(pending.session.clone())?;
         let session = &session;
         converge(self.index.as_ref(), namespaces::MESSAGES, || {

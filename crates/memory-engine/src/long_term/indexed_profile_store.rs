@@ -12,7 +12,7 @@ use memory_core::ports::{
 use memory_core::{Result, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::index_sync::{Documents, converge, converge_from};
+use crate::index_sync::{DocumentLocks, Documents, converge, converge_from};
 use crate::outbox::Outbox;
 
 /// Records read per page by `reindex`.
@@ -61,7 +61,7 @@ pub struct IndexedProfileStore {
     inner: Arc<dyn LongTermMemoryStore>,
     index: Arc<dyn TextIndex>,
     outbox: Outbox<Pending>,
-    syncing: futures::lock::Mutex<()>,
+    syncing: DocumentLocks,
 }
 
 impl IndexedProfileStore {
@@ -76,7 +76,7 @@ impl IndexedProfileStore {
             inner,
             index,
             outbox: Outbox::new(outbox, outbox_prefix),
-            syncing: futures::lock::Mutex::new(()),
+            syncing: DocumentLocks::new(),
         }
     }
 
@@ -92,12 +92,15 @@ impl IndexedProfileStore {
         result
     }
 
-    /// Makes the named documents match the records, one sync of this process at a time (an
-    /// older read never overwrites a newer write's documents), reading them again until the
+    /// Makes the named documents match the records, one sync of this process at a time per
+    /// document (an older read never overwrites a newer write's documents; syncs of different
+    /// documents run together and share the index's commits), reading them again until the
     /// documents written match (another process may be syncing them too: see
     /// [`crate::index_sync`]).
     async fn sync(&self, pending: &Pending) -> Result<()> {
-        let _one_at_a_time = self.syncing.lock().await;
+        let raw = pending.raw.iter().map(|id| (namespaces::RAW, id));
+        let memories = pending.memories.iter().map(|id| (namespaces::MEMORIES, id));
+        let _these_documents = self.syncing.lock(raw.chain(memories)).await;
         if !pending.raw.is_empty() {
             converge(self.index.as_ref(), namespaces::RAW, || {
                 self.raw_documents(&pending.raw)
