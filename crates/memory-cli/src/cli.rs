@@ -845,6 +845,11 @@ pub enum BenchCommand {
         /// (`[storage] text = "tantivy"`, on disk beside the databases, still no server).
         #[arg(long, default_value = "sqlite", value_parser = ["sqlite", "tantivy"])]
         text: String,
+        /// SQLite: the session messages' index (`[storage] session_text`), when it differs
+        /// from `--text` (`--text tantivy --session-text sqlite`: profiles on Tantivy,
+        /// appends indexed in their own SQLite transaction).
+        #[arg(long, value_parser = ["sqlite", "tantivy"])]
+        session_text: Option<String>,
     },
     /// The local embedders (`local`, `local-int8`) side by side on the same LoCoMo turns:
     /// texts per second and how closely their vectors agree.

@@ -150,6 +150,7 @@ pub(crate) async fn backup(deployment: &Deployment, keep: Option<usize>) -> Resu
         Role::Records,
         Role::Sessions,
         Role::Text,
+        Role::SessionText,
         Role::Vectors,
         Role::Jobs,
         Role::Kv,

@@ -193,10 +193,14 @@ impl Stores {
         }
     }
 
-    /// The `messages` index: the one the store writes when text and the session tier share
-    /// a database (both SQLite, or both Postgres), else an index the engine keeps in step.
+    /// The `messages` index: the one the store writes when the session text and the session
+    /// tier share a database (both SQLite, or both Postgres), else an index the engine keeps
+    /// in step.
     pub(crate) async fn message_index(&self) -> Result<Arc<dyn TextIndex>> {
-        match (self.backend(Role::Text), self.backend(Role::Sessions)) {
+        match (
+            self.backend(Role::SessionText),
+            self.backend(Role::Sessions),
+        ) {
             #[cfg(feature = "sqlite")]
             (Backend::Sqlite, Backend::Sqlite) => Ok(Arc::new(
                 memory_sqlite::SqliteMessageIndex::new(self.sessions_db().await?),
@@ -205,13 +209,18 @@ impl Stores {
             (Backend::Postgres, Backend::Postgres) => Ok(Arc::new(
                 memory_postgres::PostgresMessageIndex::new(self.postgres_db().await?),
             )),
-            _ => self.general_index().await,
+            _ => self.engine_index(Role::SessionText).await,
         }
     }
 
-    /// A general index the engine writes (searchable blocks).
+    /// The general index the engine writes for searchable blocks.
     pub(crate) async fn general_index(&self) -> Result<Arc<dyn TextIndex>> {
-        match self.backend(Role::Text) {
+        self.engine_index(Role::Text).await
+    }
+
+    /// A general index the engine writes, on the backend `role` names.
+    async fn engine_index(&self, role: Role) -> Result<Arc<dyn TextIndex>> {
+        match self.backend(role) {
             #[cfg(feature = "sqlite")]
             Backend::Sqlite => Ok(Arc::new(memory_sqlite::SqliteTextIndex::new(
                 self.sessions_db().await?,
@@ -222,7 +231,7 @@ impl Stores {
             ))),
             #[cfg(feature = "tantivy")]
             Backend::Tantivy => Ok(Arc::new(self.tantivy_general().await?)),
-            other => Err(unavailable(Role::Text, other)),
+            other => Err(unavailable(role, other)),
         }
     }
 

@@ -82,6 +82,60 @@ async fn sessions_and_profiles_search_through_tantivy() {
     );
 }
 
+/// `session_text = "sqlite"`: profiles recall through Tantivy while session messages stay
+/// in the store-written FTS5 index (no Tantivy index for messages, nothing in the outbox).
+#[tokio::test]
+async fn session_messages_can_stay_on_sqlite_while_profiles_use_tantivy() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("memory.toml"),
+        "[storage]\ntext = \"tantivy\"\nsession_text = \"sqlite\"\n\n[memory]\nembedder = \"none\"\n",
+    )
+    .unwrap();
+    let deployment = Deployment::open(dir.path()).unwrap();
+    assert_eq!(
+        deployment.storage().backend(Role::SessionText),
+        Backend::Sqlite
+    );
+    let index = deployment.message_text_index().await.unwrap();
+    assert!(
+        index.capabilities().written_by_store,
+        "appends index in their own transaction"
+    );
+    let manager = deployment.session_manager().await.unwrap();
+    contract::message_store::run_all(manager.store().as_ref(), None, 2_000).await;
+    let id = manager.create(Default::default()).await.unwrap().id;
+    manager
+        .append(
+            &id,
+            UiMessage::text_message("u1", Speaker::User, "The herons nest by the river"),
+            Parent::LatestLeaf,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        manager
+            .search(&SearchQuery::new("herons"))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(!dir.path().join("tantivy/general").exists());
+
+    let (memory, _) = deployment.memory_service().await.unwrap();
+    memory
+        .remember("home", note("The boiler was serviced in May."))
+        .await
+        .unwrap();
+    let recalled = memory
+        .recall("home", RecallRequest::new("boiler serviced", 5))
+        .await
+        .unwrap();
+    assert_eq!(recalled.hits.len(), 1);
+    assert!(dir.path().join("tantivy/profiles/home").is_dir());
+}
+
 /// `reindex` rebuilds the Tantivy messages index from the store: after the index lost a
 /// session's documents (cleared behind the engine's back), search finds them again.
 #[tokio::test]

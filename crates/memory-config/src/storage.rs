@@ -5,6 +5,7 @@
 //! records = "postgres"     # long-term records (and sessions, unless `sessions` says)
 //! sessions = "redis"       # sessions, messages, overlays, stored skills (default: records')
 //! text = "tantivy"         # full-text indexes
+//! session_text = "sqlite"  # the session messages' index (default: text's)
 //! vectors = "lancedb"      # embeddings
 //! jobs = "redis"           # the ingest job queue
 //! kv = "redis"             # blocks, cached prompts, index outbox
@@ -65,10 +66,12 @@ impl Backend {
     pub fn roles(self) -> &'static [Role] {
         use Role::*;
         match self {
-            Self::Sqlite | Self::Postgres => &[Records, Sessions, Text, Vectors, Jobs, Kv],
+            Self::Sqlite | Self::Postgres => {
+                &[Records, Sessions, Text, SessionText, Vectors, Jobs, Kv]
+            }
             Self::Redis => &[Sessions, Jobs, Kv],
             Self::S3 | Self::Fs => &[Blobs],
-            Self::Tantivy => &[Text],
+            Self::Tantivy => &[Text, SessionText],
             Self::Lancedb => &[Vectors],
         }
     }
@@ -88,8 +91,12 @@ pub enum Role {
     /// The session tier: session metadata, the message tree with its overlays, and stored
     /// skills. Served by the records' backend unless `[storage] sessions` names another.
     Sessions,
-    /// Full-text indexes.
+    /// Full-text indexes (of profiles, and of searchable blocks).
     Text,
+    /// The full-text index of session messages. Follows `text` unless `[storage]
+    /// session_text` names another: SQLite here keeps each append and its index entry in one
+    /// transaction beside SQLite sessions, while profiles' text goes to a search engine.
+    SessionText,
     /// Embeddings.
     Vectors,
     /// Skills, exports, backups, archived sessions.
@@ -102,10 +109,11 @@ pub enum Role {
 
 impl Role {
     /// Every role, in the order `[storage]` lists them.
-    pub const ALL: [Role; 7] = [
+    pub const ALL: [Role; 8] = [
         Role::Records,
         Role::Sessions,
         Role::Text,
+        Role::SessionText,
         Role::Vectors,
         Role::Blobs,
         Role::Jobs,
@@ -118,6 +126,7 @@ impl Role {
             Self::Records => "records",
             Self::Sessions => "sessions",
             Self::Text => "text",
+            Self::SessionText => "session_text",
             Self::Vectors => "vectors",
             Self::Blobs => "blobs",
             Self::Jobs => "jobs",
@@ -297,8 +306,10 @@ pub struct StorageConfig {
     pub records: Backend,
     /// Sessions, messages, overlays and stored skills.
     pub sessions: Backend,
-    /// Full-text indexes.
+    /// Full-text indexes (profiles, searchable blocks).
     pub text: Backend,
+    /// The session messages' full-text index.
+    pub session_text: Backend,
     /// Embeddings.
     pub vectors: Backend,
     /// Blobs.
@@ -330,6 +341,7 @@ impl StorageConfig {
             records: Backend::Sqlite,
             sessions: Backend::Sqlite,
             text: Backend::Sqlite,
+            session_text: Backend::Sqlite,
             vectors: Backend::Sqlite,
             blobs: Backend::Fs,
             jobs: Backend::Sqlite,
@@ -360,6 +372,7 @@ impl StorageConfig {
             Role::Records => self.records,
             Role::Sessions => self.sessions,
             Role::Text => self.text,
+            Role::SessionText => self.session_text,
             Role::Vectors => self.vectors,
             Role::Blobs => self.blobs,
             Role::Jobs => self.jobs,
@@ -387,6 +400,7 @@ pub(crate) struct RawStorage {
     pub records: Option<Backend>,
     pub sessions: Option<Backend>,
     pub text: Option<Backend>,
+    pub session_text: Option<Backend>,
     pub vectors: Option<Backend>,
     pub blobs: Option<Backend>,
     pub jobs: Option<Backend>,
@@ -512,6 +526,8 @@ impl RawStorage {
             // The session tier follows the records unless it is named.
             (Role::Sessions, self.sessions.or(self.records)),
             (Role::Text, self.text),
+            // The messages' index follows the text unless it is named.
+            (Role::SessionText, self.session_text.or(self.text)),
             (Role::Vectors, self.vectors),
             (Role::Blobs, self.blobs),
             (Role::Jobs, self.jobs),
@@ -534,6 +550,7 @@ impl RawStorage {
                 Role::Records => config.records = backend,
                 Role::Sessions => config.sessions = backend,
                 Role::Text => config.text = backend,
+                Role::SessionText => config.session_text = backend,
                 Role::Vectors => config.vectors = backend,
                 Role::Blobs => config.blobs = backend,
                 Role::Jobs => config.jobs = backend,

@@ -43,6 +43,8 @@ pub struct ServeBench {
     pub exact_vectors: bool,
     /// SQLite: the full-text indexes on Tantivy instead of FTS5.
     pub tantivy_text: bool,
+    /// SQLite: the session messages' index on Tantivy instead of FTS5.
+    pub tantivy_session_text: bool,
 }
 
 const PROFILE: &str = "bench";
@@ -85,9 +87,12 @@ pub async fn run(bench: ServeBench) -> Result<(), CliError> {
     if bench.postgres {
         config = format!("{}\n{config}", memory_config::all_on_postgres(&schema));
     } else {
-        if bench.tantivy_text {
-            config.push_str("\n[storage]\ntext = \"tantivy\"\n");
-        }
+        let name = |tantivy: bool| if tantivy { "tantivy" } else { "sqlite" };
+        config.push_str(&format!(
+            "\n[storage]\ntext = \"{}\"\nsession_text = \"{}\"\n",
+            name(bench.tantivy_text),
+            name(bench.tantivy_session_text)
+        ));
         config.push_str(&format!(
             "\n[storage.sqlite]\ngroup_commit = {}\nexact_vectors = {}\n",
             bench.group_commit, bench.exact_vectors
@@ -154,10 +159,11 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
             } else {
                 "approximate"
             },
-            if bench.tantivy_text {
-                "Tantivy"
-            } else {
-                "FTS5"
+            match (bench.tantivy_text, bench.tantivy_session_text) {
+                (true, true) => "Tantivy",
+                (false, false) => "FTS5",
+                (true, false) => "Tantivy, session messages on FTS5",
+                (false, true) => "FTS5, session messages on Tantivy",
             }
         )
     };

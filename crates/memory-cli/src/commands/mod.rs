@@ -174,8 +174,10 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         no_group_commit,
         exact_vectors,
         text,
+        session_text,
     }) = cli.command
     {
+        let session_text = session_text.unwrap_or_else(|| text.clone());
         return bench_serve::run(bench_serve::ServeBench {
             sessions,
             memories,
@@ -186,6 +188,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             group_commit: !no_group_commit,
             exact_vectors,
             tantivy_text: text == "tantivy",
+            tantivy_session_text: session_text == "tantivy",
         })
         .await;
     }

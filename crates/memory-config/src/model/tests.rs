@@ -377,6 +377,33 @@ kenji = "cjk"
     }
 
     #[test]
+    fn the_session_messages_index_follows_the_text_unless_named() {
+        let storage = |toml: &str| {
+            MemoryConfig::parse(toml, Path::new("/etc/memory"))
+                .unwrap()
+                .storage(Path::new("/ignored"))
+        };
+        let both = storage("[storage]\ntext = \"tantivy\"\n");
+        assert_eq!(both.backend(Role::Text), Backend::Tantivy);
+        assert_eq!(both.backend(Role::SessionText), Backend::Tantivy);
+        let apart = storage("[storage]\ntext = \"tantivy\"\nsession_text = \"sqlite\"\n");
+        assert_eq!(apart.backend(Role::Text), Backend::Tantivy);
+        assert_eq!(apart.backend(Role::SessionText), Backend::Sqlite);
+        assert!(apart.tantivy.is_some());
+        let only_sessions = storage("[storage]\nsession_text = \"tantivy\"\n");
+        assert_eq!(only_sessions.backend(Role::Text), Backend::Sqlite);
+        assert!(
+            only_sessions.tantivy.is_some(),
+            "settings for the role that uses it"
+        );
+        assert_eq!(storage("").backend(Role::SessionText), Backend::Sqlite);
+        assert_eq!(
+            err("[storage]\nsession_text = \"redis\"\n"),
+            "memory.toml:1: `storage.session_text`: redis cannot serve session_text; it serves sessions, jobs, kv"
+        );
+    }
+
+    #[test]
     fn secrets_are_named_by_environment_variable_never_written_inline() {
         let e = err(
             "[storage]\nrecords = \"postgres\"\n[storage.postgres]\nurl_env = \"postgres://u:p@h/db\"\n",
