@@ -5,7 +5,9 @@
 //! LLM calls are excluded by construction (no model is configured). The vector channels run
 //! with a deterministic 384-dimension hashing embedder, so the numbers are the pipeline's own
 //! cost (six channels, fusion, context, loading); the local model's per-query embedding time
-//! is measured and reported separately.
+//! is measured and reported separately. `--embedder local|local-int8` embeds the profile with
+//! the model instead (the vectors a deployment's graph holds) and its queries before
+//! anything is timed.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -122,7 +124,8 @@ pub struct BenchReport {
     pub ingest_msgs_per_sec: f64,
     /// Queued ingest (store + FTS + durable job record), messages per second.
     pub enqueue_msgs_per_sec: f64,
-    /// Recall over every channel (hashing embedder for the vectors).
+    /// Recall over every channel (the vectors from the hashing embedder, or the model
+    /// `--embedder` names).
     pub recall: Latency,
     /// Recall over every channel with a metadata filter, at three shares in scope.
     pub recall_filtered: Vec<FilteredRecall>,
@@ -154,6 +157,9 @@ pub struct LongTermBench {
     pub model_vectors: usize,
     /// SQLite: the profile's full-text indexes on Tantivy instead of FTS5.
     pub tantivy_text: bool,
+    /// The profile's and the queries' vectors from this local model instead of the hashing
+    /// embedder.
+    pub model_embedder: Option<memory_config::EmbedderChoice>,
     /// Also time the recalls filtered by metadata.
     pub filtered: bool,
 }
@@ -335,8 +341,18 @@ async fn run_long_term(
     let (memories, raw, queries) = (bench.memories, bench.raw, bench.queries);
     let postgres = sqlite_root.is_none();
     let plain = MemoryService::new(backends.clone(), Arc::new(SystemClock));
-    let hashing: Arc<dyn Embedder> = Arc::new(HashingEmbedder::new(384));
-    let with_vectors = plain.clone().with_embedder(Arc::clone(&hashing));
+    let embedder: Arc<dyn Embedder> = match bench.model_embedder {
+        None => Arc::new(HashingEmbedder::new(384)),
+        Some(choice) => {
+            let mut config = memory_config::MemoryConfig::default();
+            config.memory.embedder = choice;
+            match memory_compose::embedder(&config)? {
+                (Some(model), _) => model,
+                (None, why) => return Err(CliError::Input(why.unwrap_or_default())),
+            }
+        }
+    };
+    let with_vectors = plain.clone().with_embedder(Arc::clone(&embedder));
     let mut words = Words::new(42, 20_000);
     let progress = output::progress_bar(json, "steps");
     progress.set_length(5);
@@ -373,7 +389,7 @@ async fn run_long_term(
             .await?;
     }
     progress.inc(1);
-    seed_memories(&backends, &hashing, "big", memories, &mut words).await?;
+    seed_memories(&backends, &embedder, "big", memories, &mut words).await?;
     if bench.tantivy_text {
         // The seeded records were written beside the engine: an index the engine writes is
         // rebuilt from them, as `memory reindex` does.
@@ -391,10 +407,20 @@ async fn run_long_term(
     // 3. Recall latency (warm: the first query loads the vector matrices). On SQLite, the
     // vectors' approximate graphs beside the exact scan, once the graphs are ready.
     let queries: Vec<String> = (0..queries.max(20)).map(|_| words.query()).collect();
+    // A model's query vectors are made now: the timed recalls exclude the query's embedding.
+    let (embedder, with_vectors) = match bench.model_embedder {
+        None => (embedder, with_vectors),
+        Some(_) => {
+            let prepared: Arc<dyn Embedder> =
+                Arc::new(super::bench_queries::PreparedQueries::embed(embedder, &queries).await?);
+            let service = plain.clone().with_embedder(Arc::clone(&prepared));
+            (prepared, service)
+        }
+    };
     #[cfg(feature = "sqlite")]
     let vectors = match sqlite_root {
         Some(root) => Some(
-            super::bench_vectors::compare(root, &backends, &hashing, "big", &queries, bench)
+            super::bench_vectors::compare(root, &backends, &embedder, "big", &queries, bench)
                 .await?,
         ),
         None => None,
@@ -472,7 +498,10 @@ async fn run_long_term(
         (false, true) => "SQLite, text on Tantivy",
         (false, false) => "SQLite",
     };
-    println!("long-term memory on {backend}: {memories} memories, {raw} raw messages");
+    println!(
+        "long-term memory on {backend}: {memories} memories, {raw} raw messages, vectors by {}",
+        embedder.model_id()
+    );
     println!(
         "ingest (LLM-free, inline): {:.0} msg/s",
         report.ingest_msgs_per_sec

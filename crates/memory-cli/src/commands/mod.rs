@@ -3,6 +3,7 @@
 mod backup;
 mod bench;
 mod bench_embedders;
+mod bench_queries;
 mod bench_serve;
 #[cfg(feature = "sqlite")]
 mod bench_vectors;
@@ -145,6 +146,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         graph_candidates,
         model_vectors,
         text,
+        embedder,
         no_filtered,
         format,
     }) = cli.command
@@ -158,6 +160,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 graph_candidates,
                 model_vectors,
                 tantivy_text: text == "tantivy",
+                model_embedder: match embedder.as_str() {
+                    "local" => Some(memory_config::EmbedderChoice::Local),
+                    "local-int8" => Some(memory_config::EmbedderChoice::LocalInt8),
+                    _ => None,
+                },
                 filtered: !no_filtered,
             },
             format.json,
