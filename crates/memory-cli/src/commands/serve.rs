@@ -164,6 +164,7 @@ fn about(deployment: &Deployment) -> memory_server::About {
         ("records", storage.records),
         ("sessions", storage.sessions),
         ("text", storage.text),
+        ("session_text", storage.session_text),
         ("vectors", storage.vectors),
         ("jobs", storage.jobs),
         ("kv", storage.kv),
