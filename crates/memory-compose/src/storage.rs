@@ -382,11 +382,12 @@ impl Stores {
     #[cfg(feature = "tantivy")]
     fn tantivy_settings(&self) -> Result<&memory_config::TantivySettings> {
         self.storage.tantivy.as_ref().ok_or(ComposeError::Invalid(
-            "text = \"tantivy\" but [storage.tantivy] is missing".into(),
+            "a role uses tantivy but [storage.tantivy] is missing".into(),
         ))
     }
 
-    /// The general Tantivy index (messages and searchable blocks), opened once: it holds the
+    /// The general Tantivy index (searchable blocks, and session messages when
+    /// `session_text` is Tantivy), opened once: it holds the
     /// index's writer lock while the deployment is open, unless `[storage.tantivy] shared`.
     #[cfg(feature = "tantivy")]
     async fn tantivy_general(&self) -> Result<memory_tantivy::TantivyTextIndex> {

@@ -50,24 +50,62 @@ impl Embedder for PreparedQueries {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use memory_hashing::HashingEmbedder;
 
     use super::*;
 
-    /// Prepared queries come back as the model made them; other texts still reach the model.
+    /// The hashing embedder, counting the texts it is asked for.
+    struct Counting {
+        inner: HashingEmbedder,
+        texts: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl Embedder for Counting {
+        fn model_id(&self) -> &str {
+            self.inner.model_id()
+        }
+        fn dimensions(&self) -> usize {
+            self.inner.dimensions()
+        }
+        async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+            self.texts.fetch_add(texts.len(), Ordering::SeqCst);
+            self.inner.embed(texts).await
+        }
+    }
+
+    /// Prepared queries come back as the model made them without asking it again; other
+    /// texts still reach the model.
     #[tokio::test]
-    async fn prepared_queries_answer_as_the_model_would() {
-        let model: Arc<dyn Embedder> = Arc::new(HashingEmbedder::new(16));
-        let queries = vec!["where is the flat".to_owned()];
-        let prepared = PreparedQueries::embed(Arc::clone(&model), &queries)
+    async fn prepared_queries_answer_without_the_model() {
+        let model = Arc::new(Counting {
+            inner: HashingEmbedder::new(16),
+            texts: AtomicUsize::new(0),
+        });
+        let queries = vec!["where is the flat".to_owned(), "a cello".to_owned()];
+        let prepared = PreparedQueries::embed(model.clone(), &queries)
             .await
             .unwrap();
-        let texts = vec!["where is the flat".to_owned(), "a cello".to_owned()];
+        assert_eq!(model.texts.load(Ordering::SeqCst), 2);
+        let expected = model.inner.embed(&queries).await.unwrap();
+        assert_eq!(prepared.embed(&queries).await.unwrap(), expected);
         assert_eq!(
-            prepared.embed(&texts).await.unwrap(),
-            model.embed(&texts).await.unwrap()
+            model.texts.load(Ordering::SeqCst),
+            2,
+            "answered from the prepared vectors"
         );
-        assert_eq!(prepared.embed(&queries[..1]).await.unwrap().len(), 1);
+        let other = vec!["a violin".to_owned()];
+        assert_eq!(
+            prepared.embed(&other).await.unwrap(),
+            model.inner.embed(&other).await.unwrap()
+        );
+        assert_eq!(
+            model.texts.load(Ordering::SeqCst),
+            3,
+            "other texts reach the model"
+        );
         assert_eq!(prepared.model_id(), model.model_id());
     }
 }

@@ -347,7 +347,7 @@ kenji = "cjk"
     fn a_backend_that_cannot_serve_a_role_is_refused_with_the_key() {
         assert_eq!(
             err("[storage]\nvectors = \"tantivy\"\n"),
-            "memory.toml:1: `storage.vectors`: tantivy cannot serve vectors; it serves text"
+            "memory.toml:1: `storage.vectors`: tantivy cannot serve vectors; it serves text, session_text"
         );
         assert!(err("[storage]\nrecords = \"s3\"\n").contains("`storage.records`"));
         assert_eq!(
