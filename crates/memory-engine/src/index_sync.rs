@@ -200,6 +200,16 @@ mod tests {
         assert_eq!(index.count("n").await.unwrap(), 0);
     }
 
+    /// Two document keys whose locks fall in different stripes.
+    fn keys_on_two_stripes() -> ((&'static str, String), (&'static str, String)) {
+        let a = ("raw", "doc-0".to_owned());
+        let b = (1..)
+            .map(|n| ("raw", format!("doc-{n}")))
+            .find(|key| stripe_of(key) != stripe_of(&a))
+            .unwrap();
+        (a, b)
+    }
+
     /// Syncs of different documents hold their locks together; a sync of a document already
     /// held waits until that lock is let go, whatever order its other documents come in.
     #[tokio::test]
@@ -207,11 +217,7 @@ mod tests {
         use futures::FutureExt;
 
         let locks = DocumentLocks::new();
-        let a = ("raw", "doc-0".to_owned());
-        let b = (1..)
-            .map(|n| ("raw", format!("doc-{n}")))
-            .find(|key| stripe_of(key) != stripe_of(&a))
-            .unwrap();
+        let (a, b) = keys_on_two_stripes();
 
         let held_a = locks.lock([&a]).await;
         let held_b = locks
@@ -234,11 +240,7 @@ mod tests {
         use futures::FutureExt;
 
         let locks = DocumentLocks::new();
-        let a = ("raw", "doc-0".to_owned());
-        let b = (1..)
-            .map(|n| ("raw", format!("doc-{n}")))
-            .find(|key| stripe_of(key) != stripe_of(&a))
-            .unwrap();
+        let (a, b) = keys_on_two_stripes();
         // While a third party holds `a`, one sync waits for [a, b] and the other for [b, a].
         // Taken in the order given, the second would hold b and wait for a while the first,
         // once a is let go, took a and waited for b: a cycle. In stripe order neither holds
