@@ -192,12 +192,25 @@ impl SessionRegistry for PostgresSessionRegistry {
     }
 
     async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()> {
-        let result = sqlx::query("UPDATE sessions SET updated_at = $1 WHERE id = $2")
-            .bind(now.millis())
-            .bind(id.as_str())
-            .execute(&self.db.pool)
-            .await
-            .map_err(db)?;
+        self.touch_and_name(id, now, None).await
+    }
+
+    /// One statement: the name goes in only where there is none.
+    async fn touch_and_name(
+        &self,
+        id: &SessionId,
+        now: Timestamp,
+        name: Option<String>,
+    ) -> Result<()> {
+        let result = sqlx::query(
+            "UPDATE sessions SET updated_at = $1, name = COALESCE(name, $2) WHERE id = $3",
+        )
+        .bind(now.millis())
+        .bind(name)
+        .bind(id.as_str())
+        .execute(&self.db.pool)
+        .await
+        .map_err(db)?;
         if result.rows_affected() == 0 {
             return Err(MemoryError::not_found("session", id.as_str()));
         }

@@ -44,6 +44,14 @@ end
 return redis.call('HGETALL', KEYS[1])
 ";
 
+/// Names a session that has no name: KEYS = hash; ARGV = the name. 0 when there is no
+/// session (deleted meanwhile: nothing is written).
+const NAME_IF_UNNAMED: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSETNX', KEYS[1], 'name', ARGV[1])
+return 1
+";
+
 /// Deletes a session's record and its place in the order: KEYS = hash, order set.
 const DELETE: &str = r"
 local member = redis.call('HGET', KEYS[1], 'member')
@@ -60,6 +68,7 @@ pub struct RedisSessionRegistry {
     db: RedisDatabase,
     insert: redis::Script,
     change: redis::Script,
+    name_if_unnamed: redis::Script,
     delete: redis::Script,
 }
 
@@ -79,6 +88,7 @@ impl RedisSessionRegistry {
             db,
             insert: redis::Script::new(INSERT),
             change: redis::Script::new(CHANGE),
+            name_if_unnamed: redis::Script::new(NAME_IF_UNNAMED),
             delete: redis::Script::new(DELETE),
         }
     }
@@ -331,9 +341,31 @@ impl SessionRegistry for RedisSessionRegistry {
     }
 
     async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()> {
-        self.change(id, now, SessionUsage::default(), Vec::new())
-            .await
-            .map(|_| ())
+        self.touch_and_name(id, now, None).await
+    }
+
+    /// The touch returns the record, so a named session costs no second call; an unnamed
+    /// one is named by a script that sets the field only where it is absent.
+    async fn touch_and_name(
+        &self,
+        id: &SessionId,
+        now: Timestamp,
+        name: Option<String>,
+    ) -> Result<()> {
+        let info = self
+            .change(id, now, SessionUsage::default(), Vec::new())
+            .await?;
+        if let (Some(name), None) = (name, &info.name) {
+            let mut connection = self.db.connection.clone();
+            let _found: i64 = self
+                .name_if_unnamed
+                .key(self.hash(id))
+                .arg(name)
+                .invoke_async(&mut connection)
+                .await
+                .map_err(redis)?;
+        }
+        Ok(())
     }
 
     async fn delete(&self, id: &SessionId) -> Result<bool> {

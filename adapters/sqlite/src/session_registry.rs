@@ -191,11 +191,23 @@ impl SessionRegistry for SqliteSessionRegistry {
     /// Joins concurrent appends' transactions (group commit): an append's touch commits with
     /// the appends queued beside it, and the touches of a group share one statement.
     async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()> {
+        self.touch_and_name(id, now, None).await
+    }
+
+    /// A touch that also names an unnamed session, in the same statement (and the same group
+    /// commit): no read before it.
+    async fn touch_and_name(
+        &self,
+        id: &SessionId,
+        now: Timestamp,
+        name: Option<String>,
+    ) -> Result<()> {
         self.db
             .group
             .run(Touch {
                 id: id.clone(),
                 now,
+                name,
             })
             .await
     }
@@ -210,24 +222,42 @@ impl SessionRegistry for SqliteSessionRegistry {
     }
 }
 
-/// A session's touch (its `updated_at` set to `now`), written with the touches queued beside
-/// it.
+/// A session's touch (its `updated_at` set to `now`, and its name to `name` if it has none),
+/// written with the touches queued beside it.
 struct Touch {
     id: SessionId,
     now: Timestamp,
+    name: Option<String>,
 }
 
 /// Every touch of a group in one statement; a session touched twice keeps the later time (the
 /// larger, where one at a time the last queued would win: they differ only when two callers'
-/// clocks disagree, and then the later time is the truer one).
-const TOUCH_ALL: &str = "WITH t AS (SELECT value ->> 0 AS id, MAX(value ->> 1) AS now \
-    FROM json_each(?) GROUP BY 1) \
-    UPDATE sessions SET updated_at = t.now FROM t WHERE sessions.id = t.id RETURNING sessions.id";
+/// clocks disagree, and then the later time is the truer one) and the name of the first
+/// touch that gave one (the list carries only that one, see [`touch_list`]).
+const TOUCH_ALL: &str = "WITH t AS (SELECT value ->> 0 AS id, MAX(value ->> 1) AS now, \
+    MAX(value ->> 2) AS name FROM json_each(?) GROUP BY 1) \
+    UPDATE sessions SET updated_at = t.now, name = COALESCE(sessions.name, t.name) FROM t \
+    WHERE sessions.id = t.id RETURNING sessions.id";
+
+/// A group's touches as `TOUCH_ALL` reads them: `[id, now, name]`, the name kept only on the
+/// first touch of each session that gives one (as one at a time, the first would name it).
+fn touch_list(writes: &[Touch]) -> Result<String> {
+    let mut named = HashSet::new();
+    let list: Vec<(&str, i64, Option<&str>)> = writes
+        .iter()
+        .map(|t| {
+            let name = t.name.as_deref().filter(|_| named.insert(t.id.as_str()));
+            (t.id.as_str(), t.now.millis(), name)
+        })
+        .collect();
+    Ok(serde_json::to_string(&list)?)
+}
 
 /// One touch in one statement (no savepoint needed in the group).
 async fn touch_one(conn: &mut SqliteConnection, touch: &Touch) -> Written<()> {
-    match sqlx::query("UPDATE sessions SET updated_at = ? WHERE id = ?")
+    match sqlx::query("UPDATE sessions SET updated_at = ?, name = COALESCE(name, ?) WHERE id = ?")
         .bind(touch.now.millis())
+        .bind(touch.name.as_deref())
         .bind(touch.id.as_str())
         .execute(conn)
         .await
@@ -249,12 +279,7 @@ impl Batch for Touch {
     ) -> BoxFuture<'_, Result<Vec<Result<()>>>> {
         async move {
             if writes.len() > 1 {
-                let list = serde_json::to_string(
-                    &writes
-                        .iter()
-                        .map(|t| (t.id.as_str(), t.now.millis()))
-                        .collect::<Vec<_>>(),
-                )?;
+                let list = touch_list(&writes)?;
                 match sqlx::query(TOUCH_ALL)
                     .bind(list)
                     .fetch_all(&mut *conn)
@@ -297,22 +322,32 @@ mod tests {
     use super::*;
     use crate::SqliteConfig;
 
+    /// A registry in `dir` holding unnamed sessions `ids`, created at time 1.
+    async fn with_sessions(dir: &tempfile::TempDir, ids: &[&str]) -> SqliteSessionRegistry {
+        let db = SqliteDatabase::open(SqliteConfig::new(dir.path().join("r.db")))
+            .await
+            .unwrap();
+        let registry = SqliteSessionRegistry::new(db);
+        for id in ids {
+            registry
+                .create(
+                    &SessionId::new(*id).unwrap(),
+                    &NewSession::default(),
+                    Timestamp(1),
+                )
+                .await
+                .unwrap();
+        }
+        registry
+    }
+
     /// Touches queued together share one statement: each found session takes its time (the
     /// later of two for one session), and each missing one is refused alone.
     #[tokio::test]
     async fn a_group_of_touches_answers_each_caller() {
         let dir = tempfile::tempdir().unwrap();
-        let db = SqliteDatabase::open(SqliteConfig::new(dir.path().join("r.db")))
-            .await
-            .unwrap();
-        let registry = SqliteSessionRegistry::new(db);
+        let registry = with_sessions(&dir, &["a", "b"]).await;
         let id = |s: &str| SessionId::new(s).unwrap();
-        for s in ["a", "b"] {
-            registry
-                .create(&id(s), &NewSession::default(), Timestamp(1))
-                .await
-                .unwrap();
-        }
         let (a, b, nope) = (id("a"), id("b"), id("nope"));
         let (a, missing, b, a_again) = tokio::join!(
             registry.touch(&a, Timestamp(30)),
@@ -333,5 +368,44 @@ mod tests {
         };
         assert_eq!(updated("a").await, Timestamp(40));
         assert_eq!(updated("b").await, Timestamp(20));
+    }
+
+    /// Touches that name, queued together: an unnamed session takes the first name given
+    /// for it in the group, a named one keeps its own, and a touch without a name names
+    /// nothing.
+    #[tokio::test]
+    async fn a_group_of_touches_names_only_the_unnamed_with_the_first_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = with_sessions(&dir, &["fresh", "named", "plain"]).await;
+        let id = |s: &str| SessionId::new(s).unwrap();
+        let rename = SessionPatch {
+            name: Some("kept".into()),
+            ..SessionPatch::default()
+        };
+        registry
+            .update(&id("named"), &rename, Timestamp(2))
+            .await
+            .unwrap();
+        let (fresh, named, plain) = (id("fresh"), id("named"), id("plain"));
+        let results = tokio::join!(
+            registry.touch_and_name(&fresh, Timestamp(10), None),
+            registry.touch_and_name(&fresh, Timestamp(11), Some("first".into())),
+            registry.touch_and_name(&named, Timestamp(12), Some("ignored".into())),
+            registry.touch_and_name(&fresh, Timestamp(13), Some("second".into())),
+            registry.touch_and_name(&plain, Timestamp(14), None),
+        );
+        for result in [results.0, results.1, results.2, results.3, results.4] {
+            result.unwrap();
+        }
+        let info = |s: &'static str| {
+            let registry = registry.clone();
+            async move { registry.get(&id(s)).await.unwrap().unwrap() }
+        };
+        let fresh = info("fresh").await;
+        assert_eq!(fresh.name.as_deref(), Some("first"));
+        assert_eq!(fresh.updated_at, Timestamp(13));
+        assert_eq!(info("named").await.name.as_deref(), Some("kept"));
+        assert_eq!(info("plain").await.name, None);
+        assert_eq!(info("plain").await.updated_at, Timestamp(14));
     }
 }

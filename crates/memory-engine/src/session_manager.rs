@@ -18,6 +18,18 @@ use crate::{AppendReport, CompactionSettings, MessageSearch, ReindexReport, Sess
 /// Longest automatic session title, in characters.
 pub const TITLE_CHARS: usize = 60;
 
+/// The title an unnamed session takes from `messages`: the first user message with text, its
+/// whitespace folded to single spaces, cut to [`TITLE_CHARS`] characters.
+fn title_of<'a>(messages: impl IntoIterator<Item = &'a UiMessage>) -> Option<String> {
+    let text = messages
+        .into_iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.text())
+        .find(|t| !t.trim().is_empty())?;
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    Some(flat.chars().take(TITLE_CHARS).collect())
+}
+
 /// The registry of conversations together with their histories and context.
 ///
 /// Every write through the manager touches the session's `updated_at`, so `list` shows the
@@ -373,42 +385,21 @@ impl SessionManager {
         Ok(self.cached().entry(id.clone()).or_insert(session).clone())
     }
 
-    /// Names an unnamed session after the first user message among `messages`.
-    async fn title_from(&self, id: &SessionId, messages: &[&UiMessage]) -> Result<()> {
-        let Some(text) = messages
-            .iter()
-            .filter(|m| m.role == Role::User)
-            .map(|m| m.text())
-            .find(|t| !t.trim().is_empty())
-        else {
-            return Ok(());
-        };
-        let Some(info) = self.registry.get(id).await? else {
-            return Ok(());
-        };
-        if info.name.is_some() {
-            return Ok(());
-        }
-        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        let title: String = flat.chars().take(TITLE_CHARS).collect();
-        let patch = SessionPatch {
-            name: Some(title),
-            ..SessionPatch::default()
-        };
-        self.registry.update(id, &patch, self.clock.now()).await?;
-        Ok(())
-    }
-
-    /// Runs `write` and touches the session beside it, not after it: a registry that shares
-    /// the store's writer commits both in one transaction (SQLite's group commit), so a
-    /// write costs one commit to wait for instead of two. A write that fails may still have
-    /// moved `updated_at` (an attempt is activity too).
+    /// Runs `write` and touches the session beside it, not after it, naming it `name` (see
+    /// [`title_of`]) if it has no name, in the same write: a registry
+    /// that shares the store's writer commits both in one transaction (SQLite's group
+    /// commit), so a write costs one commit to wait for and no read. A write that fails may
+    /// still have moved `updated_at` and named the session (an attempt is activity too).
     async fn touching<T>(
         &self,
         id: &SessionId,
+        name: Option<String>,
         write: impl std::future::Future<Output = Result<T>>,
     ) -> Result<T> {
-        let (written, touched) = futures::join!(write, self.registry.touch(id, self.clock.now()));
+        let (written, touched) = futures::join!(
+            write,
+            self.registry.touch_and_name(id, self.clock.now(), name)
+        );
         let written = written?;
         touched?;
         Ok(written)
@@ -422,11 +413,8 @@ impl SessionManager {
         parent: Parent,
     ) -> Result<AppendReport> {
         let session = self.session(id).await?;
-        let report = self
-            .touching(id, session.append_to(message.clone(), parent))
-            .await?;
-        self.title_from(id, &[&message]).await?;
-        Ok(report)
+        self.touching(id, title_of([&message]), session.append_to(message, parent))
+            .await
     }
 
     /// Appends a chain of messages (continuing from `parent`, the latest leaf by default).
@@ -437,12 +425,12 @@ impl SessionManager {
         parent: Parent,
     ) -> Result<Vec<AppendOutcome>> {
         let session = self.session(id).await?;
-        let outcomes = self
-            .touching(id, session.append_all(messages.clone(), parent))
-            .await?;
-        self.title_from(id, &messages.iter().collect::<Vec<_>>())
-            .await?;
-        Ok(outcomes)
+        self.touching(
+            id,
+            title_of(&messages),
+            session.append_all(messages, parent),
+        )
+        .await
     }
 
     /// Updates a message of a registered session and touches it.
@@ -459,11 +447,8 @@ impl SessionManager {
         parent: Parent,
     ) -> Result<AppendOutcome> {
         let session = self.session(id).await?;
-        let outcome = self
-            .touching(id, session.upsert(message.clone(), parent))
-            .await?;
-        self.title_from(id, &[&message]).await?;
-        Ok(outcome)
+        self.touching(id, title_of([&message]), session.upsert(message, parent))
+            .await
     }
 
     /// Deletes messages of a registered session and touches it.

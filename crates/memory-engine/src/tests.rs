@@ -119,7 +119,7 @@ async fn manager_refuses_unregistered_sessions_without_touching_the_store() {
 }
 
 #[tokio::test]
-async fn manager_append_touches_the_session_with_the_clock() {
+async fn manager_append_touches_and_names_the_session_in_one_call() {
     let mut store = MockMessageStore::new();
     store.expect_capabilities().return_const(StoreCapabilities {
         max_message_bytes: None,
@@ -129,14 +129,18 @@ async fn manager_append_touches_the_session_with_the_clock() {
         .times(1)
         .returning(|_, _| Ok(vec![AppendOutcome::Inserted { parent_id: None }]));
     let mut registry = MockSessionRegistry::new();
+    // One read, to open the session; the title needs none.
     registry
         .expect_get()
+        .times(1)
         .returning(|id| Ok(Some(info(id.as_str()))));
     registry
-        .expect_touch()
-        .with(eq(sid("s1")), eq(Timestamp(42)))
+        .expect_touch_and_name()
+        .withf(|id, now, name| {
+            *id == sid("s1") && *now == Timestamp(42) && name.as_deref() == Some("x")
+        })
         .times(1)
-        .returning(|_, _| Ok(()));
+        .returning(|_, _, _| Ok(()));
     let manager = SessionManager::new(
         Arc::new(store),
         Arc::new(registry),

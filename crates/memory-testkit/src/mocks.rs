@@ -63,6 +63,7 @@ mock! {
         async fn update(&self, id: &SessionId, patch: &SessionPatch, now: Timestamp) -> Result<SessionInfo>;
         async fn add_usage(&self, id: &SessionId, usage: SessionUsage, now: Timestamp) -> Result<SessionInfo>;
         async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()>;
+        async fn touch_and_name(&self, id: &SessionId, now: Timestamp, name: Option<String>) -> Result<()>;
         async fn delete(&self, id: &SessionId) -> Result<bool>;
         async fn restore(&self, info: &SessionInfo) -> Result<bool>;
     }

@@ -8,8 +8,10 @@ use crate::{NewSession, Result, SessionId, SessionInfo, SessionPatch, SessionUsa
 /// - `create` with an existing id is [`crate::MemoryError::AlreadyExists`]; `restore` with
 ///   one is `Ok(false)` (two importers of one file both succeed).
 /// - `list` orders by `updated_at` descending, ties by most recently created first.
-/// - `update`, `add_usage` and `touch` set `updated_at` to `now`; on an unknown id they are
-///   [`crate::MemoryError::NotFound`].
+/// - `update`, `add_usage`, `touch` and `touch_and_name` set `updated_at` to `now`; on an
+///   unknown id they are [`crate::MemoryError::NotFound`].
+/// - `touch_and_name` names only a session without a name (`None`); a name once set, even
+///   `""`, stays.
 /// - The registry owns no messages: deleting a session's messages is the caller's job
 ///   (the engine's `SessionManager` does both).
 #[async_trait]
@@ -46,6 +48,30 @@ pub trait SessionRegistry: Send + Sync {
 
     /// Marks the session as updated now.
     async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()>;
+
+    /// Marks the session as updated now and, when it has no name yet and `name` is given,
+    /// names it `name`: what an append does, in one write where the backend allows (the
+    /// default reads the record between a touch and an update).
+    async fn touch_and_name(
+        &self,
+        id: &SessionId,
+        now: Timestamp,
+        name: Option<String>,
+    ) -> Result<()> {
+        self.touch(id, now).await?;
+        let Some(name) = name else {
+            return Ok(());
+        };
+        let unnamed = self.get(id).await?.is_some_and(|info| info.name.is_none());
+        if unnamed {
+            let patch = SessionPatch {
+                name: Some(name),
+                ..SessionPatch::default()
+            };
+            self.update(id, &patch, now).await?;
+        }
+        Ok(())
+    }
 
     /// Deletes the record; true if it existed.
     async fn delete(&self, id: &SessionId) -> Result<bool>;

@@ -10,6 +10,7 @@ pub async fn run_all(registry: &dyn SessionRegistry) {
     create_get_delete(registry).await;
     list_orders_by_update(registry).await;
     update_usage_and_touch(registry).await;
+    touch_and_name_names_only_the_unnamed(registry).await;
     restore_keeps_every_field(registry).await;
     profile_binding(registry).await;
 }
@@ -218,4 +219,64 @@ pub async fn update_usage_and_touch(registry: &dyn SessionRegistry) {
             .is_not_found()
     );
     registry.delete(&id).await.unwrap();
+}
+
+/// `touch_and_name` moves `updated_at` like `touch`, names a session that has no name, and
+/// leaves a name alone once one is set (`""` included); an unknown id fails.
+pub async fn touch_and_name_names_only_the_unnamed(registry: &dyn SessionRegistry) {
+    let id = fresh_session("reg-title");
+    registry
+        .create(&id, &NewSession::default(), Timestamp(10))
+        .await
+        .unwrap();
+    registry
+        .touch_and_name(&id, Timestamp(20), None)
+        .await
+        .unwrap();
+    let info = registry.get(&id).await.unwrap().unwrap();
+    assert_eq!(info.name, None);
+    assert_eq!(info.updated_at, Timestamp(20));
+    registry
+        .touch_and_name(&id, Timestamp(30), Some("first words".into()))
+        .await
+        .unwrap();
+    registry
+        .touch_and_name(&id, Timestamp(40), Some("later words".into()))
+        .await
+        .unwrap();
+    let info = registry.get(&id).await.unwrap().unwrap();
+    assert_eq!(info.name.as_deref(), Some("first words"));
+    assert_eq!(info.updated_at, Timestamp(40));
+    let blank = fresh_session("reg-blank");
+    registry
+        .create(&blank, &NewSession::default(), Timestamp(10))
+        .await
+        .unwrap();
+    let clear = SessionPatch {
+        name: Some(String::new()),
+        ..SessionPatch::default()
+    };
+    registry
+        .update(&blank, &clear, Timestamp(20))
+        .await
+        .unwrap();
+    registry
+        .touch_and_name(&blank, Timestamp(30), Some("not taken".into()))
+        .await
+        .unwrap();
+    assert_eq!(
+        registry.get(&blank).await.unwrap().unwrap().name.as_deref(),
+        Some("")
+    );
+    let missing = fresh_session("reg-title-missing");
+    assert!(
+        registry
+            .touch_and_name(&missing, Timestamp(1), Some("x".into()))
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    for id in [id, blank] {
+        registry.delete(&id).await.unwrap();
+    }
 }

@@ -140,6 +140,24 @@ impl SessionRegistry for InMemorySessionRegistry {
         Ok(())
     }
 
+    async fn touch_and_name(
+        &self,
+        id: &SessionId,
+        now: Timestamp,
+        name: Option<String>,
+    ) -> Result<()> {
+        let mut guard = lock(&self.inner);
+        let (_, info) = guard
+            .1
+            .get_mut(id)
+            .ok_or_else(|| MemoryError::not_found("session", id.as_str()))?;
+        info.updated_at = now;
+        if info.name.is_none() {
+            info.name = name;
+        }
+        Ok(())
+    }
+
     async fn delete(&self, id: &SessionId) -> Result<bool> {
         Ok(lock(&self.inner).1.remove(id).is_some())
     }
