@@ -1,6 +1,10 @@
 //! The in-memory adapters pass the same contract suite as every real adapter.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use memory_core::ports::SessionRegistry;
+use memory_core::{
+    NewSession, Result, SessionId, SessionInfo, SessionPatch, SessionUsage, Timestamp,
+};
 use memory_testkit::contract;
 use memory_testkit::in_memory::{
     InMemoryKeyValueStore, InMemoryMessageStore, InMemoryProfiles, InMemorySessionRegistry,
@@ -15,6 +19,58 @@ async fn in_memory_message_store_passes_the_contract() {
 #[tokio::test]
 async fn in_memory_session_registry_passes_the_contract() {
     contract::session_registry::run_all(&InMemorySessionRegistry::new()).await;
+}
+
+/// The in-memory registry with the port's default `touch_and_name` (touch, read, update)
+/// instead of its own: every adapter overrides it, so the default is checked here.
+struct DefaultNaming(InMemorySessionRegistry);
+
+#[async_trait::async_trait]
+impl SessionRegistry for DefaultNaming {
+    async fn create(
+        &self,
+        id: &SessionId,
+        spec: &NewSession,
+        now: Timestamp,
+    ) -> Result<SessionInfo> {
+        self.0.create(id, spec, now).await
+    }
+    async fn get(&self, id: &SessionId) -> Result<Option<SessionInfo>> {
+        self.0.get(id).await
+    }
+    async fn list(&self, limit: usize, offset: usize) -> Result<Vec<SessionInfo>> {
+        self.0.list(limit, offset).await
+    }
+    async fn update(
+        &self,
+        id: &SessionId,
+        patch: &SessionPatch,
+        now: Timestamp,
+    ) -> Result<SessionInfo> {
+        self.0.update(id, patch, now).await
+    }
+    async fn add_usage(
+        &self,
+        id: &SessionId,
+        usage: SessionUsage,
+        now: Timestamp,
+    ) -> Result<SessionInfo> {
+        self.0.add_usage(id, usage, now).await
+    }
+    async fn touch(&self, id: &SessionId, now: Timestamp) -> Result<()> {
+        self.0.touch(id, now).await
+    }
+    async fn delete(&self, id: &SessionId) -> Result<bool> {
+        self.0.delete(id).await
+    }
+    async fn restore(&self, info: &SessionInfo) -> Result<bool> {
+        self.0.restore(info).await
+    }
+}
+
+#[tokio::test]
+async fn the_registry_ports_default_naming_passes_the_contract() {
+    contract::session_registry::run_all(&DefaultNaming(InMemorySessionRegistry::new())).await;
 }
 
 #[tokio::test]

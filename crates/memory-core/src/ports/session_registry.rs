@@ -51,7 +51,8 @@ pub trait SessionRegistry: Send + Sync {
 
     /// Marks the session as updated now and, when it has no name yet and `name` is given,
     /// names it `name`: what an append does, in one write where the backend allows (the
-    /// default reads the record between a touch and an update).
+    /// default reads the record between a touch and an update, so a name set by another
+    /// caller in between can be overwritten; every adapter in this workspace overrides it).
     async fn touch_and_name(
         &self,
         id: &SessionId,
