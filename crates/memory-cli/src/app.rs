@@ -98,6 +98,7 @@ pub async fn scratch_long_term(
     storage.sqlite.profiles = root.to_owned();
     if tantivy_text {
         storage.text = memory_config::Backend::Tantivy;
+        storage.profile_text = memory_config::Backend::Tantivy;
         storage.tantivy = Some(memory_config::TantivySettings {
             path: root.join("tantivy"),
             language: memory_core::TextLanguage::default(),

@@ -141,12 +141,15 @@ async fn upload_file(
 }
 
 /// Takes a backup of the deployment into its blob store, then keeps the newest `keep`: file
-/// copies when every role is on SQLite, else a logical backup through the export lines.
+/// copies when every role is on SQLite (the profiles' text may be on Tantivy: it is rebuilt
+/// from the records after a restore), else a logical backup through the export lines.
 pub(crate) async fn backup(deployment: &Deployment, keep: Option<usize>) -> Result<BackupManifest> {
     let blobs = deployment.blob_store().await.map_err(into_memory)?;
     let blobs = blobs.as_ref();
     let storage = deployment.storage();
-    let all_sqlite = [
+    // Every role on SQLite but the profiles' text, which may be a Tantivy index beside the
+    // files: derived from the records, it is left out and rebuilt after a restore.
+    let as_files = [
         Role::Records,
         Role::Sessions,
         Role::Text,
@@ -156,13 +159,14 @@ pub(crate) async fn backup(deployment: &Deployment, keep: Option<usize>) -> Resu
         Role::Kv,
     ]
     .into_iter()
-    .all(|role| storage.backend(role) == Backend::Sqlite);
+    .all(|role| storage.backend(role) == Backend::Sqlite)
+        && matches!(storage.profile_text, Backend::Sqlite | Backend::Tantivy);
     let created_at = memory_core::ports::SystemClock.now().millis();
     let id = format!(
         "{created_at:013}-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     );
-    let (mode, files) = if all_sqlite {
+    let (mode, files) = if as_files {
         (
             "files",
             file_copies(blobs, storage, deployment.data_dir(), &id).await?,
@@ -468,7 +472,32 @@ pub(crate) async fn restore(
             .await
             .map_err(|e| io(path.display(), e))?;
     }
+    if manifest.files.iter().any(|f| f.kind == "profiles") {
+        discard_profile_text(into).await;
+    }
     Ok(manifest)
+}
+
+/// After a file restore into `into`: each profile's text index that the engine writes (a
+/// search engine's, never in the files) is emptied and rebuilt from the restored records
+/// when a process first opens the profile, whatever an index directory there held before.
+/// Best effort: the files are in place whatever happens here, and a missing index is
+/// rebuilt at first open anyway (an older one left beside them is not).
+async fn discard_profile_text(into: &Path) {
+    let discarded: Result<()> = async {
+        let target = Deployment::open(into).map_err(into_memory)?;
+        let backends = target.long_term_backends().await.map_err(into_memory)?;
+        for profile in backends.records.list().await? {
+            backends.discard_text_index(&profile).await?;
+        }
+        drop(backends);
+        target.close().await;
+        Ok(())
+    }
+    .await;
+    if let Err(e) = discarded {
+        tracing::warn!(error = %e, into = %into.display(), "could not empty the restored profiles' text indexes; an older index there may be searched until `memory reindex`");
+    }
 }
 
 /// Downloads a logical backup file whole, checking its size and SHA-256.

@@ -260,7 +260,8 @@ impl Deployment {
     }
 
     /// Backs up the deployment into its blob store (see [`backup`]): file copies of the
-    /// SQLite databases when every role is on SQLite, else every session and profile as
+    /// SQLite databases when every role is on SQLite (the profiles' text may be on Tantivy:
+    /// it is rebuilt from the records after a restore), else every session and profile as
     /// export lines. Keeps the newest `keep` backups when given.
     #[cfg(feature = "sqlite")]
     pub async fn backup(&self, keep: Option<usize>) -> Result<backup::BackupManifest> {

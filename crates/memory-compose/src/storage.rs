@@ -250,7 +250,7 @@ impl Stores {
 
     /// Each profile's text index.
     pub(crate) async fn profile_text(&self) -> Result<Arc<dyn TextIndexes>> {
-        match (self.backend(Role::Text), self.backend(Role::Records)) {
+        match (self.backend(Role::ProfileText), self.backend(Role::Records)) {
             #[cfg(feature = "sqlite")]
             (Backend::Sqlite, Backend::Sqlite) => Ok(self.sqlite_profiles()),
             #[cfg(feature = "postgres")]
@@ -274,11 +274,11 @@ impl Stores {
                 })) as Arc<dyn TextIndexes>)
             }
             (Backend::Sqlite, _) => Err(ComposeError::NotAvailable {
-                role: Role::Text,
+                role: Role::ProfileText,
                 backend: Backend::Sqlite,
-                reason: "SQLite indexes long-term memory only beside SQLite records; pick the records' backend or a search engine for text",
+                reason: "SQLite indexes long-term memory only beside SQLite records; pick the records' backend or a search engine for profile_text",
             }),
-            (other, _) => Err(unavailable(Role::Text, other)),
+            (other, _) => Err(unavailable(Role::ProfileText, other)),
         }
     }
 

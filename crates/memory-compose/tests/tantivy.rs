@@ -176,6 +176,94 @@ async fn reindex_rebuilds_the_tantivy_index_from_the_store() {
     assert_eq!(manager.search(&all).await.unwrap().len(), 50);
 }
 
+/// `profile_text = "tantivy"`: the profiles' text on Tantivy, everything else in SQLite. A
+/// backup is file copies that leave the index out; the restored deployment rebuilds each
+/// profile's index from its records when it first opens the profile, even beside an index
+/// that was already there (from another deployment).
+#[tokio::test]
+async fn a_file_backup_leaves_the_profiles_index_out_and_the_restore_rebuilds_it() {
+    const CONFIG: &str = "[storage]\nprofile_text = \"tantivy\"\n\n[memory]\nembedder = \"none\"\n";
+    let source = tempfile::tempdir().unwrap();
+    std::fs::write(source.path().join("memory.toml"), CONFIG).unwrap();
+    let deployment = Deployment::open(source.path()).unwrap();
+    let storage = deployment.storage();
+    assert_eq!(storage.backend(Role::ProfileText), Backend::Tantivy);
+    assert_eq!(storage.backend(Role::Text), Backend::Sqlite);
+    assert_eq!(storage.backend(Role::SessionText), Backend::Sqlite);
+    let (memory, _) = deployment.memory_service().await.unwrap();
+    memory
+        .remember("home", note("The herons nest by the river"))
+        .await
+        .unwrap();
+    assert!(source.path().join("tantivy/profiles/home").is_dir());
+    let backup = deployment.backup(None).await.unwrap();
+    assert_eq!(backup.mode, "files");
+    assert!(
+        backup.files.iter().all(|f| !f.key.contains("tantivy")),
+        "{:?}",
+        backup.files
+    );
+
+    // The target already holds an index of `home` from another deployment, which knows of
+    // kingfishers and not of herons.
+    let target = tempfile::tempdir().unwrap();
+    std::fs::write(target.path().join("memory.toml"), CONFIG).unwrap();
+    {
+        let other = Deployment::open(target.path()).unwrap();
+        let (memory, _) = other.memory_service().await.unwrap();
+        memory
+            .remember("home", note("Kingfishers dive"))
+            .await
+            .unwrap();
+    }
+    for entry in std::fs::read_dir(target.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        if name == "profiles" {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else if name.starts_with("memory.db") {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+    assert!(target.path().join("tantivy/profiles/home").is_dir());
+    deployment
+        .restore(Some(&backup.id), target.path())
+        .await
+        .unwrap();
+
+    let restored = Deployment::open(target.path()).unwrap();
+    let (memory, _) = restored.memory_service().await.unwrap();
+    let hits = memory
+        .recall("home", RecallRequest::new("herons", 5))
+        .await
+        .unwrap()
+        .hits;
+    assert_eq!(hits.len(), 1, "the restored memory is found: {hits:?}");
+    let index = restored
+        .long_term_backends()
+        .await
+        .unwrap()
+        .text
+        .text_index("home")
+        .await
+        .unwrap();
+    let stale = index
+        .search(
+            memory_core::ports::namespaces::MEMORIES,
+            &memory_core::ports::TextQuery::new("kingfishers", 5),
+        )
+        .await
+        .unwrap();
+    assert!(stale.is_empty(), "the older index was rebuilt: {stale:?}");
+    assert_eq!(
+        index
+            .count(memory_core::ports::namespaces::MEMORIES)
+            .await
+            .unwrap(),
+        1
+    );
+}
+
 /// `[storage.tantivy]` sets the language of the general index and of each profile; a
 /// deployment reopened with another language is refused with a clear error.
 #[tokio::test]

@@ -6,6 +6,7 @@
 //! sessions = "redis"       # sessions, messages, overlays, stored skills (default: records')
 //! text = "tantivy"         # full-text indexes
 //! session_text = "sqlite"  # the session messages' index (default: text's)
+//! profile_text = "tantivy" # the long-term profiles' indexes (default: text's)
 //! vectors = "lancedb"      # embeddings
 //! jobs = "redis"           # the ingest job queue
 //! kv = "redis"             # blocks, cached prompts, index outbox
@@ -66,12 +67,19 @@ impl Backend {
     pub fn roles(self) -> &'static [Role] {
         use Role::*;
         match self {
-            Self::Sqlite | Self::Postgres => {
-                &[Records, Sessions, Text, SessionText, Vectors, Jobs, Kv]
-            }
+            Self::Sqlite | Self::Postgres => &[
+                Records,
+                Sessions,
+                Text,
+                SessionText,
+                ProfileText,
+                Vectors,
+                Jobs,
+                Kv,
+            ],
             Self::Redis => &[Sessions, Jobs, Kv],
             Self::S3 | Self::Fs => &[Blobs],
-            Self::Tantivy => &[Text, SessionText],
+            Self::Tantivy => &[Text, SessionText, ProfileText],
             Self::Lancedb => &[Vectors],
         }
     }
@@ -91,12 +99,18 @@ pub enum Role {
     /// The session tier: session metadata, the message tree with its overlays, and stored
     /// skills. Served by the records' backend unless `[storage] sessions` names another.
     Sessions,
-    /// Full-text indexes (of profiles, and of searchable blocks).
+    /// Full-text indexes (of searchable blocks, and of whatever `session_text` and
+    /// `profile_text` do not name).
     Text,
     /// The full-text index of session messages. Follows `text` unless `[storage]
     /// session_text` names another: SQLite here keeps each append and its index entry in one
     /// transaction beside SQLite sessions, while profiles' text goes to a search engine.
     SessionText,
+    /// The full-text indexes of long-term profiles. Follows `text` unless `[storage]
+    /// profile_text` names another: a search engine here gives recall its top-k text search
+    /// while blocks and session messages stay in SQLite (the engine keeps a profile's index
+    /// in step with its records, and rebuilds it from them when it is missing).
+    ProfileText,
     /// Embeddings.
     Vectors,
     /// Skills, exports, backups, archived sessions.
@@ -109,11 +123,12 @@ pub enum Role {
 
 impl Role {
     /// Every role, in the order `[storage]` lists them.
-    pub const ALL: [Role; 8] = [
+    pub const ALL: [Role; 9] = [
         Role::Records,
         Role::Sessions,
         Role::Text,
         Role::SessionText,
+        Role::ProfileText,
         Role::Vectors,
         Role::Blobs,
         Role::Jobs,
@@ -127,6 +142,7 @@ impl Role {
             Self::Sessions => "sessions",
             Self::Text => "text",
             Self::SessionText => "session_text",
+            Self::ProfileText => "profile_text",
             Self::Vectors => "vectors",
             Self::Blobs => "blobs",
             Self::Jobs => "jobs",
@@ -306,10 +322,12 @@ pub struct StorageConfig {
     pub records: Backend,
     /// Sessions, messages, overlays and stored skills.
     pub sessions: Backend,
-    /// Full-text indexes (profiles, searchable blocks).
+    /// Full-text indexes (searchable blocks).
     pub text: Backend,
     /// The session messages' full-text index.
     pub session_text: Backend,
+    /// The long-term profiles' full-text indexes.
+    pub profile_text: Backend,
     /// Embeddings.
     pub vectors: Backend,
     /// Blobs.
@@ -342,6 +360,7 @@ impl StorageConfig {
             sessions: Backend::Sqlite,
             text: Backend::Sqlite,
             session_text: Backend::Sqlite,
+            profile_text: Backend::Sqlite,
             vectors: Backend::Sqlite,
             blobs: Backend::Fs,
             jobs: Backend::Sqlite,
@@ -373,6 +392,7 @@ impl StorageConfig {
             Role::Sessions => self.sessions,
             Role::Text => self.text,
             Role::SessionText => self.session_text,
+            Role::ProfileText => self.profile_text,
             Role::Vectors => self.vectors,
             Role::Blobs => self.blobs,
             Role::Jobs => self.jobs,
@@ -401,6 +421,7 @@ pub(crate) struct RawStorage {
     pub sessions: Option<Backend>,
     pub text: Option<Backend>,
     pub session_text: Option<Backend>,
+    pub profile_text: Option<Backend>,
     pub vectors: Option<Backend>,
     pub blobs: Option<Backend>,
     pub jobs: Option<Backend>,
@@ -528,6 +549,8 @@ impl RawStorage {
             (Role::Text, self.text),
             // The messages' index follows the text unless it is named.
             (Role::SessionText, self.session_text.or(self.text)),
+            // So do the profiles' indexes.
+            (Role::ProfileText, self.profile_text.or(self.text)),
             (Role::Vectors, self.vectors),
             (Role::Blobs, self.blobs),
             (Role::Jobs, self.jobs),
@@ -551,6 +574,7 @@ impl RawStorage {
                 Role::Sessions => config.sessions = backend,
                 Role::Text => config.text = backend,
                 Role::SessionText => config.session_text = backend,
+                Role::ProfileText => config.profile_text = backend,
                 Role::Vectors => config.vectors = backend,
                 Role::Blobs => config.blobs = backend,
                 Role::Jobs => config.jobs = backend,

@@ -165,6 +165,7 @@ fn about(deployment: &Deployment) -> memory_server::About {
         ("sessions", storage.sessions),
         ("text", storage.text),
         ("session_text", storage.session_text),
+        ("profile_text", storage.profile_text),
         ("vectors", storage.vectors),
         ("jobs", storage.jobs),
         ("kv", storage.kv),

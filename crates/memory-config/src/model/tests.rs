@@ -347,7 +347,7 @@ kenji = "cjk"
     fn a_backend_that_cannot_serve_a_role_is_refused_with_the_key() {
         assert_eq!(
             err("[storage]\nvectors = \"tantivy\"\n"),
-            "memory.toml:1: `storage.vectors`: tantivy cannot serve vectors; it serves text, session_text"
+            "memory.toml:1: `storage.vectors`: tantivy cannot serve vectors; it serves text, session_text, profile_text"
         );
         assert!(err("[storage]\nrecords = \"s3\"\n").contains("`storage.records`"));
         assert_eq!(
@@ -400,6 +400,32 @@ kenji = "cjk"
         assert_eq!(
             err("[storage]\nsession_text = \"redis\"\n"),
             "memory.toml:1: `storage.session_text`: redis cannot serve session_text; it serves sessions, jobs, kv"
+        );
+    }
+
+    #[test]
+    fn the_profiles_indexes_follow_the_text_unless_named() {
+        let storage = |toml: &str| {
+            MemoryConfig::parse(toml, Path::new("/etc/memory"))
+                .unwrap()
+                .storage(Path::new("/ignored"))
+        };
+        let all = storage("[storage]\ntext = \"tantivy\"\n");
+        assert_eq!(all.backend(Role::ProfileText), Backend::Tantivy);
+        let profiles = storage("[storage]\nprofile_text = \"tantivy\"\n");
+        assert_eq!(profiles.backend(Role::ProfileText), Backend::Tantivy);
+        assert_eq!(profiles.backend(Role::Text), Backend::Sqlite);
+        assert_eq!(profiles.backend(Role::SessionText), Backend::Sqlite);
+        assert!(
+            profiles.tantivy.is_some(),
+            "settings for the role that uses it"
+        );
+        let apart = storage("[storage]\ntext = \"tantivy\"\nprofile_text = \"sqlite\"\n");
+        assert_eq!(apart.backend(Role::ProfileText), Backend::Sqlite);
+        assert_eq!(storage("").backend(Role::ProfileText), Backend::Sqlite);
+        assert_eq!(
+            err("[storage]\nprofile_text = \"lancedb\"\n"),
+            "memory.toml:1: `storage.profile_text`: lancedb cannot serve profile_text; it serves vectors"
         );
     }
 

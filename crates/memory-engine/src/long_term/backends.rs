@@ -18,6 +18,10 @@ pub(super) const INGEST_KIND: &str = "ingest";
 /// Outbox keys of a profile's index updates live under this prefix and the profile name.
 const OUTBOX_PREFIX: &str = "index-outbox/profiles/";
 
+/// A rebuild of a profile's index keeps its progress under this prefix and the profile name
+/// until it is done (outside the outbox's prefix, so a replay never reads it as an entry).
+const REBUILD_PREFIX: &str = "index-rebuild/profiles/";
+
 /// The ports long-term memory runs on. Records, text indexes, vectors and jobs may come from
 /// different adapters (records on Postgres, vectors on LanceDB, ...); the engine reaches each
 /// profile's indexes through the factories, never through another adapter.
@@ -87,7 +91,9 @@ impl LongTermBackends {
         if index.capabilities().written_by_store {
             return Ok(records);
         }
-        Ok(self.synced(profile, records, index))
+        let synced = self.synced(profile, records, index);
+        synced.ensure_built_for_write().await?;
+        Ok(synced)
     }
 
     fn synced(
@@ -103,19 +109,21 @@ impl LongTermBackends {
                 index,
                 Arc::clone(&self.outbox),
                 format!("{OUTBOX_PREFIX}{profile}/"),
+                format!("{REBUILD_PREFIX}{profile}"),
             ))
         }))
     }
 
-    /// The profile's text index, caught up with every write (an update a crash or outage
-    /// left in the outbox is replayed first).
+    /// The profile's text index, caught up with every write (rebuilt from the records first
+    /// if it cannot be trusted, then an update a crash or outage left in the outbox is
+    /// replayed).
     pub(super) async fn text_index(&self, profile: &str) -> Result<Arc<dyn TextIndex>> {
         let index = self.text.text_index(profile).await?;
         if !index.capabilities().written_by_store {
             let records = self.records.open(profile).await?;
-            self.synced(profile, records, Arc::clone(&index))
-                .catch_up()
-                .await?;
+            let synced = self.synced(profile, records, Arc::clone(&index));
+            synced.ensure_built().await?;
+            synced.catch_up().await?;
         }
         Ok(index)
     }
@@ -136,6 +144,19 @@ impl LongTermBackends {
         })
     }
 
+    /// Empties the profile's text index and has it rebuilt from the records when the profile
+    /// is next opened, by this process or another (after a restore brought the records back
+    /// without the index, perhaps beside an older one). Nothing to do when the store writes
+    /// its index.
+    pub async fn discard_text_index(&self, profile: &str) -> Result<()> {
+        let index = self.text.text_index(profile).await?;
+        if index.capabilities().written_by_store {
+            return Ok(());
+        }
+        let records = self.records.open(profile).await?;
+        self.synced(profile, records, index).discard().await
+    }
+
     /// The profile's vector index.
     pub(super) async fn vector_index(&self, profile: &str) -> Result<Arc<dyn VectorIndex>> {
         self.vectors.vector_index(profile).await
@@ -152,13 +173,20 @@ impl LongTermBackends {
             .delete_prefix(&format!("{OUTBOX_PREFIX}{profile}/"))
             .await?;
         self.outbox
+            .delete(&format!("{REBUILD_PREFIX}{profile}"))
+            .await?;
+        self.outbox
             .delete(&format!("{}{profile}", super::settings::SETTINGS_PREFIX))
             .await?;
         self.synced
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(profile);
-        self.records.delete(profile).await
+        let existed = self.records.delete(profile).await?;
+        // A request that opened the profile meanwhile may have rebuilt its index from the
+        // records just deleted (an empty index beside records): erase it again.
+        self.text.delete_text_index(profile).await?;
+        Ok(existed)
     }
 
     /// A filter for one profile's ingest jobs.

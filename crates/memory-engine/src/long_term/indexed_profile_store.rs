@@ -4,13 +4,16 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use memory_core::ports::{
-    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryRecord,
-    MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore, TextDocument, TextFields,
-    TextIndex, namespaces,
+    ForgetRequest, KeyValueStore, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage,
+    MemoryRecord, MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore, TextDocument,
+    TextFields, TextIndex, namespaces,
 };
 use memory_core::{Result, Timestamp};
 use serde::{Deserialize, Serialize};
+use tracing::{info, warn};
 
 use crate::index_sync::{DocumentLocks, Documents, converge, converge_from};
 use crate::outbox::Outbox;
@@ -55,29 +58,142 @@ pub(crate) fn memory_document(m: &MemoryRecord) -> Option<TextDocument> {
     )
 }
 
+/// How far a rebuild got, kept in its marker after every page: a rebuild cut short (a
+/// crash, a request dropped at its deadline) resumes where it stopped instead of starting
+/// over, and two processes rebuilding at once only write the same documents twice.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RebuildProgress {
+    /// Outbox entries recorded before this key are covered by the rebuild.
+    cut_off: String,
+    /// Where the raw messages resume (`None`: from the first).
+    raw: Option<String>,
+    /// Whether every raw message was written.
+    raw_done: bool,
+    /// Where the memories resume (`None`: from the first).
+    memories: Option<String>,
+}
+
 /// A profile's records wrapped so that every write reaches its text index through a durable
 /// outbox (see [`crate::IndexedMessageStore`] for the protocol).
+///
+/// The index is derived: the first time a process opens the profile it is rebuilt from the
+/// records when it cannot be trusted ([`ensure_built`](Self::ensure_built)), so a deployment
+/// that moves its text to an engine-written index, restores records without their index, or
+/// loses the index's directory needs no `memory reindex`.
 pub struct IndexedProfileStore {
     inner: Arc<dyn LongTermMemoryStore>,
     index: Arc<dyn TextIndex>,
     outbox: Outbox<Pending>,
     syncing: DocumentLocks,
+    /// Where a rebuild keeps its [`RebuildProgress`] until its last page is written: a
+    /// rebuild cut short is resumed by the next caller, though the index is not empty.
+    kv: Arc<dyn KeyValueStore>,
+    rebuild_marker: String,
+    /// Set once this process has found the index trustworthy or rebuilt it.
+    built: AtomicBool,
+    /// Held while this process checks (and rebuilds) the index: one check at a time.
+    checking: futures::lock::Mutex<()>,
 }
 
 impl IndexedProfileStore {
-    /// Wraps a profile's records; `outbox_prefix` must be the profile's own.
+    /// Wraps a profile's records; `outbox_prefix` and `rebuild_marker` (a key, outside the
+    /// outbox's prefix) must be the profile's own.
     pub(crate) fn new(
         inner: Arc<dyn LongTermMemoryStore>,
         index: Arc<dyn TextIndex>,
-        outbox: Arc<dyn memory_core::ports::KeyValueStore>,
+        kv: Arc<dyn KeyValueStore>,
         outbox_prefix: String,
+        rebuild_marker: String,
     ) -> Self {
         Self {
             inner,
             index,
-            outbox: Outbox::new(outbox, outbox_prefix),
+            outbox: Outbox::new(Arc::clone(&kv), outbox_prefix),
             syncing: DocumentLocks::new(),
+            kv,
+            rebuild_marker,
+            built: AtomicBool::new(false),
+            checking: futures::lock::Mutex::new(()),
         }
+    }
+
+    /// The progress of a rebuild that starts now, from the first record.
+    fn fresh_rebuild(&self) -> RebuildProgress {
+        RebuildProgress {
+            cut_off: self.outbox.cut_off(),
+            raw: None,
+            raw_done: false,
+            memories: None,
+        }
+    }
+
+    /// Keeps a rebuild's progress in its marker.
+    async fn save_rebuild(&self, progress: &RebuildProgress) -> Result<()> {
+        self.kv
+            .set(&self.rebuild_marker, &serde_json::to_string(progress)?)
+            .await
+    }
+
+    /// Once per process: rebuilds the index from the records when a rebuild was left
+    /// unfinished (resuming it), or when the index is empty while the records are not (an
+    /// index made after the records, restored without them, or deleted). Concurrent callers
+    /// wait for the one check; a failed or dropped check is taken up by the next caller.
+    pub(crate) async fn ensure_built(&self) -> Result<()> {
+        if self.built.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _one_check = self.checking.lock().await;
+        if self.built.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if let Some(progress) = self.unfinished_rebuild().await? {
+            info!(marker = %self.rebuild_marker, "rebuilding a text index from its records");
+            let documents = self.resume_rebuild(progress).await?;
+            info!(marker = %self.rebuild_marker, documents, "text index rebuilt");
+        }
+        self.built.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// [`ensure_built`](Self::ensure_built) before a write: a write must not fail because
+    /// the index cannot be checked (its update waits in the outbox), so a failed check marks
+    /// a rebuild instead (a document written now would make an index that lacks the older
+    /// records look whole); the next caller runs it.
+    pub(crate) async fn ensure_built_for_write(&self) -> Result<()> {
+        match self.ensure_built().await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                warn!(error = %e, marker = %self.rebuild_marker, "could not check the text index; it will be rebuilt");
+                if self.kv.get(&self.rebuild_marker).await?.is_none() {
+                    self.save_rebuild(&self.fresh_rebuild()).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The rebuild the index needs before it is trusted, saved in its marker (see
+    /// [`ensure_built`](Self::ensure_built)); `None` when it needs none.
+    async fn unfinished_rebuild(&self) -> Result<Option<RebuildProgress>> {
+        if let Some(saved) = self.kv.get(&self.rebuild_marker).await? {
+            return Ok(Some(serde_json::from_str(&saved).unwrap_or_else(|e| {
+                warn!(error = %e, marker = %self.rebuild_marker, "unreadable rebuild progress; starting over");
+                self.fresh_rebuild()
+            })));
+        }
+        if self.index.count(namespaces::RAW).await? > 0
+            || self.index.count(namespaces::MEMORIES).await? > 0
+        {
+            return Ok(None);
+        }
+        let (raw, _) = self.inner.raw_page(None, 1).await?;
+        let memories = self.inner.list(&MemoryFilter::default(), None, 1).await?;
+        if raw.is_empty() && memories.memories.is_empty() {
+            return Ok(None);
+        }
+        let progress = self.fresh_rebuild();
+        self.save_rebuild(&progress).await?;
+        Ok(Some(progress))
     }
 
     async fn write<T>(
@@ -90,6 +206,17 @@ impl IndexedProfileStore {
         let synced = self.sync(&pending).await;
         self.outbox.settle(&key, &pending, synced).await;
         result
+    }
+
+    /// Empties the index and marks it for a rebuild from the records at the next check, in
+    /// this process or another (a restore brought the records back without their index,
+    /// perhaps beside an older one).
+    pub(crate) async fn discard(&self) -> Result<()> {
+        self.save_rebuild(&self.fresh_rebuild()).await?;
+        self.index.clear(namespaces::RAW).await?;
+        self.index.clear(namespaces::MEMORIES).await?;
+        self.built.store(false, Ordering::Release);
+        Ok(())
     }
 
     /// Makes the named documents match the records, one sync of this process at a time per
@@ -140,42 +267,52 @@ impl IndexedProfileStore {
         Ok(())
     }
 
-    /// Rebuilds both namespaces from the records; returns the documents written. Each page
-    /// is checked against the records after it is written (see [`crate::index_sync`]), so
-    /// writers may run meanwhile.
+    /// Rebuilds both namespaces from the records, cleared first; returns the documents
+    /// written. Each page is checked against the records after it is written (see
+    /// [`crate::index_sync`]), so writers may run meanwhile; the progress is kept in the
+    /// marker, so a rebuild cut short is resumed (not restarted) by the next caller.
     pub(crate) async fn reindex(&self) -> Result<u64> {
-        let cut_off = self.outbox.cut_off();
+        let progress = self.fresh_rebuild();
+        self.save_rebuild(&progress).await?;
         self.index.clear(namespaces::RAW).await?;
         self.index.clear(namespaces::MEMORIES).await?;
+        self.resume_rebuild(progress).await
+    }
+
+    /// Writes every record's documents from where `progress` stopped (nothing is cleared:
+    /// writing a document again changes nothing), saving the progress after each page, then
+    /// drops the marker; returns the documents written.
+    async fn resume_rebuild(&self, mut progress: RebuildProgress) -> Result<u64> {
         let mut written = 0;
-        let mut cursor = None;
-        loop {
-            let (page, next) = self.inner.raw_page(cursor, PAGE).await?;
+        while !progress.raw_done {
+            let (page, next) = self.inner.raw_page(progress.raw.clone(), PAGE).await?;
             let ids = page.iter().map(|m| m.id.clone()).collect();
             let docs = page.iter().map(raw_document).collect();
             written += self.reindex_page(namespaces::RAW, ids, docs).await?;
-            match next {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
+            progress.raw_done = next.is_none();
+            progress.raw = next.or(progress.raw);
+            self.save_rebuild(&progress).await?;
         }
-        let mut cursor = None;
         loop {
             let page = self
                 .inner
-                .list(&MemoryFilter::default(), cursor, PAGE)
+                .list(&MemoryFilter::default(), progress.memories.clone(), PAGE)
                 .await?;
             let ids = page.memories.iter().map(|m| m.id.clone()).collect();
             let docs = page.memories.iter().filter_map(memory_document).collect();
             written += self.reindex_page(namespaces::MEMORIES, ids, docs).await?;
             match page.next_cursor {
-                Some(next) => cursor = Some(next),
+                Some(next) => {
+                    progress.memories = Some(next);
+                    self.save_rebuild(&progress).await?;
+                }
                 None => break,
             }
         }
         // Entries written before the rebuild are covered by it; later ones are replayed.
-        self.outbox.clear_before(&cut_off).await?;
+        self.outbox.clear_before(&progress.cut_off).await?;
         self.catch_up().await?;
+        self.kv.delete(&self.rebuild_marker).await?;
         Ok(written)
     }
 

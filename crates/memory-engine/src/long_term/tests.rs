@@ -341,7 +341,9 @@ mod engine_written_index {
     use std::sync::Arc;
 
     use memory_core::SearchMode;
-    use memory_core::ports::{KeyValueStore, MemoryKind, TextIndexes, TextQuery, namespaces};
+    use memory_core::ports::{
+        KeyValueStore, MemoryKind, TextDocument, TextIndexes, TextQuery, namespaces,
+    };
     use memory_testkit::faults::{FlakyTextIndexes, Outage};
     use memory_testkit::in_memory::{
         InMemoryKeyValueStore, InMemoryProfiles, InMemoryTextIndexes, ManualClock,
@@ -539,6 +541,152 @@ mod engine_written_index {
             Arc::new(ManualClock::new(0)),
         );
         assert!(!plain.reindex_text("ada").await.unwrap().rebuilt);
+    }
+
+    /// The key a rebuild of ada's index marks itself unfinished under.
+    const ADA_REBUILDING: &str = "index-rebuild/profiles/ada";
+
+    impl Rig {
+        /// The same records and key-value store over new, empty text indexes: the next
+        /// process after the index's directory was lost (or a backup restored without it).
+        fn with_empty_indexes(&self) -> Self {
+            let indexes = Arc::new(InMemoryTextIndexes::new());
+            let outage = Outage::new();
+            Self {
+                records: self.records.clone(),
+                text: Arc::new(FlakyTextIndexes::new(indexes.clone(), outage.clone())),
+                indexes,
+                outage,
+                outbox: self.outbox.clone(),
+            }
+        }
+    }
+
+    /// Ada's records: one raw message ("kingfisher") and one memory ("herons").
+    async fn seed(s: &MemoryService) -> String {
+        s.ingest_messages(
+            "ada",
+            "chat",
+            vec![IngestMessage::new("user", "kingfisher sighting")],
+        )
+        .await
+        .unwrap();
+        s.remember("ada", fact("Likes herons", "bird"))
+            .await
+            .unwrap()
+            .id
+    }
+
+    #[tokio::test]
+    async fn a_lost_index_is_rebuilt_when_a_process_first_opens_the_profile() {
+        let rig = Rig::new();
+        let herons = seed(&rig.service()).await;
+        let next = rig.with_empty_indexes();
+        let hits = next
+            .service()
+            .recall("ada", RecallRequest::new("kingfisher herons", 5))
+            .await
+            .unwrap()
+            .hits;
+        assert_eq!(hits.len(), 2, "both records are found: {hits:?}");
+        assert_eq!(next.found(namespaces::RAW, "kingfisher").await.len(), 1);
+        assert_eq!(
+            next.found(namespaces::MEMORIES, "herons").await,
+            std::slice::from_ref(&herons)
+        );
+        assert!(rig.outbox.get(ADA_REBUILDING).await.unwrap().is_none());
+        // A write is the first thing the next process does: the rebuild comes before it.
+        let writer = rig.with_empty_indexes();
+        writer
+            .service()
+            .remember("ada", fact("Likes egrets", "wader"))
+            .await
+            .unwrap();
+        assert_eq!(writer.found(namespaces::RAW, "kingfisher").await.len(), 1);
+        assert_eq!(
+            writer.found(namespaces::MEMORIES, "herons").await,
+            std::slice::from_ref(&herons)
+        );
+        assert_eq!(writer.found(namespaces::MEMORIES, "egrets").await.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn an_index_that_holds_documents_is_trusted_and_left_alone() {
+        let rig = Rig::new();
+        seed(&rig.service()).await;
+        // A document the records do not hold: a rebuild would clear it.
+        let index = rig.indexes.text_index("ada").await.unwrap();
+        index
+            .upsert(
+                namespaces::RAW,
+                vec![TextDocument::new("stray", "stray egret")],
+            )
+            .await
+            .unwrap();
+        rig.service()
+            .recall("ada", RecallRequest::new("kingfisher", 5))
+            .await
+            .unwrap();
+        assert_eq!(rig.found(namespaces::RAW, "egret").await, ["stray"]);
+    }
+
+    #[tokio::test]
+    async fn a_rebuild_a_crash_cut_short_is_run_again_by_the_next_process() {
+        let rig = Rig::new();
+        let herons = seed(&rig.service()).await;
+        // The crash: the raw page was written, the memories were not, the marker stayed
+        // (unreadable here: the rebuild then starts from the first record).
+        rig.outbox.set(ADA_REBUILDING, "unfinished").await.unwrap();
+        let index = rig.indexes.text_index("ada").await.unwrap();
+        index.clear(namespaces::MEMORIES).await.unwrap();
+        let hits = rig
+            .service()
+            .recall("ada", RecallRequest::new("herons", 5))
+            .await
+            .unwrap()
+            .hits;
+        assert_eq!(hits.len(), 1);
+        assert_eq!(
+            rig.found(namespaces::MEMORIES, "herons").await,
+            std::slice::from_ref(&herons)
+        );
+        assert!(rig.outbox.get(ADA_REBUILDING).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_rebuild_resumes_from_its_saved_progress() {
+        let rig = Rig::new();
+        let herons = seed(&rig.service()).await;
+        let next = rig.with_empty_indexes();
+        // A rebuild that wrote every raw message, then stopped before the memories: the
+        // raw page is not written again (here: it never was, so it stays missing).
+        rig.outbox
+            .set(
+                ADA_REBUILDING,
+                r#"{"cut_off":"index-outbox/profiles/ada/0","raw":null,"raw_done":true,"memories":null}"#,
+            )
+            .await
+            .unwrap();
+        next.service()
+            .recall("ada", RecallRequest::new("herons", 5))
+            .await
+            .unwrap();
+        assert_eq!(
+            next.found(namespaces::MEMORIES, "herons").await,
+            std::slice::from_ref(&herons)
+        );
+        assert!(next.found(namespaces::RAW, "kingfisher").await.is_empty());
+        assert!(rig.outbox.get(ADA_REBUILDING).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn deleting_a_profile_drops_its_rebuild_marker() {
+        let rig = Rig::new();
+        let s = rig.service();
+        seed(&s).await;
+        rig.outbox.set(ADA_REBUILDING, "unfinished").await.unwrap();
+        assert!(s.delete_profile("ada").await.unwrap());
+        assert!(rig.outbox.get(ADA_REBUILDING).await.unwrap().is_none());
     }
 }
 
