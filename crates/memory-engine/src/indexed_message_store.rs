@@ -12,14 +12,29 @@ use memory_core::{
     Result, SessionId, UiMessage,
 };
 use serde::{Deserialize, Serialize};
+use tracing::info;
 
 use crate::index_sync::{DocumentLocks, Documents, converge, converge_from};
 use crate::outbox::Outbox;
+use crate::rebuild_marker::RebuildMarker;
 
 /// Outbox keys: one per write whose index update may not have happened yet.
 const OUTBOX_PREFIX: &str = "index-outbox/messages/";
 /// Messages read per page by `clear` and `reindex`.
 const PAGE: usize = 1_000;
+/// A rebuild keeps its progress under this key until it is done (outside the outbox's
+/// prefix, so a replay never reads it as an entry).
+const REBUILD_MARKER: &str = "index-rebuild/messages";
+
+/// How far a rebuild got: the sessions are rebuilt in id order, and the last one finished is
+/// saved after every thousand documents or so, so a rebuild cut short resumes after it.
+#[derive(Debug, Serialize, Deserialize)]
+struct RebuildProgress {
+    /// Outbox entries recorded before this key are covered by the rebuild.
+    cut_off: String,
+    /// The last session whose messages were all written.
+    after: Option<String>,
+}
 
 /// What an outbox entry names: the messages whose index documents must be made to match
 /// the store.
@@ -38,12 +53,16 @@ struct Pending {
 /// messages match what the store now holds, then drops the outbox entry. A crash or an index
 /// failure between the two writes leaves the entry behind; [`catch_up`](Self::catch_up)
 /// replays it (the first search of a new instance does), so the index never silently loses
-/// a document. [`reindex`](Self::reindex) rebuilds the namespace from the store.
+/// a document. [`reindex`](Self::reindex) rebuilds the namespace from the store, and
+/// [`ensure_built`](Self::ensure_built) does when the index is missing or a rebuild was cut
+/// short.
 pub struct IndexedMessageStore {
     inner: Arc<dyn MessageStore>,
     index: Arc<dyn TextIndex>,
     outbox: Outbox<Pending>,
     syncing: DocumentLocks,
+    /// Where a rebuild keeps its [`RebuildProgress`] until its last session is written.
+    rebuild: RebuildMarker<RebuildProgress>,
 }
 
 /// The index document of a stored message; `None` when it has no text to index.
@@ -75,8 +94,75 @@ impl IndexedMessageStore {
         Self {
             inner,
             index,
-            outbox: Outbox::new(outbox, OUTBOX_PREFIX),
+            outbox: Outbox::new(Arc::clone(&outbox), OUTBOX_PREFIX),
             syncing: DocumentLocks::new(),
+            rebuild: RebuildMarker::new(outbox, REBUILD_MARKER),
+        }
+    }
+
+    /// Once per process: rebuilds the index from the store when a rebuild was cut short
+    /// (resuming it), or when the index is empty while `sessions` lists some (an index made
+    /// after the messages, or deleted). `sessions` lists every session; it is called only
+    /// when the index is empty or a rebuild is due. Concurrent callers wait for the one check;
+    /// a failed or dropped check is taken up by the next caller.
+    pub async fn ensure_built<F, Fut>(&self, sessions: F) -> Result<()>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<SessionId>>>,
+    {
+        self.rebuild
+            .check_once(|| async {
+                let listed = match self.rebuild.saved(|| self.fresh_rebuild()).await? {
+                    Some(progress) => Some((progress, sessions().await?)),
+                    None if self.index.count(namespaces::MESSAGES).await? > 0 => None,
+                    None => {
+                        let listed = sessions().await?;
+                        match listed.is_empty() {
+                            true => None,
+                            false => {
+                                let progress = self.fresh_rebuild();
+                                self.rebuild.save(&progress).await?;
+                                Some((progress, listed))
+                            }
+                        }
+                    }
+                };
+                if let Some((progress, listed)) = listed {
+                    info!(
+                        sessions = listed.len(),
+                        "rebuilding the messages' index from the store"
+                    );
+                    let documents = self.resume_rebuild(progress, listed).await?;
+                    info!(documents, "messages' index rebuilt");
+                }
+                Ok(())
+            })
+            .await
+    }
+
+    /// [`ensure_built`](Self::ensure_built) before a write: a write must not fail because
+    /// the index cannot be checked (its update waits in the outbox), so a failed check marks
+    /// a rebuild instead, which the next caller runs.
+    pub async fn ensure_built_for_write<F, Fut>(&self, sessions: F) -> Result<()>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<SessionId>>>,
+    {
+        match self.ensure_built(sessions).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.rebuild
+                    .mark_after_failed_check(&e, || self.fresh_rebuild())
+                    .await
+            }
+        }
+    }
+
+    /// The progress of a rebuild that starts now, from the first session.
+    fn fresh_rebuild(&self) -> RebuildProgress {
+        RebuildProgress {
+            cut_off: self.outbox.cut_off(),
+            after: None,
         }
     }
 
@@ -143,44 +229,79 @@ impl IndexedMessageStore {
     /// Rebuilds the `messages` namespace from the store: clears it, then indexes every
     /// message of the sessions `sessions` lists. The list is taken after the clear, so a
     /// session made meanwhile is not missed, and each page is checked against the store
-    /// after it is written (see [`crate::index_sync`]), so writers may run meanwhile. Returns
-    /// how many documents were written.
+    /// after it is written (see [`crate::index_sync`]), so writers may run meanwhile. The
+    /// progress is kept, so a rebuild cut short is resumed by the next
+    /// [`ensure_built`](Self::ensure_built). Returns how many documents were written.
     pub async fn reindex<F, Fut>(&self, sessions: F) -> Result<u64>
     where
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<Vec<SessionId>>>,
     {
-        let cut_off = self.outbox.cut_off();
+        let progress = self.fresh_rebuild();
+        self.rebuild.save(&progress).await?;
         self.index.clear(namespaces::MESSAGES).await?;
+        let listed = sessions().await?;
+        self.resume_rebuild(progress, listed).await
+    }
+
+    /// Writes the documents of every listed session after `progress.after`, in id order
+    /// (nothing is cleared: writing a document again changes nothing), saving the progress
+    /// now and then, then drops the marker; returns the documents written.
+    async fn resume_rebuild(
+        &self,
+        mut progress: RebuildProgress,
+        mut sessions: Vec<SessionId>,
+    ) -> Result<u64> {
+        sessions.sort_by(|a, b| a.as_str().cmp(b.as_str()));
         let mut written = 0;
-        for session in &sessions().await? {
-            let mut cursor = None;
-            loop {
-                let page = self.inner.messages(session, cursor, PAGE).await?;
-                let ids: Vec<String> = page.messages.iter().map(|m| m.message.id.clone()).collect();
-                let read = page
-                    .messages
-                    .iter()
-                    .filter_map(|m| message_document(session, &m.message))
-                    .collect();
-                let documents = documents(session, &ids, read);
-                written += documents.present.len() as u64;
-                if !ids.is_empty() {
-                    converge_from(self.index.as_ref(), namespaces::MESSAGES, documents, || {
-                        self.stored_documents(session, &ids)
-                    })
-                    .await?;
-                }
-                match page.next_cursor {
-                    Some(next) => cursor = Some(next),
-                    None => break,
-                }
+        let mut saved_at = 0;
+        for session in &sessions {
+            if progress
+                .after
+                .as_deref()
+                .is_some_and(|after| session.as_str() <= after)
+            {
+                continue;
+            }
+            written += self.reindex_session(session).await?;
+            progress.after = Some(session.as_str().to_owned());
+            if written - saved_at >= PAGE as u64 {
+                self.rebuild.save(&progress).await?;
+                saved_at = written;
             }
         }
         // Entries written before the rebuild are covered by it; later ones are replayed.
-        self.outbox.clear_before(&cut_off).await?;
+        self.outbox.clear_before(&progress.cut_off).await?;
         self.catch_up().await?;
+        self.rebuild.finish().await?;
         Ok(written)
+    }
+
+    /// Writes the documents of every message of `session`, page by page; returns how many.
+    async fn reindex_session(&self, session: &SessionId) -> Result<u64> {
+        let mut written = 0;
+        let mut cursor = None;
+        loop {
+            let page = self.inner.messages(session, cursor, PAGE).await?;
+            let ids: Vec<String> = page.messages.iter().map(|m| m.message.id.clone()).collect();
+            let read = page
+                .messages
+                .iter()
+                .filter_map(|m| message_document(session, &m.message))
+                .collect();
+            let documents = documents(session, &ids, read);
+            written += documents.present.len() as u64;
+            if !ids.is_empty() {
+                converge_from(self.index.as_ref(), namespaces::MESSAGES, documents, || {
+                    self.stored_documents(session, &ids)
+                })
+                .await?;
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(written),
+            }
+        }
     }
 
     /// Every message id of a session.

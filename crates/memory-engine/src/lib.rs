@@ -33,6 +33,7 @@ pub mod long_term;
 mod message_search;
 mod outbox;
 pub mod profile_link;
+mod rebuild_marker;
 mod session;
 mod session_manager;
 pub mod session_transfer;

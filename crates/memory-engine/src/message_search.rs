@@ -69,6 +69,21 @@ impl MessageSearch {
         search_messages(self.index.as_ref(), query).await
     }
 
+    /// Rebuilds an index the engine writes when it is missing or its rebuild was cut short,
+    /// once per process (see [`IndexedMessageStore::ensure_built`]); `for_write`: a failed
+    /// check marks a rebuild instead of failing. Nothing to do for an index its store writes.
+    pub async fn ensure_built<F, Fut>(&self, sessions: F, for_write: bool) -> Result<()>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<SessionId>>>,
+    {
+        match (&self.synced, for_write) {
+            (None, _) => Ok(()),
+            (Some(synced), false) => synced.ensure_built(sessions).await,
+            (Some(synced), true) => synced.ensure_built_for_write(sessions).await,
+        }
+    }
+
     /// Replays index updates a crash or an index outage left behind; returns how many.
     pub async fn catch_up(&self) -> Result<u64> {
         match &self.synced {

@@ -240,6 +240,16 @@ impl SessionManager {
         search.reindex(|| self.all_sessions()).await
     }
 
+    /// Before the first handle or search of this process: rebuilds a message index the
+    /// engine writes if it is missing or a rebuild was cut short (see
+    /// [`MessageSearch::ensure_built`]); `for_write`: a failed check marks a rebuild instead.
+    pub(crate) async fn ensure_search_built(&self, for_write: bool) -> Result<()> {
+        match &self.search {
+            Some(search) => search.ensure_built(|| self.all_sessions(), for_write).await,
+            None => Ok(()),
+        }
+    }
+
     /// Every session of the registry.
     async fn all_sessions(&self) -> Result<Vec<SessionId>> {
         let mut sessions: Vec<SessionId> = Vec::new();
@@ -364,6 +374,7 @@ impl SessionManager {
     /// A handle on a registered session, with its context blocks. Not-found if it is not
     /// registered. Handles are cached, so the frozen prompt of a session is one value.
     pub async fn session(&self, id: &SessionId) -> Result<Session> {
+        self.ensure_search_built(true).await?;
         if self.rehydrate(id).await? {
             self.forget_handle(id);
         }
@@ -550,7 +561,10 @@ impl SessionManager {
     /// session id.
     pub async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
         match &self.search {
-            Some(search) => search.search(query).await,
+            Some(search) => {
+                search.ensure_built(|| self.all_sessions(), false).await?;
+                search.search(query).await
+            }
             None => Err(crate::message_search::no_index(self.store.as_ref())),
         }
     }

@@ -943,6 +943,121 @@ mod index_sync {
         assert_eq!(found(&search, "heron").await.len(), 2);
     }
 
+    /// A manager (a "process") over the rig's store, a registry and an index.
+    fn manager(
+        rig: &Rig,
+        registry: &Arc<memory_testkit::in_memory::InMemorySessionRegistry>,
+        index: Arc<dyn memory_core::ports::TextIndex>,
+    ) -> crate::SessionManager {
+        crate::SessionManager::new(
+            rig.raw.clone(),
+            registry.clone(),
+            Arc::new(memory_testkit::in_memory::ManualClock::new(0)),
+        )
+        .with_search(index, rig.outbox.clone())
+    }
+
+    async fn seeded(rig: &Rig) -> Arc<memory_testkit::in_memory::InMemorySessionRegistry> {
+        let registry = Arc::new(memory_testkit::in_memory::InMemorySessionRegistry::new());
+        let first = manager(rig, &registry, rig.index.clone());
+        for (session, text) in [("a", "heron by the river"), ("b", "heron in the reeds")] {
+            let id = first
+                .create(memory_core::NewSession {
+                    id: Some(sid(session)),
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .id;
+            first
+                .append(&id, user("m1", text), Parent::LatestLeaf)
+                .await
+                .unwrap();
+        }
+        registry
+    }
+
+    /// The message index is lost (a new, empty one): the next process rebuilds it from the
+    /// store before its first search, and before its first write.
+    #[tokio::test]
+    async fn a_lost_message_index_is_rebuilt_by_the_next_process() {
+        let rig = Rig::new();
+        let registry = seeded(&rig).await;
+        let searcher = manager(&rig, &registry, Arc::new(InMemoryTextIndex::new()));
+        let hits = searcher.search(&SearchQuery::new("heron")).await.unwrap();
+        assert_eq!(hits.len(), 2, "{hits:?}");
+
+        let empty = Arc::new(InMemoryTextIndex::new());
+        let writer = manager(&rig, &registry, empty.clone());
+        writer
+            .append(&sid("a"), user("m2", "kingfisher"), Parent::LatestLeaf)
+            .await
+            .unwrap();
+        let query = memory_core::ports::TextQuery::new("heron", 10);
+        let documents = empty
+            .search(memory_core::ports::namespaces::MESSAGES, &query)
+            .await
+            .unwrap();
+        assert_eq!(documents.len(), 2, "the older messages came first");
+        assert!(rig.outbox.keys("").await.unwrap().is_empty());
+    }
+
+    /// A rebuild cut short resumes after the last session it finished: that session is not
+    /// written again (here it never was, so its message stays missing).
+    #[tokio::test]
+    async fn a_message_index_rebuild_resumes_after_the_last_session_it_finished() {
+        let rig = Rig::new();
+        let registry = seeded(&rig).await;
+        rig.outbox
+            .set(
+                "index-rebuild/messages",
+                r#"{"cut_off":"index-outbox/messages/0","after":"a"}"#,
+            )
+            .await
+            .unwrap();
+        let next = manager(&rig, &registry, Arc::new(InMemoryTextIndex::new()));
+        let hits = next.search(&SearchQuery::new("heron")).await.unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].session_id, sid("b"));
+        assert!(
+            rig.outbox
+                .get("index-rebuild/messages")
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    /// An index that holds documents is trusted: nothing is rebuilt.
+    #[tokio::test]
+    async fn a_message_index_that_holds_documents_is_left_alone() {
+        let rig = Rig::new();
+        let registry = seeded(&rig).await;
+        let partial = Arc::new(InMemoryTextIndex::new());
+        partial
+            .upsert(
+                memory_core::ports::namespaces::MESSAGES,
+                vec![
+                    memory_core::ports::TextDocument::new(
+                        memory_core::ports::message_document_id("z", "m9"),
+                        "stray heron",
+                    )
+                    .with_fields(memory_core::ports::TextFields {
+                        session: Some("z".into()),
+                        role: Some("user".into()),
+                        ..Default::default()
+                    }),
+                ],
+            )
+            .await
+            .unwrap();
+        let next = manager(&rig, &registry, partial);
+        assert_eq!(
+            next.search(&SearchQuery::new("heron")).await.unwrap().len(),
+            1
+        );
+    }
+
     #[tokio::test]
     async fn a_manager_without_an_index_says_search_is_not_supported() {
         let manager = crate::SessionManager::new(

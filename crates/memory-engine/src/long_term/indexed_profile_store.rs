@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use memory_core::ports::{
     ForgetRequest, KeyValueStore, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage,
@@ -13,10 +12,11 @@ use memory_core::ports::{
 };
 use memory_core::{Result, Timestamp};
 use serde::{Deserialize, Serialize};
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::index_sync::{DocumentLocks, Documents, converge, converge_from};
 use crate::outbox::Outbox;
+use crate::rebuild_marker::RebuildMarker;
 
 /// Records read per page by `reindex`.
 const PAGE: usize = 1_000;
@@ -87,12 +87,7 @@ pub struct IndexedProfileStore {
     syncing: DocumentLocks,
     /// Where a rebuild keeps its [`RebuildProgress`] until its last page is written: a
     /// rebuild cut short is resumed by the next caller, though the index is not empty.
-    kv: Arc<dyn KeyValueStore>,
-    rebuild_marker: String,
-    /// Set once this process has found the index trustworthy or rebuilt it.
-    built: AtomicBool,
-    /// Held while this process checks (and rebuilds) the index: one check at a time.
-    checking: futures::lock::Mutex<()>,
+    rebuild: RebuildMarker<RebuildProgress>,
 }
 
 impl IndexedProfileStore {
@@ -110,10 +105,7 @@ impl IndexedProfileStore {
             index,
             outbox: Outbox::new(Arc::clone(&kv), outbox_prefix),
             syncing: DocumentLocks::new(),
-            kv,
-            rebuild_marker,
-            built: AtomicBool::new(false),
-            checking: futures::lock::Mutex::new(()),
+            rebuild: RebuildMarker::new(kv, rebuild_marker),
         }
     }
 
@@ -127,47 +119,40 @@ impl IndexedProfileStore {
         }
     }
 
-    /// Keeps a rebuild's progress in its marker.
-    async fn save_rebuild(&self, progress: &RebuildProgress) -> Result<()> {
-        self.kv
-            .set(&self.rebuild_marker, &serde_json::to_string(progress)?)
-            .await
-    }
-
     /// Once per process: rebuilds the index from the records when a rebuild was left
     /// unfinished (resuming it), or when the index is empty while the records are not (an
     /// index made after the records, restored without them, or deleted). Concurrent callers
     /// wait for the one check; a failed or dropped check is taken up by the next caller.
     pub(crate) async fn ensure_built(&self) -> Result<()> {
-        if self.built.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let _one_check = self.checking.lock().await;
-        if self.built.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        if let Some(progress) = self.unfinished_rebuild().await? {
-            info!(marker = %self.rebuild_marker, "rebuilding a text index from its records");
-            let documents = self.resume_rebuild(progress).await?;
-            info!(marker = %self.rebuild_marker, documents, "text index rebuilt");
-        }
-        self.built.store(true, Ordering::Release);
-        Ok(())
+        self.rebuild
+            .check_once(|| async {
+                if let Some(progress) = self.unfinished_rebuild().await? {
+                    info!(
+                        marker = self.rebuild.key(),
+                        "rebuilding a profile's text index from its records"
+                    );
+                    let documents = self.resume_rebuild(progress).await?;
+                    info!(
+                        marker = self.rebuild.key(),
+                        documents, "profile's text index rebuilt"
+                    );
+                }
+                Ok(())
+            })
+            .await
     }
 
     /// [`ensure_built`](Self::ensure_built) before a write: a write must not fail because
     /// the index cannot be checked (its update waits in the outbox), so a failed check marks
-    /// a rebuild instead (a document written now would make an index that lacks the older
-    /// records look whole); the next caller runs it.
+    /// a rebuild instead (see [`RebuildMarker::mark_after_failed_check`]); the next caller
+    /// runs it.
     pub(crate) async fn ensure_built_for_write(&self) -> Result<()> {
         match self.ensure_built().await {
             Ok(()) => Ok(()),
             Err(e) => {
-                warn!(error = %e, marker = %self.rebuild_marker, "could not check the text index; it will be rebuilt");
-                if self.kv.get(&self.rebuild_marker).await?.is_none() {
-                    self.save_rebuild(&self.fresh_rebuild()).await?;
-                }
-                Ok(())
+                self.rebuild
+                    .mark_after_failed_check(&e, || self.fresh_rebuild())
+                    .await
             }
         }
     }
@@ -175,11 +160,8 @@ impl IndexedProfileStore {
     /// The rebuild the index needs before it is trusted, saved in its marker (see
     /// [`ensure_built`](Self::ensure_built)); `None` when it needs none.
     async fn unfinished_rebuild(&self) -> Result<Option<RebuildProgress>> {
-        if let Some(saved) = self.kv.get(&self.rebuild_marker).await? {
-            return Ok(Some(serde_json::from_str(&saved).unwrap_or_else(|e| {
-                warn!(error = %e, marker = %self.rebuild_marker, "unreadable rebuild progress; starting over");
-                self.fresh_rebuild()
-            })));
+        if let Some(saved) = self.rebuild.saved(|| self.fresh_rebuild()).await? {
+            return Ok(Some(saved));
         }
         if self.index.count(namespaces::RAW).await? > 0
             || self.index.count(namespaces::MEMORIES).await? > 0
@@ -192,7 +174,7 @@ impl IndexedProfileStore {
             return Ok(None);
         }
         let progress = self.fresh_rebuild();
-        self.save_rebuild(&progress).await?;
+        self.rebuild.save(&progress).await?;
         Ok(Some(progress))
     }
 
@@ -212,10 +194,10 @@ impl IndexedProfileStore {
     /// this process or another (a restore brought the records back without their index,
     /// perhaps beside an older one).
     pub(crate) async fn discard(&self) -> Result<()> {
-        self.save_rebuild(&self.fresh_rebuild()).await?;
+        self.rebuild.save(&self.fresh_rebuild()).await?;
         self.index.clear(namespaces::RAW).await?;
         self.index.clear(namespaces::MEMORIES).await?;
-        self.built.store(false, Ordering::Release);
+        self.rebuild.forget_check();
         Ok(())
     }
 
@@ -273,7 +255,7 @@ impl IndexedProfileStore {
     /// marker, so a rebuild cut short is resumed (not restarted) by the next caller.
     pub(crate) async fn reindex(&self) -> Result<u64> {
         let progress = self.fresh_rebuild();
-        self.save_rebuild(&progress).await?;
+        self.rebuild.save(&progress).await?;
         self.index.clear(namespaces::RAW).await?;
         self.index.clear(namespaces::MEMORIES).await?;
         self.resume_rebuild(progress).await
@@ -291,7 +273,7 @@ impl IndexedProfileStore {
             written += self.reindex_page(namespaces::RAW, ids, docs).await?;
             progress.raw_done = next.is_none();
             progress.raw = next.or(progress.raw);
-            self.save_rebuild(&progress).await?;
+            self.rebuild.save(&progress).await?;
         }
         loop {
             let page = self
@@ -304,7 +286,7 @@ impl IndexedProfileStore {
             match page.next_cursor {
                 Some(next) => {
                     progress.memories = Some(next);
-                    self.save_rebuild(&progress).await?;
+                    self.rebuild.save(&progress).await?;
                 }
                 None => break,
             }
@@ -312,7 +294,7 @@ impl IndexedProfileStore {
         // Entries written before the rebuild are covered by it; later ones are replayed.
         self.outbox.clear_before(&progress.cut_off).await?;
         self.catch_up().await?;
-        self.kv.delete(&self.rebuild_marker).await?;
+        self.rebuild.finish().await?;
         Ok(written)
     }
 
