@@ -25,9 +25,12 @@ const PAGE: usize = 1_000;
 /// A rebuild keeps its progress under this key until it is done (outside the outbox's
 /// prefix, so a replay never reads it as an entry).
 const REBUILD_MARKER: &str = "index-rebuild/messages";
+/// A rebuild saves its progress at least this often (in sessions), text or not.
+const SESSIONS_PER_SAVE: usize = 100;
 
 /// How far a rebuild got: the sessions are rebuilt in id order, and the last one finished is
-/// saved after every thousand documents or so, so a rebuild cut short resumes after it.
+/// saved after every thousand documents or hundred sessions, so a rebuild cut short resumes
+/// after it.
 #[derive(Debug, Serialize, Deserialize)]
 struct RebuildProgress {
     /// Outbox entries recorded before this key are covered by the rebuild.
@@ -116,11 +119,13 @@ impl IndexedMessageStore {
                     Some(progress) => Some((progress, sessions().await?)),
                     None if self.index.count(namespaces::MESSAGES).await? > 0 => None,
                     None => {
+                        // The cut-off before the listing: an outbox entry of a session made
+                        // meanwhile is replayed, not dropped.
+                        let progress = self.fresh_rebuild();
                         let listed = sessions().await?;
                         match listed.is_empty() {
                             true => None,
                             false => {
-                                let progress = self.fresh_rebuild();
                                 self.rebuild.save(&progress).await?;
                                 Some((progress, listed))
                             }
@@ -148,6 +153,9 @@ impl IndexedMessageStore {
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<Vec<SessionId>>>,
     {
+        if self.rebuild.marked_here() {
+            return Ok(());
+        }
         match self.ensure_built(sessions).await {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -254,7 +262,7 @@ impl IndexedMessageStore {
     ) -> Result<u64> {
         sessions.sort_by(|a, b| a.as_str().cmp(b.as_str()));
         let mut written = 0;
-        let mut saved_at = 0;
+        let (mut saved_at, mut unsaved_sessions) = (0, 0);
         for session in &sessions {
             if progress
                 .after
@@ -265,9 +273,10 @@ impl IndexedMessageStore {
             }
             written += self.reindex_session(session).await?;
             progress.after = Some(session.as_str().to_owned());
-            if written - saved_at >= PAGE as u64 {
+            unsaved_sessions += 1;
+            if written - saved_at >= PAGE as u64 || unsaved_sessions >= SESSIONS_PER_SAVE {
                 self.rebuild.save(&progress).await?;
-                saved_at = written;
+                (saved_at, unsaved_sessions) = (written, 0);
             }
         }
         // Entries written before the rebuild are covered by it; later ones are replayed.

@@ -19,8 +19,12 @@ pub(crate) struct RebuildMarker<P> {
     key: String,
     /// Set once this process has found the index trustworthy or rebuilt it.
     built: AtomicBool,
-    /// Held while this process checks (and rebuilds) the index: one check at a time.
+    /// Held while this process checks (and rebuilds) the index: one check at a time. Nothing
+    /// run under it may wait for the check again (a handle, an import, a checked catch-up).
     checking: futures::lock::Mutex<()>,
+    /// Set when this process marked a rebuild after a failed check: its writes no longer
+    /// wait for a check (the marker guarantees the rebuild); its searches still do.
+    marked: AtomicBool,
     progress: PhantomData<fn() -> P>,
 }
 
@@ -32,6 +36,7 @@ impl<P: Serialize + DeserializeOwned> RebuildMarker<P> {
             key: key.into(),
             built: AtomicBool::new(false),
             checking: futures::lock::Mutex::new(()),
+            marked: AtomicBool::new(false),
             progress: PhantomData,
         }
     }
@@ -58,7 +63,14 @@ impl<P: Serialize + DeserializeOwned> RebuildMarker<P> {
         }
         check().await?;
         self.built.store(true, Ordering::Release);
+        self.marked.store(false, Ordering::Release);
         Ok(())
+    }
+
+    /// Whether this process already marked a rebuild after a failed check (a write then
+    /// need not check again).
+    pub(crate) fn marked_here(&self) -> bool {
+        self.marked.load(Ordering::Acquire)
     }
 
     /// After a check failed before a write (which must not fail for it: its update waits in
@@ -73,6 +85,7 @@ impl<P: Serialize + DeserializeOwned> RebuildMarker<P> {
         if self.kv.get(&self.key).await?.is_none() {
             self.save(&fresh()).await?;
         }
+        self.marked.store(true, Ordering::Release);
         Ok(())
     }
 

@@ -225,6 +225,8 @@ impl SessionManager {
 
     /// Replays index updates a crash or an index outage left behind; returns how many.
     pub async fn catch_up_search(&self) -> Result<u64> {
+        // The check first: documents replayed into a lost index would make it look whole.
+        self.ensure_search_built(true).await?;
         match &self.search {
             Some(search) => search.catch_up().await,
             None => Ok(0),
@@ -477,6 +479,7 @@ impl SessionManager {
         at: &str,
         name: Option<String>,
     ) -> Result<SessionInfo> {
+        self.ensure_search_built(true).await?;
         let source = self.require(id).await?;
         self.rehydrate(id).await?;
         let path = self.store.history(id, Some(at.to_owned())).await?;

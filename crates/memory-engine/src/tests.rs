@@ -1002,6 +1002,31 @@ mod index_sync {
         assert!(rig.outbox.keys("").await.unwrap().is_empty());
     }
 
+    /// A write whose index update failed is replayed at start; the check comes first, so the
+    /// replayed document does not make a lost index look whole.
+    #[tokio::test]
+    async fn the_catch_up_at_start_does_not_hide_a_lost_message_index() {
+        let rig = Rig::new();
+        let registry = seeded(&rig).await;
+        rig.set_down(true);
+        manager(&rig, &registry, rig.index.clone())
+            .append(&sid("a"), user("m2", "otter"), Parent::LatestLeaf)
+            .await
+            .unwrap();
+        rig.set_down(false);
+        assert_eq!(rig.outbox.keys("index-outbox/").await.unwrap().len(), 1);
+        let next = manager(&rig, &registry, Arc::new(InMemoryTextIndex::new()));
+        next.catch_up_search().await.unwrap();
+        assert_eq!(
+            next.search(&SearchQuery::new("heron")).await.unwrap().len(),
+            2
+        );
+        assert_eq!(
+            next.search(&SearchQuery::new("otter")).await.unwrap().len(),
+            1
+        );
+    }
+
     /// A rebuild cut short resumes after the last session it finished: that session is not
     /// written again (here it never was, so its message stays missing).
     #[tokio::test]

@@ -147,6 +147,9 @@ impl IndexedProfileStore {
     /// a rebuild instead (see [`RebuildMarker::mark_after_failed_check`]); the next caller
     /// runs it.
     pub(crate) async fn ensure_built_for_write(&self) -> Result<()> {
+        if self.rebuild.marked_here() {
+            return Ok(());
+        }
         match self.ensure_built().await {
             Ok(()) => Ok(()),
             Err(e) => {
