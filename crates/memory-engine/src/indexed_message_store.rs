@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::ports::{
-    KeyValueStore, MessageStore, StoreCapabilities, TextDocument, TextFields, TextIndex,
-    message_document_id, namespaces,
+    KeyValueStore, MessageStore, SessionRegistry, StoreCapabilities, TextDocument, TextFields,
+    TextIndex, message_document_id, namespaces,
 };
 use memory_core::{
     AppendOutcome, CompactionRecord, MessagePage, NewCompaction, NewMessage, PathEntry, PathTail,
@@ -20,7 +20,7 @@ use crate::rebuild_marker::RebuildMarker;
 
 /// Outbox keys: one per write whose index update may not have happened yet.
 const OUTBOX_PREFIX: &str = "index-outbox/messages/";
-/// Messages read per page by `clear` and `reindex`.
+/// Messages read per page by `clear` and `reindex`; sessions listed per page by a rebuild.
 const PAGE: usize = 1_000;
 /// A rebuild keeps its progress under this key until it is done (outside the outbox's
 /// prefix, so a replay never reads it as an entry).
@@ -56,12 +56,15 @@ struct Pending {
 /// messages match what the store now holds, then drops the outbox entry. A crash or an index
 /// failure between the two writes leaves the entry behind; [`catch_up`](Self::catch_up)
 /// replays it (the first search of a new instance does), so the index never silently loses
-/// a document. [`reindex`](Self::reindex) rebuilds the namespace from the store, and
-/// [`ensure_built`](Self::ensure_built) does when the index is missing or a rebuild was cut
-/// short.
+/// a document. [`reindex`](Self::reindex) rebuilds the namespace from the store over every
+/// session of the registry, and [`ensure_built`](Self::ensure_built) does when the index is
+/// missing or a rebuild was cut short; every write and catch-up runs that check first, once
+/// per process.
 pub struct IndexedMessageStore {
     inner: Arc<dyn MessageStore>,
     index: Arc<dyn TextIndex>,
+    /// Lists the sessions a rebuild covers.
+    registry: Arc<dyn SessionRegistry>,
     outbox: Outbox<Pending>,
     syncing: DocumentLocks,
     /// Where a rebuild keeps its [`RebuildProgress`] until its last session is written.
@@ -88,15 +91,18 @@ fn documents(session: &SessionId, ids: &[String], present: Vec<TextDocument>) ->
 }
 
 impl IndexedMessageStore {
-    /// Wraps `inner`; `index` must be one the engine writes (not `written_by_store`).
+    /// Wraps `inner`; `index` must be one the engine writes (not `written_by_store`);
+    /// `registry` lists the sessions whose messages a rebuild indexes.
     pub fn new(
         inner: Arc<dyn MessageStore>,
         index: Arc<dyn TextIndex>,
         outbox: Arc<dyn KeyValueStore>,
+        registry: Arc<dyn SessionRegistry>,
     ) -> Self {
         Self {
             inner,
             index,
+            registry,
             outbox: Outbox::new(Arc::clone(&outbox), OUTBOX_PREFIX),
             syncing: DocumentLocks::new(),
             rebuild: RebuildMarker::new(outbox, REBUILD_MARKER),
@@ -104,64 +110,61 @@ impl IndexedMessageStore {
     }
 
     /// Once per process: rebuilds the index from the store when a rebuild was cut short
-    /// (resuming it), or when the index is empty while `sessions` lists some (an index made
-    /// after the messages, or deleted). `sessions` lists every session; it is called only
-    /// when the index is empty or a rebuild is due. Concurrent callers wait for the one check;
+    /// (resuming it), or when the index is empty while the registry lists a session (an
+    /// index made after the messages, or deleted). Concurrent callers wait for the one check;
     /// a failed or dropped check is taken up by the next caller.
-    pub async fn ensure_built<F, Fut>(&self, sessions: F) -> Result<()>
-    where
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Vec<SessionId>>>,
-    {
-        self.rebuild
-            .check_once(|| async {
-                let listed = match self.rebuild.saved(|| self.fresh_rebuild()).await? {
-                    Some(progress) => Some((progress, sessions().await?)),
-                    None if self.index.count(namespaces::MESSAGES).await? > 0 => None,
-                    None => {
-                        // The cut-off before the listing: an outbox entry of a session made
-                        // meanwhile is replayed, not dropped.
-                        let progress = self.fresh_rebuild();
-                        let listed = sessions().await?;
-                        match listed.is_empty() {
-                            true => None,
-                            false => {
-                                self.rebuild.save(&progress).await?;
-                                Some((progress, listed))
-                            }
-                        }
-                    }
-                };
-                if let Some((progress, listed)) = listed {
-                    info!(
-                        sessions = listed.len(),
-                        "rebuilding the messages' index from the store"
-                    );
-                    let documents = self.resume_rebuild(progress, listed).await?;
-                    info!(documents, "messages' index rebuilt");
-                }
-                Ok(())
-            })
-            .await
+    pub async fn ensure_built(&self) -> Result<()> {
+        self.rebuild.check_once(|| self.check()).await
     }
 
     /// [`ensure_built`](Self::ensure_built) before a write: a write must not fail because
     /// the index cannot be checked (its update waits in the outbox), so a failed check marks
-    /// a rebuild instead, which the next caller runs.
-    pub async fn ensure_built_for_write<F, Fut>(&self, sessions: F) -> Result<()>
-    where
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Vec<SessionId>>>,
-    {
-        if self.rebuild.marked_here() {
-            return Ok(());
+    /// a rebuild instead, which the next search runs.
+    async fn ensure_built_for_write(&self) -> Result<()> {
+        self.rebuild
+            .check_once_for_write(|| self.check(), || self.fresh_rebuild())
+            .await
+    }
+
+    /// The check [`ensure_built`](Self::ensure_built) runs once: a rebuild, if one is due.
+    async fn check(&self) -> Result<()> {
+        let due = match self.rebuild.saved(|| self.fresh_rebuild()).await? {
+            Some(progress) => Some((progress, self.all_sessions().await?)),
+            None if self.index.count(namespaces::MESSAGES).await? > 0 => None,
+            None => {
+                // The cut-off before the listing: an outbox entry of a session made
+                // meanwhile is replayed, not dropped.
+                let progress = self.fresh_rebuild();
+                let listed = self.all_sessions().await?;
+                match listed.is_empty() {
+                    true => None,
+                    false => {
+                        self.rebuild.save(&progress).await?;
+                        Some((progress, listed))
+                    }
+                }
+            }
+        };
+        if let Some((progress, listed)) = due {
+            info!(
+                sessions = listed.len(),
+                "rebuilding the messages' index from the store"
+            );
+            let documents = self.resume_rebuild(progress, listed).await?;
+            info!(documents, "messages' index rebuilt");
         }
-        match self.ensure_built(sessions).await {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                self.rebuild
-                    .mark_after_failed_check(&e, || self.fresh_rebuild())
-                    .await
+        Ok(())
+    }
+
+    /// Every session of the registry.
+    async fn all_sessions(&self) -> Result<Vec<SessionId>> {
+        let mut sessions: Vec<SessionId> = Vec::new();
+        loop {
+            let page = self.registry.list(PAGE, sessions.len()).await?;
+            let done = page.len() < PAGE;
+            sessions.extend(page.into_iter().map(|s| s.id));
+            if done {
+                return Ok(sessions);
             }
         }
     }
@@ -180,7 +183,10 @@ impl IndexedMessageStore {
     }
 
     /// Records the intent to change these messages' documents; the store write follows.
+    /// The index is checked first (once per process): a document written into a lost index
+    /// would make it look whole.
     async fn intend(&self, session: &SessionId, ids: Vec<String>) -> Result<(String, Pending)> {
+        self.ensure_built_for_write().await?;
         let pending = Pending {
             session: session.as_str().to_owned(),
             ids,
@@ -227,28 +233,32 @@ impl IndexedMessageStore {
 
     /// Replays every outbox entry (a write whose index update did not finish: a crash, an
     /// index outage, in this process or another); one key listing when there is none. Runs
-    /// before every search. Returns how many entries were replayed.
+    /// before every search. The index is checked first, as before a write (documents
+    /// replayed into a lost index would make it look whole). Returns how many entries were
+    /// replayed.
     pub async fn catch_up(&self) -> Result<u64> {
+        self.ensure_built_for_write().await?;
+        self.replay().await
+    }
+
+    /// [`catch_up`](Self::catch_up) without the check (the rebuild itself runs it).
+    async fn replay(&self) -> Result<u64> {
         self.outbox
             .replay(|pending| async move { self.sync(&pending).await })
             .await
     }
 
     /// Rebuilds the `messages` namespace from the store: clears it, then indexes every
-    /// message of the sessions `sessions` lists. The list is taken after the clear, so a
+    /// message of every session of the registry. The list is taken after the clear, so a
     /// session made meanwhile is not missed, and each page is checked against the store
     /// after it is written (see [`crate::index_sync`]), so writers may run meanwhile. The
     /// progress is kept, so a rebuild cut short is resumed by the next
     /// [`ensure_built`](Self::ensure_built). Returns how many documents were written.
-    pub async fn reindex<F, Fut>(&self, sessions: F) -> Result<u64>
-    where
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Vec<SessionId>>>,
-    {
+    pub async fn reindex(&self) -> Result<u64> {
         let progress = self.fresh_rebuild();
         self.rebuild.save(&progress).await?;
         self.index.clear(namespaces::MESSAGES).await?;
-        let listed = sessions().await?;
+        let listed = self.all_sessions().await?;
         self.resume_rebuild(progress, listed).await
     }
 
@@ -281,7 +291,7 @@ impl IndexedMessageStore {
         }
         // Entries written before the rebuild are covered by it; later ones are replayed.
         self.outbox.clear_before(&progress.cut_off).await?;
-        self.catch_up().await?;
+        self.replay().await?;
         self.rebuild.finish().await?;
         Ok(written)
     }

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use memory_core::ports::{KeyValueStore, MessageStore, TextIndex};
-use memory_core::{MemoryError, Result, SearchHit, SearchQuery, SessionId, search_messages};
+use memory_core::ports::{KeyValueStore, MessageStore, SessionRegistry, TextIndex};
+use memory_core::{MemoryError, Result, SearchHit, SearchQuery, search_messages};
 
 use crate::indexed_message_store::IndexedMessageStore;
 
@@ -29,12 +29,14 @@ pub struct ReindexReport {
 impl MessageSearch {
     /// Pairs a store with its `messages` index. When the index is written by the store (its
     /// capabilities say so), the store is returned unchanged; otherwise it is wrapped in an
-    /// [`IndexedMessageStore`] that keeps the index in step through `outbox`. Use the
-    /// returned store for every write.
+    /// [`IndexedMessageStore`] that keeps the index in step through `outbox` (and rebuilds
+    /// it over the sessions `registry` lists when it is lost). Use the returned store for
+    /// every write.
     pub fn pair(
         store: Arc<dyn MessageStore>,
         index: Arc<dyn TextIndex>,
         outbox: Arc<dyn KeyValueStore>,
+        registry: Arc<dyn SessionRegistry>,
     ) -> (Arc<dyn MessageStore>, Self) {
         if index.capabilities().written_by_store {
             return (
@@ -45,7 +47,12 @@ impl MessageSearch {
                 },
             );
         }
-        let synced = Arc::new(IndexedMessageStore::new(store, Arc::clone(&index), outbox));
+        let synced = Arc::new(IndexedMessageStore::new(
+            store,
+            Arc::clone(&index),
+            outbox,
+            registry,
+        ));
         let store: Arc<dyn MessageStore> = synced.clone();
         (
             store,
@@ -61,27 +68,15 @@ impl MessageSearch {
         &self.index
     }
 
-    /// Ranked hits (see [`SearchQuery`]).
+    /// Ranked hits (see [`SearchQuery`]). An index the engine writes is first rebuilt if it
+    /// is missing or its rebuild was cut short (once per process: see
+    /// [`IndexedMessageStore::ensure_built`]), then caught up.
     pub async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
         if let Some(synced) = &self.synced {
+            synced.ensure_built().await?;
             synced.catch_up().await?;
         }
         search_messages(self.index.as_ref(), query).await
-    }
-
-    /// Rebuilds an index the engine writes when it is missing or its rebuild was cut short,
-    /// once per process (see [`IndexedMessageStore::ensure_built`]); `for_write`: a failed
-    /// check marks a rebuild instead of failing. Nothing to do for an index its store writes.
-    pub async fn ensure_built<F, Fut>(&self, sessions: F, for_write: bool) -> Result<()>
-    where
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Vec<SessionId>>>,
-    {
-        match (&self.synced, for_write) {
-            (None, _) => Ok(()),
-            (Some(synced), false) => synced.ensure_built(sessions).await,
-            (Some(synced), true) => synced.ensure_built_for_write(sessions).await,
-        }
     }
 
     /// Replays index updates a crash or an index outage left behind; returns how many.
@@ -92,17 +87,12 @@ impl MessageSearch {
         }
     }
 
-    /// Rebuilds the index from the store for the sessions `sessions` lists (all of them,
-    /// normally), listed after the index is cleared so a session made meanwhile is not
-    /// missed.
-    pub async fn reindex<F, Fut>(&self, sessions: F) -> Result<ReindexReport>
-    where
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Vec<SessionId>>>,
-    {
+    /// Rebuilds the index from the store over every session of the registry, listed after
+    /// the index is cleared so a session made meanwhile is not missed.
+    pub async fn reindex(&self) -> Result<ReindexReport> {
         match &self.synced {
             Some(synced) => Ok(ReindexReport {
-                documents: synced.reindex(sessions).await?,
+                documents: synced.reindex().await?,
                 rebuilt: true,
             }),
             None => Ok(ReindexReport {

@@ -20,7 +20,8 @@ pub(crate) struct RebuildMarker<P> {
     /// Set once this process has found the index trustworthy or rebuilt it.
     built: AtomicBool,
     /// Held while this process checks (and rebuilds) the index: one check at a time. Nothing
-    /// run under it may wait for the check again (a handle, an import, a checked catch-up).
+    /// run under it may wait for the check again (a write through the checked store, a
+    /// checked catch-up).
     checking: futures::lock::Mutex<()>,
     /// Set when this process marked a rebuild after a failed check: its writes no longer
     /// wait for a check (the marker guarantees the rebuild); its searches still do.
@@ -67,20 +68,26 @@ impl<P: Serialize + DeserializeOwned> RebuildMarker<P> {
         Ok(())
     }
 
-    /// Whether this process already marked a rebuild after a failed check (a write then
-    /// need not check again).
-    pub(crate) fn marked_here(&self) -> bool {
-        self.marked.load(Ordering::Acquire)
-    }
-
-    /// After a check failed before a write (which must not fail for it: its update waits in
-    /// the outbox): marks a rebuild from `fresh` unless one is marked already, since a
-    /// document written now would make an index that lacks older records look whole.
-    pub(crate) async fn mark_after_failed_check(
+    /// [`check_once`](Self::check_once) before a write, which must not fail because the
+    /// index cannot be checked (its update waits in the outbox): a failed check marks a
+    /// rebuild from `fresh` instead, unless one is marked already (a document written now
+    /// would make an index that lacks older records look whole), and this process's later
+    /// writes go straight through; the next search (or the next process) runs the rebuild.
+    pub(crate) async fn check_once_for_write<F, Fut>(
         &self,
-        error: &memory_core::MemoryError,
+        check: F,
         fresh: impl FnOnce() -> P,
-    ) -> Result<()> {
+    ) -> Result<()>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<()>>,
+    {
+        if self.marked.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let Err(error) = self.check_once(check).await else {
+            return Ok(());
+        };
         warn!(error = %error, marker = %self.key, "could not check an index; it will be rebuilt");
         if self.kv.get(&self.key).await?.is_none() {
             self.save(&fresh()).await?;

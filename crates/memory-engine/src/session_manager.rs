@@ -210,7 +210,12 @@ impl SessionManager {
         index: Arc<dyn TextIndex>,
         outbox: Arc<dyn KeyValueStore>,
     ) -> Self {
-        let (store, search) = MessageSearch::pair(Arc::clone(&self.store), index, outbox);
+        let (store, search) = MessageSearch::pair(
+            Arc::clone(&self.store),
+            index,
+            outbox,
+            Arc::clone(&self.registry),
+        );
         self.store = store;
         self.search = Some(search);
         self.sessions = Arc::new(Mutex::new(HashMap::new()));
@@ -223,10 +228,9 @@ impl SessionManager {
         &self.store
     }
 
-    /// Replays index updates a crash or an index outage left behind; returns how many.
+    /// Replays index updates a crash or an index outage left behind (after rebuilding a lost
+    /// index: see [`crate::IndexedMessageStore::catch_up`]); returns how many.
     pub async fn catch_up_search(&self) -> Result<u64> {
-        // The check first: documents replayed into a lost index would make it look whole.
-        self.ensure_search_built(true).await?;
         match &self.search {
             Some(search) => search.catch_up().await,
             None => Ok(0),
@@ -239,30 +243,7 @@ impl SessionManager {
             .search
             .as_ref()
             .ok_or_else(|| crate::message_search::no_index(self.store.as_ref()))?;
-        search.reindex(|| self.all_sessions()).await
-    }
-
-    /// Before the first handle or search of this process: rebuilds a message index the
-    /// engine writes if it is missing or a rebuild was cut short (see
-    /// [`MessageSearch::ensure_built`]); `for_write`: a failed check marks a rebuild instead.
-    pub(crate) async fn ensure_search_built(&self, for_write: bool) -> Result<()> {
-        match &self.search {
-            Some(search) => search.ensure_built(|| self.all_sessions(), for_write).await,
-            None => Ok(()),
-        }
-    }
-
-    /// Every session of the registry.
-    async fn all_sessions(&self) -> Result<Vec<SessionId>> {
-        let mut sessions: Vec<SessionId> = Vec::new();
-        loop {
-            let page = self.registry.list(1_000, sessions.len()).await?;
-            let done = page.len() < 1_000;
-            sessions.extend(page.into_iter().map(|s| s.id));
-            if done {
-                return Ok(sessions);
-            }
-        }
+        search.reindex().await
     }
 
     /// Gives every session these compaction settings (compactor, threshold, observer).
@@ -376,7 +357,6 @@ impl SessionManager {
     /// A handle on a registered session, with its context blocks. Not-found if it is not
     /// registered. Handles are cached, so the frozen prompt of a session is one value.
     pub async fn session(&self, id: &SessionId) -> Result<Session> {
-        self.ensure_search_built(true).await?;
         if self.rehydrate(id).await? {
             self.forget_handle(id);
         }
@@ -479,7 +459,6 @@ impl SessionManager {
         at: &str,
         name: Option<String>,
     ) -> Result<SessionInfo> {
-        self.ensure_search_built(true).await?;
         let source = self.require(id).await?;
         self.rehydrate(id).await?;
         let path = self.store.history(id, Some(at.to_owned())).await?;
@@ -564,10 +543,7 @@ impl SessionManager {
     /// session id.
     pub async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
         match &self.search {
-            Some(search) => {
-                search.ensure_built(|| self.all_sessions(), false).await?;
-                search.search(query).await
-            }
+            Some(search) => search.search(query).await,
             None => Err(crate::message_search::no_index(self.store.as_ref())),
         }
     }

@@ -158,7 +158,6 @@ impl SessionManager {
         lines: impl Iterator<Item = Result<String>>,
         progress: &mut (dyn FnMut(u64) + Send),
     ) -> Result<SessionImportReport> {
-        self.ensure_search_built(true).await?;
         let mut report = SessionImportReport::default();
         let mut known: HashSet<SessionId> = HashSet::new();
         let mut pending: Vec<NewMessage> = Vec::new();

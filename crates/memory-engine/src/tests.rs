@@ -729,11 +729,15 @@ mod splitting {
 mod index_sync {
     use std::sync::Arc;
 
-    use memory_core::ports::{KeyValueStore, MessageStore, MessageStoreExt, TextIndex};
-    use memory_core::{MemoryError, Parent, Role, SearchQuery, SessionId, UiMessage};
+    use memory_core::ports::{
+        KeyValueStore, MessageStore, MessageStoreExt, SessionRegistry, TextIndex,
+    };
+    use memory_core::{
+        MemoryError, NewSession, Parent, Role, SearchQuery, SessionId, Timestamp, UiMessage,
+    };
     use memory_testkit::faults::{FlakyTextIndex, Outage};
     use memory_testkit::in_memory::{
-        InMemoryKeyValueStore, InMemoryMessageStore, InMemoryTextIndex,
+        InMemoryKeyValueStore, InMemoryMessageStore, InMemorySessionRegistry, InMemoryTextIndex,
     };
 
     use crate::{IndexedMessageStore, MessageSearch};
@@ -744,6 +748,7 @@ mod index_sync {
         index: Arc<FlakyTextIndex>,
         outage: Outage,
         outbox: Arc<InMemoryKeyValueStore>,
+        registry: Arc<InMemorySessionRegistry>,
     }
 
     impl Rig {
@@ -756,12 +761,34 @@ mod index_sync {
                 healthy,
                 outage,
                 outbox: Arc::new(InMemoryKeyValueStore::new()),
+                registry: Arc::new(InMemorySessionRegistry::new()),
             }
         }
 
-        /// A new "process" over the same store, index and outbox.
+        /// A new "process" over the same store, index, outbox and registry.
         fn open(&self) -> (Arc<dyn MessageStore>, MessageSearch) {
-            MessageSearch::pair(self.raw.clone(), self.index.clone(), self.outbox.clone())
+            self.open_listing(self.registry.clone())
+        }
+
+        /// A new "process" whose rebuilds list the sessions of `registry`.
+        fn open_listing(
+            &self,
+            registry: Arc<dyn SessionRegistry>,
+        ) -> (Arc<dyn MessageStore>, MessageSearch) {
+            MessageSearch::pair(
+                self.raw.clone(),
+                self.index.clone(),
+                self.outbox.clone(),
+                registry,
+            )
+        }
+
+        /// Registers a session (what a `SessionManager` does before its first append).
+        async fn register(&self, id: &SessionId) {
+            self.registry
+                .create(id, &NewSession::default(), Timestamp(0))
+                .await
+                .unwrap();
         }
 
         fn set_down(&self, down: bool) {
@@ -794,6 +821,7 @@ mod index_sync {
             Arc::new(InMemoryMessageStore::new()),
             index.clone(),
             Arc::new(InMemoryKeyValueStore::new()),
+            Arc::new(InMemorySessionRegistry::new()),
         );
         memory_testkit::contract::message_store::run_all(&store, Some(index.as_ref()), 5_000).await;
     }
@@ -809,6 +837,7 @@ mod index_sync {
             Arc::new(InMemoryMessageStore::new()),
             index.clone(),
             Arc::new(InMemoryKeyValueStore::new()),
+            Arc::new(InMemorySessionRegistry::new()),
         );
         memory_testkit::model::check_against_model(&runtime, &store, Some(index.as_ref()), 64);
     }
@@ -893,6 +922,7 @@ mod index_sync {
         let rig = Rig::new();
         let (store, search) = rig.open();
         let s = sid("s");
+        rig.register(&s).await;
         for i in 0..1_200 {
             store
                 .append_one(&s, user(&format!("m{i}"), "heron"), Parent::LatestLeaf)
@@ -904,7 +934,7 @@ mod index_sync {
             .await
             .unwrap();
         assert!(found(&search, "heron").await.is_empty());
-        let report = search.reindex(|| async { Ok(vec![s]) }).await.unwrap();
+        let report = search.reindex().await.unwrap();
         assert_eq!((report.documents, report.rebuilt), (1_200, true));
         let hits = search
             .search(&SearchQuery::new("heron").limit(1_000))
@@ -918,27 +948,50 @@ mod index_sync {
     #[tokio::test]
     async fn reindex_lists_the_sessions_after_the_clear() {
         let rig = Rig::new();
-        let (store, search) = rig.open();
         let (old, late) = (sid("old"), sid("late"));
+        rig.register(&old).await;
+        let (store, _) = rig.open();
         store
             .append_one(&old, user("m1", "heron"), Parent::LatestLeaf)
             .await
             .unwrap();
-        let report = search
-            .reindex(|| async {
-                assert!(
-                    found(&search, "heron").await.is_empty(),
-                    "listed before the index was cleared"
-                );
-                // Another process's session, made and indexed only now.
-                store
-                    .append_one(&late, user("m2", "heron"), Parent::LatestLeaf)
-                    .await
-                    .unwrap();
-                Ok(vec![old.clone(), late.clone()])
-            })
-            .await
-            .unwrap();
+        // The listing is where another process's session, made and indexed only now, shows up.
+        let (raw, healthy, registry) = (rig.raw.clone(), rig.healthy.clone(), rig.registry.clone());
+        // The process that wrote `m1` (its index check is behind it) writes the late session.
+        let (late_id, other) = (late.clone(), store.clone());
+        let mut hooked = memory_testkit::mocks::MockSessionRegistry::new();
+        hooked
+            .expect_list()
+            .times(1)
+            .returning(move |limit, offset| {
+                futures::executor::block_on(async {
+                    let query = memory_core::ports::TextQuery::new("heron", 10);
+                    let documents = healthy
+                        .search(memory_core::ports::namespaces::MESSAGES, &query)
+                        .await
+                        .unwrap();
+                    assert!(documents.is_empty(), "listed before the index was cleared");
+                    registry
+                        .create(&late_id, &NewSession::default(), Timestamp(1))
+                        .await
+                        .unwrap();
+                    other
+                        .append_one(&late_id, user("m2", "heron"), Parent::LatestLeaf)
+                        .await
+                        .unwrap();
+                    assert_eq!(
+                        raw.messages(&late_id, None, 10)
+                            .await
+                            .unwrap()
+                            .messages
+                            .len(),
+                        1
+                    );
+                    registry.list(limit, offset).await
+                })
+            });
+        let (_, search) = rig.open_listing(Arc::new(hooked));
+        let report = search.reindex().await.unwrap();
         assert_eq!(report.documents, 2);
         assert_eq!(found(&search, "heron").await.len(), 2);
     }

@@ -38,6 +38,7 @@ async fn session_with(
         store.clone(),
         Arc::new(memory_testkit::in_memory::InMemoryTextIndex::new()),
         Arc::new(memory_testkit::in_memory::InMemoryKeyValueStore::new()),
+        Arc::new(memory_testkit::in_memory::InMemorySessionRegistry::new()),
     );
     let session = Session::new(indexed, SessionId::new("s").unwrap())
         .with_compaction(Arc::new(settings))

@@ -124,40 +124,33 @@ impl IndexedProfileStore {
     /// index made after the records, restored without them, or deleted). Concurrent callers
     /// wait for the one check; a failed or dropped check is taken up by the next caller.
     pub(crate) async fn ensure_built(&self) -> Result<()> {
-        self.rebuild
-            .check_once(|| async {
-                if let Some(progress) = self.unfinished_rebuild().await? {
-                    info!(
-                        marker = self.rebuild.key(),
-                        "rebuilding a profile's text index from its records"
-                    );
-                    let documents = self.resume_rebuild(progress).await?;
-                    info!(
-                        marker = self.rebuild.key(),
-                        documents, "profile's text index rebuilt"
-                    );
-                }
-                Ok(())
-            })
-            .await
+        self.rebuild.check_once(|| self.check()).await
     }
 
     /// [`ensure_built`](Self::ensure_built) before a write: a write must not fail because
     /// the index cannot be checked (its update waits in the outbox), so a failed check marks
-    /// a rebuild instead (see [`RebuildMarker::mark_after_failed_check`]); the next caller
+    /// a rebuild instead (see [`RebuildMarker::check_once_for_write`]); the next caller
     /// runs it.
     pub(crate) async fn ensure_built_for_write(&self) -> Result<()> {
-        if self.rebuild.marked_here() {
-            return Ok(());
+        self.rebuild
+            .check_once_for_write(|| self.check(), || self.fresh_rebuild())
+            .await
+    }
+
+    /// The check [`ensure_built`](Self::ensure_built) runs once: a rebuild, if one is due.
+    async fn check(&self) -> Result<()> {
+        if let Some(progress) = self.unfinished_rebuild().await? {
+            info!(
+                marker = self.rebuild.key(),
+                "rebuilding a profile's text index from its records"
+            );
+            let documents = self.resume_rebuild(progress).await?;
+            info!(
+                marker = self.rebuild.key(),
+                documents, "profile's text index rebuilt"
+            );
         }
-        match self.ensure_built().await {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                self.rebuild
-                    .mark_after_failed_check(&e, || self.fresh_rebuild())
-                    .await
-            }
-        }
+        Ok(())
     }
 
     /// The rebuild the index needs before it is trusted, saved in its marker (see
@@ -197,11 +190,19 @@ impl IndexedProfileStore {
     /// this process or another (a restore brought the records back without their index,
     /// perhaps beside an older one).
     pub(crate) async fn discard(&self) -> Result<()> {
-        self.rebuild.save(&self.fresh_rebuild()).await?;
-        self.index.clear(namespaces::RAW).await?;
-        self.index.clear(namespaces::MEMORIES).await?;
+        self.restart_rebuild().await?;
         self.rebuild.forget_check();
         Ok(())
+    }
+
+    /// Marks a rebuild from the first record, then empties both namespaces (in that order,
+    /// so a crash in between leaves the rebuild marked); returns its progress.
+    async fn restart_rebuild(&self) -> Result<RebuildProgress> {
+        let progress = self.fresh_rebuild();
+        self.rebuild.save(&progress).await?;
+        self.index.clear(namespaces::RAW).await?;
+        self.index.clear(namespaces::MEMORIES).await?;
+        Ok(progress)
     }
 
     /// Makes the named documents match the records, one sync of this process at a time per
@@ -257,10 +258,7 @@ impl IndexedProfileStore {
     /// [`crate::index_sync`]), so writers may run meanwhile; the progress is kept in the
     /// marker, so a rebuild cut short is resumed (not restarted) by the next caller.
     pub(crate) async fn reindex(&self) -> Result<u64> {
-        let progress = self.fresh_rebuild();
-        self.rebuild.save(&progress).await?;
-        self.index.clear(namespaces::RAW).await?;
-        self.index.clear(namespaces::MEMORIES).await?;
+        let progress = self.restart_rebuild().await?;
         self.resume_rebuild(progress).await
     }
 
