@@ -83,6 +83,13 @@ pub struct SqliteVectorIndex {
     cache: Arc<RwLock<HashMap<String, Arc<RwLock<Namespace>>>>>,
     approximate: Option<ApproximateSearch>,
     snapshots: Arc<GraphSnapshots>,
+    /// Held by a write from its transaction until its change is applied to the cache, so
+    /// this instance's changes reach the cache in commit order (a change applied out of
+    /// order finds the cache at another version and drops it: the next search would load
+    /// the whole namespace again, and concurrent writers would make every search do so).
+    publishing: Arc<tokio::sync::Mutex<()>>,
+    /// Namespaces loaded from the file (see [`Self::namespace_loads`]).
+    loads: Arc<std::sync::atomic::AtomicU64>,
 }
 
 #[derive(Debug)]
@@ -175,7 +182,17 @@ impl SqliteVectorIndex {
             cache: Arc::new(RwLock::new(HashMap::new())),
             approximate: Some(ApproximateSearch::default()),
             snapshots,
+            publishing: Arc::new(tokio::sync::Mutex::new(())),
+            loads: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         }
+    }
+
+    /// How many times this instance loaded a namespace's vectors from the file: once per
+    /// namespace on first use, and again after another instance or process wrote it; never
+    /// for this instance's own writes, however many run at once. A diagnostic (each load
+    /// reads every vector of the namespace).
+    pub fn namespace_loads(&self) -> u64 {
+        self.loads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Loads the namespace and waits until its graph (if it should have one) is built, so
@@ -449,21 +466,46 @@ impl SqliteVectorIndex {
         }
     }
 
-    /// The namespace's matrix: the cached one while its version matches the file's, else
-    /// loaded afresh (on first use, and after a write by another instance or process).
-    async fn namespace(&self, namespace: &str) -> Result<Arc<RwLock<Namespace>>> {
-        let current = stored_version(&self.db.reader, namespace).await?;
-        let cached = self
+    /// The cached namespace, if any.
+    fn cached(&self, namespace: &str) -> Result<Option<Arc<RwLock<Namespace>>>> {
+        Ok(self
             .cache
             .read()
             .map_err(|_| poisoned())?
             .get(namespace)
-            .map(Arc::clone);
-        // A poisoned entry (a panic under its lock) is reloaded like a stale one.
-        if let Some(ns) = &cached
-            && ns.read().is_ok_and(|ns| ns.version == current)
-        {
-            return Ok(Arc::clone(ns));
+            .map(Arc::clone))
+    }
+
+    /// `cached` when it is at `version` (a poisoned entry, after a panic under its lock, is
+    /// treated as stale).
+    fn at_version(
+        cached: &Option<Arc<RwLock<Namespace>>>,
+        version: Option<i64>,
+    ) -> Option<Arc<RwLock<Namespace>>> {
+        cached
+            .as_ref()
+            .filter(|ns| ns.read().is_ok_and(|ns| ns.version == version))
+            .map(Arc::clone)
+    }
+
+    /// The namespace's matrix: the cached one while its version matches the file's, else
+    /// loaded afresh (on first use, and after a write by another instance or process).
+    async fn namespace(&self, namespace: &str) -> Result<Arc<RwLock<Namespace>>> {
+        let current = stored_version(&self.db.reader, namespace).await?;
+        let mut cached = self.cached(namespace)?;
+        if let Some(ns) = Self::at_version(&cached, current) {
+            return Ok(ns);
+        }
+        if cached.is_some() {
+            // The file is ahead of the cache: perhaps by a write of this instance, committed
+            // and not yet applied. Once none is (no commit happens while this is held), look
+            // again: a cache still behind was passed by another instance or process.
+            let _applied = self.publishing.lock().await;
+            let current = stored_version(&self.db.reader, namespace).await?;
+            cached = self.cached(namespace)?;
+            if let Some(ns) = Self::at_version(&cached, current) {
+                return Ok(ns);
+            }
         }
         // A stale cache's graph is the best start for the new one (it needs only a catch-up).
         let earlier = match cached {
@@ -471,6 +513,8 @@ impl SqliteVectorIndex {
             None => None,
         };
         // One read transaction: the version, the model and the rows agree.
+        self.loads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut tx = self.db.reader.begin().await.map_err(db)?;
         let head =
             sqlx::query("SELECT model, dims, version FROM vector_namespaces WHERE namespace = ?")
@@ -524,27 +568,27 @@ impl SqliteVectorIndex {
     }
 
     /// After a write that moved the namespace from `before` to `after`: apply it to the
-    /// cached matrix when the cache was exactly at `before` (then its graph is maintained),
-    /// else drop the cache (the next read reloads).
+    /// cached namespace when the cache is exactly at `before` (then its graph is maintained),
+    /// leave a cache loaded after the commit (it is at `after`: it holds the write), and drop
+    /// any other (the next read reloads). `publishing` is the write's hold on
+    /// [`Self::publishing`], let go once the cache is settled (before any maintenance).
     async fn after_write(
         &self,
+        publishing: tokio::sync::MutexGuard<'_, ()>,
         namespace: &str,
-        ns: &Arc<RwLock<Namespace>>,
         before: Option<i64>,
         after: Option<i64>,
         apply: impl FnOnce(&mut Namespace) -> Result<()>,
     ) -> Result<()> {
-        let current = self
-            .cache
-            .read()
-            .map_err(|_| poisoned())?
-            .get(namespace)
-            .is_some_and(|c| Arc::ptr_eq(c, ns));
+        let Some(ns) = self.cached(namespace)? else {
+            return Ok(());
+        };
         let applied = {
             let mut cached = ns.write().map_err(|_| poisoned())?;
-            // Applied only to the cached entry, and only when it was exactly at `before`; a
-            // replaced entry is left alone (the one that replaced it loaded the rows).
-            let applies = current && cached.version == before && cached.model.is_some();
+            if cached.version == after {
+                return Ok(());
+            }
+            let applies = cached.version == before && cached.model.is_some();
             if applies {
                 let result = apply(&mut cached);
                 cached.version = after;
@@ -556,14 +600,15 @@ impl SqliteVectorIndex {
             }
             applies
         };
-        if applied {
-            self.maintain(namespace, ns, None).await;
-        } else {
-            self.cache
-                .write()
-                .map_err(|_| poisoned())?
-                .remove(namespace);
+        if !applied {
+            let mut cache = self.cache.write().map_err(|_| poisoned())?;
+            if cache.get(namespace).is_some_and(|c| Arc::ptr_eq(c, &ns)) {
+                cache.remove(namespace);
+            }
+            return Ok(());
         }
+        drop(publishing);
+        self.maintain(namespace, &ns, None).await;
         Ok(())
     }
 }
@@ -574,7 +619,9 @@ impl VectorIndex for SqliteVectorIndex {
         if records.is_empty() {
             return Ok(());
         }
-        let ns = self.namespace(namespace).await?;
+        // Loaded (or checked) first, so the write is applied to a cache at its version.
+        self.namespace(namespace).await?;
+        let publishing = self.publishing.lock().await;
         // The namespace's model is read inside the write transaction (writes are serialised),
         // so two writers with different models can never both win.
         let mut tx = self.db.write().await?;
@@ -633,7 +680,7 @@ impl VectorIndex for SqliteVectorIndex {
             .map_err(db)?;
         }
         tx.commit().await.map_err(db)?;
-        self.after_write(namespace, &ns, before, Some(version), |cached| {
+        self.after_write(publishing, namespace, before, Some(version), |cached| {
             for record in &records {
                 cached
                     .matrix
@@ -658,7 +705,9 @@ impl VectorIndex for SqliteVectorIndex {
     }
 
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
-        let ns = self.namespace(namespace).await?;
+        // Loaded (or checked) first, so the write is applied to a cache at its version.
+        self.namespace(namespace).await?;
+        let publishing = self.publishing.lock().await;
         let mut tx = self.db.write().await?;
         let Some(before) = stored_version(&mut *tx, namespace).await? else {
             return Ok(0);
@@ -691,7 +740,7 @@ impl VectorIndex for SqliteVectorIndex {
             self.snapshots.erase(namespace)?;
         }
         tx.commit().await.map_err(db)?;
-        self.after_write(namespace, &ns, Some(before), Some(after), |cached| {
+        self.after_write(publishing, namespace, Some(before), Some(after), |cached| {
             for id in ids {
                 cached.matrix.remove(id);
                 if let Some(graph) = cached.graph.as_mut() {

@@ -301,3 +301,48 @@ async fn an_id_repeated_in_one_upsert_is_searched_by_its_last_vector() {
     let old = search(&index, &vector(1_001), VectorFilter::default()).await;
     assert_ne!(old.first().map(String::as_str), Some("v00005"));
 }
+
+/// Sixteen writers at once, with searches between their writes: each write reaches the cache
+/// in commit order, so the namespace is not loaded from the file again (it was reloaded whole
+/// whenever one writer's change was applied before an earlier commit's, and concurrent
+/// remembers made every recall do so).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writes_of_one_instance_never_reload_the_namespace() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = SqliteVectorIndex::new(open(dir.path()).await).with_approximate(eager());
+    index
+        .upsert("ns", (0..500).map(record).collect())
+        .await
+        .unwrap();
+    // The write that made the namespace is not applied to the empty cache: one more load.
+    search(&index, &vector(0), VectorFilter::default()).await;
+    let loaded = index.namespace_loads();
+    assert_eq!(loaded, 2);
+    let writers: Vec<_> = (0..16)
+        .map(|w| {
+            let index = index.clone();
+            tokio::spawn(async move {
+                for i in 0..25 {
+                    let n = 1_000 + w * 100 + i;
+                    index.upsert("ns", vec![record(n)]).await.unwrap();
+                    let found = search(&index, &vector(n), VectorFilter::default()).await;
+                    assert!(found.contains(&record(n).id), "{n}: {found:?}");
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    assert_eq!(
+        index.namespace_loads(),
+        loaded,
+        "reloaded by its own writes"
+    );
+    // Another instance's write is noticed and loaded.
+    let other = SqliteVectorIndex::new(open(dir.path()).await);
+    other.upsert("ns", vec![record(9_999)]).await.unwrap();
+    let found = search(&index, &vector(9_999), VectorFilter::default()).await;
+    assert!(found.contains(&record(9_999).id));
+    assert_eq!(index.namespace_loads(), loaded + 1);
+}
