@@ -89,23 +89,18 @@ pub async fn memory_service_with(
 }
 
 /// Long-term backends with everything embedded under `root` (the benchmarks' scratch
-/// profiles); the full-text indexes on Tantivy under `root/tantivy` when `tantivy_text`.
+/// profiles): the profiles' full-text indexes on Tantivy under `root/tantivy` when
+/// `tantivy_text` (the embedded default), on FTS5 otherwise.
 pub async fn scratch_long_term(
     root: &Path,
     tantivy_text: bool,
 ) -> std::result::Result<LongTermBackends, CliError> {
     let mut storage = memory_config::StorageConfig::embedded(root);
     storage.sqlite.profiles = root.to_owned();
-    if tantivy_text {
-        storage.text = memory_config::Backend::Tantivy;
-        storage.profile_text = memory_config::Backend::Tantivy;
-        storage.tantivy = Some(memory_config::TantivySettings {
-            path: root.join("tantivy"),
-            language: memory_core::TextLanguage::default(),
-            commit_interval_ms: 0,
-            shared: false,
-            profile_languages: Default::default(),
-        });
+    if !tantivy_text {
+        storage.profile_text = memory_config::Backend::Sqlite;
+        storage.profile_text_defaulted = false;
+        storage.tantivy = None;
     }
     // Vector searches scan exactly here: a benchmark opens its own graphs when it wants them
     // (no graph is built in the background while it measures something else).

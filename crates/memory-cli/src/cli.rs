@@ -799,9 +799,10 @@ pub enum BenchCommand {
         /// sentences embedded by the local model (0: skip; needs scripts/setup-model.sh).
         #[arg(long, default_value_t = 0)]
         model_vectors: usize,
-        /// SQLite: the full-text indexes, `sqlite` (FTS5, the default) or `tantivy` (on
-        /// disk beside the profiles, still no server).
-        #[arg(long, default_value = "sqlite", value_parser = ["sqlite", "tantivy"])]
+        /// SQLite: the profile's full-text indexes, `tantivy` (the embedded default: on
+        /// disk beside the profiles, shared, still no server) or `sqlite` (FTS5, in the
+        /// profile's database).
+        #[arg(long, default_value = "tantivy", value_parser = ["sqlite", "tantivy"])]
         text: String,
         /// The vectors of the profile and of the queries: `hashing` (the default: fast, and
         /// the approximate graph's worst case) or the local model, `local` or `local-int8`
@@ -846,15 +847,23 @@ pub enum BenchCommand {
         /// true`), the baseline of the approximate graph.
         #[arg(long)]
         exact_vectors: bool,
-        /// SQLite: the full-text indexes, `sqlite` (FTS5, the default) or `tantivy`
-        /// (`[storage] text = "tantivy"`, on disk beside the databases, still no server).
-        #[arg(long, default_value = "sqlite", value_parser = ["sqlite", "tantivy"])]
-        text: String,
+        /// SQLite: every full-text index on `sqlite` (FTS5) or `tantivy` (`[storage] text`);
+        /// unset: the embedded default (FTS5 for blocks and session messages, Tantivy for
+        /// the profiles).
+        #[arg(long, value_parser = ["sqlite", "tantivy"])]
+        text: Option<String>,
         /// SQLite: the session messages' index (`[storage] session_text`), when it differs
-        /// from `--text` (`--text tantivy --session-text sqlite`: profiles on Tantivy,
-        /// appends indexed in their own SQLite transaction).
+        /// from `--text`.
         #[arg(long, value_parser = ["sqlite", "tantivy"])]
         session_text: Option<String>,
+        /// SQLite: the profiles' indexes (`[storage] profile_text`), when they differ from
+        /// `--text` (`--profile-text sqlite`: the default before profiles moved to Tantivy).
+        #[arg(long, value_parser = ["sqlite", "tantivy"])]
+        profile_text: Option<String>,
+        /// Tantivy indexes held by one process (`[storage.tantivy] shared = false`) instead
+        /// of shared by every process on the host (the default).
+        #[arg(long)]
+        tantivy_unshared: bool,
     },
     /// The local embedders (`local`, `local-int8`) side by side on the same LoCoMo turns:
     /// texts per second and how closely their vectors agree.

@@ -229,15 +229,29 @@ fn keys_from_memory_keys_new_open_their_tenant_only() {
     assert!(stderr.contains("worker ran 1 jobs"), "{stderr}");
 }
 
-/// `memory bench serve`, tiny, with text on FTS5 and on Tantivy: every phase answers every
-/// request, and the baseline table is printed beside it.
+/// `memory bench serve`, tiny, with text on FTS5, on the default (profiles on Tantivy) and
+/// all on Tantivy: every phase answers every request, and the baseline table is printed
+/// beside it.
 #[test]
 fn bench_serve_measures_every_operation_without_failures() {
-    for (text, named) in [("sqlite", "text on FTS5"), ("tantivy", "text on Tantivy")] {
+    for (text, named) in [
+        (
+            Some("sqlite"),
+            "text: profiles FTS5, session messages FTS5, blocks FTS5",
+        ),
+        (
+            None,
+            "text: profiles Tantivy (shared), session messages FTS5, blocks FTS5",
+        ),
+        (
+            Some("tantivy"),
+            "text: profiles Tantivy (shared), session messages Tantivy (shared)",
+        ),
+    ] {
         let out = Command::new(assert_cmd::cargo::cargo_bin("memory"))
             .args(["bench", "serve", "--sessions", "20", "--memories", "300"])
             .args(["--seconds", "1", "--clients", "2", "--recall-rates", "20"])
-            .args(["--text", text])
+            .args(text.map(|text| ["--text", text]).into_iter().flatten())
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -253,6 +267,7 @@ fn bench_serve_measures_every_operation_without_failures() {
             "| search (one session) |",
             "| search (all sessions) |",
             "| recall |",
+            "| remember |",
             "| recall at a fixed 20/s (open loop) |",
         ] {
             let line = stdout

@@ -69,6 +69,9 @@ pub(crate) struct Stores {
 
 impl Stores {
     pub(crate) fn new(storage: StorageConfig) -> Self {
+        // A build without Tantivy keeps the profiles' text where `text` is, unless named.
+        #[cfg(not(feature = "tantivy"))]
+        let storage = storage.without_tantivy_default();
         Self {
             storage,
             #[cfg(feature = "sqlite")]

@@ -6,7 +6,8 @@
 //! sessions = "redis"       # sessions, messages, overlays, stored skills (default: records')
 //! text = "tantivy"         # full-text indexes
 //! session_text = "sqlite"  # the session messages' index (default: text's)
-//! profile_text = "tantivy" # the long-term profiles' indexes (default: text's)
+//! profile_text = "tantivy" # the long-term profiles' indexes (default: text's when text is
+//!                          # named; Tantivy beside embedded records otherwise)
 //! vectors = "lancedb"      # embeddings
 //! jobs = "redis"           # the ingest job queue
 //! kv = "redis"             # blocks, cached prompts, index outbox
@@ -17,7 +18,8 @@
 //! ```
 //!
 //! Every role defaults to the embedded SQLite files in the data directory (blobs to plain
-//! files), so an absent section is the zero-configuration default.
+//! files; the profiles' full-text indexes to Tantivy, shared, beside them), so an absent
+//! section is the zero-configuration default.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -106,10 +108,11 @@ pub enum Role {
     /// session_text` names another: SQLite here keeps each append and its index entry in one
     /// transaction beside SQLite sessions, while profiles' text goes to a search engine.
     SessionText,
-    /// The full-text indexes of long-term profiles. Follows `text` unless `[storage]
-    /// profile_text` names another: a search engine here gives recall its top-k text search
-    /// while blocks and session messages stay in SQLite (the engine keeps a profile's index
-    /// in step with its records, and rebuilds it from them when it is missing).
+    /// The full-text indexes of long-term profiles. Follows `text` when `text` is named,
+    /// unless `[storage] profile_text` names another; when neither is named and the records
+    /// are embedded, Tantivy (shared): a search engine here gives recall its top-k text
+    /// search while blocks and session messages stay in SQLite (the engine keeps a profile's
+    /// index in step with its records, and rebuilds it from them when it is missing).
     ProfileText,
     /// Embeddings.
     Vectors,
@@ -239,7 +242,7 @@ pub struct DirectorySettings {
 /// path = "tantivy"
 /// language = "english"          # the general index and every profile's, by default
 /// commit_interval_ms = 0         # how long a write waits to share a commit
-/// shared = false                 # true: several processes on this host open the indexes
+/// shared = true                  # false: one process holds the indexes, another is refused
 ///
 /// [storage.tantivy.profile_languages]
 /// kenji = "cjk"                  # this profile's memories are Japanese
@@ -254,11 +257,25 @@ pub struct TantivySettings {
     /// How long the first write of a batch waits for others to share its commit.
     pub commit_interval_ms: u64,
     /// Several processes on this host (`memory serve` twice, `memory worker`, the CLI) open
-    /// the indexes at once: each commit takes the directory's lock in turn. Default: false
-    /// (the first process holds the indexes; another is refused).
+    /// the indexes at once: each commit takes the directory's lock in turn. Default: true
+    /// (false: the first process holds the indexes, commits a little faster, and another
+    /// process is refused).
     pub shared: bool,
     /// Profiles whose text is in another language.
     pub profile_languages: BTreeMap<String, TextLanguage>,
+}
+
+impl TantivySettings {
+    /// The defaults, with the indexes under `data_dir/tantivy`.
+    pub fn under(data_dir: &Path) -> Self {
+        Self {
+            path: data_dir.join("tantivy"),
+            language: TextLanguage::default(),
+            commit_interval_ms: 0,
+            shared: true,
+            profile_languages: BTreeMap::new(),
+        }
+    }
 }
 
 /// The defaults of `[storage.lancedb]`'s search settings.
@@ -328,6 +345,10 @@ pub struct StorageConfig {
     pub session_text: Backend,
     /// The long-term profiles' full-text indexes.
     pub profile_text: Backend,
+    /// True when `profile_text` was not chosen (neither it nor `text` is named): the
+    /// embedded default's Tantivy, which a build without Tantivy replaces with `text`'s
+    /// backend ([`Self::without_tantivy_default`]).
+    pub profile_text_defaulted: bool,
     /// Embeddings.
     pub vectors: Backend,
     /// Blobs.
@@ -353,14 +374,16 @@ pub struct StorageConfig {
 }
 
 impl StorageConfig {
-    /// Everything embedded, under `data_dir`.
+    /// Everything embedded, under `data_dir`: SQLite files, blobs as files, and the
+    /// profiles' full-text indexes on Tantivy (shared by the processes on this host).
     pub fn embedded(data_dir: &Path) -> Self {
         Self {
             records: Backend::Sqlite,
             sessions: Backend::Sqlite,
             text: Backend::Sqlite,
             session_text: Backend::Sqlite,
-            profile_text: Backend::Sqlite,
+            profile_text: Backend::Tantivy,
+            profile_text_defaulted: true,
             vectors: Backend::Sqlite,
             blobs: Backend::Fs,
             jobs: Backend::Sqlite,
@@ -377,12 +400,24 @@ impl StorageConfig {
             postgres: None,
             redis: None,
             s3: None,
-            tantivy: None,
+            tantivy: Some(TantivySettings::under(data_dir)),
             lancedb: None,
             fs: DirectorySettings {
                 path: data_dir.join("blobs"),
             },
         }
+    }
+
+    /// The same storage for a build without Tantivy: a defaulted `profile_text` follows
+    /// `text` instead (a named one is kept, and fails to open with a clear error).
+    pub fn without_tantivy_default(mut self) -> Self {
+        if self.profile_text_defaulted && self.profile_text == Backend::Tantivy {
+            self.profile_text = self.text;
+            if !self.backends().contains(&Backend::Tantivy) {
+                self.tantivy = None;
+            }
+        }
+        self
     }
 
     /// The backend of a role.
@@ -549,8 +584,16 @@ impl RawStorage {
             (Role::Text, self.text),
             // The messages' index follows the text unless it is named.
             (Role::SessionText, self.session_text.or(self.text)),
-            // So do the profiles' indexes.
-            (Role::ProfileText, self.profile_text.or(self.text)),
+            // So do the profiles' indexes; neither named, they stay on Tantivy beside embedded
+            // records (the default) and follow the records' text otherwise.
+            (
+                Role::ProfileText,
+                match (self.profile_text.or(self.text), self.records) {
+                    (Some(named), _) => Some(named),
+                    (None, None | Some(Backend::Sqlite)) => None,
+                    (None, Some(_)) => Some(Backend::Sqlite),
+                },
+            ),
             (Role::Vectors, self.vectors),
             (Role::Blobs, self.blobs),
             (Role::Jobs, self.jobs),
@@ -574,7 +617,11 @@ impl RawStorage {
                 Role::Sessions => config.sessions = backend,
                 Role::Text => config.text = backend,
                 Role::SessionText => config.session_text = backend,
-                Role::ProfileText => config.profile_text = backend,
+                Role::ProfileText => {
+                    config.profile_text = backend;
+                    config.profile_text_defaulted =
+                        self.profile_text.is_none() && self.text.is_none();
+                }
                 Role::Vectors => config.vectors = backend,
                 Role::Blobs => config.blobs = backend,
                 Role::Jobs => config.jobs = backend,
@@ -683,9 +730,11 @@ impl RawStorage {
                     }
                     ms => ms,
                 },
-                shared: raw.shared.unwrap_or(false),
+                shared: raw.shared.unwrap_or(true),
                 profile_languages,
             });
+        } else {
+            config.tantivy = None;
         }
         if uses(Backend::Lancedb) || self.lancedb.is_some() {
             let raw = self.lancedb.unwrap_or_default();

@@ -167,7 +167,7 @@ pub struct LongTermBench {
     pub graph_candidates: usize,
     /// SQLite: sentences embedded by the local model for the graph's recall on real vectors.
     pub model_vectors: usize,
-    /// SQLite: the profile's full-text indexes on Tantivy instead of FTS5.
+    /// SQLite: the profile's full-text indexes on Tantivy (the embedded default), not FTS5.
     pub tantivy_text: bool,
     /// The profile's and the queries' vectors from this local model instead of the hashing
     /// embedder.
@@ -514,8 +514,8 @@ async fn run_long_term(
     }
     let backend = match (postgres, bench.tantivy_text) {
         (true, _) => "PostgreSQL",
-        (false, true) => "SQLite, text on Tantivy",
-        (false, false) => "SQLite",
+        (false, true) => "SQLite, profiles' text on Tantivy (the default)",
+        (false, false) => "SQLite, profiles' text on FTS5",
     };
     println!(
         "long-term memory on {backend}: {memories} memories, {raw} raw messages, vectors by {}",

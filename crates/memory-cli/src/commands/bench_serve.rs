@@ -1,6 +1,6 @@
 //! `memory bench serve`: the REST API under load, on SQLite (or PostgreSQL with
-//! `--postgres`): requests per second and p50/p95/p99 of append, history, search and recall
-//! over many sessions and a large profile, beside the same calls made on the engine
+//! `--postgres`): requests per second and p50/p95/p99 of append, history, search, recall and
+//! remember over many sessions and a large profile, beside the same calls made on the engine
 //! directly in the same run (the HTTP layer's cost is the ratio).
 //!
 //! The server runs in this process and the load generator beside it, on the same machine
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use memory_compose::Deployment;
 use memory_core::ports::{Embedder, SystemClock};
 use memory_core::{NewSession, Parent, Part, Role, SearchQuery, SessionId, UiMessage};
-use memory_engine::long_term::{MemoryService, RecallRequest};
+use memory_engine::long_term::{MemoryService, RecallRequest, RememberRequest};
 use memory_hashing::HashingEmbedder;
 use memory_server::AppState;
 use serde_json::{Value, json};
@@ -41,10 +41,14 @@ pub struct ServeBench {
     pub group_commit: bool,
     /// SQLite: vector searches scan exactly instead of through the approximate graph.
     pub exact_vectors: bool,
-    /// SQLite: the full-text indexes on Tantivy instead of FTS5.
-    pub tantivy_text: bool,
-    /// SQLite: the session messages' index on Tantivy instead of FTS5.
-    pub tantivy_session_text: bool,
+    /// SQLite: `[storage] text` (`sqlite` or `tantivy`), when not the default.
+    pub text: Option<String>,
+    /// SQLite: `[storage] session_text`, when not the default.
+    pub session_text: Option<String>,
+    /// SQLite: `[storage] profile_text`, when not the default.
+    pub profile_text: Option<String>,
+    /// Tantivy held by one process (`[storage.tantivy] shared = false`), not shared.
+    pub tantivy_unshared: bool,
 }
 
 const PROFILE: &str = "bench";
@@ -72,6 +76,34 @@ impl Phase {
     }
 }
 
+/// Where the full-text indexes are, for the report's first line.
+fn text_on(storage: &memory_config::StorageConfig) -> String {
+    let name = |backend: memory_config::Backend| match backend {
+        memory_config::Backend::Sqlite => "FTS5",
+        memory_config::Backend::Tantivy => {
+            match storage.tantivy.as_ref().is_some_and(|t| t.shared) {
+                true => "Tantivy (shared)",
+                false => "Tantivy (one process)",
+            }
+        }
+        _ => "another backend",
+    };
+    format!(
+        "profiles {}, session messages {}, blocks {}",
+        name(storage.profile_text),
+        name(storage.session_text),
+        name(storage.text)
+    )
+}
+
+/// A memory a caller remembers (LLM-free: stored as given, a fact).
+fn remembered(tag: &str) -> RememberRequest {
+    RememberRequest {
+        content: format!("The user noted ({tag}) that the spare key is under the blue pot."),
+        ..RememberRequest::default()
+    }
+}
+
 fn message(id: &str, text: &str) -> UiMessage {
     UiMessage::new(id, Role::User, vec![Part::text(text)])
 }
@@ -87,12 +119,19 @@ pub async fn run(bench: ServeBench) -> Result<(), CliError> {
     if bench.postgres {
         config = format!("{}\n{config}", memory_config::all_on_postgres(&schema));
     } else {
-        let name = |tantivy: bool| if tantivy { "tantivy" } else { "sqlite" };
-        config.push_str(&format!(
-            "\n[storage]\ntext = \"{}\"\nsession_text = \"{}\"\n",
-            name(bench.tantivy_text),
-            name(bench.tantivy_session_text)
-        ));
+        config.push_str("\n[storage]\n");
+        for (role, backend) in [
+            ("text", &bench.text),
+            ("session_text", &bench.session_text),
+            ("profile_text", &bench.profile_text),
+        ] {
+            if let Some(backend) = backend {
+                config.push_str(&format!("{role} = \"{backend}\"\n"));
+            }
+        }
+        if bench.tantivy_unshared {
+            config.push_str("\n[storage.tantivy]\nshared = false\n");
+        }
         config.push_str(&format!(
             "\n[storage.sqlite]\ngroup_commit = {}\nexact_vectors = {}\n",
             bench.group_commit, bench.exact_vectors
@@ -135,10 +174,11 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
     let seed_sessions = started.elapsed();
     let started = Instant::now();
     seed_memories(&backends, &hashing, PROFILE, bench.memories, &mut words).await?;
-    if bench.tantivy_text {
-        // The seeded records were written beside the engine: its index is rebuilt from them.
-        let report = backends.reindex(PROFILE).await?;
-        if !report.rebuilt || report.documents < bench.memories as u64 {
+    // The seeded records were written beside the engine: an index the engine writes is
+    // rebuilt from them (one the store writes is in step already).
+    let report = backends.reindex(PROFILE).await?;
+    if report.rebuilt {
+        if report.documents < bench.memories as u64 {
             return Err(CliError::Input(format!(
                 "the Tantivy index was rebuilt with {} documents; the profile holds {}",
                 report.documents, bench.memories
@@ -152,19 +192,14 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
         "PostgreSQL".to_owned()
     } else {
         format!(
-            "SQLite (group commit {}, vectors {}, text on {})",
+            "SQLite (group commit {}, vectors {}, text: {})",
             if bench.group_commit { "on" } else { "off" },
             if bench.exact_vectors {
                 "exact"
             } else {
                 "approximate"
             },
-            match (bench.tantivy_text, bench.tantivy_session_text) {
-                (true, true) => "Tantivy",
-                (false, false) => "FTS5",
-                (true, false) => "Tantivy, session messages on FTS5",
-                (false, true) => "FTS5, session messages on Tantivy",
-            }
+            text_on(deployment.storage())
         )
     };
     println!(
@@ -217,6 +252,15 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
             samples.push(t.elapsed().as_secs_f64() * 1_000.0);
         }
         direct.push(("append", latency(samples)));
+        let mut samples = Vec::new();
+        for i in 0..200 {
+            let t = Instant::now();
+            memory
+                .remember(PROFILE, remembered(&format!("direct-{i}")))
+                .await?;
+            samples.push(t.elapsed().as_secs_f64() * 1_000.0);
+        }
+        direct.push(("remember", latency(samples)));
     }
 
     // The engine directly under the same concurrency: what HTTP adds under load.
@@ -330,8 +374,27 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
             samples.push(t.elapsed().as_secs_f64() * 1_000.0);
         }
         one_client.push(latency(samples));
+        let mut samples = Vec::new();
+        for i in 0..200 {
+            let t = Instant::now();
+            send(
+                &http,
+                "POST",
+                &format!("{base}/v1/profiles/{PROFILE}/memories"),
+                Some(json!({"content": remembered(&format!("http-{i}")).content})),
+            )
+            .await?;
+            samples.push(t.elapsed().as_secs_f64() * 1_000.0);
+        }
+        one_client.push(latency(samples));
     }
 
+    // Recall at fixed rates first, on the profile as seeded (the closed loops after it add
+    // messages and memories, and a slow remember would still be running into it).
+    let mut fixed = Vec::new();
+    for rate in &bench.recall_rates {
+        fixed.push(fixed_rate_recall(&http, &base, &queries, *rate, seconds).await);
+    }
     let mut phases = Vec::new();
     for kind in [
         "append",
@@ -339,6 +402,7 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
         "search (one session)",
         "search (all sessions)",
         "recall",
+        "remember",
     ] {
         let queries = queries.clone();
         let search_words = search_words.clone();
@@ -376,6 +440,11 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
                         ),
                         None,
                     ),
+                    "remember" => (
+                        "POST",
+                        format!("/v1/profiles/{PROFILE}/memories"),
+                        Some(json!({"content": remembered(&format!("c{client}-{i}")).content})),
+                    ),
                     _ => (
                         "POST",
                         format!("/v1/profiles/{PROFILE}/recall"),
@@ -386,10 +455,6 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
         )
         .await;
         phases.push(phase);
-    }
-    let mut fixed = Vec::new();
-    for rate in &bench.recall_rates {
-        fixed.push(fixed_rate_recall(&http, &base, &queries, *rate, seconds).await);
     }
 
     println!();

@@ -182,9 +182,10 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         exact_vectors,
         text,
         session_text,
+        profile_text,
+        tantivy_unshared,
     }) = cli.command
     {
-        let session_text = session_text.unwrap_or_else(|| text.clone());
         return bench_serve::run(bench_serve::ServeBench {
             sessions,
             memories,
@@ -194,8 +195,10 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             postgres,
             group_commit: !no_group_commit,
             exact_vectors,
-            tantivy_text: text == "tantivy",
-            tantivy_session_text: session_text == "tantivy",
+            text,
+            session_text,
+            profile_text,
+            tantivy_unshared,
         })
         .await;
     }

@@ -167,8 +167,24 @@ mod storage {
         assert_eq!(config.storage, None);
         let storage = config.storage(Path::new("/data"));
         assert_eq!(storage, StorageConfig::embedded(Path::new("/data")));
-        assert_eq!(storage.backends(), [Backend::Sqlite, Backend::Fs]);
+        assert_eq!(
+            storage.backends(),
+            [Backend::Sqlite, Backend::Tantivy, Backend::Fs]
+        );
         assert_eq!(storage.sqlite.path, Path::new("/data/memory.db"));
+        let tantivy = storage.tantivy.as_ref().unwrap();
+        assert_eq!(tantivy.path, Path::new("/data/tantivy"));
+        assert!(
+            tantivy.shared,
+            "many processes share one data dir by default"
+        );
+        assert_eq!(
+            MemoryConfig::parse("[storage]\nrecords = \"sqlite\"\n", Path::new("/data"))
+                .unwrap()
+                .storage(Path::new("/data")),
+            storage,
+            "an empty section is the same default"
+        );
     }
 
     #[test]
@@ -422,7 +438,23 @@ kenji = "cjk"
         );
         let apart = storage("[storage]\ntext = \"tantivy\"\nprofile_text = \"sqlite\"\n");
         assert_eq!(apart.backend(Role::ProfileText), Backend::Sqlite);
-        assert_eq!(storage("").backend(Role::ProfileText), Backend::Sqlite);
+        assert!(!apart.profile_text_defaulted);
+        // Neither named: Tantivy beside embedded records, text's backend beside others.
+        let default = storage("");
+        assert_eq!(default.backend(Role::ProfileText), Backend::Tantivy);
+        assert!(default.profile_text_defaulted);
+        let named_text = storage("[storage]\ntext = \"sqlite\"\n");
+        assert_eq!(named_text.backend(Role::ProfileText), Backend::Sqlite);
+        assert!(named_text.tantivy.is_none(), "no role uses Tantivy");
+        let on_postgres = storage("[storage]\nrecords = \"postgres\"\n");
+        assert_eq!(on_postgres.backend(Role::ProfileText), Backend::Sqlite);
+        assert!(on_postgres.tantivy.is_none());
+        // A build without Tantivy moves only a defaulted choice.
+        let without = default.without_tantivy_default();
+        assert_eq!(without.backend(Role::ProfileText), Backend::Sqlite);
+        assert!(without.tantivy.is_none());
+        let named = profiles.clone().without_tantivy_default();
+        assert_eq!(named.backend(Role::ProfileText), Backend::Tantivy);
         assert_eq!(
             err("[storage]\nprofile_text = \"lancedb\"\n"),
             "memory.toml:1: `storage.profile_text`: lancedb cannot serve profile_text; it serves vectors"
