@@ -83,8 +83,8 @@ pub struct SqliteVectorIndex {
     cache: Arc<RwLock<HashMap<String, Arc<RwLock<Namespace>>>>>,
     approximate: Option<ApproximateSearch>,
     snapshots: Arc<GraphSnapshots>,
-    /// Held by a write from its transaction until its change is applied to the cache, so
-    /// this instance's changes reach the cache in commit order (a change applied out of
+    /// Held by a write from inside its transaction until its change is applied to the
+    /// cache, so this instance's changes reach the cache in commit order (a change applied out of
     /// order finds the cache at another version and drops it: the next search would load
     /// the whole namespace again, and concurrent writers would make every search do so).
     publishing: Arc<tokio::sync::Mutex<()>>,
@@ -187,10 +187,10 @@ impl SqliteVectorIndex {
         }
     }
 
-    /// How many times this instance loaded a namespace's vectors from the file: once per
-    /// namespace on first use, and again after another instance or process wrote it; never
-    /// for this instance's own writes, however many run at once. A diagnostic (each load
-    /// reads every vector of the namespace).
+    /// How many times this instance loaded a namespace's vectors from the file: on first use,
+    /// after the write that made the namespace or a `clear`, and after another instance or
+    /// process wrote it; never for this instance's other writes, however many run at once.
+    /// A diagnostic (each load reads every vector of the namespace).
     pub fn namespace_loads(&self) -> u64 {
         self.loads.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -621,10 +621,12 @@ impl VectorIndex for SqliteVectorIndex {
         }
         // Loaded (or checked) first, so the write is applied to a cache at its version.
         self.namespace(namespace).await?;
-        let publishing = self.publishing.lock().await;
         // The namespace's model is read inside the write transaction (writes are serialised),
         // so two writers with different models can never both win.
         let mut tx = self.db.write().await?;
+        // Taken inside the transaction: writes take it in commit order, and a search waits
+        // behind at most the one write between its commit and its apply.
+        let publishing = self.publishing.lock().await;
         let head =
             sqlx::query("SELECT model, dims, version FROM vector_namespaces WHERE namespace = ?")
                 .bind(namespace)
@@ -707,8 +709,8 @@ impl VectorIndex for SqliteVectorIndex {
     async fn delete(&self, namespace: &str, ids: &[String]) -> Result<u64> {
         // Loaded (or checked) first, so the write is applied to a cache at its version.
         self.namespace(namespace).await?;
-        let publishing = self.publishing.lock().await;
         let mut tx = self.db.write().await?;
+        let publishing = self.publishing.lock().await;
         let Some(before) = stored_version(&mut *tx, namespace).await? else {
             return Ok(0);
         };

@@ -97,9 +97,10 @@ pub async fn scratch_long_term(
 ) -> std::result::Result<LongTermBackends, CliError> {
     let mut storage = memory_config::StorageConfig::embedded(root);
     storage.sqlite.profiles = root.to_owned();
+    // Chosen, not defaulted: a build without Tantivy refuses `tantivy_text` by name.
+    storage.profile_text_defaulted = false;
     if !tantivy_text {
         storage.profile_text = memory_config::Backend::Sqlite;
-        storage.profile_text_defaulted = false;
         storage.tantivy = None;
     }
     // Vector searches scan exactly here: a benchmark opens its own graphs when it wants them

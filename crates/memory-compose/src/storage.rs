@@ -36,6 +36,8 @@ fn unavailable(role: Role, backend: Backend) -> ComposeError {
         Backend::Tantivy => ComposeError::NotBuilt { role, backend },
         #[cfg(not(feature = "lancedb"))]
         Backend::Lancedb => ComposeError::NotBuilt { role, backend },
+        // Unreachable in a build without any adapter of these backends.
+        #[allow(unreachable_patterns)]
         _ => ComposeError::NotAvailable {
             role,
             backend,
@@ -71,7 +73,18 @@ impl Stores {
     pub(crate) fn new(storage: StorageConfig) -> Self {
         // A build without Tantivy keeps the profiles' text where `text` is, unless named.
         #[cfg(not(feature = "tantivy"))]
-        let storage = storage.without_tantivy_default();
+        let storage = {
+            let fitted = storage.clone().without_tantivy_default();
+            if fitted.profile_text != storage.profile_text {
+                tracing::warn!(
+                    "this build leaves out Tantivy: the profiles' text stays on {} (the default \
+                     is Tantivy; a process of a build with it would not see this one's writes \
+                     in its index: set `[storage] profile_text` the same in every process)",
+                    fitted.profile_text
+                );
+            }
+            fitted
+        };
         Self {
             storage,
             #[cfg(feature = "sqlite")]
@@ -264,9 +277,11 @@ impl Stores {
             (Backend::Tantivy, _) => {
                 let settings = self.tantivy_settings()?;
                 Ok(Arc::clone(self.tantivy_profiles.get_or_init(|| {
-                    // A profile's index is small: a purge rewrites its segments at once.
-                    let options =
-                        tantivy_options(settings).erasure(memory_tantivy::Erasure::BeforeReturn);
+                    // A profile's index is small: a purge rewrites its segments at once, and one
+                    // indexing thread writes it (a deployment may hold many profiles open).
+                    let options = tantivy_options(settings)
+                        .erasure(memory_tantivy::Erasure::BeforeReturn)
+                        .writer_threads(1);
                     let mut indexes =
                         memory_tantivy::TantivyTextIndexes::new(settings.path.join("profiles"))
                             .with_options(options);

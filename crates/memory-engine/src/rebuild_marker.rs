@@ -23,8 +23,9 @@ pub(crate) struct RebuildMarker<P> {
     /// run under it may wait for the check again (a write through the checked store, a
     /// checked catch-up).
     checking: futures::lock::Mutex<()>,
-    /// Set when this process marked a rebuild after a failed check: its writes no longer
-    /// wait for a check (the marker guarantees the rebuild); its searches still do.
+    /// Set when this process marked a rebuild after a failed check: its writes (and the
+    /// catch-ups that run as writes do) no longer wait for a check (the marker guarantees
+    /// the rebuild); its searches still do.
     marked: AtomicBool,
     progress: PhantomData<fn() -> P>,
 }

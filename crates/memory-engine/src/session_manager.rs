@@ -228,8 +228,9 @@ impl SessionManager {
         &self.store
     }
 
-    /// Replays index updates a crash or an index outage left behind (after rebuilding a lost
-    /// index: see [`crate::IndexedMessageStore::catch_up`]); returns how many.
+    /// Replays index updates a crash or an index outage left behind, after the index's check
+    /// (a lost index is rebuilt first, or marked for a rebuild when it cannot be checked: see
+    /// [`crate::IndexedMessageStore::catch_up`]); returns how many.
     pub async fn catch_up_search(&self) -> Result<u64> {
         match &self.search {
             Some(search) => search.catch_up().await,

@@ -177,13 +177,11 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
     // The seeded records were written beside the engine: an index the engine writes is
     // rebuilt from them (one the store writes is in step already).
     let report = backends.reindex(PROFILE).await?;
-    if report.rebuilt {
-        if report.documents < bench.memories as u64 {
-            return Err(CliError::Input(format!(
-                "the Tantivy index was rebuilt with {} documents; the profile holds {}",
-                report.documents, bench.memories
-            )));
-        }
+    if report.rebuilt && report.documents < bench.memories as u64 {
+        return Err(CliError::Input(format!(
+            "the Tantivy index was rebuilt with {} documents; the profile holds {}",
+            report.documents, bench.memories
+        )));
     }
     // The approximate graphs (SQLite) are built before anything is timed.
     deployment.prepare_vectors(PROFILE).await?;
