@@ -462,6 +462,7 @@ pub struct SqliteProfiles {
     root: PathBuf,
     busy_timeout: std::time::Duration,
     approximate: Option<crate::ApproximateSearch>,
+    own_text_index: bool,
     open: tokio::sync::Mutex<std::collections::HashMap<String, OpenProfile>>,
 }
 
@@ -489,6 +490,7 @@ impl SqliteProfiles {
             root: root.into(),
             busy_timeout: crate::config::DEFAULT_BUSY_TIMEOUT,
             approximate: Some(crate::ApproximateSearch::default()),
+            own_text_index: true,
             open: tokio::sync::Mutex::new(std::collections::HashMap::new()),
         }
     }
@@ -504,6 +506,16 @@ impl SqliteProfiles {
     /// [`crate::ApproximateSearch`]); `None` scans exactly.
     pub fn approximate(mut self, approximate: Option<crate::ApproximateSearch>) -> Self {
         self.approximate = approximate;
+        self
+    }
+
+    /// Sets whether each profile database indexes its own text with FTS5 (the default), for
+    /// [`TextIndexes`]. Off when the profiles' text is indexed elsewhere (a search engine kept
+    /// in step by the engine): writes then skip the FTS5 triggers, a profile's FTS5 tables are
+    /// emptied when it is opened, and [`TextIndexes::text_index`] is refused. Turned back on,
+    /// a profile's FTS5 tables are rebuilt from its records when it is opened.
+    pub fn own_text_index(mut self, own: bool) -> Self {
+        self.own_text_index = own;
         self
     }
 
@@ -533,6 +545,7 @@ impl SqliteProfiles {
                 .busy_timeout(self.busy_timeout),
         )
         .await?;
+        crate::profile_fts::set(&db, self.own_text_index).await?;
         let profile = OpenProfile {
             vectors: Arc::new(
                 SqliteVectorIndex::new(db.clone()).with_approximate(self.approximate),
@@ -600,6 +613,12 @@ impl MemoryProfiles for SqliteProfiles {
 #[async_trait]
 impl TextIndexes for SqliteProfiles {
     async fn text_index(&self, profile: &str) -> Result<Arc<dyn TextIndex>> {
+        if !self.own_text_index {
+            return Err(MemoryError::NotSupported {
+                operation: "a profile's FTS5 text index (these profiles were opened with own_text_index(false))",
+                backend: BACKEND,
+            });
+        }
         Ok(Arc::new(SqliteProfileIndex::new(
             self.profile(profile).await?.db,
         )))

@@ -687,7 +687,9 @@ impl Stores {
             Arc::new(
                 memory_sqlite::SqliteProfiles::new(&settings.profiles)
                     .busy_timeout(std::time::Duration::from_millis(settings.busy_timeout_ms))
-                    .approximate(approximate),
+                    .approximate(approximate)
+                    // FTS5 indexes a profile's text only when it is the profiles' text index.
+                    .own_text_index(self.backend(Role::ProfileText) == Backend::Sqlite),
             )
         }))
     }

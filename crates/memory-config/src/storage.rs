@@ -715,24 +715,27 @@ impl RawStorage {
                 validate_profile_name(profile).map_err(|e| problem(key.clone(), e.to_string()))?;
                 profile_languages.insert(profile.clone(), language(key, name)?);
             }
-            config.tantivy = Some(TantivySettings {
-                path: resolve(raw.path, "tantivy"),
-                language: match raw.language {
-                    Some(name) => language("storage.tantivy.language".into(), &name)?,
-                    None => TextLanguage::default(),
-                },
-                commit_interval_ms: match raw.commit_interval_ms.unwrap_or(0) {
-                    ms if ms > MAX_COMMIT_INTERVAL_MS => {
-                        return Err(problem(
-                            "storage.tantivy.commit_interval_ms",
-                            format!("{ms} is over the limit of {MAX_COMMIT_INTERVAL_MS} ms"),
-                        ));
-                    }
-                    ms => ms,
-                },
-                shared: raw.shared.unwrap_or(true),
-                profile_languages,
-            });
+            let mut settings = TantivySettings::under(base);
+            if let Some(path) = raw.path {
+                settings.path = base.join(path);
+            }
+            if let Some(name) = raw.language {
+                settings.language = language("storage.tantivy.language".into(), &name)?;
+            }
+            if let Some(ms) = raw.commit_interval_ms {
+                if ms > MAX_COMMIT_INTERVAL_MS {
+                    return Err(problem(
+                        "storage.tantivy.commit_interval_ms",
+                        format!("{ms} is over the limit of {MAX_COMMIT_INTERVAL_MS} ms"),
+                    ));
+                }
+                settings.commit_interval_ms = ms;
+            }
+            if let Some(shared) = raw.shared {
+                settings.shared = shared;
+            }
+            settings.profile_languages = profile_languages;
+            config.tantivy = Some(settings);
         } else {
             config.tantivy = None;
         }
