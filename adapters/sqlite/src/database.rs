@@ -46,7 +46,7 @@ impl Drop for MigrationLock {
 #[derive(Debug, Clone)]
 pub struct SqliteDatabase {
     pub(crate) writer: SqlitePool,
-    pub(crate) reader: SqlitePool,
+    pub(crate) reader: crate::readers::Readers,
     /// Freed pages are zeroed, and erasures clear their traces (see `erase_traces`).
     pub(crate) secure_delete: bool,
     /// The database file (derived files, such as vector graph snapshots, sit beside it).
@@ -98,12 +98,10 @@ impl SqliteDatabase {
             .await
             .map_err(migrate)?;
         drop(migrating);
-        let reader = SqlitePoolOptions::new()
-            .test_before_acquire(false)
-            .max_connections(config.readers.max(1))
-            .connect_with(base.read_only(true))
-            .await
-            .map_err(db)?;
+        let reader = crate::readers::Readers::new(
+            base.read_only(true),
+            usize::try_from(config.readers).unwrap_or(usize::MAX),
+        );
         debug!(path = %config.path.display(), "opened sqlite database");
         Ok(Self {
             group: crate::group_commit::GroupCommit::new(writer.clone(), config.group_commit),
@@ -168,7 +166,7 @@ mod tests {
             .await
             .unwrap();
         let options: Vec<String> = sqlx::query_scalar("PRAGMA compile_options")
-            .fetch_all(&db.reader)
+            .fetch_all(&mut *db.reader.acquire().await.unwrap())
             .await
             .unwrap();
         assert!(

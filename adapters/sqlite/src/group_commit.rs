@@ -526,7 +526,7 @@ mod tests {
 
     async fn count(db: &SqliteDatabase) -> i64 {
         sqlx::query_scalar("SELECT count(*) FROM t")
-            .fetch_one(&db.reader)
+            .fetch_one(&mut *db.reader.acquire().await.unwrap())
             .await
             .unwrap()
     }
@@ -594,7 +594,7 @@ mod tests {
         assert_eq!(count(&db).await, 1 + 2 * 67);
         let stray: i64 =
             sqlx::query_scalar("SELECT count(*) FROM t WHERE v > 0 AND v % 3 = 0 AND v < 1000")
-                .fetch_one(&db.reader)
+                .fetch_one(&mut *db.reader.acquire().await.unwrap())
                 .await
                 .unwrap();
         assert_eq!(stray, 0, "a refused write's first insert survived");

@@ -324,7 +324,7 @@ impl JobQueue for SqliteJobQueue {
             "SELECT {COLUMNS} FROM job_queue WHERE id = ?"
         )))
         .bind(id)
-        .fetch_optional(&self.db.reader)
+        .fetch_optional(&mut *self.db.reader.acquire().await?)
         .await
         .map_err(db)?;
         row.as_ref().map(from_row).transpose()
@@ -344,7 +344,7 @@ impl JobQueue for SqliteJobQueue {
         }
         let rows = query
             .bind(memory_core::cursor::one_more(limit))
-            .fetch_all(&self.db.reader)
+            .fetch_all(&mut *self.db.reader.acquire().await?)
             .await
             .map_err(db)?;
         let (jobs, next_cursor) =
@@ -414,7 +414,7 @@ mod tests {
             }
             let plan: Vec<String> = query
                 .bind(10_i64)
-                .fetch_all(&db.reader)
+                .fetch_all(&mut *db.reader.acquire().await.unwrap())
                 .await
                 .unwrap()
                 .iter()

@@ -40,7 +40,7 @@ impl KeyValueStore for SqliteKeyValueStore {
     async fn get(&self, key: &str) -> Result<Option<String>> {
         sqlx::query_scalar("SELECT value FROM kv WHERE key = ?")
             .bind(key)
-            .fetch_optional(&self.db.reader)
+            .fetch_optional(&mut *self.db.reader.acquire().await?)
             .await
             .map_err(db)
     }
@@ -67,7 +67,7 @@ impl KeyValueStore for SqliteKeyValueStore {
     async fn keys(&self, prefix: &str) -> Result<Vec<String>> {
         sqlx::query_scalar("SELECT key FROM kv WHERE key GLOB ? ORDER BY key")
             .bind(prefix_glob(prefix))
-            .fetch_all(&self.db.reader)
+            .fetch_all(&mut *self.db.reader.acquire().await?)
             .await
             .map_err(db)
     }

@@ -46,6 +46,7 @@ mod message_store;
 mod metadata_filter;
 mod profile_fts;
 mod profile_index;
+mod readers;
 mod session_registry;
 mod skill_store;
 mod snapshot;

@@ -130,7 +130,7 @@ impl RawMessageStore for SqliteLongTermMemory {
         )))
         .bind(after)
         .bind(memory_core::cursor::one_more(limit))
-        .fetch_all(&self.db.reader)
+        .fetch_all(&mut *self.db.reader.acquire().await?)
         .await
         .map_err(db)?;
         memory_core::cursor::page_of(&rows, limit, |r| r.get(6), raw_from_row)
@@ -146,7 +146,7 @@ impl RawMessageStore for SqliteLongTermMemory {
              CROSS JOIN raw_messages r ON r.id = j.value ORDER BY j.key"
         )))
         .bind(serde_json::to_string(ids)?)
-        .fetch_all(&self.db.reader)
+        .fetch_all(&mut *self.db.reader.acquire().await?)
         .await
         .map_err(db)?;
         rows.iter().map(raw_from_row).collect()
@@ -171,7 +171,7 @@ impl RawMessageStore for SqliteLongTermMemory {
         )))
         .bind(serde_json::to_string(ids)?)
         .bind(radius)
-        .fetch_all(&self.db.reader)
+        .fetch_all(&mut *self.db.reader.acquire().await?)
         .await
         .map_err(db)?;
         rows.iter().map(raw_from_row).collect()
@@ -204,7 +204,7 @@ impl RawMessageStore for SqliteLongTermMemory {
         )))
         .bind(serde_json::to_string(ids)?)
         .bind(radius)
-        .fetch_all(&self.db.reader)
+        .fetch_all(&mut *self.db.reader.acquire().await?)
         .await
         .map_err(db)?;
         for row in &rows {
@@ -232,7 +232,10 @@ impl RawMessageStore for SqliteLongTermMemory {
         .bind(after)
         .bind(memory_core::cursor::one_more(limit));
         query = crate::metadata_filter::bind_all(query, params);
-        let rows = query.fetch_all(&self.db.reader).await.map_err(db)?;
+        let rows = query
+            .fetch_all(&mut *self.db.reader.acquire().await?)
+            .await
+            .map_err(db)?;
         memory_core::cursor::page_of(&rows, limit, |r| r.get(1), |r| Ok(r.get(0)))
     }
 
@@ -296,7 +299,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
     async fn get_memory(&self, id: &str) -> Result<Option<MemoryRecord>> {
         let row = sqlx::query(select("WHERE id = ?"))
             .bind(id)
-            .fetch_optional(&self.db.reader)
+            .fetch_optional(&mut *self.db.reader.acquire().await?)
             .await
             .map_err(db)?;
         row.as_ref().map(from_row).transpose()
@@ -308,7 +311,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         }
         let rows = sqlx::query(select("WHERE id IN (SELECT value FROM json_each(?))"))
             .bind(serde_json::to_string(ids)?)
-            .fetch_all(&self.db.reader)
+            .fetch_all(&mut *self.db.reader.acquire().await?)
             .await
             .map_err(db)?;
         let found: std::collections::HashMap<String, MemoryRecord> = rows
@@ -324,7 +327,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         ))
         .bind(kind.as_str())
         .bind(key)
-        .fetch_optional(&self.db.reader)
+        .fetch_optional(&mut *self.db.reader.acquire().await?)
         .await
         .map_err(db)?;
         row.as_ref().map(from_row).transpose()
@@ -351,7 +354,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         let rows = sqlx::query(select("WHERE kind = ? AND key = ? ORDER BY pos"))
             .bind(kind.as_str())
             .bind(key)
-            .fetch_all(&self.db.reader)
+            .fetch_all(&mut *self.db.reader.acquire().await?)
             .await
             .map_err(db)?;
         rows.iter().map(from_row).collect()
@@ -390,7 +393,10 @@ impl MemoryRecordStore for SqliteLongTermMemory {
             .bind(memory_core::cursor::one_more(limit))
             .bind(filter.current_at.map(Timestamp::millis));
         query = crate::metadata_filter::bind_all(query, params);
-        let rows = query.fetch_all(&self.db.reader).await.map_err(db)?;
+        let rows = query
+            .fetch_all(&mut *self.db.reader.acquire().await?)
+            .await
+            .map_err(db)?;
         let (memories, next_cursor) =
             memory_core::cursor::page_of(&rows, limit, |row| row.get(0), from_row)?;
         Ok(MemoryPage {
@@ -447,7 +453,7 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         )
         .bind(at.millis())
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .fetch_all(&self.db.reader)
+        .fetch_all(&mut *self.db.reader.acquire().await?)
         .await
         .map_err(db)?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
@@ -477,7 +483,7 @@ impl OpenProfile {
     /// The names of the profile's vector namespaces.
     async fn vector_namespaces(&self) -> Result<Vec<String>> {
         sqlx::query_scalar("SELECT namespace FROM vector_namespaces")
-            .fetch_all(&self.db.reader)
+            .fetch_all(&mut *self.db.reader.acquire().await?)
             .await
             .map_err(db)
     }

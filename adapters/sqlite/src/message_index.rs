@@ -65,7 +65,7 @@ impl TextIndex for SqliteMessageIndex {
         if query.is_empty() || needs_absent_field(&query.filter, false, false) {
             return Ok(Vec::new());
         }
-        let mut conn = self.db.reader.acquire().await.map_err(db)?;
+        let mut conn = self.db.reader.acquire().await?;
         let key = match &query.filter.session {
             Some(session) => match session_key(&mut conn, &SessionId::new(session.clone())?).await?
             {
@@ -124,7 +124,7 @@ impl TextIndex for SqliteMessageIndex {
         Self::check(namespace)?;
         let count: i64 =
             sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE search_text <> ''")
-                .fetch_one(&self.db.reader)
+                .fetch_one(&mut *self.db.reader.acquire().await?)
                 .await
                 .map_err(db)?;
         Ok(count.max(0) as u64)
@@ -199,7 +199,7 @@ mod tests {
                  WHERE messages_fts MATCH ?1 ORDER BY f.rank",
             )
             .bind(expression)
-            .fetch_all(&db.reader)
+            .fetch_all(&mut *db.reader.acquire().await.unwrap())
             .await
             .unwrap();
             assert!(all.len() > 100, "{text}: too few matches to test");

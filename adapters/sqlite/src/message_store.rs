@@ -36,7 +36,8 @@ impl SqliteMessageStore {
         select: &'static str,
         mut map: impl FnMut(&sqlx::sqlite::SqliteRow) -> Result<T>,
     ) -> Result<Vec<T>> {
-        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let mut reader = self.db.reader.acquire().await?;
+        let mut conn = sqlx::Connection::begin(&mut *reader).await.map_err(db)?;
         let Some(leaf) = resolve_leaf(&mut conn, session, leaf).await? else {
             return Ok(Vec::new());
         };
@@ -387,14 +388,15 @@ impl MessageStore for SqliteMessageStore {
         )
         .bind(id)
         .bind(session.as_str())
-        .fetch_optional(&self.db.reader)
+        .fetch_optional(&mut *self.db.reader.acquire().await?)
         .await
         .map_err(db)?;
         json.as_deref().map(decode).transpose()
     }
 
     async fn get_many(&self, session: &SessionId, ids: &[String]) -> Result<Vec<UiMessage>> {
-        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let mut reader = self.db.reader.acquire().await?;
+        let mut conn = sqlx::Connection::begin(&mut *reader).await.map_err(db)?;
         let Some(key) = session_key(&mut conn, session).await? else {
             return Ok(Vec::new());
         };
@@ -417,7 +419,8 @@ impl MessageStore for SqliteMessageStore {
     }
 
     async fn latest_leaf(&self, session: &SessionId) -> Result<Option<String>> {
-        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let mut reader = self.db.reader.acquire().await?;
+        let mut conn = sqlx::Connection::begin(&mut *reader).await.map_err(db)?;
         let Some(key) = session_key(&mut conn, session).await? else {
             return Ok(None);
         };
@@ -425,7 +428,8 @@ impl MessageStore for SqliteMessageStore {
     }
 
     async fn latest_leaf_under(&self, session: &SessionId, id: &str) -> Result<String> {
-        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let mut reader = self.db.reader.acquire().await?;
+        let mut conn = sqlx::Connection::begin(&mut *reader).await.map_err(db)?;
         let found = match session_key(&mut conn, session).await? {
             Some(key) => find(&mut conn, key, id).await?,
             None => None,
@@ -445,7 +449,8 @@ impl MessageStore for SqliteMessageStore {
     }
 
     async fn children(&self, session: &SessionId, id: &str) -> Result<Vec<UiMessage>> {
-        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let mut reader = self.db.reader.acquire().await?;
+        let mut conn = sqlx::Connection::begin(&mut *reader).await.map_err(db)?;
         let found = match session_key(&mut conn, session).await? {
             Some(key) => find(&mut conn, key, id).await?,
             None => None,
@@ -471,7 +476,8 @@ impl MessageStore for SqliteMessageStore {
         leaf: Option<String>,
         limit: usize,
     ) -> Result<PathTail> {
-        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let mut reader = self.db.reader.acquire().await?;
+        let mut conn = sqlx::Connection::begin(&mut *reader).await.map_err(db)?;
         let Some(leaf) = resolve_leaf(&mut conn, session, leaf).await? else {
             return Ok(PathTail::default());
         };
@@ -517,7 +523,8 @@ impl MessageStore for SqliteMessageStore {
         session: &SessionId,
         ids: &[String],
     ) -> Result<std::collections::BTreeMap<String, Vec<String>>> {
-        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let mut reader = self.db.reader.acquire().await?;
+        let mut conn = sqlx::Connection::begin(&mut *reader).await.map_err(db)?;
         let Some(key) = session_key(&mut conn, session).await? else {
             return Ok(Default::default());
         };
@@ -552,7 +559,8 @@ impl MessageStore for SqliteMessageStore {
         limit: usize,
     ) -> Result<MessagePage> {
         let after = memory_core::cursor::parse_position(cursor.as_deref())?.unwrap_or(i64::MIN);
-        let mut conn = self.db.reader.begin().await.map_err(db)?;
+        let mut reader = self.db.reader.acquire().await?;
+        let mut conn = sqlx::Connection::begin(&mut *reader).await.map_err(db)?;
         let Some(key) = session_key(&mut conn, session).await? else {
             return Ok(MessagePage {
                 messages: Vec::new(),
@@ -626,7 +634,7 @@ impl MessageStore for SqliteMessageStore {
              WHERE session_key = (SELECT key FROM session_keys WHERE session_id = ?) ORDER BY seq",
         )
         .bind(session.as_str())
-        .fetch_all(&self.db.reader)
+        .fetch_all(&mut *self.db.reader.acquire().await?)
         .await
         .map_err(db)?;
         Ok(rows.iter().map(compaction_from_row).collect())

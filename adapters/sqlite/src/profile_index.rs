@@ -60,7 +60,7 @@ impl SqliteProfileIndex {
             .bind(f.from.map(Timestamp::millis))
             .bind(f.to.map(Timestamp::millis))
             .bind(limit)
-            .fetch_all(&self.db.reader)
+            .fetch_all(&mut *self.db.reader.acquire().await?)
             .await
             .map_err(db)?;
         Ok(rows
@@ -132,7 +132,7 @@ impl SqliteProfileIndex {
             .bind(f.to.map(Timestamp::millis))
             .bind(limit)
             .bind(i64::try_from(taken).unwrap_or(i64::MAX))
-            .fetch_all(&self.db.reader)
+            .fetch_all(&mut *self.db.reader.acquire().await?)
             .await
             .map_err(db)?;
         Ok(rows
@@ -231,7 +231,7 @@ impl TextIndex for SqliteProfileIndex {
             other => return Err(unknown_namespace(other, &SERVED)),
         };
         let count: i64 = sqlx::query_scalar(sql)
-            .fetch_one(&self.db.reader)
+            .fetch_one(&mut *self.db.reader.acquire().await?)
             .await
             .map_err(db)?;
         Ok(count.max(0) as u64)
@@ -260,7 +260,7 @@ mod tests {
             format!("SELECT rowid, rank FROM {table} WHERE {table} MATCH ?1 ORDER BY rank, rowid");
         sqlx::query_as(sqlx::AssertSqlSafe(sql))
             .bind(expression)
-            .fetch_all(&db.reader)
+            .fetch_all(&mut *db.reader.acquire().await.unwrap())
             .await
             .unwrap()
     }

@@ -122,7 +122,7 @@ impl SessionRegistry for SqliteSessionRegistry {
         let sql = sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM sessions WHERE id = ?"));
         let row = sqlx::query(sql)
             .bind(id.as_str())
-            .fetch_optional(&self.db.reader)
+            .fetch_optional(&mut *self.db.reader.acquire().await?)
             .await
             .map_err(db)?;
         row.as_ref().map(from_row).transpose()
@@ -135,7 +135,7 @@ impl SessionRegistry for SqliteSessionRegistry {
         let rows = sqlx::query(sql)
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
             .bind(i64::try_from(offset).unwrap_or(i64::MAX))
-            .fetch_all(&self.db.reader)
+            .fetch_all(&mut *self.db.reader.acquire().await?)
             .await
             .map_err(db)?;
         rows.iter().map(from_row).collect()

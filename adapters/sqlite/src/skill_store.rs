@@ -30,7 +30,7 @@ impl SkillStore for SqliteSkillStore {
         let rows =
             sqlx::query("SELECT key, description FROM skills WHERE namespace = ? ORDER BY key")
                 .bind(&self.namespace)
-                .fetch_all(&self.db.reader)
+                .fetch_all(&mut *self.db.reader.acquire().await?)
                 .await
                 .map_err(db)?;
         Ok(rows
@@ -46,7 +46,7 @@ impl SkillStore for SqliteSkillStore {
         sqlx::query_scalar("SELECT content FROM skills WHERE namespace = ? AND key = ?")
             .bind(&self.namespace)
             .bind(key)
-            .fetch_optional(&self.db.reader)
+            .fetch_optional(&mut *self.db.reader.acquire().await?)
             .await
             .map_err(db)
     }

@@ -123,7 +123,7 @@ impl TextIndex for SqliteTextIndex {
         if query.is_empty() {
             return Ok(Vec::new());
         }
-        let mut conn = self.db.reader.acquire().await.map_err(db)?;
+        let mut conn = self.db.reader.acquire().await?;
         let Some(key) = namespace_key(&mut conn, namespace).await? else {
             return Ok(Vec::new());
         };
@@ -170,7 +170,7 @@ impl TextIndex for SqliteTextIndex {
              WHERE namespace_key = (SELECT key FROM index_namespaces WHERE name = ?)",
         )
         .bind(namespace)
-        .fetch_one(&self.db.reader)
+        .fetch_one(&mut *self.db.reader.acquire().await?)
         .await
         .map_err(db)?;
         Ok(count.max(0) as u64)

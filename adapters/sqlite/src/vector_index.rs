@@ -491,7 +491,7 @@ impl SqliteVectorIndex {
     /// The namespace's matrix: the cached one while its version matches the file's, else
     /// loaded afresh (on first use, and after a write by another instance or process).
     async fn namespace(&self, namespace: &str) -> Result<Arc<RwLock<Namespace>>> {
-        let current = stored_version(&self.db.reader, namespace).await?;
+        let current = stored_version(&mut *self.db.reader.acquire().await?, namespace).await?;
         let mut cached = self.cached(namespace)?;
         if let Some(ns) = Self::at_version(&cached, current) {
             return Ok(ns);
@@ -501,7 +501,7 @@ impl SqliteVectorIndex {
             // and not yet applied. Once none is (no commit happens while this is held), look
             // again: a cache still behind was passed by another instance or process.
             let _applied = self.publishing.lock().await;
-            let current = stored_version(&self.db.reader, namespace).await?;
+            let current = stored_version(&mut *self.db.reader.acquire().await?, namespace).await?;
             cached = self.cached(namespace)?;
             if let Some(ns) = Self::at_version(&cached, current) {
                 return Ok(ns);
@@ -515,7 +515,8 @@ impl SqliteVectorIndex {
         // One read transaction: the version, the model and the rows agree.
         self.loads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut tx = self.db.reader.begin().await.map_err(db)?;
+        let mut reader = self.db.reader.acquire().await?;
+        let mut tx = sqlx::Connection::begin(&mut *reader).await.map_err(db)?;
         let head =
             sqlx::query("SELECT model, dims, version FROM vector_namespaces WHERE namespace = ?")
                 .bind(namespace)
@@ -800,7 +801,10 @@ impl VectorIndex for SqliteVectorIndex {
         for time in [filter.from, filter.to].into_iter().flatten() {
             query = query.bind(time.millis());
         }
-        let count = query.fetch_one(&self.db.reader).await.map_err(db)?;
+        let count = query
+            .fetch_one(&mut *self.db.reader.acquire().await?)
+            .await
+            .map_err(db)?;
         Ok(count.max(0) as u64)
     }
 
@@ -818,7 +822,7 @@ impl VectorIndex for SqliteVectorIndex {
         )
         .bind(serde_json::to_string(ids)?)
         .bind(namespace)
-        .fetch_all(&self.db.reader)
+        .fetch_all(&mut *self.db.reader.acquire().await?)
         .await
         .map_err(db)?;
         rows.iter()
