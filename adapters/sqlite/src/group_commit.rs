@@ -27,7 +27,8 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use memory_core::{MemoryError, Result};
-use sqlx::{SqliteConnection, SqlitePool};
+use sqlx::pool::PoolConnection;
+use sqlx::{Sqlite, SqliteConnection, SqlitePool};
 
 use crate::error::db;
 
@@ -96,6 +97,8 @@ struct Kind {
 
 /// Writes in one transaction at most (a bound on how long the first of them waits).
 const MOST_PER_GROUP: usize = 256;
+/// Groups a leader commits in a row on the writer it holds before handing it back.
+const GROUPS_PER_HOLD: usize = 16;
 
 #[derive(Default)]
 struct Queue {
@@ -291,12 +294,17 @@ impl GroupCommit {
         receiver.await.map_err(|_| never_ran())?
     }
 
-    /// Commits groups until the queue is empty.
+    /// Commits groups until the queue is empty, on the writer connection it takes once and
+    /// hands back after [`GROUPS_PER_HOLD`] groups (so other writers get their turn) or when
+    /// the queue is empty: the pool's hand-back (a task and a round trip to the connection's
+    /// thread) would otherwise stand between every two groups.
     async fn lead(self) {
         let mut leader = Leader {
             queue: Arc::clone(&self.queue),
             finished: false,
         };
+        let mut held: Option<PoolConnection<Sqlite>> = None;
+        let mut groups = 0;
         loop {
             let jobs = match self.queue.lock() {
                 Ok(mut queue) => {
@@ -310,20 +318,27 @@ impl GroupCommit {
                 }
                 Err(_) => return,
             };
-            self.commit(by_kind(jobs)).await;
+            if groups == GROUPS_PER_HOLD {
+                held = None;
+                groups = 0;
+            }
+            self.commit(&mut held, by_kind(jobs)).await;
+            groups += 1;
         }
     }
 
     /// One group: every kind's writes in one transaction. A kind whose writes put the
     /// transaction in doubt rolls the group back; the kinds that never ran (the group
     /// failed before them) are answered with the group's error.
-    async fn commit(&self, kinds: Vec<Kind>) {
+    async fn commit(&self, held: &mut Option<PoolConnection<Sqlite>>, kinds: Vec<Kind>) {
         let mut answers = Vec::new();
         let mut pending = kinds.into_iter();
         let committed: Result<()> = async {
-            let mut tx = self
-                .writer
-                .begin_with("BEGIN IMMEDIATE")
+            let conn = match held {
+                Some(conn) => conn,
+                None => held.insert(self.writer.acquire().await.map_err(db)?),
+            };
+            let mut tx = sqlx::Connection::begin_with(&mut **conn, "BEGIN IMMEDIATE")
                 .await
                 .map_err(db)?;
             let mut wrote = false;
@@ -346,6 +361,10 @@ impl GroupCommit {
             }
         }
         .await;
+        if committed.is_err() {
+            // Back to the pool, which checks it (and ends anything left open) before reuse.
+            *held = None;
+        }
         let outcome = committed.as_ref().map(|_| ());
         for answer in answers {
             answer(outcome);
@@ -619,6 +638,43 @@ mod tests {
         assert!(second.unwrap_err().to_string().contains("disk on fire"));
         assert!(third.unwrap_err().is_transient());
         assert_eq!(count(&database).await, 0);
+    }
+
+    /// A leader holds the writer across groups, and hands it back after
+    /// [`GROUPS_PER_HOLD`] of them even while its queue stays full: a write outside the
+    /// groups gets in before the queue is drained.
+    #[tokio::test]
+    async fn a_write_outside_the_groups_gets_in_while_the_queue_stays_full() {
+        let (_dir, database) = scratch().await;
+        let total = 40 * MOST_PER_GROUP as i64;
+        // On this one-thread runtime none of them runs before this task waits.
+        let tasks: Vec<_> = (0..total)
+            .map(|v| {
+                let group = database.group.clone();
+                tokio::spawn(async move { group.run(Insert(vec![v])).await })
+            })
+            .collect();
+        while count(&database).await == 0 {
+            tokio::task::yield_now().await;
+        }
+        let mut tx = database.write().await.unwrap();
+        let before: i64 = sqlx::query_scalar("SELECT count(*) FROM t")
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+        sqlx::query("INSERT INTO t (v) VALUES (-1)")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        assert!(
+            before < total,
+            "the outside write waited for {before} of {total} queued writes"
+        );
+        for task in tasks {
+            task.await.unwrap().unwrap();
+        }
+        assert_eq!(count(&database).await, total + 1);
     }
 
     /// A group hands all its writes of a kind to that kind at once, in queue order, even
