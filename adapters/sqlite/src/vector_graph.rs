@@ -1,10 +1,6 @@
 //! An approximate nearest-neighbour graph over one namespace's vectors: HNSW from the
 //! `usearch` crate, its vectors quantised to int8.
 //!
-//! Every vector it holds is a unit vector, so the walk compares them by inner product: the
-//! same order as cosine, at a third of the work per comparison (one dot product, not a dot
-//! product and two norms).
-//!
 //! The graph is a derived structure. The vectors in SQLite stay the truth: every write
 //! lands there first, and the graph is brought level with the rows it should hold by
 //! [`VectorGraph::catch_up`], which compares ids and the hash of each vector. Candidates
@@ -36,10 +32,7 @@ const PARALLEL_ADDS_FROM: usize = 2_048;
 /// The least candidate list while searching (a search for more results uses as many).
 const EXPANSION_SEARCH: usize = 64;
 /// The first bytes of a snapshot file, with the format's version.
-const MAGIC: &[u8; 8] = b"MEMANN02";
-/// The first bytes of a snapshot of the first format (graphs walked by cosine): not read, the
-/// graph is rebuilt.
-const MAGIC_COSINE: &[u8; 8] = b"MEMANN01";
+const MAGIC: &[u8; 8] = b"MEMANN01";
 
 /// An HNSW graph and the mapping between the namespace's ids and the graph's keys.
 pub(crate) struct VectorGraph {
@@ -97,7 +90,7 @@ fn graph_error(what: &'static str, error: impl std::fmt::Display) -> MemoryError
 fn options(dims: usize) -> IndexOptions {
     IndexOptions {
         dimensions: dims,
-        metric: MetricKind::IP,
+        metric: MetricKind::Cos,
         quantization: ScalarKind::I8,
         connectivity: CONNECTIVITY,
         expansion_add: EXPANSION_ADD,
@@ -375,14 +368,8 @@ impl VectorGraph {
     /// A graph from a snapshot, with the namespace version it reflects.
     pub(crate) fn decode(bytes: &[u8]) -> Result<(i64, Self)> {
         let mut reader = Reader { bytes, at: 0 };
-        match reader.take(MAGIC.len())? {
-            magic if magic == MAGIC => {}
-            magic if magic == MAGIC_COSINE => {
-                return Err(crate::error::invariant(
-                    "a vector graph snapshot of an earlier format (walked by cosine) is rebuilt",
-                ));
-            }
-            _ => return Err(corrupt()),
+        if reader.take(MAGIC.len())? != MAGIC {
+            return Err(corrupt());
         }
         let version = reader.u64()? as i64;
         let dims = reader.u64()? as usize;
@@ -572,11 +559,6 @@ mod tests {
         );
         assert!(VectorGraph::decode(&bytes[..bytes.len() / 2]).is_err());
         assert!(VectorGraph::decode(b"not a graph").is_err());
-        // A graph of the first format was walked by cosine: it is rebuilt, not read.
-        let mut cosine = bytes.clone();
-        cosine[..MAGIC_COSINE.len()].copy_from_slice(MAGIC_COSINE);
-        let refused = VectorGraph::decode(&cosine).err().map(|e| e.to_string());
-        assert!(refused.is_some_and(|e| e.contains("earlier format")));
     }
 
     /// usearch's int8 form of a member's vector.
