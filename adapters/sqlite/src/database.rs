@@ -98,10 +98,7 @@ impl SqliteDatabase {
             .await
             .map_err(migrate)?;
         drop(migrating);
-        let reader = crate::readers::Readers::new(
-            base.read_only(true),
-            usize::try_from(config.readers).unwrap_or(usize::MAX),
-        );
+        let reader = crate::readers::Readers::new(base.read_only(true), config.readers);
         debug!(path = %config.path.display(), "opened sqlite database");
         Ok(Self {
             group: crate::group_commit::GroupCommit::new(writer.clone(), config.group_commit),

@@ -362,7 +362,8 @@ impl GroupCommit {
         }
         .await;
         if committed.is_err() {
-            // Back to the pool, which checks it (and ends anything left open) before reuse.
+            // Back to the pool, which pings it before reuse (the failed transaction's own
+            // guard has queued its rollback).
             *held = None;
         }
         let outcome = committed.as_ref().map(|_| ());

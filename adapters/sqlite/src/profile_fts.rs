@@ -5,7 +5,10 @@
 //! triggers would index every text a second time for nobody: [`set`] drops them and empties
 //! both tables (so no copy of a later-forgotten text stays in an index nobody cleans), and
 //! turning them back on recreates the triggers and rebuilds both tables from the records,
-//! so a database written with them off is searchable again from its first open.
+//! so a database written with them off is searchable again from its first open. Every
+//! process on a data directory must agree (the composition derives it from `profile_text`,
+//! which they must share anyway): one that turns them off empties the index another one
+//! with them on is searching.
 
 use sqlx::Row;
 
@@ -41,25 +44,35 @@ const TRIGGERS: [(&str, &str); 4] = [
 /// The FTS5 tables the triggers write.
 const TABLES: [&str; 2] = ["raw_fts", "memories_fts"];
 
-/// Turns the profile's own FTS5 indexes on (`keep`) or off, in one transaction; does
-/// nothing when they already are. Off: triggers dropped, tables emptied. On after off:
-/// triggers recreated, tables rebuilt from `raw_messages` and `memories`.
-pub(crate) async fn set(database: &SqliteDatabase, keep: bool) -> Result<()> {
+/// Whether the triggers are already as `keep` asks (all there, or none).
+async fn settled(conn: impl sqlx::SqliteExecutor<'_>, keep: bool) -> Result<bool> {
     let names: Vec<&str> = TRIGGERS.iter().map(|(name, _)| *name).collect();
     let present: i64 = sqlx::query(
         "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' \
          AND name IN (SELECT value FROM json_each(?))",
     )
     .bind(serde_json::to_string(&names)?)
-    .fetch_one(&database.writer)
+    .fetch_one(conn)
     .await
     .map_err(db)?
     .get(0);
     let all = i64::try_from(TRIGGERS.len()).unwrap_or(i64::MAX);
-    if (keep && present == all) || (!keep && present == 0) {
+    Ok(if keep { present == all } else { present == 0 })
+}
+
+/// Turns the profile's own FTS5 indexes on (`keep`) or off, in one transaction; does
+/// nothing when they already are. Off: triggers dropped, tables emptied. On after off:
+/// triggers recreated, tables rebuilt from `raw_messages` and `memories`.
+pub(crate) async fn set(database: &SqliteDatabase, keep: bool) -> Result<()> {
+    if settled(&database.writer, keep).await? {
         return Ok(());
     }
     let mut tx = database.write().await?;
+    // Again under the write lock: a process opening the profile at the same time may have
+    // done it already (then this one does not rebuild a second time).
+    if settled(&mut *tx, keep).await? {
+        return Ok(());
+    }
     for (name, _) in TRIGGERS {
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "DROP TRIGGER IF EXISTS {name}"

@@ -8,6 +8,11 @@
 //! does not go stale, a read cut off mid-statement is reset by the worker before its next
 //! command, and a transaction dropped open is rolled back by sqlx's own guard before the
 //! connection is reused (its rollback is queued on the worker ahead of any later command).
+//!
+//! What the pool did that this does not: close connections idle for ten minutes (an open
+//! database keeps the readers it has opened, at most `readers`, until it is closed), time out
+//! an acquire after 30 seconds (no code here waits for a reader while holding another), and
+//! drop a connection whose worker thread died (its reads keep failing with that error).
 
 use std::sync::{Arc, Mutex};
 
@@ -27,18 +32,25 @@ pub(crate) struct Readers {
 #[derive(Debug)]
 struct Shared {
     options: SqliteConnectOptions,
+    max: u32,
     idle: Mutex<Vec<SqliteConnection>>,
     permits: Arc<Semaphore>,
 }
 
 impl Readers {
     /// Readers over `options` (which should open read-only), at most `max` at once.
-    pub(crate) fn new(options: SqliteConnectOptions, max: usize) -> Self {
+    pub(crate) fn new(options: SqliteConnectOptions, max: u32) -> Self {
+        let max = max.max(1);
         Self {
             shared: Arc::new(Shared {
                 options,
+                max,
                 idle: Mutex::new(Vec::new()),
-                permits: Arc::new(Semaphore::new(max.clamp(1, Semaphore::MAX_PERMITS))),
+                permits: Arc::new(Semaphore::new(
+                    usize::try_from(max).map_or(Semaphore::MAX_PERMITS, |max| {
+                        max.min(Semaphore::MAX_PERMITS)
+                    }),
+                )),
             }),
         }
     }
@@ -62,10 +74,14 @@ impl Readers {
         })
     }
 
-    /// Refuses every later [`Readers::acquire`] and closes the idle connections (one out
-    /// now is closed when its guard drops).
+    /// Waits for every connection out to come back (as sqlx's `Pool::close` does: a caller
+    /// may remove the files next), refuses every later [`Readers::acquire`], and closes them.
     pub(crate) async fn close(&self) {
+        // All permits back means no guard is out; a closed semaphore (a second close) means
+        // the first one already waited.
+        let every = self.shared.permits.acquire_many(self.shared.max).await;
         self.shared.permits.close();
+        drop(every);
         let idle = std::mem::take(&mut *self.idle());
         for connection in idle {
             if let Err(error) = sqlx::Connection::close(connection).await {
@@ -107,14 +123,40 @@ impl Drop for ReadConnection {
     fn drop(&mut self) {
         // Back before the permit is released (fields drop after this body), so the next
         // caller the permit admits finds it idle rather than opening another.
-        if let Some(connection) = self.connection.take()
-            && !self.shared.permits.is_closed()
-        {
-            self.shared
-                .idle
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(connection);
+        // Decided under the idle list's lock, which `close` takes only after closing the
+        // permits: a connection is never pushed onto a list `close` has already emptied.
+        if let Some(connection) = self.connection.take() {
+            let mut idle = self.shared.idle.lock().unwrap_or_else(|p| p.into_inner());
+            if !self.shared.permits.is_closed() {
+                idle.push(connection);
+            }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use crate::{SqliteConfig, SqliteDatabase};
+
+    /// Closing waits for a connection out (a caller may delete the files next), then refuses.
+    #[tokio::test]
+    async fn close_waits_for_a_connection_out_and_then_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = SqliteDatabase::open(SqliteConfig::new(dir.path().join("r.db")))
+            .await
+            .unwrap();
+        let out = db.reader.acquire().await.unwrap();
+        let readers = db.reader.clone();
+        let closing = tokio::spawn(async move { readers.close().await });
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!closing.is_finished(), "close did not wait");
+        drop(out);
+        closing.await.unwrap();
+        assert!(db.reader.acquire().await.is_err());
+        assert!(db.reader.idle().is_empty(), "no connection left open");
     }
 }

@@ -541,6 +541,8 @@ impl SqliteVectorIndex {
             );
         }
         tx.commit().await.map_err(db)?;
+        // Back before the graph work below, which may take seconds.
+        drop(reader);
         let loaded = Arc::new(RwLock::new(Namespace {
             version,
             model,
