@@ -333,6 +333,34 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         row.as_ref().map(from_row).transpose()
     }
 
+    async fn current_by_keys(&self, kinds: &[MemoryKind], key: &str) -> Result<Vec<MemoryRecord>> {
+        if kinds.is_empty() {
+            return Ok(Vec::new());
+        }
+        let marks = vec!["?"; kinds.len()].join(", ");
+        let mut query = sqlx::query(select(&format!(
+            "WHERE kind IN ({marks}) AND key = ? AND superseded_by IS NULL AND forgotten_reason IS NULL ORDER BY pos DESC"
+        )));
+        for kind in kinds {
+            query = query.bind(kind.as_str());
+        }
+        let rows = query
+            .bind(key)
+            .fetch_all(&mut *self.db.reader.acquire().await?)
+            .await
+            .map_err(db)?;
+        let mut newest: Vec<Option<MemoryRecord>> = kinds.iter().map(|_| None).collect();
+        for row in &rows {
+            let memory = from_row(row)?;
+            if let Some(slot) = kinds.iter().position(|k| *k == memory.kind)
+                && newest[slot].is_none()
+            {
+                newest[slot] = Some(memory);
+            }
+        }
+        Ok(newest.into_iter().flatten().collect())
+    }
+
     async fn supersede(&self, old_id: &str, new_id: &str) -> Result<()> {
         if self.get_memory(new_id).await?.is_none() {
             return Err(MemoryError::not_found("memory", new_id));
@@ -533,6 +561,12 @@ impl SqliteProfiles {
             open.vectors.prepare(&namespace).await?;
         }
         Ok(())
+    }
+
+    /// The profile's vector index as its concrete type, for what the port does not offer
+    /// ([`SqliteVectorIndex::search_exhaustive`], [`SqliteVectorIndex::prepare`]).
+    pub async fn sqlite_vector_index(&self, profile: &str) -> Result<Arc<SqliteVectorIndex>> {
+        Ok(self.profile(profile).await?.vectors)
     }
 
     fn path(&self, name: &str) -> PathBuf {

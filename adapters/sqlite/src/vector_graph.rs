@@ -1,5 +1,8 @@
 //! An approximate nearest-neighbour graph over one namespace's vectors: HNSW from the
-//! `usearch` crate, its vectors quantised to int8.
+//! `usearch` crate, its vectors quantised to int8 here, each on its own scale
+//! (`vector_matrix::quantised`), and compared by cosine (which the scale does not change). usearch's own
+//! conversion would scale every unit vector by 127 alike, leaving a dense embedding's ±0.05
+//! components about 3 bits: too coarse to tell apart sentences a model puts close together.
 //!
 //! The graph is a derived structure. The vectors in SQLite stay the truth: every write
 //! lands there first, and the graph is brought level with the rows it should hold by
@@ -18,7 +21,7 @@ use std::collections::HashMap;
 use memory_core::{MemoryError, Result};
 use usearch::{Index, IndexOptions, Key, MetricKind, ScalarKind};
 
-use crate::vector_matrix::VectorMatrix;
+use crate::vector_matrix::{VectorMatrix, quantised};
 
 /// Links per node: usearch's default, a common HNSW choice for a few hundred dimensions.
 const CONNECTIVITY: usize = 16;
@@ -32,7 +35,10 @@ const PARALLEL_ADDS_FROM: usize = 2_048;
 /// The least candidate list while searching (a search for more results uses as many).
 const EXPANSION_SEARCH: usize = 64;
 /// The first bytes of a snapshot file, with the format's version.
-const MAGIC: &[u8; 8] = b"MEMANN01";
+const MAGIC: &[u8; 8] = b"MEMANN03";
+/// The first bytes of snapshots of earlier formats (`01`: usearch's own int8 conversion; `02`:
+/// walked by inner product, briefly): not read, the graph is rebuilt from the rows.
+const EARLIER_MAGICS: [&[u8; 8]; 2] = [b"MEMANN01", b"MEMANN02"];
 
 /// An HNSW graph and the mapping between the namespace's ids and the graph's keys.
 pub(crate) struct VectorGraph {
@@ -141,7 +147,7 @@ impl VectorGraph {
         }
         let key = self.next_key;
         self.index
-            .add(key, unit)
+            .add(key, &quantised(unit).0)
             .map_err(|e| graph_error("adding", e))?;
         // An add takes a free slot first.
         self.free = self.free.saturating_sub(1);
@@ -227,7 +233,9 @@ impl VectorGraph {
                     scope.spawn(move || {
                         for (i, (_, _, unit)) in part.iter().enumerate() {
                             let key = first + (c * chunk + i) as Key;
-                            index.add(key, unit).map_err(|e| graph_error("adding", e))?;
+                            index
+                                .add(key, &quantised(unit).0)
+                                .map_err(|e| graph_error("adding", e))?;
                         }
                         Ok(())
                     })
@@ -278,9 +286,10 @@ impl VectorGraph {
         if count == 0 || self.by_id.is_empty() {
             return Ok(Vec::new());
         }
+        let (codes, _) = quantised(unit);
         let found = match keep {
-            None => self.index.search(unit, count),
-            Some(keep) => self.index.filtered_search(unit, count, |key| {
+            None => self.index.search(&codes, count),
+            Some(keep) => self.index.filtered_search(&codes, count, |key| {
                 self.by_key.get(&key).is_some_and(|id| keep(id))
             }),
         }
@@ -323,7 +332,7 @@ impl VectorGraph {
         let fillers = FILLER_KEYS..FILLER_KEYS + self.free as Key;
         for key in fillers.clone() {
             self.index
-                .add(key, &filler())
+                .add(key, &quantised(&filler()).0)
                 .map_err(|e| graph_error("scrubbing", e))?;
         }
         for key in fillers {
@@ -368,8 +377,14 @@ impl VectorGraph {
     /// A graph from a snapshot, with the namespace version it reflects.
     pub(crate) fn decode(bytes: &[u8]) -> Result<(i64, Self)> {
         let mut reader = Reader { bytes, at: 0 };
-        if reader.take(MAGIC.len())? != MAGIC {
-            return Err(corrupt());
+        match reader.take(MAGIC.len())? {
+            magic if magic == MAGIC => {}
+            magic if EARLIER_MAGICS.iter().any(|earlier| magic == *earlier) => {
+                return Err(crate::error::invariant(
+                    "a vector graph snapshot of an earlier format is rebuilt, not read",
+                ));
+            }
+            _ => return Err(corrupt()),
         }
         let version = reader.u64()? as i64;
         let dims = reader.u64()? as usize;
@@ -559,9 +574,53 @@ mod tests {
         );
         assert!(VectorGraph::decode(&bytes[..bytes.len() / 2]).is_err());
         assert!(VectorGraph::decode(b"not a graph").is_err());
+        // Graphs of earlier formats held other codes: they are rebuilt, not read.
+        for earlier in EARLIER_MAGICS {
+            let mut old = bytes.clone();
+            old[..earlier.len()].copy_from_slice(earlier);
+            let refused = VectorGraph::decode(&old).err().map(|e| e.to_string());
+            assert!(refused.is_some_and(|e| e.contains("earlier format")));
+        }
     }
 
-    /// usearch's int8 form of a member's vector.
+    /// Dense vectors crowded in a narrow cone, as a sentence model embeds texts of one kind:
+    /// the graph walks codes on each vector's own scale, so it still tells them apart.
+    #[test]
+    fn finds_the_exact_top_ten_in_a_narrow_cone() {
+        let dims = 384;
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 2_001) as f32 / 1_000.0 - 1.0
+        };
+        let centre: Vec<f32> = (0..dims).map(|_| next()).collect();
+        let mut near = |spread: f32| -> Vec<f32> {
+            normalised(
+                &centre
+                    .iter()
+                    .map(|c| c + spread * next())
+                    .collect::<Vec<f32>>(),
+            )
+        };
+        let vectors: Vec<Vec<f32>> = (0..5_000).map(|_| near(0.15)).collect();
+        let matrix = matrix_of(&vectors);
+        let graph = graph_of(&matrix);
+        let (mut found, mut total) = (0, 0);
+        for _ in 0..40 {
+            let q = near(0.15);
+            let exact = matrix.exhaustive(&q, 10, &VectorFilter::default());
+            let ids = graph.search(&q, 64, None).unwrap();
+            let approximate = matrix.rescore(&q, ids, 10, &VectorFilter::default());
+            total += exact.len();
+            found += exact.iter().filter(|hit| approximate.contains(hit)).count();
+        }
+        let recall = found as f64 / total as f64;
+        assert!(recall >= 0.95, "recall@10 against exact: {recall}");
+    }
+
+    /// The int8 form of a member's vector usearch holds.
     fn codes(graph: &VectorGraph, id: &str) -> Vec<u8> {
         let mut out = vec![0i8; graph.dims];
         graph.index.get(graph.by_id[id].key, &mut out).unwrap();

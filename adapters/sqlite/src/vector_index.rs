@@ -61,6 +61,15 @@ impl Default for ApproximateSearch {
     }
 }
 
+/// How a search scans.
+#[derive(Debug, Clone, Copy)]
+enum Scan {
+    /// Through the graph when the namespace has one, else the int8 pre-scan.
+    AsConfigured,
+    /// Every row in `f32`.
+    Exhaustive,
+}
+
 /// A graph's snapshot as of a namespace version, not yet written.
 struct Snapshot {
     version: i64,
@@ -235,6 +244,57 @@ impl SqliteVectorIndex {
     pub fn with_approximate(mut self, approximate: Option<ApproximateSearch>) -> Self {
         self.approximate = approximate;
         self
+    }
+
+    /// The exact top `k`: every vector of the namespace that matches the filter scored in
+    /// `f32`, with neither the graph nor the int8 pre-scan. The truth to measure the
+    /// approximate search against (`memory bench long-term` does); a full scan per call.
+    pub async fn search_exhaustive(
+        &self,
+        namespace: &str,
+        query: &VectorQuery,
+    ) -> Result<Vec<VectorHit>> {
+        self.search_by(namespace, query, Scan::Exhaustive).await
+    }
+
+    /// A search of `namespace` by `scan`, on a blocking thread.
+    async fn search_by(
+        &self,
+        namespace: &str,
+        query: &VectorQuery,
+        scan: Scan,
+    ) -> Result<Vec<VectorHit>> {
+        let ns = self.namespace(namespace).await?;
+        let (k, filter) = (query.k, query.filter.clone());
+        let (query, name) = (query.vector.clone(), namespace.to_owned());
+        let approximate = self.approximate;
+        // The scan is CPU work: off the async workers, so concurrent channels scan in parallel.
+        let search = move || {
+            let ns = ns.read().map_err(|_| poisoned())?;
+            let Some((_, dims)) = &ns.model else {
+                return Ok(Vec::new());
+            };
+            if *dims != query.len() {
+                return Err(MemoryError::invalid(format!(
+                    "query vector has {} dimensions; namespace {name:?} holds {dims}",
+                    query.len()
+                )));
+            }
+            let hits = match (scan, &ns.graph, approximate) {
+                (Scan::Exhaustive, _, _) => ns.matrix.exhaustive(&query, k, &filter),
+                (Scan::AsConfigured, Some(graph), Some(settings)) => {
+                    approximate_top_k(&ns.matrix, graph, &query, k, &filter, settings)
+                }
+                _ => ns.matrix.top_k(&query, k, &filter),
+            };
+            Ok(hits
+                .into_iter()
+                .map(|(id, score)| VectorHit { id, score })
+                .collect())
+        };
+        tokio::task::spawn_blocking(search)
+            .await
+            .map_err(crate::error::task_failed)?
     }
 
     /// Whether the namespace's graph needs building, catching up or saving: a cheap look, so
@@ -760,37 +820,8 @@ impl VectorIndex for SqliteVectorIndex {
     }
 
     async fn search(&self, namespace: &str, query: &VectorQuery) -> Result<Vec<VectorHit>> {
-        let ns = self.namespace(namespace).await?;
-        let (k, filter) = (query.k, query.filter.clone());
-        let (query, name) = (query.vector.clone(), namespace.to_owned());
-        let approximate = self.approximate;
-        // The scan is CPU work: off the async workers, so concurrent channels scan in parallel.
-        tokio::task::spawn_blocking(move || {
-            let ns = ns.read().map_err(|_| poisoned())?;
-            let Some((_, dims)) = &ns.model else {
-                return Ok(Vec::new());
-            };
-            if *dims != query.len() {
-                return Err(MemoryError::invalid(format!(
-                    "query vector has {} dimensions; namespace {name:?} holds {dims}",
-                    query.len()
-                )));
-            }
-            let hits = match (&ns.graph, approximate) {
-                (Some(graph), Some(settings)) => {
-                    approximate_top_k(&ns.matrix, graph, &query, k, &filter, settings)
-                }
-                _ => ns.matrix.top_k(&query, k, &filter),
-            };
-            Ok(hits
-                .into_iter()
-                .map(|(id, score)| VectorHit { id, score })
-                .collect())
-        })
-        .await
-        .map_err(crate::error::task_failed)?
+        self.search_by(namespace, query, Scan::AsConfigured).await
     }
-
     async fn count(&self, namespace: &str, filter: &VectorFilter) -> Result<u64> {
         let sql = format!(
             "SELECT count(*) FROM vectors v WHERE v.namespace = ?{}",
@@ -843,6 +874,32 @@ impl VectorIndex for SqliteVectorIndex {
         let ns = self.namespace(namespace).await?;
         let ns = ns.read().map_err(|_| poisoned())?;
         Ok(ns.model.as_ref().map(|(m, _)| m.clone()))
+    }
+
+    /// One statement for all of them, and no namespace loaded (a search loads what it needs).
+    async fn models(&self, namespaces: &[&str]) -> Result<Vec<Option<String>>> {
+        if namespaces.is_empty() {
+            return Ok(Vec::new());
+        }
+        let marks = vec!["?"; namespaces.len()].join(", ");
+        let sql =
+            format!("SELECT namespace, model FROM vector_namespaces WHERE namespace IN ({marks})");
+        let mut query = sqlx::query_as::<_, (String, String)>(sqlx::AssertSqlSafe(sql));
+        for namespace in namespaces {
+            query = query.bind(*namespace);
+        }
+        let rows = query
+            .fetch_all(&mut *self.db.reader.acquire().await?)
+            .await
+            .map_err(db)?;
+        Ok(namespaces
+            .iter()
+            .map(|namespace| {
+                rows.iter()
+                    .find(|(name, _)| name == namespace)
+                    .map(|(_, model)| model.clone())
+            })
+            .collect())
     }
 
     async fn clear(&self, namespace: &str) -> Result<()> {

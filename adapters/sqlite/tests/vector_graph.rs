@@ -98,15 +98,15 @@ fn snapshots_contain(dir: &Path, needle: &[u8]) -> bool {
     })
 }
 
-/// usearch's int8 form of a vector (scaled by its norm to ±127, truncated).
+/// The graph's int8 form of a vector: on its own scale, its largest component ±127, rounded.
 fn int8_codes(v: &[f32]) -> Vec<u8> {
-    let norm = v
-        .iter()
-        .map(|x| f64::from(*x) * f64::from(*x))
-        .sum::<f64>()
-        .sqrt();
+    let largest = v.iter().fold(0.0f64, |m, x| m.max(f64::from(x.abs())));
     v.iter()
-        .map(|x| ((f64::from(*x) * 127.0 / norm).clamp(-127.0, 127.0) as i8) as u8)
+        .map(|x| {
+            ((f64::from(*x) * 127.0 / largest)
+                .round()
+                .clamp(-127.0, 127.0) as i8) as u8
+        })
         .collect()
 }
 
@@ -181,6 +181,42 @@ async fn a_damaged_snapshot_is_ignored_and_the_graph_rebuilt() {
     let reopened = SqliteVectorIndex::new(db).with_approximate(eager());
     let found = search(&reopened, &vector(7), VectorFilter::default()).await;
     assert_eq!(found.first().map(String::as_str), Some("v00007"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_exhaustive_search_is_the_exact_top_ten_of_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = SqliteVectorIndex::new(open(dir.path()).await).with_approximate(eager());
+    // More rows than the int8 pre-scan starts at, so the configured search takes shortcuts.
+    let records: Vec<VectorRecord> = (0..5_000).map(record).collect();
+    index.upsert("ns", records.clone()).await.unwrap();
+    let cosine = |a: &[f32], b: &[f32]| {
+        let dot: f64 = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| f64::from(*x) * f64::from(*y))
+            .sum();
+        let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+        dot / (norm(a) * norm(b))
+    };
+    for q in [7, 2_500, 4_999] {
+        let query = vector(q + 10_000);
+        let mut truth: Vec<(f64, &str)> = records
+            .iter()
+            .map(|r| (cosine(&query, &r.vector), r.id.as_str()))
+            .collect();
+        truth.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let hits = index
+            .search_exhaustive("ns", &VectorQuery::new(&query, 10))
+            .await
+            .unwrap();
+        let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        let expected: Vec<&str> = truth[..10].iter().map(|(_, id)| *id).collect();
+        assert_eq!(ids, expected);
+        for (hit, (score, _)) in hits.iter().zip(&truth) {
+            assert!((f64::from(hit.score) - score).abs() < 1e-5);
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -799,6 +799,10 @@ pub enum BenchCommand {
         /// sentences embedded by the local model (0: skip; needs scripts/setup-model.sh).
         #[arg(long, default_value_t = 0)]
         model_vectors: usize,
+        /// SQLite: keep the model's sentence vectors in this file, and reuse them when a later
+        /// run asks for as many (embedding 100,000 sentences takes about 17 minutes here).
+        #[arg(long)]
+        model_vectors_file: Option<std::path::PathBuf>,
         /// SQLite: the profile's full-text indexes, `tantivy` (the embedded default: on
         /// disk beside the profiles, shared, still no server) or `sqlite` (FTS5, in the
         /// profile's database).

@@ -1,14 +1,14 @@
 //! The SQLite part of `memory bench long-term`: recall with the vectors searched through
 //! the approximate graph (the default) beside the same recalls with the exact scan, in the
 //! same run over the same files, with each one's CPU time per recall and the graph's
-//! recall@10 against the exact scan.
+//! recall@10 against the exhaustive `f32` scan.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use memory_core::ports::{
-    Embedder, SystemClock, VectorIndex, VectorIndexes, VectorQuery, VectorRecord,
+    Embedder, SystemClock, VectorHit, VectorIndex, VectorIndexes, VectorQuery, VectorRecord,
 };
 use memory_engine::long_term::{
     LongTermBackends, MEMORY_NAMESPACE, MemoryService, RAW_NAMESPACE, RecallRequest,
@@ -36,23 +36,78 @@ pub struct VectorComparison {
     pub graph_candidates: usize,
     /// Of the exact top 10 of each query vector, the share the graph returned.
     pub graph_recall_at_10: f64,
+    /// The same, counting a returned vector that ties the exact tenth's score as found.
+    pub graph_recall_at_10_with_ties: f64,
     /// The graph on sentences embedded by the local model (when asked for and installed).
     pub model_vectors: Option<ModelVectors>,
     /// Seconds to load the profile's vectors and build (or load) their graphs.
     pub graph_ready_seconds: f64,
 }
 
-/// The graph against the exact scan on vectors of the local model.
+/// The graph against the exhaustive scan on vectors of the local model.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelVectors {
     /// Vectors in the namespace.
     pub vectors: usize,
+    /// The graph searched with several candidate counts.
+    pub graphs: Vec<GraphRecall>,
+    /// Of the exact top 10 of each query, the share the search without the graph (the int8
+    /// pre-scan, then `f32` on its best) returned.
+    pub prescan_recall_at_10: f64,
+    /// One search without the graph.
+    pub exact_search: Latency,
+}
+
+/// The graph's recall@10 and search time with one candidate count.
+#[derive(Debug, Clone, Serialize)]
+pub struct GraphRecall {
+    /// Candidates taken from the graph and rescored.
+    pub candidates: usize,
     /// Of the exact top 10 of each query, the share the graph returned.
     pub recall_at_10: f64,
+    /// The same, counting a returned vector that ties the exact tenth's score as found.
+    pub recall_at_10_with_ties: f64,
     /// One vector search through the graph.
-    pub graph_search: Latency,
-    /// One exact vector search.
-    pub exact_search: Latency,
+    pub search: Latency,
+}
+
+/// The graph's results against the exhaustive scan's, summed over queries.
+#[derive(Debug, Clone, Copy, Default)]
+struct RecallCount {
+    /// Exact results in all.
+    total: usize,
+    /// Exact results the graph returned.
+    found: usize,
+    /// Graph results at least as good as the exact tenth (ties with it count).
+    found_with_ties: usize,
+}
+
+impl RecallCount {
+    /// Scores within this of the exact tenth's are ties (float rounding only).
+    const TIE: f32 = 1e-6;
+
+    fn add(&mut self, truth: &[VectorHit], got: &[VectorHit]) {
+        self.total += truth.len();
+        self.found += truth
+            .iter()
+            .filter(|t| got.iter().any(|g| g.id == t.id))
+            .count();
+        if let Some(last) = truth.last() {
+            self.found_with_ties += got
+                .iter()
+                .take(truth.len())
+                .filter(|g| g.score >= last.score - Self::TIE)
+                .count();
+        }
+    }
+
+    fn recall(&self) -> f64 {
+        self.found as f64 / self.total.max(1) as f64
+    }
+
+    fn recall_with_ties(&self) -> f64 {
+        self.found_with_ties as f64 / self.total.max(1) as f64
+    }
 }
 
 /// User plus system CPU time of this process so far, from `/proc/self/stat` (Linux; ticks
@@ -132,8 +187,8 @@ pub(super) async fn compare(
     let (recall_approximate, cpu_approximate) =
         timed_recalls(&service(approximate.clone()), "graph", profile, queries).await?;
 
-    let (mut found, mut total) = (0usize, 0usize);
-    let exact_index = exact.vector_index(profile).await?;
+    let mut count = RecallCount::default();
+    let exact_index = exact.sqlite_vector_index(profile).await?;
     let approximate_index = approximate.vector_index(profile).await?;
     let vectors = hashing.embed(queries).await?;
     for vector in vectors {
@@ -143,17 +198,17 @@ pub(super) async fn compare(
                 k: 10,
                 filter: Default::default(),
             };
-            let truth = exact_index.search(namespace, &query).await?;
+            let truth = exact_index.search_exhaustive(namespace, &query).await?;
             let got = approximate_index.search(namespace, &query).await?;
-            total += truth.len();
-            found += truth
-                .iter()
-                .filter(|t| got.iter().any(|g| g.id == t.id))
-                .count();
+            count.add(&truth, &got);
         }
     }
     let model_vectors = if bench.model_vectors > 0 {
-        model_recall(root, bench.model_vectors, settings).await?
+        let file = bench
+            .model_vectors_file
+            .clone()
+            .unwrap_or_else(|| root.join("model-vectors.db"));
+        model_recall(&file, bench.model_vectors, settings).await?
     } else {
         None
     };
@@ -163,7 +218,8 @@ pub(super) async fn compare(
         recall_exact,
         cpu_ms_per_recall_exact: cpu_exact,
         graph_candidates: settings.candidates,
-        graph_recall_at_10: found as f64 / total.max(1) as f64,
+        graph_recall_at_10: count.recall(),
+        graph_recall_at_10_with_ties: count.recall_with_ties(),
         graph_ready_seconds,
         model_vectors,
     })
@@ -172,7 +228,7 @@ pub(super) async fn compare(
 /// The graph's recall@10 and search time on `n` sentences the local model embedded (`None`
 /// when the model is not installed), beside the exact scan of the same namespace.
 async fn model_recall(
-    root: &Path,
+    file: &Path,
     n: usize,
     settings: ApproximateSearch,
 ) -> Result<Option<ModelVectors>, CliError> {
@@ -182,9 +238,19 @@ async fn model_recall(
     };
     let mut words = Words::new(99, 20_000);
     let texts: Vec<String> = (0..n).map(|_| words.sentence(14)).collect();
-    let db = SqliteDatabase::open(SqliteConfig::new(root.join("model-vectors.db"))).await?;
+    let db = SqliteDatabase::open(SqliteConfig::new(file)).await?;
     let exact = SqliteVectorIndex::new(db.clone()).with_approximate(None);
-    for (c, chunk) in texts.chunks(512).enumerate() {
+    // A file kept from an earlier run (same sentences, same ids) is not embedded again.
+    let stored = exact.count("model", &Default::default()).await?;
+    let chunks = if stored == n as u64 {
+        &[][..]
+    } else {
+        &texts[..]
+    };
+    if stored != n as u64 {
+        exact.clear("model").await?;
+    }
+    for (c, chunk) in chunks.chunks(512).enumerate() {
         let vectors = model.embed(chunk).await?;
         let records = vectors
             .into_iter()
@@ -198,37 +264,59 @@ async fn model_recall(
             .collect();
         exact.upsert("model", records).await?;
     }
-    let graph = SqliteVectorIndex::new(db).with_approximate(Some(ApproximateSearch {
-        from_rows: 0,
-        ..settings
-    }));
-    graph.prepare("model").await?;
     let queries: Vec<String> = (0..300).map(|_| words.query()).collect();
-    let query_vectors = model.embed(&queries).await?;
-    let (mut found, mut total) = (0usize, 0usize);
-    let (mut graph_times, mut exact_times) = (Vec::new(), Vec::new());
-    for vector in query_vectors {
-        let query = VectorQuery {
+    let query_vectors: Vec<VectorQuery> = model
+        .embed(&queries)
+        .await?
+        .into_iter()
+        .map(|vector| VectorQuery {
             vector,
             k: 10,
             filter: Default::default(),
-        };
+        })
+        .collect();
+    let mut truths = Vec::with_capacity(query_vectors.len());
+    let mut prescan = RecallCount::default();
+    let mut exact_times = Vec::new();
+    for query in &query_vectors {
         let started = Instant::now();
-        let truth = exact.search("model", &query).await?;
+        let got = exact.search("model", query).await?;
         exact_times.push(started.elapsed().as_secs_f64() * 1_000.0);
-        let started = Instant::now();
-        let got = graph.search("model", &query).await?;
-        graph_times.push(started.elapsed().as_secs_f64() * 1_000.0);
-        total += truth.len();
-        found += truth
-            .iter()
-            .filter(|t| got.iter().any(|g| g.id == t.id))
-            .count();
+        let truth = exact.search_exhaustive("model", query).await?;
+        prescan.add(&truth, &got);
+        truths.push(truth);
+    }
+    let mut counts = vec![64, 128, 256, settings.candidates];
+    counts.sort_unstable();
+    counts.dedup();
+    let mut graphs = Vec::new();
+    for candidates in counts {
+        // The first builds the graph and saves it beside the file; the others load it.
+        let graph = SqliteVectorIndex::new(db.clone()).with_approximate(Some(ApproximateSearch {
+            from_rows: 0,
+            candidates,
+            ..settings
+        }));
+        graph.prepare("model").await?;
+        let mut count = RecallCount::default();
+        let mut times = Vec::new();
+        for (query, truth) in query_vectors.iter().zip(&truths) {
+            let started = Instant::now();
+            let got = graph.search("model", query).await?;
+            times.push(started.elapsed().as_secs_f64() * 1_000.0);
+            count.add(truth, &got);
+        }
+        graphs.push(GraphRecall {
+            candidates,
+            recall_at_10: count.recall(),
+            recall_at_10_with_ties: count.recall_with_ties(),
+            search: latency(times),
+        });
     }
     Ok(Some(ModelVectors {
         vectors: n,
-        recall_at_10: found as f64 / total.max(1) as f64,
-        graph_search: latency(graph_times),
+        graphs,
+        prescan_recall_at_10: prescan.recall(),
         exact_search: latency(exact_times),
     }))
 }

@@ -145,6 +145,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         postgres,
         graph_candidates,
         model_vectors,
+        model_vectors_file,
         text,
         embedder,
         no_filtered,
@@ -159,6 +160,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 postgres,
                 graph_candidates,
                 model_vectors,
+                model_vectors_file,
                 tantivy_text: text == "tantivy",
                 model_embedder: match embedder.as_str() {
                     "local" => Some(memory_config::EmbedderChoice::Local),

@@ -193,6 +193,18 @@ pub trait MemoryRecordStore: Send + Sync {
     }
     /// The current (not superseded, not forgotten) memory with this kind and key.
     async fn current_by_key(&self, kind: MemoryKind, key: &str) -> Result<Option<MemoryRecord>>;
+    /// The current memory of each of `kinds` with this key, in the order of `kinds` (a kind
+    /// with none is left out). One read where the backend can; by default
+    /// [`Self::current_by_key`] for each kind.
+    async fn current_by_keys(&self, kinds: &[MemoryKind], key: &str) -> Result<Vec<MemoryRecord>> {
+        let mut found = Vec::with_capacity(kinds.len());
+        for kind in kinds {
+            if let Some(memory) = self.current_by_key(*kind, key).await? {
+                found.push(memory);
+            }
+        }
+        Ok(found)
+    }
     /// Points `old_id` at `new_id`.
     async fn supersede(&self, old_id: &str, new_id: &str) -> Result<()>;
     /// Every version of a key, oldest first.

@@ -173,6 +173,15 @@ pub trait VectorIndex: Send + Sync {
     async fn get(&self, namespace: &str, ids: &[String]) -> Result<Vec<VectorRecord>>;
     /// The model of the namespace's vectors, if any.
     async fn model(&self, namespace: &str) -> Result<Option<String>>;
+    /// The model of each of `namespaces`, in order (`None` for one without vectors). One
+    /// read where the backend can; by default [`Self::model`] for each.
+    async fn models(&self, namespaces: &[&str]) -> Result<Vec<Option<String>>> {
+        let mut models = Vec::with_capacity(namespaces.len());
+        for namespace in namespaces {
+            models.push(self.model(namespace).await?);
+        }
+        Ok(models)
+    }
     /// Removes the whole namespace.
     async fn clear(&self, namespace: &str) -> Result<()>;
 }

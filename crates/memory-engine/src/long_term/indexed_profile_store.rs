@@ -397,6 +397,10 @@ impl MemoryRecordStore for IndexedProfileStore {
         self.inner.current_by_key(kind, key).await
     }
 
+    async fn current_by_keys(&self, kinds: &[MemoryKind], key: &str) -> Result<Vec<MemoryRecord>> {
+        self.inner.current_by_keys(kinds, key).await
+    }
+
     async fn supersede(&self, old_id: &str, new_id: &str) -> Result<()> {
         let pending = Pending {
             memories: vec![old_id.to_owned(), new_id.to_owned()],

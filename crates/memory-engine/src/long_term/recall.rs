@@ -383,8 +383,10 @@ impl Core {
         };
         let mut vectors_usable = vectors.is_some() && query_vector.is_some();
         if let Some((embedder, index)) = &vectors {
-            for ns in [MEMORY_NAMESPACE, RAW_NAMESPACE] {
-                if let Some(model) = index.model(ns).await?
+            let namespaces = [MEMORY_NAMESPACE, RAW_NAMESPACE];
+            let models = index.models(&namespaces).await?;
+            for (ns, model) in namespaces.into_iter().zip(models) {
+                if let Some(model) = model
                     && model != embedder.model_id()
                 {
                     degrade(
@@ -485,9 +487,11 @@ impl Core {
         let key_channel = async {
             let mut hits = Vec::new();
             for key in &keys {
-                for kind in [MemoryKind::Fact, MemoryKind::Instruction] {
-                    if let Some(m) = store_ref.current_by_key(kind, key).await?
-                        && !hits.iter().any(|(id, _): &(String, f64)| *id == m.id)
+                let current = store_ref
+                    .current_by_keys(&[MemoryKind::Fact, MemoryKind::Instruction], key)
+                    .await?;
+                for m in current {
+                    if !hits.iter().any(|(id, _): &(String, f64)| *id == m.id)
                         && scope
                             .as_ref()
                             .is_none_or(|s| s.admits_metadata(&m.metadata))

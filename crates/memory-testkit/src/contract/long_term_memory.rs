@@ -550,6 +550,46 @@ pub async fn supersession_keeps_every_version(
             .unwrap()
             .is_none()
     );
+    // Both kinds in one look: the current one of each, in the order asked, none for a kind
+    // without one.
+    store
+        .insert_memory(memory(
+            "i1",
+            MemoryKind::Instruction,
+            Some("user.pet"),
+            "never mention the cat",
+            30,
+        ))
+        .await
+        .unwrap();
+    store
+        .insert_memory(memory(
+            "f3",
+            MemoryKind::Fact,
+            Some("user.pet"),
+            "has a cat",
+            40,
+        ))
+        .await
+        .unwrap();
+    let ids = |found: Vec<MemoryRecord>| found.into_iter().map(|m| m.id).collect::<Vec<_>>();
+    let kinds = [MemoryKind::Instruction, MemoryKind::Fact];
+    assert_eq!(
+        ids(store.current_by_keys(&kinds, "user.pet").await.unwrap()),
+        ["i1", "f3"]
+    );
+    assert_eq!(
+        ids(store.current_by_keys(&kinds, "user.city").await.unwrap()),
+        ["f2"],
+        "a superseded memory is not current"
+    );
+    assert!(
+        store
+            .current_by_keys(&kinds, "user.none")
+            .await
+            .unwrap()
+            .is_empty()
+    );
     if let Some(ids) = any_word_ids(index, namespaces::MEMORIES, "lives").await {
         assert_eq!(ids, ["f2"], "superseded memories are not searched");
     }

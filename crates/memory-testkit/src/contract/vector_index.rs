@@ -334,6 +334,12 @@ pub async fn one_model_and_dimension_per_namespace(index: &dyn VectorIndex) {
         .await
         .unwrap();
     assert_eq!(index.model(&ns).await.unwrap().as_deref(), Some("large"));
+    let empty = format!("{ns}-empty");
+    assert_eq!(
+        index.models(&[&empty, &ns, &ns]).await.unwrap(),
+        [None, Some("large".to_owned()), Some("large".to_owned())],
+        "models: each namespace's in the order asked"
+    );
     assert_eq!(
         index.query(&ns, &[1.0, 0.0, 0.0], 5).await.unwrap().len(),
         1
