@@ -3,8 +3,8 @@
 //! Scanning 100,000 × 384 `f32`s reads 150 MB per query, so a large matrix is first scanned
 //! in an int8 copy (a quarter of the bytes), and the best `4k + 64` candidates are rescored
 //! exactly in `f32`. Each row is quantised on its own scale ([`quantised`]: its largest
-//! component becomes ±127), so a dense 384-dimension embedding keeps about 7 bits per
-//! component rather than the 3 a fixed `x × 127` leaves it. The result is the exact top k
+//! component becomes ±127), so a dense 384-dimension embedding's typical ±0.05 component
+//! becomes about ±35 rather than the ±6 a fixed `x × 127` leaves it. The result is the exact top k
 //! unless more than `4k + 64` rows score within the quantisation's error of the k-th best
 //! (thousands of near-duplicates); the returned scores are always exact `f32` cosines. A test
 //! compares against the exhaustive scan, which [`VectorMatrix::exhaustive`] also offers.
@@ -42,8 +42,9 @@ const QUANTISED_FROM: usize = 4_096;
 
 /// A vector's int8 codes on its own scale, and that scale: the largest component becomes ±127
 /// and `codes × scale ≈ vector`. A quarter of the bytes of `f32`; a dense unit vector of a few
-/// hundred dimensions (components near ±0.05, the largest near ±0.2) keeps about 7 bits per
-/// component, where a fixed `x × 127` would keep 3. The zero vector gets zero codes.
+/// hundred dimensions (components near ±0.05, the largest near ±0.2) gets codes near ±35 for
+/// its typical components, where a fixed `x × 127` would give ±6. The zero vector gets zero
+/// codes.
 ///
 /// ```text
 /// quantised([0.1, -0.05, 0.0]) == ([127, -64, 0], 0.1 / 127)

@@ -186,8 +186,9 @@ async fn a_damaged_snapshot_is_ignored_and_the_graph_rebuilt() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_exhaustive_search_is_the_exact_top_ten_of_every_row() {
     let dir = tempfile::tempdir().unwrap();
-    let index = SqliteVectorIndex::new(open(dir.path()).await).with_approximate(eager());
-    // More rows than the int8 pre-scan starts at, so the configured search takes shortcuts.
+    // No graph (none is built in the background either); more rows than the int8 pre-scan
+    // starts at, so the configured search takes that shortcut.
+    let index = SqliteVectorIndex::new(open(dir.path()).await).with_approximate(None);
     let records: Vec<VectorRecord> = (0..5_000).map(record).collect();
     index.upsert("ns", records.clone()).await.unwrap();
     let cosine = |a: &[f32], b: &[f32]| {
@@ -210,11 +211,15 @@ async fn the_exhaustive_search_is_the_exact_top_ten_of_every_row() {
             .search_exhaustive("ns", &VectorQuery::new(&query, 10))
             .await
             .unwrap();
-        let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
-        let expected: Vec<&str> = truth[..10].iter().map(|(_, id)| *id).collect();
-        assert_eq!(ids, expected);
+        // The exact top ten by score (rows within float rounding of each other may swap).
+        assert_eq!(hits.len(), 10);
         for (hit, (score, _)) in hits.iter().zip(&truth) {
-            assert!((f64::from(hit.score) - score).abs() < 1e-5);
+            assert!(
+                (f64::from(hit.score) - score).abs() < 1e-5,
+                "{} scored {}, the exact rank's score is {score}",
+                hit.id,
+                hit.score
+            );
         }
     }
 }

@@ -240,16 +240,20 @@ async fn model_recall(
     let texts: Vec<String> = (0..n).map(|_| words.sentence(14)).collect();
     let db = SqliteDatabase::open(SqliteConfig::new(file)).await?;
     let exact = SqliteVectorIndex::new(db.clone()).with_approximate(None);
-    // A file kept from an earlier run (same sentences, same ids) is not embedded again.
+    // A file kept from an earlier run (same sentences, same ids, same model) is not embedded
+    // again; a file holding anything else is refused, not overwritten.
     let stored = exact.count("model", &Default::default()).await?;
-    let chunks = if stored == n as u64 {
-        &[][..]
-    } else {
-        &texts[..]
+    let chunks = match exact.model("model").await? {
+        None => &texts[..],
+        Some(m) if m == model.model_id() && stored == n as u64 => &[][..],
+        Some(m) => {
+            return Err(CliError::Input(format!(
+                "{} holds {stored} vectors of {m:?}; this run wants {n} of {:?}: name another file",
+                file.display(),
+                model.model_id()
+            )));
+        }
     };
-    if stored != n as u64 {
-        exact.clear("model").await?;
-    }
     for (c, chunk) in chunks.chunks(512).enumerate() {
         let vectors = model.embed(chunk).await?;
         let records = vectors

@@ -193,8 +193,8 @@ pub trait MemoryRecordStore: Send + Sync {
     }
     /// The current (not superseded, not forgotten) memory with this kind and key.
     async fn current_by_key(&self, kind: MemoryKind, key: &str) -> Result<Option<MemoryRecord>>;
-    /// The current memory of each of `kinds` with this key, in the order of `kinds` (a kind
-    /// with none is left out). One read where the backend can; by default
+    /// The current memory of each of `kinds` (distinct) with this key, in the order of
+    /// `kinds` (a kind with none is left out). One read where the backend can; by default
     /// [`Self::current_by_key`] for each kind.
     async fn current_by_keys(&self, kinds: &[MemoryKind], key: &str) -> Result<Vec<MemoryRecord>> {
         let mut found = Vec::with_capacity(kinds.len());

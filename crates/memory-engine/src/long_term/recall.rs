@@ -385,6 +385,16 @@ impl Core {
         if let Some((embedder, index)) = &vectors {
             let namespaces = [MEMORY_NAMESPACE, RAW_NAMESPACE];
             let models = index.models(&namespaces).await?;
+            if models.len() != namespaces.len() {
+                return Err(MemoryError::backend(
+                    "vector index",
+                    format!(
+                        "answered {} models for {} namespaces",
+                        models.len(),
+                        namespaces.len()
+                    ),
+                ));
+            }
             for (ns, model) in namespaces.into_iter().zip(models) {
                 if let Some(model) = model
                     && model != embedder.model_id()
