@@ -213,15 +213,7 @@ impl VectorIndex for PostgresVectorIndex {
             if first.vector.is_empty() {
                 return Err(MemoryError::invalid("an empty vector cannot be indexed"));
             }
-            if let Some(bad) = records
-                .iter()
-                .find(|r| r.vector.iter().any(|x| !x.is_finite()))
-            {
-                return Err(MemoryError::invalid(format!(
-                    "vector {:?} holds a NaN or infinite component",
-                    bad.id
-                )));
-            }
+            VectorRecord::check_finite(&records)?;
             let mut tx = self.db.pool.begin().await.map_err(db)?;
             let created: Option<i64> = sqlx::query_scalar(
                 "INSERT INTO vector_namespaces (scope, namespace, model, dims) VALUES ($1, $2, $3, $4) \

@@ -464,7 +464,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
-    use crate::vector_matrix::normalised;
+    use crate::vector_matrix::{NarrowCone, normalised};
     use memory_core::ports::{VectorFields, VectorFilter};
 
     /// Clustered unit vectors, as sentence embeddings are: a few hundred centres, noise.
@@ -590,23 +590,8 @@ mod tests {
     /// package; 2,000 rows are added one by one, so the graph is the same every run).
     #[test]
     fn finds_the_exact_top_ten_in_a_narrow_cone() {
-        let dims = 384;
-        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % 2_001) as f32 / 1_000.0 - 1.0
-        };
-        let centre: Vec<f32> = (0..dims).map(|_| next()).collect();
-        let mut near = |spread: f32| -> Vec<f32> {
-            normalised(
-                &centre
-                    .iter()
-                    .map(|c| c + spread * next())
-                    .collect::<Vec<f32>>(),
-            )
-        };
+        let mut cone = NarrowCone::new(384, 0x9e37_79b9_7f4a_7c15);
+        let mut near = |spread: f32| normalised(&cone.near(spread));
         let vectors: Vec<Vec<f32>> = (0..2_000).map(|_| near(0.15)).collect();
         let matrix = matrix_of(&vectors);
         let graph = graph_of(&matrix);

@@ -55,7 +55,7 @@ impl Default for ApproximateSearch {
         Self {
             from_rows: 20_000,
             exact_below: 4_096,
-            candidates: 128,
+            candidates: 160,
             save_after: 2_000,
         }
     }
@@ -682,6 +682,7 @@ impl VectorIndex for SqliteVectorIndex {
         if records.is_empty() {
             return Ok(());
         }
+        VectorRecord::check_finite(&records)?;
         // Loaded (or checked) first, so the write is applied to a cache at its version.
         self.namespace(namespace).await?;
         // The namespace's model is read inside the write transaction (writes are serialised),

@@ -386,6 +386,43 @@ impl VectorMatrix {
     }
 }
 
+/// Dense vectors crowded in a narrow cone (one shared direction plus a little noise of
+/// each vector's own), as a sentence model embeds texts of one kind; the same from the same
+/// seed.
+#[cfg(test)]
+pub(crate) struct NarrowCone {
+    state: u64,
+    centre: Vec<f32>,
+}
+
+#[cfg(test)]
+impl NarrowCone {
+    /// A cone of `dims` dimensions around a centre drawn from `seed` (non-zero).
+    pub(crate) fn new(dims: usize, seed: u64) -> Self {
+        let mut cone = Self {
+            state: seed,
+            centre: Vec::new(),
+        };
+        cone.centre = (0..dims).map(|_| cone.next_uniform()).collect();
+        cone
+    }
+
+    /// A uniform draw from -1..=1 in steps of 0.001 (xorshift).
+    fn next_uniform(&mut self) -> f32 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        (self.state % 2_001) as f32 / 1_000.0 - 1.0
+    }
+
+    /// The centre plus `spread` times uniform noise in each component (not normalised).
+    pub(crate) fn near(&mut self, spread: f32) -> Vec<f32> {
+        (0..self.centre.len())
+            .map(|i| self.centre[i] + spread * self.next_uniform())
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,23 +495,18 @@ mod tests {
     #[test]
     fn the_quantised_scan_keeps_the_exact_top_k_of_a_narrow_cone() {
         let dims = 384;
-        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % 2_001) as f32 / 1_000.0 - 1.0
-        };
-        let centre: Vec<f32> = (0..dims).map(|_| next()).collect();
-        let mut near =
-            |spread: f32| -> Vec<f32> { centre.iter().map(|c| c + spread * next()).collect() };
+        let mut cone = NarrowCone::new(dims, 0x2545_f491_4f6c_dd1d);
         let mut m = VectorMatrix::new(dims);
         for i in 0..10_000 {
-            m.upsert(&format!("{i:05}"), &near(0.15), VectorFields::default());
+            m.upsert(
+                &format!("{i:05}"),
+                &cone.near(0.15),
+                VectorFields::default(),
+            );
         }
         let mut same = 0;
         for _ in 0..20 {
-            let q = near(0.15);
+            let q = cone.near(0.15);
             let fast = m.top_k(&q, 10, &VectorFilter::default());
             let exhaustive = m.exhaustive(&q, 10, &VectorFilter::default());
             same += fast.iter().filter(|hit| exhaustive.contains(hit)).count();

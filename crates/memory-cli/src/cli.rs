@@ -792,8 +792,9 @@ pub enum BenchCommand {
         /// schema dropped afterwards) instead of embedded SQLite.
         #[arg(long)]
         postgres: bool,
-        /// SQLite: candidates the approximate graph returns per search (rescored exactly).
-        #[arg(long, default_value_t = 128)]
+        /// SQLite: candidates the approximate graph returns per search (rescored exactly;
+        /// the embedded default's).
+        #[arg(long, default_value_t = 160)]
         graph_candidates: usize,
         /// SQLite: also measure the graph's recall@10 against the exact scan on this many
         /// sentences embedded by the local model (0: skip; needs scripts/setup-model.sh).
@@ -884,4 +885,25 @@ pub enum BenchCommand {
         #[command(flatten)]
         format: Format,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The benchmark's default candidate count is the one the embedded default searches with.
+    #[test]
+    fn the_bench_measures_the_default_candidate_count() {
+        let cli = Cli::parse_from(["memory", "bench", "long-term"]);
+        let Command::Bench(BenchCommand::LongTerm {
+            graph_candidates, ..
+        }) = cli.command
+        else {
+            panic!("not parsed as `bench long-term`");
+        };
+        assert_eq!(
+            graph_candidates,
+            memory_sqlite::ApproximateSearch::default().candidates
+        );
+    }
 }

@@ -290,7 +290,7 @@ async fn model_recall(
         prescan.add(&truth, &got);
         truths.push(truth);
     }
-    let mut counts = vec![64, 128, 256, settings.candidates];
+    let mut counts = vec![64, 128, 160, 192, 256, settings.candidates];
     counts.sort_unstable();
     counts.dedup();
     let mut graphs = Vec::new();

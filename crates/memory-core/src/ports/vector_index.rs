@@ -51,6 +51,30 @@ impl VectorRecord {
         self.fields = fields;
         self
     }
+
+    /// Refuses a batch in which any vector holds a NaN or infinite component
+    /// ([`crate::MemoryError::InvalidInput`], naming the first such record): an index checks
+    /// this before it writes any of the batch.
+    ///
+    /// ```
+    /// use memory_core::ports::VectorRecord;
+    /// let good = VectorRecord::new("a", vec![1.0, 0.0], "m");
+    /// let bad = VectorRecord::new("b", vec![f32::NAN, 0.0], "m");
+    /// assert!(VectorRecord::check_finite(&[good.clone()]).is_ok());
+    /// assert!(VectorRecord::check_finite(&[good, bad]).is_err());
+    /// ```
+    pub fn check_finite(records: &[VectorRecord]) -> Result<()> {
+        match records
+            .iter()
+            .find(|r| r.vector.iter().any(|x| !x.is_finite()))
+        {
+            Some(bad) => Err(crate::MemoryError::invalid(format!(
+                "vector {:?} holds a NaN or infinite component",
+                bad.id
+            ))),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Restrictions on the vectors a search may return or a count may include; every set field

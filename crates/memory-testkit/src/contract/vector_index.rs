@@ -28,6 +28,7 @@ pub async fn run_all(index: &dyn VectorIndex) {
     nearest_first_with_cosine_scores(index).await;
     upsert_replaces_and_delete_removes(index).await;
     one_model_and_dimension_per_namespace(index).await;
+    non_finite_vectors_are_refused(index).await;
     namespaces_are_isolated(index).await;
     empty_namespace_has_no_hits(index).await;
     filters_rank_only_matching_vectors(index).await;
@@ -344,6 +345,38 @@ pub async fn one_model_and_dimension_per_namespace(index: &dyn VectorIndex) {
         index.query(&ns, &[1.0, 0.0, 0.0], 5).await.unwrap().len(),
         1
     );
+}
+
+/// A batch holding a NaN or infinite component is refused whole: nothing of it is written.
+pub async fn non_finite_vectors_are_refused(index: &dyn VectorIndex) {
+    let ns = unique("vec");
+    index
+        .upsert(&ns, vec![record("kept", &[1.0, 0.0], "small")])
+        .await
+        .unwrap();
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        let refused = index
+            .upsert(
+                &ns,
+                vec![
+                    record("fine", &[0.0, 1.0], "small"),
+                    record("bad", &[bad, 1.0], "small"),
+                ],
+            )
+            .await;
+        assert!(
+            matches!(refused, Err(MemoryError::InvalidInput { .. })),
+            "{bad}: {refused:?}"
+        );
+    }
+    assert_eq!(index.count(&ns, &VectorFilter::default()).await.unwrap(), 1);
+    let hits = index.query(&ns, &[0.0, 1.0], 5).await.unwrap();
+    assert_eq!(
+        ids(&hits),
+        ["kept"],
+        "neither record of a refused batch was written"
+    );
+    assert!(hits[0].score.is_finite());
 }
 
 /// Namespaces share nothing.

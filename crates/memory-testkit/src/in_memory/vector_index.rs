@@ -42,6 +42,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 #[async_trait]
 impl VectorIndex for InMemoryVectorIndex {
     async fn upsert(&self, namespace: &str, records: Vec<VectorRecord>) -> Result<()> {
+        VectorRecord::check_finite(&records)?;
         let mut namespaces = lock(&self.namespaces);
         let ns = namespaces.entry(namespace.to_owned()).or_default();
         let mut model = ns.model.clone();
