@@ -176,6 +176,8 @@ pub struct VectorHit {
 /// - A filtered search ranks only the vectors that match the filter: it returns `k` hits
 ///   whenever `k` vectors match, however far they are from the query.
 /// - An upsert replaces the fields with the vector; `get` returns both.
+/// - A batch in which any vector holds a NaN or infinite component is `InvalidInput`, and
+///   nothing of it is written ([`VectorRecord::check_finite`]).
 ///
 /// (asserted by `memory_testkit::contract::vector_index`)
 #[async_trait]
