@@ -393,13 +393,8 @@ fn model_of(records: &[VectorRecord]) -> Result<(String, usize)> {
                 record.vector.len()
             )));
         }
-        if record.vector.iter().any(|x| !x.is_finite()) {
-            return Err(MemoryError::invalid(format!(
-                "vector {:?} has a value that is not a finite number",
-                record.id
-            )));
-        }
     }
+    VectorRecord::check_finite(records)?;
     Ok((first.model.clone(), dims))
 }
 
