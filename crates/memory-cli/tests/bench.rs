@@ -20,8 +20,8 @@ fn long_term(text: &str) -> serde_json::Value {
 }
 
 /// On Tantivy the benchmark rebuilds the index from the seeded records and checks it holds
-/// every one (it fails otherwise); on both, every recall row is measured and the filtered
-/// rows are skipped when asked.
+/// every one (it fails otherwise); on both, every recall row is measured (the concurrent
+/// callers' too) and the filtered rows are skipped when asked.
 #[test]
 fn bench_long_term_runs_on_fts5_and_on_tantivy() {
     for text in ["sqlite", "tantivy"] {
@@ -35,5 +35,10 @@ fn bench_long_term_runs_on_fts5_and_on_tantivy() {
         }
         let cpu = report["vectors"]["cpu_ms_per_recall_approximate"].as_f64();
         assert!(cpu.is_some_and(|ms| ms >= 0.0), "{text}: {report}");
+        // Every query ran once more, from several callers at once.
+        let concurrent = &report["vectors"]["concurrent"];
+        assert_eq!(concurrent["callers"], 8, "{text}: {report}");
+        let rate = concurrent["recalls_per_sec"].as_f64().unwrap();
+        assert!(rate > 0.0, "{text}: {report}");
     }
 }

@@ -580,6 +580,13 @@ async fn run_long_term(
             "  CPU per recall (whole process): {}",
             cpu(v.cpu_ms_per_recall_approximate)
         );
+        let c = v.concurrent;
+        println!(
+            "recall through the graph from {} callers at once: {:.0} recalls/s, CPU per recall (whole process): {}",
+            c.callers,
+            c.recalls_per_sec,
+            cpu(c.cpu_ms_per_recall)
+        );
         show("recall, every channel, exact scan", v.recall_exact);
         println!(
             "  CPU per recall (whole process): {}",

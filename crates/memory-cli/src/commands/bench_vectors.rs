@@ -32,6 +32,8 @@ pub struct VectorComparison {
     pub recall_exact: Latency,
     /// CPU time of the whole process per recall, exact scan (ms).
     pub cpu_ms_per_recall_exact: Option<f64>,
+    /// The same queries through the graph from [`CONCURRENT_CALLERS`] callers at once.
+    pub concurrent: ConcurrentRecalls,
     /// Candidates per search from the graph.
     pub graph_candidates: usize,
     /// Of the exact top 10 of each query vector, the share the graph returned.
@@ -42,6 +44,21 @@ pub struct VectorComparison {
     pub model_vectors: Option<ModelVectors>,
     /// Seconds to load the profile's vectors and build (or load) their graphs.
     pub graph_ready_seconds: f64,
+}
+
+/// Callers of the concurrent recall phase: enough to keep both cores of a small machine busy.
+pub const CONCURRENT_CALLERS: usize = 8;
+
+/// Recalls through the graph from several callers at once: the cost of a recall when the
+/// process is busy, so that no thread goes idle and is woken between a recall's steps.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ConcurrentRecalls {
+    /// Callers, each making its next recall as soon as its last one returned.
+    pub callers: usize,
+    /// Recalls answered per second.
+    pub recalls_per_sec: f64,
+    /// CPU time of the whole process per recall (ms).
+    pub cpu_ms_per_recall: Option<f64>,
 }
 
 /// The graph against the exhaustive scan on vectors of the local model.
@@ -150,6 +167,55 @@ async fn timed_recalls(
     Ok((latency(samples), cpu))
 }
 
+/// Runs `queries` through `service` from `callers` tasks at once (query `i` by caller
+/// `i % callers`); returns the throughput and the CPU time per recall.
+async fn concurrent_recalls(
+    service: Arc<MemoryService>,
+    profile: &str,
+    queries: &[String],
+    callers: usize,
+) -> Result<ConcurrentRecalls, CliError> {
+    eprintln!(
+        "timing: recall, graph, {callers} callers, {} queries",
+        queries.len()
+    );
+    let queries = Arc::new(queries.to_vec());
+    let cpu_before = process_cpu_ms();
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..callers)
+        .map(|caller| {
+            let (service, queries, profile) = (
+                Arc::clone(&service),
+                Arc::clone(&queries),
+                profile.to_owned(),
+            );
+            tokio::spawn(async move {
+                for q in queries.iter().skip(caller).step_by(callers) {
+                    service
+                        .recall(&profile, RecallRequest::new(q.clone(), 10))
+                        .await?;
+                }
+                Result::<(), memory_core::MemoryError>::Ok(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.map_err(|e| {
+            memory_core::MemoryError::backend("bench", format!("a recall caller stopped: {e}"))
+        })??;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let cpu = match (cpu_before, process_cpu_ms()) {
+        (Some(before), Some(after)) => Some((after - before) / queries.len() as f64),
+        _ => None,
+    };
+    Ok(ConcurrentRecalls {
+        callers,
+        recalls_per_sec: queries.len() as f64 / seconds.max(f64::EPSILON),
+        cpu_ms_per_recall: cpu,
+    })
+}
+
 /// Recall on `profile` under `root` with approximate and with exact vector search.
 pub(super) async fn compare(
     root: &Path,
@@ -184,8 +250,16 @@ pub(super) async fn compare(
 
     let (recall_exact, cpu_exact) =
         timed_recalls(&service(exact.clone()), "exact scan", profile, queries).await?;
+    let graph_service = Arc::new(service(approximate.clone()));
     let (recall_approximate, cpu_approximate) =
-        timed_recalls(&service(approximate.clone()), "graph", profile, queries).await?;
+        timed_recalls(&graph_service, "graph", profile, queries).await?;
+    let concurrent = concurrent_recalls(
+        Arc::clone(&graph_service),
+        profile,
+        queries,
+        CONCURRENT_CALLERS,
+    )
+    .await?;
 
     let mut count = RecallCount::default();
     let exact_index = exact.sqlite_vector_index(profile).await?;
@@ -217,6 +291,7 @@ pub(super) async fn compare(
         cpu_ms_per_recall_approximate: cpu_approximate,
         recall_exact,
         cpu_ms_per_recall_exact: cpu_exact,
+        concurrent,
         graph_candidates: settings.candidates,
         graph_recall_at_10: count.recall(),
         graph_recall_at_10_with_ties: count.recall_with_ties(),

@@ -297,6 +297,23 @@ fn spread_sessions(hits: Vec<RecallHit>, spread: f64) -> Vec<RecallHit> {
 /// searched that deep, so an unbounded limit was an unbounded allocation).
 pub const MAX_RECALL_LIMIT: usize = 1_000;
 
+/// The model that made each namespace's vectors recall searches (`None`: no vectors yet).
+async fn vector_models(index: &dyn VectorIndex) -> Result<Vec<(&'static str, Option<String>)>> {
+    let namespaces = [MEMORY_NAMESPACE, RAW_NAMESPACE];
+    let models = index.models(&namespaces).await?;
+    if models.len() != namespaces.len() {
+        return Err(MemoryError::backend(
+            "vector index",
+            format!(
+                "answered {} models for {} namespaces",
+                models.len(),
+                namespaces.len()
+            ),
+        ));
+    }
+    Ok(namespaces.into_iter().zip(models).collect())
+}
+
 impl Core {
     /// Recalls what the profile knows about `request.query`.
     ///
@@ -315,23 +332,16 @@ impl Core {
             )));
         }
         let store = self.backends.existing_store(profile).await?;
-        let text = self.backends.text_index(profile).await?;
         let meter = self.meter(profile);
-        let mut degraded = self.failed_job_degradations(profile).await?;
         let depth = self.config.channel_depth.max(request.limit);
         let vectors: Option<(Arc<dyn Embedder>, Arc<dyn VectorIndex>)> = match &self.embedder {
             Some(e) => Some((Arc::clone(e), self.backends.vector_index(profile).await?)),
-            None => {
-                degrade(
-                    &mut degraded,
-                    "vectors",
-                    "no embedder configured: the direct, HyDE, raw vector and dated channels did not run",
-                );
-                None
-            }
+            None => None,
         };
 
-        // Stage 1: analysis and the query embedding, concurrently.
+        // Stage 1, concurrently: the text index caught up, what failed jobs took away, the
+        // vectors' models, the query's analysis and its embedding (each a round trip of its
+        // own: side by side, a recall waits for the slowest, not for their sum).
         let analysis_future: OptionFuture<_> = self
             .models
             .query_analysis
@@ -348,7 +358,27 @@ impl Core {
                 )
             })
             .into();
-        let (analysis, query_vector) = join(analysis_future, embed_future).await;
+        let models_future: OptionFuture<_> = vectors
+            .as_ref()
+            .map(|(_, index)| vector_models(index.as_ref()))
+            .into();
+        let (text, failed, models, (analysis, query_vector)) = futures::future::join4(
+            self.backends.text_index(profile),
+            self.failed_job_degradations(profile),
+            models_future,
+            join(analysis_future, embed_future),
+        )
+        .await;
+        let text = text?;
+        let mut degraded = failed?;
+        let models = models.transpose()?;
+        if vectors.is_none() {
+            degrade(
+                &mut degraded,
+                "vectors",
+                "no embedder configured: the direct, HyDE, raw vector and dated channels did not run",
+            );
+        }
         let analysis = match analysis {
             Some(Ok(a)) => Some(a),
             Some(Err(e)) => {
@@ -382,20 +412,8 @@ impl Core {
             None => None,
         };
         let mut vectors_usable = vectors.is_some() && query_vector.is_some();
-        if let Some((embedder, index)) = &vectors {
-            let namespaces = [MEMORY_NAMESPACE, RAW_NAMESPACE];
-            let models = index.models(&namespaces).await?;
-            if models.len() != namespaces.len() {
-                return Err(MemoryError::backend(
-                    "vector index",
-                    format!(
-                        "answered {} models for {} namespaces",
-                        models.len(),
-                        namespaces.len()
-                    ),
-                ));
-            }
-            for (ns, model) in namespaces.into_iter().zip(models) {
+        if let (Some((embedder, _)), Some(models)) = (&vectors, models) {
+            for (ns, model) in models {
                 if let Some(model) = model
                     && model != embedder.model_id()
                 {
