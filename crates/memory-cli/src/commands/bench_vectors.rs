@@ -138,6 +138,12 @@ fn process_cpu_ms() -> Option<f64> {
     Some((user + system) * 10.0)
 }
 
+/// CPU time of this process per call since `before` (a [`process_cpu_ms`] reading), over
+/// `calls` calls.
+fn cpu_ms_per_call(before: Option<f64>, calls: usize) -> Option<f64> {
+    Some((process_cpu_ms()? - before?) / calls.max(1) as f64)
+}
+
 /// Times `queries` recalls; returns their latencies and the CPU time per recall. Says on
 /// stderr when the timed loop starts (`timing: recall, {name}, {n} queries`), so a profiler
 /// can be pointed at it.
@@ -160,10 +166,7 @@ async fn timed_recalls(
             .await?;
         samples.push(started.elapsed().as_secs_f64() * 1_000.0);
     }
-    let cpu = match (cpu_before, process_cpu_ms()) {
-        (Some(before), Some(after)) => Some((after - before) / queries.len() as f64),
-        _ => None,
-    };
+    let cpu = cpu_ms_per_call(cpu_before, queries.len());
     Ok((latency(samples), cpu))
 }
 
@@ -205,14 +208,10 @@ async fn concurrent_recalls(
         })??;
     }
     let seconds = started.elapsed().as_secs_f64();
-    let cpu = match (cpu_before, process_cpu_ms()) {
-        (Some(before), Some(after)) => Some((after - before) / queries.len() as f64),
-        _ => None,
-    };
     Ok(ConcurrentRecalls {
         callers,
         recalls_per_sec: queries.len() as f64 / seconds.max(f64::EPSILON),
-        cpu_ms_per_recall: cpu,
+        cpu_ms_per_recall: cpu_ms_per_call(cpu_before, queries.len()),
     })
 }
 

@@ -362,11 +362,12 @@ impl Core {
             .as_ref()
             .map(|(_, index)| vector_models(index.as_ref()))
             .into();
-        let (text, failed, models, (analysis, query_vector)) = futures::future::join4(
+        let (text, failed, models, analysis, query_vector) = futures::future::join5(
             self.backends.text_index(profile),
             self.failed_job_degradations(profile),
             models_future,
-            join(analysis_future, embed_future),
+            analysis_future,
+            embed_future,
         )
         .await;
         let text = text?;
