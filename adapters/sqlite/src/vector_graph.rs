@@ -1,9 +1,10 @@
 //! An approximate nearest-neighbour graph over one namespace's vectors: HNSW from the
-//! `usearch` crate, its vectors quantised to int8 here, each on its own scale
-//! (`vector_matrix::quantised`), and compared by cosine (which the scale does not change).
-//! usearch's own conversion would scale every unit vector by 127 alike, leaving a dense
-//! embedding's ±0.05 components at about ±6: too coarse to tell apart sentences a model puts
-//! close together.
+//! `usearch` crate, its vectors quantised to int8 here, all on one scale fitted to the rows
+//! ([`codes`]), and compared by their inner product (which, the codes being of one length,
+//! orders neighbours as the cosine does for a third of the arithmetic).
+//! usearch's own conversion would scale every unit vector by 127, leaving a dense embedding's
+//! ±0.05 components at about ±6: too coarse to tell apart sentences a model puts close
+//! together; the fitted scale gives them about ±30.
 //!
 //! The graph is a derived structure. The vectors in SQLite stay the truth: every write
 //! lands there first, and the graph is brought level with the rows it should hold by
@@ -22,7 +23,7 @@ use std::collections::HashMap;
 use memory_core::{MemoryError, Result};
 use usearch::{Index, IndexOptions, Key, MetricKind, ScalarKind};
 
-use crate::vector_matrix::{VectorMatrix, quantised};
+use crate::vector_matrix::VectorMatrix;
 
 /// Links per node: usearch's default, a common HNSW choice for a few hundred dimensions.
 const CONNECTIVITY: usize = 16;
@@ -36,15 +37,23 @@ const PARALLEL_ADDS_FROM: usize = 2_048;
 /// The least candidate list while searching (a search for more results uses as many).
 const EXPANSION_SEARCH: usize = 64;
 /// The first bytes of a snapshot file, with the format's version.
-const MAGIC: &[u8; 8] = b"MEMANN03";
+const MAGIC: &[u8; 8] = b"MEMANN04";
 /// The first bytes of snapshots of earlier formats (`01`: usearch's own int8 conversion; `02`:
-/// walked by inner product, briefly): not read, the graph is rebuilt from the rows.
-const EARLIER_MAGICS: [&[u8; 8]; 2] = [b"MEMANN01", b"MEMANN02"];
+/// walked by inner product, briefly; `03`: each vector on its own scale, walked by cosine): not
+/// read, the graph is rebuilt from the rows.
+const EARLIER_MAGICS: [&[u8; 8]; 3] = [b"MEMANN01", b"MEMANN02", b"MEMANN03"];
+/// The code scale of a graph fitted to no rows: any unit vector fits (`x × 127`).
+const UNFITTED_SCALE: f32 = 127.0;
+/// The share of rows a fitted scale codes without shrinking them (the rest, whose largest
+/// component is further out, are shrunk whole to fit).
+const FITTED_SHARE: f64 = 0.999;
 
 /// An HNSW graph and the mapping between the namespace's ids and the graph's keys.
 pub(crate) struct VectorGraph {
     index: Index,
     dims: usize,
+    /// Every member's codes are its unit vector times this (see [`codes`]).
+    scale: f32,
     by_id: HashMap<String, Member>,
     by_key: HashMap<Key, String>,
     next_key: Key,
@@ -69,6 +78,7 @@ impl std::fmt::Debug for VectorGraph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VectorGraph")
             .field("dims", &self.dims)
+            .field("scale", &self.scale)
             .field("len", &self.by_id.len())
             .field("free", &self.free)
             .finish()
@@ -97,7 +107,7 @@ fn graph_error(what: &'static str, error: impl std::fmt::Display) -> MemoryError
 fn options(dims: usize) -> IndexOptions {
     IndexOptions {
         dimensions: dims,
-        metric: MetricKind::Cos,
+        metric: MetricKind::IP,
         quantization: ScalarKind::I8,
         connectivity: CONNECTIVITY,
         expansion_add: EXPANSION_ADD,
@@ -113,6 +123,7 @@ impl VectorGraph {
         Ok(Self {
             index,
             dims,
+            scale: UNFITTED_SCALE,
             by_id: HashMap::new(),
             by_key: HashMap::new(),
             next_key: 0,
@@ -148,7 +159,7 @@ impl VectorGraph {
         }
         let key = self.next_key;
         self.index
-            .add(key, &quantised(unit).0)
+            .add(key, &codes(unit, self.scale))
             .map_err(|e| graph_error("adding", e))?;
         // An add takes a free slot first.
         self.free = self.free.saturating_sub(1);
@@ -175,6 +186,10 @@ impl VectorGraph {
     /// Brings the graph level with `matrix`: adds what is missing or changed, removes what
     /// is gone.
     pub(crate) fn catch_up(&mut self, matrix: &VectorMatrix) -> Result<Changes> {
+        if self.index.size() == 0 {
+            // An empty graph takes the scale that fits the rows it is about to hold.
+            self.scale = fitted_scale(matrix);
+        }
         let mut changes = Changes::default();
         let gone: Vec<String> = self
             .by_id
@@ -224,7 +239,7 @@ impl VectorGraph {
                 .map_err(|e| graph_error("reserving", e))?;
         }
         let first = self.next_key;
-        let index = &self.index;
+        let (index, scale) = (&self.index, self.scale);
         let chunk = rows.len().div_ceil(threads);
         let added: Vec<Result<()>> = std::thread::scope(|scope| {
             let workers: Vec<_> = rows
@@ -235,7 +250,7 @@ impl VectorGraph {
                         for (i, (_, _, unit)) in part.iter().enumerate() {
                             let key = first + (c * chunk + i) as Key;
                             index
-                                .add(key, &quantised(unit).0)
+                                .add(key, &codes(unit, scale))
                                 .map_err(|e| graph_error("adding", e))?;
                         }
                         Ok(())
@@ -287,10 +302,10 @@ impl VectorGraph {
         if count == 0 || self.by_id.is_empty() {
             return Ok(Vec::new());
         }
-        let (codes, _) = quantised(unit);
+        let query = codes(unit, self.scale);
         let found = match keep {
-            None => self.index.search(&codes, count),
-            Some(keep) => self.index.filtered_search(&codes, count, |key| {
+            None => self.index.search(&query, count),
+            Some(keep) => self.index.filtered_search(&query, count, |key| {
                 self.by_key.get(&key).is_some_and(|id| keep(id))
             }),
         }
@@ -333,7 +348,7 @@ impl VectorGraph {
         let fillers = FILLER_KEYS..FILLER_KEYS + self.free as Key;
         for key in fillers.clone() {
             self.index
-                .add(key, &quantised(&filler()).0)
+                .add(key, &codes(&filler(), self.scale))
                 .map_err(|e| graph_error("scrubbing", e))?;
         }
         for key in fillers {
@@ -358,6 +373,7 @@ impl VectorGraph {
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&version.to_le_bytes());
         out.extend_from_slice(&(self.dims as u64).to_le_bytes());
+        out.extend_from_slice(&u64::from(self.scale.to_bits()).to_le_bytes());
         out.extend_from_slice(&self.next_key.to_le_bytes());
         out.extend_from_slice(&(self.by_id.len() as u64).to_le_bytes());
         for (id, member) in &self.by_id {
@@ -389,6 +405,11 @@ impl VectorGraph {
         }
         let version = reader.u64()? as i64;
         let dims = reader.u64()? as usize;
+        let scale = u32::try_from(reader.u64()?)
+            .map(f32::from_bits)
+            .ok()
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .ok_or_else(corrupt)?;
         let next_key = reader.u64()?;
         let members = reader.u64()? as usize;
         let mut by_id = HashMap::with_capacity(members.min(bytes.len() / 24));
@@ -418,6 +439,7 @@ impl VectorGraph {
             Self {
                 index,
                 dims,
+                scale,
                 by_id,
                 by_key,
                 next_key,
@@ -426,6 +448,45 @@ impl VectorGraph {
             },
         ))
     }
+}
+
+/// A unit vector's codes at `scale`: `x × scale`, rounded. One scale for every member keeps
+/// the codes' lengths equal (rounding moves them by a few hundredths of a percent at the
+/// scales fitted here), so their inner product, one integer dot product, orders neighbours as
+/// the cosine would with three. A vector whose largest component would pass ±127 is shrunk
+/// whole to fit: its direction is kept, its length (and so its rank) is lower.
+///
+/// ```text
+/// codes([0.6, -0.8], 100.0) == [60, -80]
+/// codes([0.6, -0.8], 200.0) == [95, -127]   // shrunk to fit
+/// ```
+fn codes(unit: &[f32], scale: f32) -> Vec<i8> {
+    let largest = unit.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    let scale = match largest * scale > 127.0 {
+        true => 127.0 / largest,
+        false => scale,
+    };
+    unit.iter()
+        .map(|x| (x * scale).round().clamp(-127.0, 127.0) as i8)
+        .collect()
+}
+
+/// The scale that codes [`FITTED_SHARE`] of `matrix`'s rows without shrinking them: 127 over
+/// that quantile of the rows' largest components. A dense sentence embedding's largest
+/// component is near 0.2, so its typical ±0.05 components get codes near ±30 (where
+/// `x × 127` would give ±6).
+fn fitted_scale(matrix: &VectorMatrix) -> f32 {
+    let mut largest: Vec<f32> = matrix
+        .entries()
+        .map(|(_, _, unit)| unit.iter().fold(0.0f32, |m, x| m.max(x.abs())))
+        .filter(|m| m.is_finite() && *m > 0.0)
+        .collect();
+    if largest.is_empty() {
+        return UNFITTED_SCALE;
+    }
+    let at = ((largest.len() as f64 * FITTED_SHARE) as usize).min(largest.len() - 1);
+    let (_, quantile, _) = largest.select_nth_unstable_by(at, f32::total_cmp);
+    (127.0 / *quantile).max(UNFITTED_SCALE)
 }
 
 /// Free slots of a loaded index: its stored nodes beyond its members.
@@ -595,14 +656,21 @@ mod tests {
         let vectors: Vec<Vec<f32>> = (0..2_000).map(|_| near(0.15)).collect();
         let matrix = matrix_of(&vectors);
         let graph = graph_of(&matrix);
-        // Each member is held on its own scale: its largest component at ±127 (usearch's own
-        // conversion, `x × 127`, would leave these components below ±25).
-        for id in ["000000", "000777", "001999"] {
-            let (_, unit) = matrix.row_of(id).unwrap();
-            let held: Vec<i8> = codes(&graph, id).into_iter().map(|b| b as i8).collect();
-            assert_eq!(held, quantised(unit).0);
-            assert_eq!(held.iter().map(|c| c.unsigned_abs()).max(), Some(127));
+        // Every member is held at the one fitted scale, finer than usearch's own conversion
+        // (`x × 127`, which would leave these components below ±25), and at most 0.1 % of
+        // them are shrunk to fit.
+        assert!(graph.scale > 2.0 * UNFITTED_SCALE, "scale {}", graph.scale);
+        let mut shrunk = 0;
+        for (id, _, unit) in matrix.entries() {
+            let held: Vec<i8> = stored_codes(&graph, id)
+                .into_iter()
+                .map(|b| b as i8)
+                .collect();
+            assert_eq!(held, codes(unit, graph.scale));
+            let largest = unit.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            shrunk += usize::from(largest * graph.scale > 127.0);
         }
+        assert!(shrunk <= 2, "{shrunk} of 2,000 shrunk");
         let (mut found, mut total) = (0, 0);
         for _ in 0..40 {
             let q = near(0.15);
@@ -616,8 +684,43 @@ mod tests {
         assert!(recall >= 0.95, "recall@10 against exact: {recall}");
     }
 
+    #[test]
+    fn codes_keep_one_scale_and_shrink_what_would_not_fit() {
+        assert_eq!(codes(&[0.6, -0.8], 100.0), [60, -80]);
+        // 0.8 × 200 would pass 127: the vector is shrunk whole, its direction kept.
+        assert_eq!(codes(&[0.6, -0.8], 200.0), [95, -127]);
+        assert_eq!(codes(&[0.0, 0.0], 300.0), [0, 0]);
+    }
+
+    #[test]
+    fn the_fitted_scale_ignores_a_rare_outlier() {
+        let mut vectors = clustered(3_000, 64, 19);
+        let typical = vectors
+            .iter()
+            .map(|v| v.iter().fold(0.0f32, |m, x| m.max(x.abs())))
+            .fold(0.0f32, f32::max);
+        // One row with all its length in one component (a one-word text's hashed vector).
+        let mut spike = vec![0.0; 64];
+        spike[3] = 1.0;
+        vectors.push(spike);
+        let matrix = matrix_of(&vectors);
+        let scale = fitted_scale(&matrix);
+        // Fitted to the clustered rows (every one of them fits at 127 / their largest
+        // component), not pulled down to 127 by the one spike.
+        assert!(
+            scale >= 127.0 / typical && scale > 2.0 * UNFITTED_SCALE,
+            "{scale}"
+        );
+        assert_eq!(fitted_scale(&VectorMatrix::new(64)), UNFITTED_SCALE);
+        // The outlier is still held (shrunk) and found.
+        let graph = graph_of(&matrix);
+        let mut spike_query = vec![0.0; 64];
+        spike_query[3] = 1.0;
+        assert_eq!(graph.search(&spike_query, 1, None).unwrap(), ["003000"]);
+    }
+
     /// The int8 form of a member's vector usearch holds.
-    fn codes(graph: &VectorGraph, id: &str) -> Vec<u8> {
+    fn stored_codes(graph: &VectorGraph, id: &str) -> Vec<u8> {
         let mut out = vec![0i8; graph.dims];
         graph.index.get(graph.by_id[id].key, &mut out).unwrap();
         out.into_iter().map(|x| x as u8).collect()
@@ -628,7 +731,10 @@ mod tests {
         let vectors = clustered(300, 16, 13);
         let mut graph = graph_of(&matrix_of(&vectors));
         let holds = |bytes: &[u8], c: &[u8]| bytes.windows(c.len()).any(|w| w == c);
-        let (first, second) = (codes(&graph, "000017"), codes(&graph, "000018"));
+        let (first, second) = (
+            stored_codes(&graph, "000017"),
+            stored_codes(&graph, "000018"),
+        );
         assert!(holds(&graph.encode(1).unwrap(), &first));
         graph.remove("000017").unwrap();
         graph.scrub().unwrap();

@@ -77,15 +77,30 @@ fn snapshot_files(dir: &Path) -> Vec<std::path::PathBuf> {
     }
 }
 
-/// Whether a snapshot holds `codes`, each byte within one of the given (rounding may differ).
-fn snapshots_hold(dir: &Path, codes: &[u8]) -> bool {
+/// Whether a snapshot holds `vector`'s int8 codes at the snapshot's scale, each byte within
+/// one of them (rounding may differ).
+fn snapshots_hold(dir: &Path, vector: &[f32]) -> bool {
     snapshot_files(dir).iter().any(|path| {
-        std::fs::read(path).unwrap().windows(codes.len()).any(|w| {
+        let bytes = std::fs::read(path).unwrap();
+        let codes = int8_codes(vector, snapshot_scale(&bytes));
+        bytes.windows(codes.len()).any(|w| {
             w.iter()
-                .zip(codes)
+                .zip(&codes)
                 .all(|(a, b)| (i16::from(*a as i8) - i16::from(*b as i8)).abs() <= 1)
         })
     })
+}
+
+/// The code scale a snapshot's header names (after the format, version and dimensions: the
+/// scale's `f32` bits in a little-endian `u64`).
+fn snapshot_scale(snapshot: &[u8]) -> f64 {
+    assert_eq!(
+        &snapshot[..8],
+        b"MEMANN04",
+        "a snapshot of the format this test reads"
+    );
+    let bits = u64::from_le_bytes(snapshot[24..32].try_into().unwrap());
+    f64::from(f32::from_bits(u32::try_from(bits).unwrap()))
 }
 
 /// Whether a snapshot holds these exact bytes.
@@ -98,15 +113,18 @@ fn snapshots_contain(dir: &Path, needle: &[u8]) -> bool {
     })
 }
 
-/// The graph's int8 form of a vector: on its own scale, its largest component ±127, rounded.
-fn int8_codes(v: &[f32]) -> Vec<u8> {
-    let largest = v.iter().fold(0.0f64, |m, x| m.max(f64::from(x.abs())));
+/// The graph's int8 form of a vector: its unit vector times the graph's one `scale`, rounded
+/// (shrunk whole when its largest component would pass ±127).
+fn int8_codes(v: &[f32], scale: f64) -> Vec<u8> {
+    let norm = v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let largest = v.iter().fold(0.0f64, |m, x| m.max(f64::from(x.abs()))) / norm;
+    let scale = if largest * scale > 127.0 {
+        127.0 / largest
+    } else {
+        scale
+    };
     v.iter()
-        .map(|x| {
-            ((f64::from(*x) * 127.0 / largest)
-                .round()
-                .clamp(-127.0, 127.0) as i8) as u8
-        })
+        .map(|x| ((f64::from(*x) / norm * scale).round().clamp(-127.0, 127.0) as i8) as u8)
         .collect()
 }
 
@@ -235,9 +253,8 @@ async fn a_deleted_vector_leaves_no_trace_in_the_snapshots() {
         .unwrap();
     search(&index, &vector(1), VectorFilter::default()).await;
     let secret = record(123);
-    let codes = int8_codes(&secret.vector);
     assert!(
-        snapshots_hold(dir.path(), &codes),
+        snapshots_hold(dir.path(), &secret.vector),
         "the snapshot holds the vector's codes"
     );
     assert!(snapshots_contain(dir.path(), secret.id.as_bytes()));
@@ -247,7 +264,7 @@ async fn a_deleted_vector_leaves_no_trace_in_the_snapshots() {
         .await
         .unwrap();
     assert!(
-        !snapshots_hold(dir.path(), &codes),
+        !snapshots_hold(dir.path(), &secret.vector),
         "the int8 codes are gone"
     );
     // The graph still has the removed node in memory: the next save scrubs it out first.
@@ -260,7 +277,7 @@ async fn a_deleted_vector_leaves_no_trace_in_the_snapshots() {
     let reopened = SqliteVectorIndex::new(open(dir.path()).await).with_approximate(eager());
     assert!(!snapshot_files(dir.path()).is_empty());
     assert!(
-        !snapshots_hold(dir.path(), &codes),
+        !snapshots_hold(dir.path(), &secret.vector),
         "no later snapshot brings them back"
     );
     assert!(
