@@ -44,9 +44,9 @@ const MAGIC: &[u8; 8] = b"MEMANN04";
 const EARLIER_MAGICS: [&[u8; 8]; 3] = [b"MEMANN01", b"MEMANN02", b"MEMANN03"];
 /// The code scale of a graph fitted to no rows: any unit vector fits (`x × 127`).
 const UNFITTED_SCALE: f32 = 127.0;
-/// The share of rows a fitted scale codes without shrinking them (the rest, whose largest
-/// component is further out, are shrunk whole to fit).
-const FITTED_SHARE: f64 = 0.999;
+/// A graph is refitted (rebuilt from the rows) once more than one member in this many is
+/// held shrunk: rows added after the fit whose largest component passes the fitted one.
+const SHRUNK_ONE_IN: usize = 100;
 
 /// An HNSW graph and the mapping between the namespace's ids and the graph's keys.
 pub(crate) struct VectorGraph {
@@ -54,6 +54,8 @@ pub(crate) struct VectorGraph {
     dims: usize,
     /// Every member's codes are its unit vector times this (see [`codes`]).
     scale: f32,
+    /// Members held shrunk (their largest component times `scale` passed 127).
+    shrunk: usize,
     by_id: HashMap<String, Member>,
     by_key: HashMap<Key, String>,
     next_key: Key,
@@ -72,6 +74,8 @@ const FILLER_KEYS: Key = u64::MAX / 2;
 struct Member {
     key: Key,
     hash: u64,
+    /// Held shrunk to fit the scale: its inner products, and so its rank, are lower.
+    shrunk: bool,
 }
 
 impl std::fmt::Debug for VectorGraph {
@@ -79,6 +83,7 @@ impl std::fmt::Debug for VectorGraph {
         f.debug_struct("VectorGraph")
             .field("dims", &self.dims)
             .field("scale", &self.scale)
+            .field("shrunk", &self.shrunk)
             .field("len", &self.by_id.len())
             .field("free", &self.free)
             .finish()
@@ -124,6 +129,7 @@ impl VectorGraph {
             index,
             dims,
             scale: UNFITTED_SCALE,
+            shrunk: 0,
             by_id: HashMap::new(),
             by_key: HashMap::new(),
             next_key: 0,
@@ -140,6 +146,13 @@ impl VectorGraph {
     /// Number of vectors in the graph.
     pub(crate) fn len(&self) -> usize {
         self.by_id.len()
+    }
+
+    /// Whether the graph should be rebuilt from the rows, fitted anew: more than one member in
+    /// [`SHRUNK_ONE_IN`] is held shrunk (rows came after the fit whose largest component
+    /// passes every fitted row's). A shrunk member ranks lower than its cosine says.
+    pub(crate) fn refit_due(&self) -> bool {
+        self.shrunk * SHRUNK_ONE_IN > self.by_id.len()
     }
 
     /// Adds `id`, or replaces it when its vector changed (`hash` tells). The vector is a unit
@@ -164,7 +177,10 @@ impl VectorGraph {
         // An add takes a free slot first.
         self.free = self.free.saturating_sub(1);
         self.next_key += 1;
-        self.by_id.insert(id.to_owned(), Member { key, hash });
+        let shrunk = shrinks(unit, self.scale);
+        self.shrunk += usize::from(shrunk);
+        self.by_id
+            .insert(id.to_owned(), Member { key, hash, shrunk });
         self.by_key.insert(key, id.to_owned());
         Ok(())
     }
@@ -175,6 +191,7 @@ impl VectorGraph {
             return Ok(false);
         };
         self.by_key.remove(&member.key);
+        self.shrunk -= usize::from(member.shrunk);
         self.index
             .remove(member.key)
             .map_err(|e| graph_error("removing", e))?;
@@ -186,10 +203,6 @@ impl VectorGraph {
     /// Brings the graph level with `matrix`: adds what is missing or changed, removes what
     /// is gone.
     pub(crate) fn catch_up(&mut self, matrix: &VectorMatrix) -> Result<Changes> {
-        if self.index.size() == 0 {
-            // An empty graph takes the scale that fits the rows it is about to hold.
-            self.scale = fitted_scale(matrix);
-        }
         let mut changes = Changes::default();
         let gone: Vec<String> = self
             .by_id
@@ -201,6 +214,10 @@ impl VectorGraph {
             if self.remove(&id)? {
                 changes.removed += 1;
             }
+        }
+        if self.by_id.is_empty() {
+            // A graph with no members takes the scale that fits the rows it is about to hold.
+            self.scale = fitted_scale(matrix);
         }
         let mut new = Vec::new();
         for (id, hash, unit) in matrix.entries() {
@@ -266,10 +283,18 @@ impl VectorGraph {
                 .collect()
         });
         // Every key is recorded, added or not, so a failure leaves no unknown node behind.
-        for (i, (id, hash, _)) in rows.iter().enumerate() {
+        for (i, (id, hash, unit)) in rows.iter().enumerate() {
             let key = first + i as Key;
-            self.by_id
-                .insert((*id).to_owned(), Member { key, hash: *hash });
+            let shrunk = shrinks(unit, self.scale);
+            self.shrunk += usize::from(shrunk);
+            self.by_id.insert(
+                (*id).to_owned(),
+                Member {
+                    key,
+                    hash: *hash,
+                    shrunk,
+                },
+            );
             self.by_key.insert(key, (*id).to_owned());
         }
         self.next_key = first + rows.len() as Key;
@@ -379,6 +404,7 @@ impl VectorGraph {
         for (id, member) in &self.by_id {
             out.extend_from_slice(&member.key.to_le_bytes());
             out.extend_from_slice(&member.hash.to_le_bytes());
+            out.push(u8::from(member.shrunk));
             out.extend_from_slice(&(id.len() as u64).to_le_bytes());
             out.extend_from_slice(id.as_bytes());
         }
@@ -405,10 +431,12 @@ impl VectorGraph {
         }
         let version = reader.u64()? as i64;
         let dims = reader.u64()? as usize;
+        // A scale below 127 would waste codes, one above 127 √dims would shrink every unit
+        // vector: neither is written, so neither is read.
         let scale = u32::try_from(reader.u64()?)
             .map(f32::from_bits)
             .ok()
-            .filter(|s| s.is_finite() && *s > 0.0)
+            .filter(|s| (UNFITTED_SCALE..=UNFITTED_SCALE * (dims as f32).sqrt()).contains(s))
             .ok_or_else(corrupt)?;
         let next_key = reader.u64()?;
         let members = reader.u64()? as usize;
@@ -417,9 +445,14 @@ impl VectorGraph {
         for _ in 0..members {
             let key = reader.u64()?;
             let hash = reader.u64()?;
+            let shrunk = match reader.take(1)? {
+                [0] => false,
+                [1] => true,
+                _ => return Err(corrupt()),
+            };
             let length = reader.u64()? as usize;
             let id = std::str::from_utf8(reader.take(length)?).map_err(|_| corrupt())?;
-            by_id.insert(id.to_owned(), Member { key, hash });
+            by_id.insert(id.to_owned(), Member { key, hash, shrunk });
             by_key.insert(key, id.to_owned());
         }
         let length = reader.u64()? as usize;
@@ -440,6 +473,7 @@ impl VectorGraph {
                 index,
                 dims,
                 scale,
+                shrunk: by_id.values().filter(|m| m.shrunk).count(),
                 by_id,
                 by_key,
                 next_key,
@@ -453,17 +487,17 @@ impl VectorGraph {
 /// A unit vector's codes at `scale`: `x × scale`, rounded. One scale for every member keeps
 /// the codes' lengths equal (rounding moves them by a few hundredths of a percent at the
 /// scales fitted here), so their inner product, one integer dot product, orders neighbours as
-/// the cosine would with three. A vector whose largest component would pass ±127 is shrunk
-/// whole to fit: its direction is kept, its length (and so its rank) is lower.
+/// the cosine would with three. A vector whose largest component would pass ±127 (one that
+/// came after the fit, see [`fitted_scale`]) is shrunk whole to fit: its direction is kept,
+/// its length, and so its rank, are lower, and [`VectorGraph::refit_due`] counts it.
 ///
 /// ```text
 /// codes([0.6, -0.8], 100.0) == [60, -80]
 /// codes([0.6, -0.8], 200.0) == [95, -127]   // shrunk to fit
 /// ```
 fn codes(unit: &[f32], scale: f32) -> Vec<i8> {
-    let largest = unit.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-    let scale = match largest * scale > 127.0 {
-        true => 127.0 / largest,
+    let scale = match shrinks(unit, scale) {
+        true => 127.0 / largest(unit),
         false => scale,
     };
     unit.iter()
@@ -471,22 +505,30 @@ fn codes(unit: &[f32], scale: f32) -> Vec<i8> {
         .collect()
 }
 
-/// The scale that codes [`FITTED_SHARE`] of `matrix`'s rows without shrinking them: 127 over
-/// that quantile of the rows' largest components. A dense sentence embedding's largest
-/// component is near 0.2, so its typical ±0.05 components get codes near ±30 (where
-/// `x × 127` would give ±6).
+/// Whether [`codes`] shrinks `unit` at `scale`.
+fn shrinks(unit: &[f32], scale: f32) -> bool {
+    largest(unit) * scale > 127.0
+}
+
+/// A vector's largest component, in absolute value.
+fn largest(unit: &[f32]) -> f32 {
+    unit.iter().fold(0.0f32, |m, x| m.max(x.abs()))
+}
+
+/// The finest scale that codes every row of `matrix` without shrinking it: 127 over the
+/// largest component of any row. A dense sentence embedding's largest component is near 0.2
+/// (0.27 at most among 100,000 of the local model's), so its typical ±0.05 components get
+/// codes near ±25, where `x × 127` would give ±6. An empty matrix gets [`UNFITTED_SCALE`].
 fn fitted_scale(matrix: &VectorMatrix) -> f32 {
-    let mut largest: Vec<f32> = matrix
+    let top = matrix
         .entries()
-        .map(|(_, _, unit)| unit.iter().fold(0.0f32, |m, x| m.max(x.abs())))
-        .filter(|m| m.is_finite() && *m > 0.0)
-        .collect();
-    if largest.is_empty() {
-        return UNFITTED_SCALE;
+        .map(|(_, _, unit)| largest(unit))
+        .filter(|m| m.is_finite())
+        .fold(0.0f32, f32::max);
+    match top > 0.0 {
+        true => (127.0 / top).max(UNFITTED_SCALE),
+        false => UNFITTED_SCALE,
     }
-    let at = ((largest.len() as f64 * FITTED_SHARE) as usize).min(largest.len() - 1);
-    let (_, quantile, _) = largest.select_nth_unstable_by(at, f32::total_cmp);
-    (127.0 / *quantile).max(UNFITTED_SCALE)
 }
 
 /// Free slots of a loaded index: its stored nodes beyond its members.
@@ -646,9 +688,9 @@ mod tests {
     }
 
     /// Dense vectors crowded in a narrow cone, as a sentence model embeds texts of one kind:
-    /// the graph holds each on its own scale and, with a long enough candidate list, finds
-    /// nearly all of the exact top ten (0.975 in a numpy replica with usearch's Python
-    /// package; 2,000 rows are added one by one, so the graph is the same every run).
+    /// the graph holds them on one fine scale and, walking by inner product with a long
+    /// enough candidate list, finds nearly all of the exact top ten (2,000 rows are added one
+    /// by one, so the graph is the same every run).
     #[test]
     fn finds_the_exact_top_ten_in_a_narrow_cone() {
         let mut cone = NarrowCone::new(384, 0x9e37_79b9_7f4a_7c15);
@@ -657,20 +699,22 @@ mod tests {
         let matrix = matrix_of(&vectors);
         let graph = graph_of(&matrix);
         // Every member is held at the one fitted scale, finer than usearch's own conversion
-        // (`x × 127`, which would leave these components below ±25), and at most 0.1 % of
-        // them are shrunk to fit.
+        // (`x × 127`, which would leave these components below ±25), and none is shrunk.
         assert!(graph.scale > 2.0 * UNFITTED_SCALE, "scale {}", graph.scale);
-        let mut shrunk = 0;
+        assert_eq!(graph.shrunk, 0);
+        let mut at_the_edge = 0;
         for (id, _, unit) in matrix.entries() {
             let held: Vec<i8> = stored_codes(&graph, id)
                 .into_iter()
                 .map(|b| b as i8)
                 .collect();
             assert_eq!(held, codes(unit, graph.scale));
-            let largest = unit.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-            shrunk += usize::from(largest * graph.scale > 127.0);
+            at_the_edge += usize::from(held.iter().any(|c| c.unsigned_abs() == 127));
         }
-        assert!(shrunk <= 2, "{shrunk} of 2,000 shrunk");
+        assert!(
+            at_the_edge >= 1,
+            "the row with the largest component reaches ±127"
+        );
         let (mut found, mut total) = (0, 0);
         for _ in 0..40 {
             let q = near(0.15);
@@ -692,31 +736,63 @@ mod tests {
         assert_eq!(codes(&[0.0, 0.0], 300.0), [0, 0]);
     }
 
+    /// A unit vector with all its length in one component (a one-word text's hashed vector).
+    fn spike(dims: usize, at: usize) -> Vec<f32> {
+        let mut v = vec![0.0; dims];
+        v[at] = 1.0;
+        v
+    }
+
     #[test]
-    fn the_fitted_scale_ignores_a_rare_outlier() {
-        let mut vectors = clustered(3_000, 64, 19);
-        let typical = vectors
-            .iter()
-            .map(|v| v.iter().fold(0.0f32, |m, x| m.max(x.abs())))
-            .fold(0.0f32, f32::max);
-        // One row with all its length in one component (a one-word text's hashed vector).
-        let mut spike = vec![0.0; 64];
-        spike[3] = 1.0;
-        vectors.push(spike);
-        let matrix = matrix_of(&vectors);
-        let scale = fitted_scale(&matrix);
-        // Fitted to the clustered rows (every one of them fits at 127 / their largest
-        // component), not pulled down to 127 by the one spike.
-        assert!(
-            scale >= 127.0 / typical && scale > 2.0 * UNFITTED_SCALE,
-            "{scale}"
-        );
+    fn the_scale_fits_every_row_and_rows_past_it_are_shrunk_counted_and_found() {
+        let vectors = clustered(3_000, 64, 19);
+        let top = vectors.iter().map(|v| largest(v)).fold(0.0f32, f32::max);
+        let mut matrix = matrix_of(&vectors);
+        assert_eq!(fitted_scale(&matrix), 127.0 / top);
         assert_eq!(fitted_scale(&VectorMatrix::new(64)), UNFITTED_SCALE);
-        // The outlier is still held (shrunk) and found.
-        let graph = graph_of(&matrix);
-        let mut spike_query = vec![0.0; 64];
-        spike_query[3] = 1.0;
-        assert_eq!(graph.search(&spike_query, 1, None).unwrap(), ["003000"]);
+        let mut graph = graph_of(&matrix);
+        assert_eq!((graph.shrunk, graph.refit_due()), (0, false));
+        // Spikes come after the fit: each is held shrunk, and still found by its own vector.
+        for n in 0..30 {
+            matrix.upsert(
+                &format!("spike{n:02}"),
+                &spike(64, n),
+                VectorFields::default(),
+            );
+        }
+        graph.catch_up(&matrix).unwrap();
+        assert_eq!((graph.shrunk, graph.refit_due()), (30, false));
+        assert_eq!(graph.search(&spike(64, 3), 1, None).unwrap(), ["spike03"]);
+        // Past one in a hundred, the graph asks to be rebuilt; a snapshot remembers the count.
+        for n in 30..40 {
+            matrix.upsert(
+                &format!("spike{n:02}"),
+                &spike(64, n),
+                VectorFields::default(),
+            );
+        }
+        graph.catch_up(&matrix).unwrap();
+        assert_eq!((graph.shrunk, graph.refit_due()), (40, true));
+        let (_, loaded) = VectorGraph::decode(&graph.encode(3).unwrap()).unwrap();
+        assert_eq!((loaded.shrunk, loaded.refit_due()), (40, true));
+        matrix.remove("spike39");
+        graph.catch_up(&matrix).unwrap();
+        assert_eq!(graph.shrunk, 39, "a removed member leaves the count");
+        // Rebuilt from the rows, the graph fits them all: a spike's component sets the scale.
+        let rebuilt = graph_of(&matrix);
+        assert_eq!((rebuilt.scale, rebuilt.shrunk), (UNFITTED_SCALE, 0));
+    }
+
+    #[test]
+    fn a_snapshot_with_a_scale_no_graph_writes_is_refused() {
+        let graph = graph_of(&matrix_of(&clustered(200, 16, 23)));
+        let bytes = graph.encode(1).unwrap();
+        // The scale's bits follow the format, the version and the dimensions.
+        for scale in [0.0f32, 1.0, 127.0 * 4.0 + 1.0, f32::NAN] {
+            let mut bad = bytes.clone();
+            bad[24..32].copy_from_slice(&u64::from(scale.to_bits()).to_le_bytes());
+            assert!(VectorGraph::decode(&bad).is_err(), "scale {scale}");
+        }
     }
 
     /// The int8 form of a member's vector usearch holds.

@@ -370,7 +370,8 @@ impl SqliteVectorIndex {
         let Some((_, dims)) = guard.model.clone() else {
             return Ok(None);
         };
-        let base = match base.filter(|g| g.dims() == dims) {
+        // A graph holding too many rows shrunk to its scale is rebuilt, fitted anew.
+        let base = match base.filter(|g| g.dims() == dims && !g.refit_due()) {
             Some(graph) => graph,
             None => VectorGraph::new(dims)?,
         };
@@ -764,7 +765,14 @@ impl VectorIndex for SqliteVectorIndex {
                     graph.insert(&record.id, unit, hash)?;
                 }
             }
+            let refit = graph.refit_due();
             cached.unsaved += records.len();
+            if refit {
+                // Too many rows came after the graph's fit and are held shrunk: it is rebuilt
+                // from the rows in the background (searches scan exactly meanwhile).
+                cached.graph = None;
+                tracing::info!(namespace, "refitting the vector graph to its rows");
+            }
             Ok(())
         })
         .await
