@@ -753,25 +753,22 @@ mod tests {
         let mut graph = graph_of(&matrix);
         assert_eq!((graph.shrunk, graph.refit_due()), (0, false));
         // Spikes come after the fit: each is held shrunk, and still found by its own vector.
-        for n in 0..30 {
-            matrix.upsert(
-                &format!("spike{n:02}"),
-                &spike(64, n),
-                VectorFields::default(),
-            );
-        }
-        graph.catch_up(&matrix).unwrap();
+        let add_spikes =
+            |matrix: &mut VectorMatrix, graph: &mut VectorGraph, ns: std::ops::Range<usize>| {
+                for n in ns {
+                    matrix.upsert(
+                        &format!("spike{n:02}"),
+                        &spike(64, n),
+                        VectorFields::default(),
+                    );
+                }
+                graph.catch_up(matrix).unwrap();
+            };
+        add_spikes(&mut matrix, &mut graph, 0..30);
         assert_eq!((graph.shrunk, graph.refit_due()), (30, false));
         assert_eq!(graph.search(&spike(64, 3), 1, None).unwrap(), ["spike03"]);
         // Past one in a hundred, the graph asks to be rebuilt; a snapshot remembers the count.
-        for n in 30..40 {
-            matrix.upsert(
-                &format!("spike{n:02}"),
-                &spike(64, n),
-                VectorFields::default(),
-            );
-        }
-        graph.catch_up(&matrix).unwrap();
+        add_spikes(&mut matrix, &mut graph, 30..40);
         assert_eq!((graph.shrunk, graph.refit_due()), (40, true));
         let (_, loaded) = VectorGraph::decode(&graph.encode(3).unwrap()).unwrap();
         assert_eq!((loaded.shrunk, loaded.refit_due()), (40, true));
