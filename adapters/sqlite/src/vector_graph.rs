@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use memory_core::{MemoryError, Result};
 use usearch::{Index, IndexOptions, Key, MetricKind, ScalarKind};
 
-use crate::vector_matrix::VectorMatrix;
+use crate::vector_matrix::{VectorMatrix, largest_component as largest};
 
 /// Links per node: usearch's default, a common HNSW choice for a few hundred dimensions.
 const CONNECTIVITY: usize = 16;
@@ -508,11 +508,6 @@ fn codes(unit: &[f32], scale: f32) -> Vec<i8> {
 /// Whether [`codes`] shrinks `unit` at `scale`.
 fn shrinks(unit: &[f32], scale: f32) -> bool {
     largest(unit) * scale > 127.0
-}
-
-/// A vector's largest component, in absolute value.
-fn largest(unit: &[f32]) -> f32 {
-    unit.iter().fold(0.0f32, |m, x| m.max(x.abs()))
 }
 
 /// The finest scale that codes every row of `matrix` without shrinking it: 127 over the

@@ -50,7 +50,7 @@ const QUANTISED_FROM: usize = 4_096;
 /// quantised([0.1, -0.05, 0.0]) == ([127, -64, 0], 0.1 / 127)
 /// ```
 pub(crate) fn quantised(vector: &[f32]) -> (Vec<i8>, f32) {
-    let largest = vector.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    let largest = largest_component(vector);
     if !largest.is_finite() || largest <= 0.0 {
         return (vec![0; vector.len()], 0.0);
     }
@@ -59,6 +59,11 @@ pub(crate) fn quantised(vector: &[f32]) -> (Vec<i8>, f32) {
         .map(|x| (x * 127.0 / largest).round().clamp(-127.0, 127.0) as i8)
         .collect();
     (codes, largest / 127.0)
+}
+
+/// A vector's largest component, in absolute value.
+pub(crate) fn largest_component(vector: &[f32]) -> f32 {
+    vector.iter().fold(0.0f32, |m, x| m.max(x.abs()))
 }
 
 /// Integer dot product through SimSIMD, which picks the CPU's best kernel at run time
