@@ -55,6 +55,7 @@ mod text_index;
 mod vector_graph;
 mod vector_index;
 mod vector_matrix;
+mod version_reads;
 
 pub use config::{SqliteConfig, Synchronous};
 pub use database::SqliteDatabase;

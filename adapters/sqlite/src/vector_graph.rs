@@ -48,7 +48,9 @@ const UNFITTED_SCALE: f32 = 127.0;
 /// held shrunk: rows added after the fit whose largest component passes the fitted one.
 const SHRUNK_ONE_IN: usize = 100;
 
-/// An HNSW graph and the mapping between the namespace's ids and the graph's keys.
+/// An HNSW graph, the mapping from the namespace's ids to the graph's keys, and from each key
+/// to its row in the namespace's [`VectorMatrix`] (so a search's candidates are rescored
+/// without looking up their ids).
 pub(crate) struct VectorGraph {
     index: Index,
     dims: usize,
@@ -57,13 +59,20 @@ pub(crate) struct VectorGraph {
     /// Members held shrunk (their largest component times `scale` passed 127).
     shrunk: usize,
     by_id: HashMap<String, Member>,
-    by_key: HashMap<Key, String>,
+    /// Each member's row in the matrix the graph was last brought level with
+    /// ([`Self::catch_up`]), kept in step by [`Self::insert`] and [`Self::relocate`];
+    /// [`UNLINKED`] until then (a graph read from a snapshot).
+    rows: HashMap<Key, usize>,
     next_key: Key,
     /// Slots freed by removals and not yet reused: usearch keeps their old bytes.
     free: usize,
     /// Some free slot may still hold a removed vector's bytes.
     unscrubbed: bool,
 }
+
+/// The row of a member not yet linked to a matrix (past any matrix's last row: a search
+/// skips it).
+const UNLINKED: usize = usize::MAX;
 
 /// Keys of the filler vectors that overwrite free slots (never a member's key: those count up
 /// from zero).
@@ -131,7 +140,7 @@ impl VectorGraph {
             scale: UNFITTED_SCALE,
             shrunk: 0,
             by_id: HashMap::new(),
-            by_key: HashMap::new(),
+            rows: HashMap::new(),
             next_key: 0,
             free: 0,
             unscrubbed: false,
@@ -155,11 +164,12 @@ impl VectorGraph {
         self.shrunk * SHRUNK_ONE_IN > self.by_id.len()
     }
 
-    /// Adds `id`, or replaces it when its vector changed (`hash` tells). The vector is a unit
-    /// vector of the graph's dimensions.
-    pub(crate) fn insert(&mut self, id: &str, unit: &[f32], hash: u64) -> Result<()> {
+    /// Adds `id`, at matrix row `row`, or replaces it when its vector changed (`hash` tells).
+    /// The vector is a unit vector of the graph's dimensions.
+    pub(crate) fn insert(&mut self, id: &str, unit: &[f32], hash: u64, row: usize) -> Result<()> {
         if let Some(member) = self.by_id.get(id) {
             if member.hash == hash {
+                self.rows.insert(member.key, row);
                 return Ok(());
             }
             self.remove(id)?;
@@ -181,8 +191,16 @@ impl VectorGraph {
         self.shrunk += usize::from(shrunk);
         self.by_id
             .insert(id.to_owned(), Member { key, hash, shrunk });
-        self.by_key.insert(key, id.to_owned());
+        self.rows.insert(key, row);
         Ok(())
+    }
+
+    /// Records that member `id` is now at matrix row `row` (the matrix moved its last row into
+    /// a removed one's place); nothing when `id` is no member.
+    pub(crate) fn relocate(&mut self, id: &str, row: usize) {
+        if let Some(member) = self.by_id.get(id) {
+            self.rows.insert(member.key, row);
+        }
     }
 
     /// Removes `id`; true if it was there.
@@ -190,7 +208,7 @@ impl VectorGraph {
         let Some(member) = self.by_id.remove(id) else {
             return Ok(false);
         };
-        self.by_key.remove(&member.key);
+        self.rows.remove(&member.key);
         self.shrunk -= usize::from(member.shrunk);
         self.index
             .remove(member.key)
@@ -201,7 +219,7 @@ impl VectorGraph {
     }
 
     /// Brings the graph level with `matrix`: adds what is missing or changed, removes what
-    /// is gone.
+    /// is gone, and links every member to its row.
     pub(crate) fn catch_up(&mut self, matrix: &VectorMatrix) -> Result<Changes> {
         let mut changes = Changes::default();
         let gone: Vec<String> = self
@@ -220,16 +238,18 @@ impl VectorGraph {
             self.scale = fitted_scale(matrix);
         }
         let mut new = Vec::new();
-        for (id, hash, unit) in matrix.entries() {
+        for (row, (id, hash, unit)) in matrix.entries().enumerate() {
             match self.by_id.get(id) {
-                Some(member) if member.hash == hash => {}
+                Some(member) if member.hash == hash => {
+                    self.rows.insert(member.key, row);
+                }
                 Some(_) => {
                     // Changed: out with the old vector, then in with the new one.
                     self.remove(id)?;
                     changes.removed += 1;
-                    new.push((id, hash, unit));
+                    new.push((row, id, hash, unit));
                 }
-                None => new.push((id, hash, unit)),
+                None => new.push((row, id, hash, unit)),
             }
         }
         changes.added = new.len();
@@ -239,13 +259,13 @@ impl VectorGraph {
 
     /// Adds ids the graph does not hold, on every core when there are many (usearch takes
     /// concurrent adds, each caller with its own context).
-    fn add_all(&mut self, rows: &[(&str, u64, &[f32])]) -> Result<()> {
+    fn add_all(&mut self, rows: &[(usize, &str, u64, &[f32])]) -> Result<()> {
         let threads = std::thread::available_parallelism()
             .map_or(1, usize::from)
             .min(CONCURRENT_CALLERS);
         if rows.len() < PARALLEL_ADDS_FROM || threads < 2 {
-            for (id, hash, unit) in rows {
-                self.insert(id, unit, *hash)?;
+            for (row, id, hash, unit) in rows {
+                self.insert(id, unit, *hash, *row)?;
             }
             return Ok(());
         }
@@ -264,7 +284,7 @@ impl VectorGraph {
                 .enumerate()
                 .map(|(c, part)| {
                     scope.spawn(move || {
-                        for (i, (_, _, unit)) in part.iter().enumerate() {
+                        for (i, (_, _, _, unit)) in part.iter().enumerate() {
                             let key = first + (c * chunk + i) as Key;
                             index
                                 .add(key, &codes(unit, scale))
@@ -283,7 +303,7 @@ impl VectorGraph {
                 .collect()
         });
         // Every key is recorded, added or not, so a failure leaves no unknown node behind.
-        for (i, (id, hash, unit)) in rows.iter().enumerate() {
+        for (i, (row, id, hash, unit)) in rows.iter().enumerate() {
             let key = first + i as Key;
             let shrunk = shrinks(unit, self.scale);
             self.shrunk += usize::from(shrunk);
@@ -295,7 +315,7 @@ impl VectorGraph {
                     shrunk,
                 },
             );
-            self.by_key.insert(key, (*id).to_owned());
+            self.rows.insert(key, *row);
         }
         self.next_key = first + rows.len() as Key;
         self.free = self.free.saturating_sub(rows.len());
@@ -316,14 +336,15 @@ impl VectorGraph {
         gone + changed
     }
 
-    /// The ids of up to `count` vectors near `unit` (approximately the nearest) among those
-    /// `keep` accepts; the candidate list is `count` long, at least 64.
+    /// The matrix rows of up to `count` vectors near `unit` (approximately the nearest) among
+    /// those `keep` accepts (by row); the candidate list is `count` long, at least 64. A graph
+    /// not yet linked to a matrix ([`Self::catch_up`]) finds nothing.
     pub(crate) fn search(
         &self,
         unit: &[f32],
         count: usize,
-        keep: Option<&dyn Fn(&str) -> bool>,
-    ) -> Result<Vec<&str>> {
+        keep: Option<&dyn Fn(usize) -> bool>,
+    ) -> Result<Vec<usize>> {
         if count == 0 || self.by_id.is_empty() {
             return Ok(Vec::new());
         }
@@ -331,14 +352,17 @@ impl VectorGraph {
         let found = match keep {
             None => self.index.search(&query, count),
             Some(keep) => self.index.filtered_search(&query, count, |key| {
-                self.by_key.get(&key).is_some_and(|id| keep(id))
+                self.rows
+                    .get(&key)
+                    .is_some_and(|&row| row != UNLINKED && keep(row))
             }),
         }
         .map_err(|e| graph_error("searching", e))?;
         Ok(found
             .keys
             .iter()
-            .filter_map(|key| self.by_key.get(key).map(String::as_str))
+            .filter_map(|key| self.rows.get(key).copied())
+            .filter(|&row| row != UNLINKED)
             .collect())
     }
 
@@ -417,7 +441,8 @@ impl VectorGraph {
         Ok(out)
     }
 
-    /// A graph from a snapshot, with the namespace version it reflects.
+    /// A graph from a snapshot, with the namespace version it reflects; [`Self::catch_up`]
+    /// links it to a matrix before it finds anything.
     pub(crate) fn decode(bytes: &[u8]) -> Result<(i64, Self)> {
         let mut reader = Reader { bytes, at: 0 };
         match reader.take(MAGIC.len())? {
@@ -441,7 +466,7 @@ impl VectorGraph {
         let next_key = reader.u64()?;
         let members = reader.u64()? as usize;
         let mut by_id = HashMap::with_capacity(members.min(bytes.len() / 24));
-        let mut by_key = HashMap::with_capacity(members.min(bytes.len() / 24));
+        let mut rows = HashMap::with_capacity(members.min(bytes.len() / 24));
         for _ in 0..members {
             let key = reader.u64()?;
             let hash = reader.u64()?;
@@ -453,7 +478,7 @@ impl VectorGraph {
             let length = reader.u64()? as usize;
             let id = std::str::from_utf8(reader.take(length)?).map_err(|_| corrupt())?;
             by_id.insert(id.to_owned(), Member { key, hash, shrunk });
-            by_key.insert(key, id.to_owned());
+            rows.insert(key, UNLINKED);
         }
         let length = reader.u64()? as usize;
         let index = Index::new(&options(dims)).map_err(|e| graph_error("creating", e))?;
@@ -475,7 +500,7 @@ impl VectorGraph {
                 scale,
                 shrunk: by_id.values().filter(|m| m.shrunk).count(),
                 by_id,
-                by_key,
+                rows,
                 next_key,
                 free,
                 unscrubbed: false,
@@ -520,10 +545,15 @@ fn fitted_scale(matrix: &VectorMatrix) -> f32 {
         .map(|(_, _, unit)| largest(unit))
         .filter(|m| m.is_finite())
         .fold(0.0f32, f32::max);
-    match top > 0.0 {
-        true => (127.0 / top).max(UNFITTED_SCALE),
-        false => UNFITTED_SCALE,
+    if top <= 0.0 {
+        return UNFITTED_SCALE;
     }
+    // `top × (127 / top)` may round to just past 127, which would shrink that very row.
+    let mut scale = 127.0 / top;
+    while top * scale > 127.0 {
+        scale = scale.next_down();
+    }
+    scale.max(UNFITTED_SCALE)
 }
 
 /// Free slots of a loaded index: its stored nodes beyond its members.
@@ -604,6 +634,13 @@ mod tests {
         graph
     }
 
+    /// The ids of the matrix rows a search found.
+    fn ids(matrix: &VectorMatrix, rows: Vec<usize>) -> Vec<&str> {
+        rows.into_iter()
+            .map(|row| matrix.id_at(row).unwrap())
+            .collect()
+    }
+
     #[test]
     fn finds_nearly_all_of_the_exact_top_ten() {
         let vectors = clustered(6_000, 48, 7);
@@ -642,31 +679,79 @@ mod tests {
         assert_eq!(graph.len(), 300);
         let again = graph.catch_up(&matrix).unwrap();
         assert!(!again.any());
-        let near_nine = graph.search(&vectors[9], 2, None).unwrap();
+        let near_nine = ids(&matrix, graph.search(&vectors[9], 2, None).unwrap());
         assert!(near_nine.contains(&"000002") && near_nine.contains(&"000009"));
+    }
+
+    /// As the index applies writes to a namespace with a graph: a removal moves the matrix's
+    /// last row into the hole (the graph is told), a changed vector is replaced in place.
+    /// Every member's row is still its own: its own vector finds it.
+    #[test]
+    fn rows_follow_the_matrix_through_removals_and_changes() {
+        let vectors = clustered(1_100, 16, 29);
+        let mut matrix = matrix_of(&vectors[..1_000]);
+        let mut graph = graph_of(&matrix);
+        for i in (0..1_000).step_by(3) {
+            let id = format!("{i:06}");
+            let vacated = matrix.remove(&id);
+            graph.remove(&id).unwrap();
+            if let Some(row) = vacated
+                && let Some(moved) = matrix.id_at(row)
+            {
+                graph.relocate(moved, row);
+            }
+        }
+        for (n, i) in (1..1_000).step_by(10).enumerate() {
+            let id = format!("{i:06}");
+            matrix.upsert(&id, &vectors[1_000 + n], VectorFields::default());
+            let (row, hash, unit) = matrix.row_of(&id).unwrap();
+            graph.insert(&id, unit, hash, row).unwrap();
+        }
+        assert_eq!(graph.len(), matrix.len());
+        let found = matrix
+            .entries()
+            .enumerate()
+            .filter(|(row, (_, _, unit))| graph.search(unit, 5, None).unwrap().contains(row))
+            .count();
+        assert!(
+            found * 100 >= matrix.len() * 99,
+            "{found} of {} rows found by their own vector",
+            matrix.len()
+        );
+        // A catch-up finds nothing to change, and links the same rows.
+        assert!(!graph.catch_up(&matrix).unwrap().any());
     }
 
     #[test]
     fn a_filter_keeps_only_what_it_accepts() {
         let vectors = clustered(2_000, 16, 5);
-        let graph = graph_of(&matrix_of(&vectors));
-        let even = |id: &str| id.ends_with(['0', '2', '4', '6', '8']);
-        let ids = graph.search(&vectors[3], 10, Some(&even)).unwrap();
-        assert_eq!(ids.len(), 10);
-        assert!(ids.iter().all(|id| even(id)));
+        let matrix = matrix_of(&vectors);
+        let graph = graph_of(&matrix);
+        let even = |row: usize| {
+            matrix
+                .id_at(row)
+                .is_some_and(|id| id.ends_with(['0', '2', '4', '6', '8']))
+        };
+        let rows = graph.search(&vectors[3], 10, Some(&even)).unwrap();
+        assert_eq!(rows.len(), 10);
+        assert!(rows.iter().all(|&row| even(row)));
     }
 
     #[test]
     fn a_snapshot_round_trips_and_refuses_garbage() {
         let vectors = clustered(500, 16, 11);
-        let matrix = matrix_of(&vectors);
+        let mut matrix = matrix_of(&vectors);
         let mut graph = graph_of(&matrix);
-        graph.remove("000004").unwrap();
+        matrix.remove("000004");
+        graph.catch_up(&matrix).unwrap();
         assert!(graph.encode(7).is_err(), "removals are scrubbed first");
         graph.scrub().unwrap();
         let bytes = graph.encode(7).unwrap();
-        let (version, loaded) = VectorGraph::decode(&bytes).unwrap();
+        let (version, mut loaded) = VectorGraph::decode(&bytes).unwrap();
         assert_eq!((version, loaded.len()), (7, 499));
+        // Rows are the matrix's, not the snapshot's: a loaded graph finds nothing until linked.
+        assert!(loaded.search(&vectors[8], 5, None).unwrap().is_empty());
+        assert!(!loaded.catch_up(&matrix).unwrap().any());
         assert_eq!(
             graph.search(&vectors[8], 5, None).unwrap(),
             loaded.search(&vectors[8], 5, None).unwrap()
@@ -743,7 +828,8 @@ mod tests {
         let vectors = clustered(3_000, 64, 19);
         let top = vectors.iter().map(|v| largest(v)).fold(0.0f32, f32::max);
         let mut matrix = matrix_of(&vectors);
-        assert_eq!(fitted_scale(&matrix), 127.0 / top);
+        let fitted = fitted_scale(&matrix);
+        assert!(top * fitted <= 127.0 && fitted > 0.999_999 * (127.0 / top));
         assert_eq!(fitted_scale(&VectorMatrix::new(64)), UNFITTED_SCALE);
         let mut graph = graph_of(&matrix);
         assert_eq!((graph.shrunk, graph.refit_due()), (0, false));
@@ -761,7 +847,8 @@ mod tests {
             };
         add_spikes(&mut matrix, &mut graph, 0..30);
         assert_eq!((graph.shrunk, graph.refit_due()), (30, false));
-        assert_eq!(graph.search(&spike(64, 3), 1, None).unwrap(), ["spike03"]);
+        let found = graph.search(&spike(64, 3), 1, None).unwrap();
+        assert_eq!(ids(&matrix, found), ["spike03"]);
         // Past one in a hundred, the graph asks to be rebuilt; a snapshot remembers the count.
         add_spikes(&mut matrix, &mut graph, 30..40);
         assert_eq!((graph.shrunk, graph.refit_due()), (40, true));
@@ -797,24 +884,28 @@ mod tests {
     #[test]
     fn a_scrubbed_snapshot_holds_no_removed_vector() {
         let vectors = clustered(300, 16, 13);
-        let mut graph = graph_of(&matrix_of(&vectors));
+        let mut matrix = matrix_of(&vectors);
+        let mut graph = graph_of(&matrix);
         let holds = |bytes: &[u8], c: &[u8]| bytes.windows(c.len()).any(|w| w == c);
         let (first, second) = (
             stored_codes(&graph, "000017"),
             stored_codes(&graph, "000018"),
         );
         assert!(holds(&graph.encode(1).unwrap(), &first));
-        graph.remove("000017").unwrap();
+        matrix.remove("000017");
+        graph.catch_up(&matrix).unwrap();
         graph.scrub().unwrap();
         // A second removal while the first slot is still free: both are overwritten.
-        graph.remove("000018").unwrap();
+        matrix.remove("000018");
+        graph.catch_up(&matrix).unwrap();
         graph.scrub().unwrap();
         let bytes = graph.encode(2).unwrap();
         assert!(!holds(&bytes, &first) && !holds(&bytes, &second));
-        let (_, loaded) = VectorGraph::decode(&bytes).unwrap();
+        let (_, mut loaded) = VectorGraph::decode(&bytes).unwrap();
         assert_eq!(loaded.free, 2, "a loaded graph knows its free slots");
+        loaded.catch_up(&matrix).unwrap();
         let near = loaded.search(&vectors[19], 1, None).unwrap();
-        assert_eq!(near, ["000019"]);
+        assert_eq!(ids(&matrix, near), ["000019"]);
     }
 
     #[test]

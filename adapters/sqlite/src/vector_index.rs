@@ -19,6 +19,7 @@ use crate::error::db;
 use crate::graph_snapshot::GraphSnapshots;
 use crate::vector_graph::VectorGraph;
 use crate::vector_matrix::{VectorMatrix, normalised};
+use crate::version_reads::{VersionReads, stored_version};
 
 /// When a namespace is searched through an approximate nearest-neighbour graph (HNSW, int8
 /// vectors, from the `usearch` crate) instead of an exact scan, and how.
@@ -99,6 +100,8 @@ pub struct SqliteVectorIndex {
     publishing: Arc<tokio::sync::Mutex<()>>,
     /// Namespaces loaded from the file (see [`Self::namespace_loads`]).
     loads: Arc<std::sync::atomic::AtomicU64>,
+    /// Each search's version check, shared with the searches that start beside it.
+    versions: Arc<VersionReads>,
 }
 
 #[derive(Debug)]
@@ -119,18 +122,6 @@ struct Namespace {
 async fn next_version(conn: &mut sqlx::SqliteConnection) -> Result<i64> {
     sqlx::query_scalar("UPDATE vector_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch")
         .fetch_one(conn)
-        .await
-        .map_err(db)
-}
-
-/// The namespace's version in the file.
-async fn stored_version(
-    conn: impl sqlx::SqliteExecutor<'_>,
-    namespace: &str,
-) -> Result<Option<i64>> {
-    sqlx::query_scalar("SELECT version FROM vector_namespaces WHERE namespace = ?")
-        .bind(namespace)
-        .fetch_optional(conn)
         .await
         .map_err(db)
 }
@@ -193,6 +184,7 @@ impl SqliteVectorIndex {
             snapshots,
             publishing: Arc::new(tokio::sync::Mutex::new(())),
             loads: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            versions: Arc::new(VersionReads::default()),
         }
     }
 
@@ -202,6 +194,15 @@ impl SqliteVectorIndex {
     /// A diagnostic (each load reads every vector of the namespace).
     pub fn namespace_loads(&self) -> u64 {
         self.loads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many vectors the namespace's approximate graph holds, or `None` while it has none
+    /// (below [`ApproximateSearch::from_rows`], or being built: searches scan exactly). A
+    /// diagnostic, as [`Self::namespace_loads`] is.
+    pub async fn graph_len(&self, namespace: &str) -> Result<Option<usize>> {
+        let ns = self.namespace(namespace).await?;
+        let ns = ns.read().map_err(|_| poisoned())?;
+        Ok(ns.graph.as_ref().map(VectorGraph::len))
     }
 
     /// Loads the namespace and waits until its graph (if it should have one) is built, so
@@ -257,7 +258,11 @@ impl SqliteVectorIndex {
         self.search_by(namespace, query, Scan::Exhaustive).await
     }
 
-    /// A search of `namespace` by `scan`, on a blocking thread.
+    /// A search of `namespace` by `scan`. A walk of the graph without a filter visits a
+    /// bounded few thousand vectors (well under a millisecond, as a Tantivy search is), so
+    /// it runs on the caller's thread when the namespace is not locked by a write. A scan,
+    /// or a filtered search (which may end in a scan of every row), runs on a blocking
+    /// thread: concurrent channels scan in parallel and no async worker is held for long.
     async fn search_by(
         &self,
         namespace: &str,
@@ -265,32 +270,20 @@ impl SqliteVectorIndex {
         scan: Scan,
     ) -> Result<Vec<VectorHit>> {
         let ns = self.namespace(namespace).await?;
-        let (k, filter) = (query.k, query.filter.clone());
-        let (query, name) = (query.vector.clone(), namespace.to_owned());
         let approximate = self.approximate;
-        // The scan is CPU work: off the async workers, so concurrent channels scan in parallel.
-        let search = move || {
-            let ns = ns.read().map_err(|_| poisoned())?;
-            let Some((_, dims)) = &ns.model else {
-                return Ok(Vec::new());
-            };
-            if *dims != query.len() {
-                return Err(MemoryError::invalid(format!(
-                    "query vector has {} dimensions; namespace {name:?} holds {dims}",
-                    query.len()
-                )));
+        if matches!(scan, Scan::AsConfigured) && approximate.is_some() && query.filter.is_empty() {
+            // `try_read`: a write catching the graph up holds the lock for a while, and an
+            // async worker must not wait for it.
+            if let Ok(guard) = ns.try_read()
+                && guard.graph.is_some()
+            {
+                return search_namespace(&guard, namespace, query, scan, approximate);
             }
-            let hits = match (scan, &ns.graph, approximate) {
-                (Scan::Exhaustive, _, _) => ns.matrix.exhaustive(&query, k, &filter),
-                (Scan::AsConfigured, Some(graph), Some(settings)) => {
-                    approximate_top_k(&ns.matrix, graph, &query, k, &filter, settings)
-                }
-                _ => ns.matrix.top_k(&query, k, &filter),
-            };
-            Ok(hits
-                .into_iter()
-                .map(|(id, score)| VectorHit { id, score })
-                .collect())
+        }
+        let (query, name) = (query.clone(), namespace.to_owned());
+        let search = move || {
+            let guard = ns.read().map_err(|_| poisoned())?;
+            search_namespace(&guard, &name, &query, scan, approximate)
         };
         tokio::task::spawn_blocking(search)
             .await
@@ -498,7 +491,7 @@ impl SqliteVectorIndex {
                 .await
                 .map_err(crate::error::task_failed)??;
             let mut tx = self.db.write().await?;
-            if stored_version(&mut *tx, namespace).await? == Some(version) {
+            if stored_version(&mut tx, namespace).await? == Some(version) {
                 written.publish()?;
             }
             tx.rollback().await.map_err(db)
@@ -552,7 +545,7 @@ impl SqliteVectorIndex {
     /// The namespace's matrix: the cached one while its version matches the file's, else
     /// loaded afresh (on first use, and after a write by another instance or process).
     async fn namespace(&self, namespace: &str) -> Result<Arc<RwLock<Namespace>>> {
-        let current = stored_version(&mut *self.db.reader.acquire().await?, namespace).await?;
+        let current = self.versions.read(&self.db.reader, namespace).await?;
         let mut cached = self.cached(namespace)?;
         if let Some(ns) = Self::at_version(&cached, current) {
             return Ok(ns);
@@ -760,9 +753,9 @@ impl VectorIndex for SqliteVectorIndex {
             let mut seen = std::collections::HashSet::new();
             for record in &records {
                 if seen.insert(record.id.as_str())
-                    && let Some((hash, unit)) = cached.matrix.row_of(&record.id)
+                    && let Some((row, hash, unit)) = cached.matrix.row_of(&record.id)
                 {
-                    graph.insert(&record.id, unit, hash)?;
+                    graph.insert(&record.id, unit, hash, row)?;
                 }
             }
             let refit = graph.refit_due();
@@ -783,7 +776,7 @@ impl VectorIndex for SqliteVectorIndex {
         self.namespace(namespace).await?;
         let mut tx = self.db.write().await?;
         let publishing = self.publishing.lock().await;
-        let Some(before) = stored_version(&mut *tx, namespace).await? else {
+        let Some(before) = stored_version(&mut tx, namespace).await? else {
             return Ok(0);
         };
         let mut removed = 0;
@@ -815,14 +808,24 @@ impl VectorIndex for SqliteVectorIndex {
         }
         tx.commit().await.map_err(db)?;
         self.after_write(publishing, namespace, Some(before), Some(after), |cached| {
+            // Every id leaves the matrix, even after the graph failed one (the graph is
+            // then dropped): the matrix must match the committed rows.
+            let mut failed = Ok(());
             for id in ids {
-                cached.matrix.remove(id);
-                if let Some(graph) = cached.graph.as_mut() {
-                    graph.remove(id)?;
+                let vacated = cached.matrix.remove(id);
+                let Some(graph) = cached.graph.as_mut().filter(|_| failed.is_ok()) else {
+                    continue;
+                };
+                failed = graph.remove(id).map(|_| ());
+                // The matrix moved its last row into the removed one's place.
+                if let Some(row) = vacated
+                    && let Some(moved) = cached.matrix.id_at(row)
+                {
+                    graph.relocate(moved, row);
                 }
             }
             cached.unsaved += ids.len();
-            Ok(())
+            failed
         })
         .await?;
         Ok(removed)
@@ -929,6 +932,38 @@ impl VectorIndex for SqliteVectorIndex {
     }
 }
 
+/// The search of one namespace, by `scan`: through the graph when it has one and
+/// `approximate` is set, else by the int8 pre-scan, or every row in `f32`.
+fn search_namespace(
+    ns: &Namespace,
+    name: &str,
+    query: &VectorQuery,
+    scan: Scan,
+    approximate: Option<ApproximateSearch>,
+) -> Result<Vec<VectorHit>> {
+    let Some((_, dims)) = &ns.model else {
+        return Ok(Vec::new());
+    };
+    let VectorQuery { vector, k, filter } = query;
+    if *dims != vector.len() {
+        return Err(MemoryError::invalid(format!(
+            "query vector has {} dimensions; namespace {name:?} holds {dims}",
+            vector.len()
+        )));
+    }
+    let hits = match (scan, &ns.graph, approximate) {
+        (Scan::Exhaustive, _, _) => ns.matrix.exhaustive(vector, *k, filter),
+        (Scan::AsConfigured, Some(graph), Some(settings)) => {
+            approximate_top_k(&ns.matrix, graph, vector, *k, filter, settings)
+        }
+        _ => ns.matrix.top_k(vector, *k, filter),
+    };
+    Ok(hits
+        .into_iter()
+        .map(|(id, score)| VectorHit { id, score })
+        .collect())
+}
+
 /// The `k` best rows for `query` through the graph, rescored exactly: a filter that matches
 /// few rows scans them exactly instead, and a graph walk that comes back short of what the
 /// filter matches is answered by the exact scan.
@@ -946,7 +981,7 @@ fn approximate_top_k(
     }
     let unit = normalised(query);
     let count = settings.candidates.max(2 * k);
-    let keep: &dyn Fn(&str) -> bool = &|id| matrix.matches(id, filter);
+    let keep: &dyn Fn(usize) -> bool = &|row| matrix.row_matches(row, filter);
     let found = match graph.search(&unit, count, (!filter.is_empty()).then_some(keep)) {
         Ok(found) => found,
         Err(error) => {

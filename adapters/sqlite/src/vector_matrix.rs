@@ -180,14 +180,20 @@ impl VectorMatrix {
             .map(|((id, hash), vector)| (id.as_str(), *hash, vector))
     }
 
-    /// A row's vector hash and unit vector, if the id is a row.
-    pub(crate) fn row_of(&self, id: &str) -> Option<(u64, &[f32])> {
+    /// A row's index, vector hash and unit vector, if the id is a row.
+    pub(crate) fn row_of(&self, id: &str) -> Option<(usize, u64, &[f32])> {
         self.rows.get(id).map(|&row| {
             (
+                row,
                 self.hashes[row],
                 &self.data[row * self.dims..(row + 1) * self.dims],
             )
         })
+    }
+
+    /// The id of row `row`, if there is such a row.
+    pub(crate) fn id_at(&self, row: usize) -> Option<&str> {
+        self.ids.get(row).map(String::as_str)
     }
 
     /// The hash of a row's vector, if the id is a row.
@@ -195,11 +201,11 @@ impl VectorMatrix {
         self.rows.get(id).map(|&row| self.hashes[row])
     }
 
-    /// Whether the row `id` exists and matches `filter`.
-    pub(crate) fn matches(&self, id: &str, filter: &VectorFilter) -> bool {
-        self.rows
-            .get(id)
-            .is_some_and(|&row| filter.is_empty() || filter.matches(&self.fields[row]))
+    /// Whether row `row` exists and matches `filter`.
+    pub(crate) fn row_matches(&self, row: usize, filter: &VectorFilter) -> bool {
+        self.fields
+            .get(row)
+            .is_some_and(|fields| filter.is_empty() || filter.matches(fields))
     }
 
     /// How many rows match `filter`, counting no further than `enough`.
@@ -219,20 +225,19 @@ impl VectorMatrix {
         count
     }
 
-    /// Exact scores of the rows `ids` names that match `filter`, best `k` first; ties by id.
-    /// Unknown ids are skipped.
-    pub(crate) fn rescore<'a>(
+    /// Exact scores of `rows` that match `filter`, best `k` first; ties by id. Rows past the
+    /// last are skipped.
+    pub(crate) fn rescore(
         &self,
         query: &[f32],
-        ids: impl IntoIterator<Item = &'a str>,
+        rows: impl IntoIterator<Item = usize>,
         k: usize,
         filter: &VectorFilter,
     ) -> Vec<(String, f32)> {
         let query = normalised(query);
-        let rows = ids
+        let rows = rows
             .into_iter()
-            .filter_map(|id| self.rows.get(id).copied())
-            .filter(|row| filter.is_empty() || filter.matches(&self.fields[*row]));
+            .filter(|&row| self.row_matches(row, filter));
         self.exact(&query, rows, k)
     }
 
@@ -262,11 +267,10 @@ impl VectorMatrix {
         }
     }
 
-    /// Removes a row; true if it existed. The last row moves into the hole.
-    pub(crate) fn remove(&mut self, id: &str) -> bool {
-        let Some(row) = self.rows.remove(id) else {
-            return false;
-        };
+    /// Removes a row; the row it was, if it existed. The last row moves into the hole (so
+    /// [`Self::id_at`] that row names the moved one, unless the removed row was the last).
+    pub(crate) fn remove(&mut self, id: &str) -> Option<usize> {
+        let row = self.rows.remove(id)?;
         let last = self.ids.len() - 1;
         if row != last {
             let (head, tail) = self.data.split_at_mut(last * self.dims);
@@ -285,7 +289,7 @@ impl VectorMatrix {
         self.code_scales.pop();
         self.data.truncate(last * self.dims);
         self.codes.truncate(last * self.dims);
-        true
+        Some(row)
     }
 
     /// The `k` rows most similar to `query` (cosine) among those that match `filter`, best
@@ -450,9 +454,15 @@ mod tests {
         for (id, v) in [("a", [1.0, 0.0]), ("b", [0.0, 1.0]), ("c", [1.0, 1.0])] {
             m.upsert(id, &v, VectorFields::default());
         }
-        assert!(m.remove("a"));
-        assert!(!m.remove("a"));
+        // "a" was row 0: the last row, "c", moved into it.
+        assert_eq!(m.remove("a"), Some(0));
+        assert_eq!(m.id_at(0), Some("c"));
+        assert_eq!(m.remove("a"), None);
         assert_eq!(m.len(), 2);
+        assert_eq!(m.row_of("c").map(|(row, _, _)| row), Some(0));
+        assert_eq!(m.remove("b"), Some(1), "the last row moves nowhere");
+        assert_eq!(m.id_at(1), None);
+        m.upsert("b", &[0.0, 1.0], VectorFields::default());
         m.upsert("c", &[0.0, 1.0], VectorFields::default());
         let hits = m.top_k(&[0.0, 1.0], 5, &VectorFilter::default());
         assert_eq!(hits.len(), 2);

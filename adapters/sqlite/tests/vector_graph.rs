@@ -404,3 +404,42 @@ async fn concurrent_writes_of_one_instance_never_reload_the_namespace() {
     assert!(found.contains(&record(9_999).id));
     assert_eq!(index.namespace_loads(), loaded + 1);
 }
+
+/// A delete moves the last row of the namespace's in-memory matrix into the deleted one's
+/// place, and the graph, kept as it was, follows: every vector left is still found by its own
+/// vector through the graph, after deletes and changed vectors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_deletes_and_changes_each_vector_is_found_by_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = SqliteVectorIndex::new(open(dir.path()).await).with_approximate(eager());
+    index
+        .upsert("ns", (0..600).map(record).collect())
+        .await
+        .unwrap();
+    index.prepare("ns").await.unwrap();
+    let gone: Vec<String> = (0..600).step_by(4).map(|i| record(i).id).collect();
+    assert_eq!(index.delete("ns", &gone).await.unwrap(), 150);
+    let changed: Vec<VectorRecord> = (1..600)
+        .step_by(9)
+        .filter(|i| i % 4 != 0)
+        .map(|i| VectorRecord {
+            vector: vector(10_000 + i),
+            ..record(i)
+        })
+        .collect();
+    index.upsert("ns", changed).await.unwrap();
+    assert_eq!(
+        index.graph_len("ns").await.unwrap(),
+        Some(450),
+        "the graph took the writes in place"
+    );
+    for i in (0..600).filter(|i| i % 4 != 0) {
+        let own = if i % 9 == 1 {
+            vector(10_000 + i)
+        } else {
+            vector(i)
+        };
+        let found = search(&index, &own, VectorFilter::default()).await;
+        assert_eq!(found.first(), Some(&record(i).id), "row {i}");
+    }
+}
