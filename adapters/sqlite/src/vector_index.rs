@@ -258,11 +258,12 @@ impl SqliteVectorIndex {
         self.search_by(namespace, query, Scan::Exhaustive).await
     }
 
-    /// A search of `namespace` by `scan`. A walk of the graph without a filter visits a
-    /// bounded few thousand vectors (well under a millisecond, as a Tantivy search is), so
-    /// it runs on the caller's thread when the namespace is not locked by a write. A scan,
-    /// or a filtered search (which may end in a scan of every row), runs on a blocking
-    /// thread: concurrent channels scan in parallel and no async worker is held for long.
+    /// A search of `namespace` by `scan`. A walk of the graph without a filter, for no more
+    /// than the configured candidates, visits a bounded few thousand vectors (well under a
+    /// millisecond, as a Tantivy search is), so it runs on the caller's thread when the
+    /// namespace is not locked by a write. A scan, a filtered search (which may end in a
+    /// scan of every row) or a deeper walk runs on a blocking thread: concurrent channels
+    /// scan in parallel and no async worker is held for long.
     async fn search_by(
         &self,
         namespace: &str,
@@ -271,7 +272,8 @@ impl SqliteVectorIndex {
     ) -> Result<Vec<VectorHit>> {
         let ns = self.namespace(namespace).await?;
         let approximate = self.approximate;
-        if matches!(scan, Scan::AsConfigured) && approximate.is_some() && query.filter.is_empty() {
+        let bounded = approximate.is_some_and(|a| 2 * query.k <= a.candidates);
+        if matches!(scan, Scan::AsConfigured) && bounded && query.filter.is_empty() {
             // `try_read`: a write catching the graph up holds the lock for a while, and an
             // async worker must not wait for it.
             if let Ok(guard) = ns.try_read()
