@@ -13,6 +13,12 @@ use clap::Parser;
 
 use crate::cli::Cli;
 
+/// mimalloc, not the system allocator: a recall allocates and frees many small buffers
+/// across threads (query codes, candidate lists, rows), which glibc's allocator served at
+/// about a tenth of a recall's CPU (`docs/benchmarks.md`, the twentieth step).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The default log filter (`MEMORY_LOG` overrides it): warnings, except sqlx's statement
 /// logs (a slow statement is a benchmark's business, not a warning to every user).
 const DEFAULT_LOG: &str = "warn,sqlx=error";
