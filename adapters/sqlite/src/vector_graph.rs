@@ -21,6 +21,7 @@
 use std::collections::HashMap;
 
 use memory_core::{MemoryError, Result};
+use rustc_hash::FxHashMap;
 use usearch::{Index, IndexOptions, Key, MetricKind, ScalarKind};
 
 use crate::vector_matrix::{VectorMatrix, largest_component as largest};
@@ -61,8 +62,9 @@ pub(crate) struct VectorGraph {
     by_id: HashMap<String, Member>,
     /// Each member's row in the matrix the graph was last brought level with
     /// ([`Self::catch_up`]), kept in step by [`Self::insert`] and [`Self::relocate`];
-    /// [`UNLINKED`] until then (a graph read from a snapshot).
-    rows: HashMap<Key, usize>,
+    /// [`UNLINKED`] until then (a graph read from a snapshot). Hashed by Fx: a search looks
+    /// up each of its candidates here, and SipHash was most of that lookup's cost.
+    rows: FxHashMap<Key, usize>,
     next_key: Key,
     /// Slots freed by removals and not yet reused: usearch keeps their old bytes.
     free: usize,
@@ -140,7 +142,7 @@ impl VectorGraph {
             scale: UNFITTED_SCALE,
             shrunk: 0,
             by_id: HashMap::new(),
-            rows: HashMap::new(),
+            rows: FxHashMap::default(),
             next_key: 0,
             free: 0,
             unscrubbed: false,
@@ -466,7 +468,8 @@ impl VectorGraph {
         let next_key = reader.u64()?;
         let members = reader.u64()? as usize;
         let mut by_id = HashMap::with_capacity(members.min(bytes.len() / 24));
-        let mut rows = HashMap::with_capacity(members.min(bytes.len() / 24));
+        let mut rows =
+            FxHashMap::with_capacity_and_hasher(members.min(bytes.len() / 24), Default::default());
         for _ in 0..members {
             let key = reader.u64()?;
             let hash = reader.u64()?;
