@@ -5,7 +5,7 @@
 //! it wrote is durable and visible to the next search when its call returns.
 //!
 //! The thread also runs every merge (Tantivy's own merge policy is off): it asks
-//! [`LogMergePolicy`] which segments to merge, rewrites segments that hold deleted documents
+//! the log merge policy ([`merge_policy`]) which segments to merge, rewrites segments that hold deleted documents
 //! (erasure), and knows at all times which segments are being merged, so no merge it did not
 //! start can keep deleted text alive behind its back.
 //!
@@ -23,13 +23,14 @@ use std::time::{Duration, Instant};
 use memory_core::ports::TextDocument;
 use memory_core::{MemoryError, Result};
 use tantivy::index::{SegmentId, SegmentMeta};
-use tantivy::indexer::{LogMergePolicy, MergePolicy, NoMergePolicy};
+use tantivy::indexer::{MergePolicy, NoMergePolicy};
 use tantivy::query::AllQuery;
 use tantivy::{Index, IndexReader, IndexWriter, TantivyDocument, Term};
 use tokio::sync::oneshot;
 use tracing::{debug, warn};
 
 use crate::error::{BACKEND, tantivy_error};
+use crate::merge_policy::merge_policy;
 use crate::options::{Erasure, TantivyOptions};
 use crate::schema::{Fields, unique_key};
 use crate::shared::SharedWriter;
@@ -290,7 +291,7 @@ impl Worker {
     }
 
     /// Starts the merges the index needs now: every free segment with deleted documents
-    /// (erasure), then what [`LogMergePolicy`] picks among the rest.
+    /// (erasure), then what the log merge policy ([`merge_policy`]) picks among the rest.
     fn schedule_merges(&mut self) {
         let free = match self.free_segments() {
             Ok(free) => free,
@@ -304,7 +305,7 @@ impl Worker {
         if !deleted.is_empty() {
             self.start_merge(deleted.iter().map(SegmentMeta::id).collect());
         }
-        for candidate in LogMergePolicy::default().compute_merge_candidates(&clean) {
+        for candidate in merge_policy().compute_merge_candidates(&clean) {
             self.start_merge(candidate.0);
         }
     }

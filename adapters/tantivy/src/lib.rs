@@ -23,6 +23,7 @@ mod committer;
 mod error;
 mod id_column;
 mod language;
+mod merge_policy;
 mod options;
 mod schema;
 mod shared;

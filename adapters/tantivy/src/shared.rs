@@ -5,7 +5,7 @@
 //! writer while it is idle: for each batch of changes the writer thread waits for the
 //! directory's lock file ([`WRITER_LOCK_FILE`]), opens the index afresh (so it knows every
 //! file the other processes made), applies and commits the batch, rewrites the segments that
-//! hold deleted documents and merges what [`LogMergePolicy`] picks, deletes the files no
+//! hold deleted documents and merges what the log merge policy ([`merge_policy`]) picks, deletes the files no
 //! segment uses, and lets the lock go. Readers in every process reload when the index's
 //! `meta.json` changes (Tantivy's own meta lock keeps the files they open from being
 //! collected meanwhile).
@@ -18,13 +18,14 @@ use std::time::Duration;
 
 use memory_core::{MemoryError, Result, TextLanguage};
 use tantivy::index::{SegmentId, SegmentMeta};
-use tantivy::indexer::{LogMergePolicy, MergePolicy, NoMergePolicy};
+use tantivy::indexer::{MergePolicy, NoMergePolicy};
 use tantivy::{Index, IndexReader, IndexWriter};
 use tracing::{debug, warn};
 
 use crate::committer::{Message, Request, answer, apply_change, gather_writes};
 use crate::error::{BACKEND, tantivy_error};
 use crate::language::analyzer;
+use crate::merge_policy::merge_policy;
 use crate::schema::Fields;
 
 /// The file whose lock a process holds while it writes a shared index (beside Tantivy's own
@@ -177,10 +178,7 @@ fn tidy(index: &Index, writer: &mut IndexWriter) -> Result<()> {
         let (deleted, clean): (Vec<SegmentMeta>, Vec<SegmentMeta>) =
             metas.into_iter().partition(SegmentMeta::has_deletes);
         let ids: Vec<SegmentId> = deleted.iter().map(SegmentMeta::id).collect();
-        (
-            ids,
-            LogMergePolicy::default().compute_merge_candidates(&clean),
-        )
+        (ids, merge_policy().compute_merge_candidates(&clean))
     };
     if !deleted.is_empty() {
         writer.merge(&deleted).wait().map_err(tantivy_error)?;
