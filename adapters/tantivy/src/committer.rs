@@ -4,10 +4,10 @@
 //! join the next one. A caller is answered after its commit and the reader's reload, so what
 //! it wrote is durable and visible to the next search when its call returns.
 //!
-//! The thread also runs every merge (Tantivy's own merge policy is off): it asks
-//! the log merge policy ([`merge_policy`]) which segments to merge, rewrites segments that hold deleted documents
-//! (erasure), and knows at all times which segments are being merged, so no merge it did not
-//! start can keep deleted text alive behind its back.
+//! The thread also runs every merge (Tantivy's own merge policy is off): it asks the log
+//! merge policy ([`merge_policy`]) which segments to merge, rewrites segments that hold
+//! deleted documents (erasure), and knows at all times which segments are being merged, so
+//! no merge it did not start can keep deleted text alive behind its back.
 //!
 //! That thread holds the writer while the index is open. An index several processes share
 //! runs [`crate::shared::SharedWriter`] on the same handle instead, which takes the writer

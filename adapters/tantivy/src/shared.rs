@@ -5,8 +5,8 @@
 //! writer while it is idle: for each batch of changes the writer thread waits for the
 //! directory's lock file ([`WRITER_LOCK_FILE`]), opens the index afresh (so it knows every
 //! file the other processes made), applies and commits the batch, rewrites the segments that
-//! hold deleted documents and merges what the log merge policy ([`merge_policy`]) picks, deletes the files no
-//! segment uses, and lets the lock go. Readers in every process reload when the index's
+//! hold deleted documents and merges what the log merge policy ([`merge_policy`]) picks,
+//! deletes the files no segment uses, and lets the lock go. Readers in every process reload when the index's
 //! `meta.json` changes (Tantivy's own meta lock keeps the files they open from being
 //! collected meanwhile).
 
