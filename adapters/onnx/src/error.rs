@@ -17,6 +17,9 @@ pub(crate) enum OnnxError {
     /// The tokenizer failed.
     #[error("the tokenizer: {0}")]
     Tokenizer(#[source] tokenizers::Error),
+    /// An embedding worker thread panicked.
+    #[error("an embedding worker panicked")]
+    Worker,
     /// The model answered something other than `[batch, tokens, 384]`.
     #[error("the model's output: {0}")]
     Output(String),

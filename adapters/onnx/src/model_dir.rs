@@ -7,7 +7,7 @@ use memory_core::MemoryError;
 /// The three files the embedder reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelFiles {
-    /// The ONNX graph with int8 weights.
+    /// The ONNX graph (int8 weights and products, as `scripts/setup-onnx.sh` makes it).
     pub model: PathBuf,
     /// WordPiece tokenizer.
     pub tokenizer: PathBuf,
@@ -39,13 +39,13 @@ impl ModelFiles {
     }
 }
 
-/// `MEMORY_ONNX_MODEL_DIR`, else `~/.cache/memory-models/all-minilm-l6-v2-int8`.
+/// `MEMORY_ONNX_MODEL_DIR`, else `~/.cache/memory-models/all-minilm-l6-v2-int8-dynamic`.
 pub(crate) fn default_model_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("MEMORY_ONNX_MODEL_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
     let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
-    home.join(".cache/memory-models/all-minilm-l6-v2-int8")
+    home.join(".cache/memory-models/all-minilm-l6-v2-int8-dynamic")
 }
 
 #[cfg(test)]

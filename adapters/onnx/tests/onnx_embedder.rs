@@ -64,6 +64,26 @@ async fn a_batch_embeds_each_text_as_it_would_alone() {
     }
 }
 
+/// Calls at the same time share the sessions (each takes a free one, else waits) and get the
+/// vectors they would get alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_calls_get_the_vectors_they_get_alone() {
+    let Some(e) = embedder() else { return };
+    let texts: Vec<String> = (0..24)
+        .map(|i| format!("note {i}: the {} walked to the {} market", i * 7, i % 5))
+        .collect();
+    let alone = e.embed(&texts).await.unwrap();
+    let calls: Vec<_> = (0..6)
+        .map(|_| {
+            let (e, texts) = (e.clone(), texts.clone());
+            tokio::spawn(async move { e.embed(&texts).await.unwrap() })
+        })
+        .collect();
+    for call in calls {
+        assert_eq!(call.await.unwrap(), alone);
+    }
+}
+
 #[tokio::test]
 async fn passes_the_embedder_contract() {
     let Some(e) = embedder() else { return };
