@@ -36,7 +36,7 @@ eval-locomo data="../shared/data/locomo/locomo10.json":
 setup-model:
     ./scripts/setup-model.sh
 
-# Fetch the int8 model and ONNX Runtime for `[memory] embedder = "local-int8"` (the test
+# Make the int8 model and fetch ONNX Runtime for `[memory] embedder = "local-int8"` (the test
 # command does this too).
 setup-onnx:
     ./scripts/setup-onnx.sh

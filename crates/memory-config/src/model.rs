@@ -142,8 +142,8 @@ pub enum EmbedderChoice {
     /// its files are absent, vectors are off and every result says so.
     #[default]
     Local,
-    /// The same model with int8 weights on ONNX Runtime, several times faster on a CPU
-    /// (fetched once by `scripts/setup-onnx.sh`). Its vectors carry their own model id, so a
+    /// The same model with int8 weights and products on ONNX Runtime, several times faster on
+    /// a CPU (made once by `scripts/setup-onnx.sh`). Its vectors carry their own model id, so a
     /// profile embedded by `local` is re-embedded (`memory profile reembed`) after a switch.
     #[serde(rename = "local-int8")]
     LocalInt8,
