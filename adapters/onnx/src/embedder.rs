@@ -30,7 +30,7 @@ const UNNAMED_MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8
 const MAX_TOKENS: usize = 256;
 
 /// At most this many sessions run windows side by side (each holds its own copy of the
-/// weights, about 100 MB).
+/// weights, about 60 MB).
 const MAX_WORKERS: usize = 4;
 
 /// all-MiniLM-L6-v2 with int8 weights (384 dimensions) on the CPU, through ONNX Runtime.
