@@ -319,13 +319,12 @@ fn hidden_state_output(session: &Session) -> Result<String> {
 
 /// The mean over the tokens of one window's hidden states.
 fn mean_pool(hidden: &[f32], dimensions: usize) -> Vec<f32> {
+    let tokens = (hidden.len() / dimensions).max(1);
     let mut sum = vec![0.0_f32; dimensions];
-    let mut tokens = 0_usize;
     for token in hidden.chunks_exact(dimensions) {
         sum.iter_mut().zip(token).for_each(|(s, h)| *s += h);
-        tokens += 1;
     }
-    sum.iter_mut().for_each(|s| *s /= tokens.max(1) as f32);
+    sum.iter_mut().for_each(|s| *s /= tokens as f32);
     sum
 }
 
