@@ -14,9 +14,9 @@
 //!
 //! [`VectorGraph::encode`] writes a self-describing snapshot (the namespace version it
 //! reflects, each id's key and vector hash, then usearch's own serialisation). usearch
-//! frees a removed vector's slot but keeps its bytes (and saves them, even after its own
-//! `compact`), so before a snapshot [`VectorGraph::scrub`] overwrites every free slot with
-//! a random filler vector.
+//! frees a removed vector's slot but keeps its bytes (and saves them), so before a snapshot
+//! [`VectorGraph::scrub`] overwrites every free slot with a random filler vector; the
+//! snapshot records how many slots are free.
 
 use std::collections::HashMap;
 
@@ -38,11 +38,11 @@ const PARALLEL_ADDS_FROM: usize = 2_048;
 /// The least candidate list while searching (a search for more results uses as many).
 const EXPANSION_SEARCH: usize = 64;
 /// The first bytes of a snapshot file, with the format's version.
-const MAGIC: &[u8; 8] = b"MEMANN04";
+const MAGIC: &[u8; 8] = b"MEMANN05";
 /// The first bytes of snapshots of earlier formats (`01`: usearch's own int8 conversion; `02`:
-/// walked by inner product, briefly; `03`: each vector on its own scale, walked by cosine): not
-/// read, the graph is rebuilt from the rows.
-const EARLIER_MAGICS: [&[u8; 8]; 3] = [b"MEMANN01", b"MEMANN02", b"MEMANN03"];
+/// walked by inner product, briefly; `03`: each vector on its own scale, walked by cosine; `04`:
+/// this format's graph as usearch 2.26 saved it): not read, the graph is rebuilt from the rows.
+const EARLIER_MAGICS: [&[u8; 8]; 4] = [b"MEMANN01", b"MEMANN02", b"MEMANN03", b"MEMANN04"];
 /// The code scale of a graph fitted to no rows: any unit vector fits (`x × 127`).
 const UNFITTED_SCALE: f32 = 127.0;
 /// A graph is refitted (rebuilt from the rows) once more than one member in this many is
@@ -427,6 +427,7 @@ impl VectorGraph {
         out.extend_from_slice(&u64::from(self.scale.to_bits()).to_le_bytes());
         out.extend_from_slice(&self.next_key.to_le_bytes());
         out.extend_from_slice(&(self.by_id.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(self.free as u64).to_le_bytes());
         for (id, member) in &self.by_id {
             out.extend_from_slice(&member.key.to_le_bytes());
             out.extend_from_slice(&member.hash.to_le_bytes());
@@ -467,6 +468,7 @@ impl VectorGraph {
             .ok_or_else(corrupt)?;
         let next_key = reader.u64()?;
         let members = reader.u64()? as usize;
+        let free = reader.u64()? as usize;
         let mut by_id = HashMap::with_capacity(members.min(bytes.len() / 24));
         let mut rows =
             FxHashMap::with_capacity_and_hasher(members.min(bytes.len() / 24), Default::default());
@@ -488,13 +490,16 @@ impl VectorGraph {
         index
             .load_from_buffer(reader.take(length)?)
             .map_err(|e| graph_error("loading", e))?;
+        // The free slots are stored nodes beyond the members: no more than the index holds.
+        if free > index.capacity().saturating_sub(index.size()) {
+            return Err(corrupt());
+        }
         index
             .reserve_capacity_and_threads(index.capacity().max(1_024), CONCURRENT_CALLERS)
             .map_err(|e| graph_error("reserving", e))?;
         if index.size() != by_id.len() || index.dimensions() != dims {
             return Err(corrupt());
         }
-        let free = index_free(&index, by_id.len());
         Ok((
             version,
             Self {
@@ -557,12 +562,6 @@ fn fitted_scale(matrix: &VectorMatrix) -> f32 {
         scale = scale.next_down();
     }
     scale.max(UNFITTED_SCALE)
-}
-
-/// Free slots of a loaded index: its stored nodes beyond its members.
-fn index_free(index: &Index, members: usize) -> usize {
-    let stored = index.stats().nodes;
-    stored.saturating_sub(members)
 }
 
 fn corrupt() -> MemoryError {

@@ -96,7 +96,7 @@ fn snapshots_hold(dir: &Path, vector: &[f32]) -> bool {
 fn snapshot_scale(snapshot: &[u8]) -> f64 {
     assert_eq!(
         &snapshot[..8],
-        b"MEMANN04",
+        b"MEMANN05",
         "a snapshot of the format this test reads"
     );
     let bits = u64::from_le_bytes(snapshot[24..32].try_into().unwrap());
