@@ -1,35 +1,45 @@
-use std::path::PathBuf;
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use memory_core::ports::{
-    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
-    MemoryRecord, MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore, TextIndex,
-    TextIndexes, VectorIndex, VectorIndexes,
+    ForgetRequest, MemoryFilter, MemoryKind, MemoryPage, MemoryRecord, MemoryRecordStore,
+    RawMessage, RawMessageInsert, RawMessageStore,
 };
-use memory_core::{
-    MemoryError, Metadata, MetadataFilter, Result, Timestamp, validate_profile_name,
-};
+use memory_core::{MemoryError, Metadata, MetadataFilter, Result, Timestamp};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use crate::database::SqliteDatabase;
 use crate::error::{BACKEND, db};
-use crate::profile_index::SqliteProfileIndex;
-use crate::{SqliteConfig, SqliteVectorIndex};
 
 /// One profile's records ([`RawMessageStore`] and [`MemoryRecordStore`]) in its own SQLite
 /// database, with FTS5 indexes written by triggers in the same transactions (searched through
-/// [`SqliteProfileIndex`]).
-#[derive(Debug, Clone)]
+/// [`crate::SqliteProfileIndex`]).
+#[derive(Clone)]
 pub struct SqliteLongTermMemory {
     db: SqliteDatabase,
+    /// Keeps the open profile this store came from open while the store lives.
+    _lease: Option<crate::profiles::Lease>,
+}
+
+impl std::fmt::Debug for SqliteLongTermMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteLongTermMemory")
+            .field("db", &self.db)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SqliteLongTermMemory {
     /// The store over an open database.
     pub fn new(db: SqliteDatabase) -> Self {
-        Self { db }
+        Self { db, _lease: None }
+    }
+
+    /// The store of an open profile, holding it open while the store lives.
+    pub(crate) fn leased(db: SqliteDatabase, lease: crate::profiles::Lease) -> Self {
+        Self {
+            db,
+            _lease: Some(lease),
+        }
     }
 }
 
@@ -485,208 +495,5 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         .await
         .map_err(db)?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
-    }
-}
-
-/// Profiles as one SQLite database each, `<root>/<name>.db`: deleting or exporting a
-/// profile is a file operation, and isolation is physical. One object serves three ports
-/// over those files: the records ([`MemoryProfiles`]), their text indexes ([`TextIndexes`],
-/// written by the store) and their vectors ([`VectorIndexes`]).
-pub struct SqliteProfiles {
-    root: PathBuf,
-    busy_timeout: std::time::Duration,
-    approximate: Option<crate::ApproximateSearch>,
-    own_text_index: bool,
-    open: tokio::sync::Mutex<std::collections::HashMap<String, OpenProfile>>,
-}
-
-/// An open profile database and its one vector index (whose matrix cache must be unique).
-#[derive(Clone)]
-struct OpenProfile {
-    db: SqliteDatabase,
-    vectors: Arc<SqliteVectorIndex>,
-}
-
-impl OpenProfile {
-    /// The names of the profile's vector namespaces.
-    async fn vector_namespaces(&self) -> Result<Vec<String>> {
-        sqlx::query_scalar("SELECT namespace FROM vector_namespaces")
-            .fetch_all(&mut *self.db.reader.acquire().await?)
-            .await
-            .map_err(db)
-    }
-}
-
-impl SqliteProfiles {
-    /// Profiles under `root` (created on first use).
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self {
-            root: root.into(),
-            busy_timeout: crate::config::DEFAULT_BUSY_TIMEOUT,
-            approximate: Some(crate::ApproximateSearch::default()),
-            own_text_index: true,
-            open: tokio::sync::Mutex::new(std::collections::HashMap::new()),
-        }
-    }
-
-    /// Sets how long a profile write waits for another process's lock (see
-    /// [`SqliteConfig::busy_timeout`]).
-    pub fn busy_timeout(mut self, timeout: std::time::Duration) -> Self {
-        self.busy_timeout = timeout;
-        self
-    }
-
-    /// Sets when each profile's vectors are searched through an approximate graph (see
-    /// [`crate::ApproximateSearch`]); `None` scans exactly.
-    pub fn approximate(mut self, approximate: Option<crate::ApproximateSearch>) -> Self {
-        self.approximate = approximate;
-        self
-    }
-
-    /// Sets whether each profile database indexes its own text with FTS5 (the default), for
-    /// [`TextIndexes`]. Off when the profiles' text is indexed elsewhere (a search engine kept
-    /// in step by the engine): writes then skip the FTS5 triggers, a profile's FTS5 tables are
-    /// emptied when it is opened, and [`TextIndexes::text_index`] is refused. Turned back on,
-    /// a profile's FTS5 tables are rebuilt from its records when it is opened.
-    pub fn own_text_index(mut self, own: bool) -> Self {
-        self.own_text_index = own;
-        self
-    }
-
-    /// Loads every vector namespace of `profile` and waits for their graphs (see
-    /// [`SqliteVectorIndex::prepare`]).
-    pub async fn prepare_vectors(&self, profile: &str) -> Result<()> {
-        let open = self.profile(profile).await?;
-        for namespace in open.vector_namespaces().await? {
-            open.vectors.prepare(&namespace).await?;
-        }
-        Ok(())
-    }
-
-    /// The profile's vector index as its concrete type, for what the port does not offer
-    /// ([`SqliteVectorIndex::search_exhaustive`], [`SqliteVectorIndex::prepare`]).
-    pub async fn sqlite_vector_index(&self, profile: &str) -> Result<Arc<SqliteVectorIndex>> {
-        Ok(self.profile(profile).await?.vectors)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.root.join(format!("{name}.db"))
-    }
-
-    async fn profile(&self, name: &str) -> Result<OpenProfile> {
-        validate_profile_name(name)?;
-        let mut open = self.open.lock().await;
-        if let Some(profile) = open.get(name) {
-            return Ok(profile.clone());
-        }
-        let db = SqliteDatabase::open(
-            SqliteConfig::new(self.path(name))
-                .secure_delete(true)
-                .busy_timeout(self.busy_timeout),
-        )
-        .await?;
-        crate::profile_fts::set(&db, self.own_text_index).await?;
-        let profile = OpenProfile {
-            vectors: Arc::new(
-                SqliteVectorIndex::new(db.clone()).with_approximate(self.approximate),
-            ),
-            db,
-        };
-        open.insert(name.to_owned(), profile.clone());
-        Ok(profile)
-    }
-}
-
-#[async_trait]
-impl MemoryProfiles for SqliteProfiles {
-    async fn open(&self, name: &str) -> Result<Arc<dyn LongTermMemoryStore>> {
-        Ok(Arc::new(SqliteLongTermMemory::new(
-            self.profile(name).await?.db,
-        )))
-    }
-
-    async fn list(&self) -> Result<Vec<String>> {
-        let mut names = Vec::new();
-        let entries = match std::fs::read_dir(&self.root) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(names),
-            Err(e) => return Err(crate::error::io(&self.root, e)),
-        };
-        for entry in entries {
-            let entry = entry.map_err(|e| crate::error::io(&self.root, e))?;
-            let file = entry.file_name().to_string_lossy().into_owned();
-            if let Some(name) = file.strip_suffix(".db")
-                && validate_profile_name(name).is_ok()
-            {
-                names.push(name.to_owned());
-            }
-        }
-        names.sort();
-        Ok(names)
-    }
-
-    async fn exists(&self, name: &str) -> Result<bool> {
-        validate_profile_name(name)?;
-        Ok(self.open.lock().await.contains_key(name) || self.path(name).exists())
-    }
-
-    async fn delete(&self, name: &str) -> Result<bool> {
-        validate_profile_name(name)?;
-        if let Some(profile) = self.open.lock().await.remove(name) {
-            profile.db.close().await;
-        }
-        let path = self.path(name);
-        let existed = path.exists();
-        for suffix in ["", "-wal", "-shm"] {
-            let file = PathBuf::from(format!("{}{suffix}", path.display()));
-            match std::fs::remove_file(&file) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(crate::error::io(&file, e)),
-            }
-        }
-        crate::graph_snapshot::remove_all(&path)?;
-        Ok(existed)
-    }
-}
-
-#[async_trait]
-impl TextIndexes for SqliteProfiles {
-    async fn text_index(&self, profile: &str) -> Result<Arc<dyn TextIndex>> {
-        if !self.own_text_index {
-            return Err(MemoryError::NotSupported {
-                operation: "a profile's FTS5 text index (these profiles were opened with own_text_index(false))",
-                backend: BACKEND,
-            });
-        }
-        Ok(Arc::new(SqliteProfileIndex::new(
-            self.profile(profile).await?.db,
-        )))
-    }
-
-    /// The index lives in the profile's file: [`MemoryProfiles::delete`] removes it.
-    async fn delete_text_index(&self, profile: &str) -> Result<()> {
-        validate_profile_name(profile)
-    }
-}
-
-#[async_trait]
-impl VectorIndexes for SqliteProfiles {
-    async fn vector_index(&self, profile: &str) -> Result<Arc<dyn VectorIndex>> {
-        Ok(self.profile(profile).await?.vectors)
-    }
-
-    /// Clears every namespace of the profile's vectors (when its file exists); the records
-    /// beside them stay.
-    async fn delete_vector_index(&self, profile: &str) -> Result<()> {
-        validate_profile_name(profile)?;
-        if !self.path(profile).exists() {
-            return Ok(());
-        }
-        let open = self.profile(profile).await?;
-        for namespace in open.vector_namespaces().await? {
-            open.vectors.clear(&namespace).await?;
-        }
-        Ok(())
     }
 }

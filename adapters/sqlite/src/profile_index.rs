@@ -17,15 +17,33 @@ const SERVED: [&str; 2] = [namespaces::RAW, namespaces::MEMORIES];
 /// The `raw` and `memories` namespaces of one profile's [`TextIndex`], over the FTS5 indexes
 /// that [`crate::SqliteLongTermMemory`] writes in the same transactions as the rows. Its
 /// capabilities say `written_by_store`: writes through this port are `NotSupported`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SqliteProfileIndex {
     db: SqliteDatabase,
+    /// Keeps the open profile this index came from open while the index lives.
+    _lease: Option<crate::profiles::Lease>,
+}
+
+impl std::fmt::Debug for SqliteProfileIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteProfileIndex")
+            .field("db", &self.db)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SqliteProfileIndex {
     /// The index of the profile store over the same database.
     pub fn new(db: SqliteDatabase) -> Self {
-        Self { db }
+        Self { db, _lease: None }
+    }
+
+    /// The index of an open profile, holding it open while the index lives.
+    pub(crate) fn leased(db: SqliteDatabase, lease: crate::profiles::Lease) -> Self {
+        Self {
+            db,
+            _lease: Some(lease),
+        }
     }
 
     async fn search_raw(&self, query: &TextQuery) -> Result<Vec<TextHit>> {

@@ -205,6 +205,17 @@ impl SqliteVectorIndex {
         Ok(ns.graph.as_ref().map(VectorGraph::len))
     }
 
+    /// Whether a graph of any namespace is being built or caught up in the background (a
+    /// thread that holds this index's state): such an index must not be closed yet.
+    pub(crate) fn is_building(&self) -> bool {
+        let Ok(cache) = self.cache.read() else {
+            return true;
+        };
+        cache
+            .values()
+            .any(|ns| ns.read().map_or(true, |ns| ns.building))
+    }
+
     /// Loads the namespace and waits until its graph (if it should have one) is built, so
     /// that the next search does not scan exactly: a warm-up for servers and benchmarks. A
     /// graph that fails to build three times is an error (searches still scan exactly).

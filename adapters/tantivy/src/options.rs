@@ -49,6 +49,9 @@ pub struct TantivyOptions {
     /// Indexing threads of the writer; 0 (the default) lets Tantivy pick one per core, at
     /// most 8. Each thread may buffer up to 32 MiB before it writes a segment.
     pub writer_threads: usize,
+    /// Threads the writer merges segments on (Tantivy's default is 4; at least 1). A thread
+    /// each, held while the index is open: an index of one small profile needs one.
+    pub merge_threads: usize,
     /// Several processes on this host open the index at once (`memory serve` twice,
     /// `memory worker`, the CLI). Off (the default): the index holds Tantivy's writer lock
     /// while it is open, and a second process is refused. On: it holds no lock while idle;
@@ -73,6 +76,7 @@ impl Default for TantivyOptions {
             commit_interval: Duration::ZERO,
             erasure: Erasure::BeforeReturn,
             writer_threads: 0,
+            merge_threads: 4,
             shared: false,
             lock_wait: Duration::from_secs(30),
         }
@@ -113,6 +117,12 @@ impl TantivyOptions {
     /// Sets the writer's indexing threads (0: Tantivy's choice).
     pub fn writer_threads(mut self, threads: usize) -> Self {
         self.writer_threads = threads;
+        self
+    }
+
+    /// Sets the writer's merge threads (at least 1).
+    pub fn merge_threads(mut self, threads: usize) -> Self {
+        self.merge_threads = threads.max(1);
         self
     }
 }

@@ -83,7 +83,7 @@ pub(crate) struct SharedWriter {
     pub(crate) language: TextLanguage,
     pub(crate) fields: Fields,
     pub(crate) threads: usize,
-    pub(crate) heap: usize,
+    pub(crate) merge_threads: usize,
     pub(crate) interval: Duration,
     pub(crate) lock_wait: Duration,
 }
@@ -125,7 +125,10 @@ impl SharedWriter {
             .tokenizers()
             .register(&self.analyzer, analyzer(self.language));
         let writer = index
-            .writer_with_num_threads(self.threads, self.threads * self.heap)
+            .writer_with_options(crate::text_index::writer_options(
+                self.threads,
+                self.merge_threads,
+            ))
             .map_err(|e| match e {
                 tantivy::TantivyError::LockFailure(..) => MemoryError::Conflict {
                     message: format!(

@@ -10,6 +10,7 @@ use memory_core::ports::{
 };
 use memory_core::{MemoryError, Result, SearchMode, TextLanguage, Timestamp};
 use tantivy::collector::{Count, TopDocs};
+use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{BooleanQuery, Occur, PhraseQuery, Query, RangeQuery, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Value};
 use tantivy::{
@@ -29,6 +30,16 @@ type Found = (Searcher, Vec<(f32, DocAddress)>);
 
 /// Memory each indexing thread may use before it writes a segment.
 const HEAP_PER_THREAD: usize = 32 * 1024 * 1024;
+
+/// The writer's options: `threads` indexing threads with [`HEAP_PER_THREAD`] each, and
+/// `merge_threads` merging ones.
+pub(crate) fn writer_options(threads: usize, merge_threads: usize) -> IndexWriterOptions {
+    IndexWriterOptions::builder()
+        .num_worker_threads(threads.max(1))
+        .memory_budget_per_thread(HEAP_PER_THREAD)
+        .num_merge_threads(merge_threads.max(1))
+        .build()
+}
 
 /// [`TextIndex`] on a Tantivy index in a directory: BM25 ranking with Tantivy's top-k
 /// pruning (block-max WAND), text analyzed in the index's [`TextLanguage`] (stemming and
@@ -126,14 +137,14 @@ impl TantivyTextIndex {
                 language,
                 fields,
                 threads,
-                heap: HEAP_PER_THREAD,
+                merge_threads: options.merge_threads,
                 interval: options.commit_interval,
                 lock_wait: options.lock_wait,
             };
             Committer::start_shared(writer, IndexReader::clone(&reader))?
         } else {
             let writer = index
-                .writer_with_num_threads(threads, threads * HEAP_PER_THREAD)
+                .writer_with_options(writer_options(threads, options.merge_threads))
                 .map_err(|e| match e {
                     tantivy::TantivyError::LockFailure(..) => MemoryError::Conflict {
                         message: format!(

@@ -116,6 +116,12 @@ impl Stores {
         self.storage.backend(role)
     }
 
+    /// How long a profile's files stay open unused (`[storage] profile_idle_secs`).
+    #[cfg(any(feature = "sqlite", feature = "tantivy"))]
+    fn profile_idle(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.storage.profile_idle_secs)
+    }
+
     /// The history tree.
     pub(crate) async fn message_store(&self) -> Result<Arc<dyn MessageStore>> {
         match self.backend(Role::Sessions) {
@@ -284,7 +290,8 @@ impl Stores {
                         .writer_threads(1);
                     let mut indexes =
                         memory_tantivy::TantivyTextIndexes::new(settings.path.join("profiles"))
-                            .with_options(options);
+                            .with_options(options.merge_threads(1))
+                            .open_profiles(self.storage.open_profiles, self.profile_idle());
                     for (profile, language) in &settings.profile_languages {
                         indexes = indexes.with_profile_language(profile.clone(), *language);
                     }
@@ -687,6 +694,7 @@ impl Stores {
             Arc::new(
                 memory_sqlite::SqliteProfiles::new(&settings.profiles)
                     .busy_timeout(std::time::Duration::from_millis(settings.busy_timeout_ms))
+                    .open_profiles(self.storage.open_profiles, self.profile_idle())
                     .approximate(approximate)
                     // FTS5 indexes a profile's text only when it is the profiles' text index.
                     .own_text_index(self.backend(Role::ProfileText) == Backend::Sqlite),

@@ -154,6 +154,12 @@ impl Role {
     }
 }
 
+/// The default of `[storage] open_profiles`.
+pub const DEFAULT_OPEN_PROFILES: usize = 16;
+
+/// The default of `[storage] profile_idle_secs`.
+pub const DEFAULT_PROFILE_IDLE_SECS: u64 = 30;
+
 /// The default of `[storage.sqlite] busy_timeout_ms`.
 pub const DEFAULT_BUSY_TIMEOUT_MS: u64 = 5_000;
 
@@ -357,6 +363,13 @@ pub struct StorageConfig {
     pub jobs: Backend,
     /// Key-value.
     pub kv: Backend,
+    /// Profiles whose files (a SQLite profile database, a Tantivy profile index) this
+    /// process keeps open at once, per kind (default 16): the least recently used one not in
+    /// use is closed to open another. Memory, threads and open files grow with this, never
+    /// with the number of profiles.
+    pub open_profiles: usize,
+    /// Seconds after which a profile's files unused are closed (default 30).
+    pub profile_idle_secs: u64,
     /// `[storage.sqlite]`.
     pub sqlite: SqliteSettings,
     /// `[storage.postgres]`, when a role uses it.
@@ -388,6 +401,8 @@ impl StorageConfig {
             blobs: Backend::Fs,
             jobs: Backend::Sqlite,
             kv: Backend::Sqlite,
+            open_profiles: DEFAULT_OPEN_PROFILES,
+            profile_idle_secs: DEFAULT_PROFILE_IDLE_SECS,
             sqlite: SqliteSettings {
                 busy_timeout_ms: DEFAULT_BUSY_TIMEOUT_MS,
                 secure_delete: false,
@@ -461,6 +476,8 @@ pub(crate) struct RawStorage {
     pub blobs: Option<Backend>,
     pub jobs: Option<Backend>,
     pub kv: Option<Backend>,
+    pub open_profiles: Option<usize>,
+    pub profile_idle_secs: Option<u64>,
     pub sqlite: Option<RawSqlite>,
     pub postgres: Option<RawPostgres>,
     pub redis: Option<RawRedis>,
@@ -628,6 +645,14 @@ impl RawStorage {
                 Role::Kv => config.kv = backend,
             }
         }
+        if self.open_profiles == Some(0) {
+            return Err(problem(
+                "storage.open_profiles",
+                "must be at least 1 (profiles open at once)",
+            ));
+        }
+        config.open_profiles = self.open_profiles.unwrap_or(DEFAULT_OPEN_PROFILES);
+        config.profile_idle_secs = self.profile_idle_secs.unwrap_or(DEFAULT_PROFILE_IDLE_SECS);
         let sqlite = self.sqlite.unwrap_or_default();
         config.sqlite = SqliteSettings {
             path: resolve(sqlite.path, "memory.db"),

@@ -20,6 +20,7 @@ pub mod language;
 pub mod message;
 pub mod metadata;
 pub mod metadata_filter;
+pub mod open_handles;
 pub mod ports;
 pub mod search;
 pub mod session;

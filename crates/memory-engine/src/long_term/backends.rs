@@ -1,15 +1,16 @@
 //! Where long-term memory lives: each role served by whatever backend the deployment chose.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use memory_core::Result;
+use memory_core::open_handles::OpenHandles;
 use memory_core::ports::{
     JobFilter, JobQueue, KeyValueStore, LongTermMemoryStore, MemoryProfiles, TextIndex,
     TextIndexes, VectorIndex, VectorIndexes,
 };
 
-use super::indexed_profile_store::IndexedProfileStore;
+use super::indexed_profile_store::{IndexedProfileStore, ProfileSync};
 use crate::ReindexReport;
 
 /// The queue's kind of ingest jobs.
@@ -17,6 +18,11 @@ pub(super) const INGEST_KIND: &str = "ingest";
 
 /// Outbox keys of a profile's index updates live under this prefix and the profile name.
 const OUTBOX_PREFIX: &str = "index-outbox/profiles/";
+
+/// Profiles whose index-syncing state a process keeps between requests (the least recently
+/// used one not in use is dropped first; a dropped state costs one index check when the
+/// profile is next used).
+const SYNCED_PROFILES: usize = 1_024;
 
 /// A rebuild of a profile's index keeps its progress under this prefix and the profile name
 /// until it is done (outside the outbox's prefix, so a replay never reads it as an entry).
@@ -38,8 +44,9 @@ pub struct LongTermBackends {
     /// The deployment's key-value store: index updates wait here until a text index the
     /// engine writes has them (the outbox), and profiles keep their extraction settings.
     pub outbox: Arc<dyn KeyValueStore>,
-    /// One index-syncing wrapper per profile whose text index the engine writes.
-    synced: Arc<Mutex<HashMap<String, Arc<IndexedProfileStore>>>>,
+    /// The index-syncing state of the profiles whose text index the engine writes, for at
+    /// most [`SYNCED_PROFILES`] of them.
+    synced: Arc<Mutex<OpenHandles<Arc<ProfileSync>>>>,
 }
 
 impl LongTermBackends {
@@ -66,7 +73,7 @@ impl LongTermBackends {
             vectors,
             jobs,
             outbox,
-            synced: Arc::new(Mutex::new(HashMap::new())),
+            synced: Arc::new(Mutex::new(OpenHandles::new(SYNCED_PROFILES, Duration::MAX))),
         }
     }
 
@@ -102,16 +109,30 @@ impl LongTermBackends {
         records: Arc<dyn LongTermMemoryStore>,
         index: Arc<dyn TextIndex>,
     ) -> Arc<IndexedProfileStore> {
+        Arc::new(IndexedProfileStore::new(
+            records,
+            index,
+            self.profile_sync(profile),
+        ))
+    }
+
+    /// The profile's syncing state, shared by every request that uses the profile at once.
+    fn profile_sync(&self, profile: &str) -> Arc<ProfileSync> {
         let mut synced = self.synced.lock().unwrap_or_else(|p| p.into_inner());
-        Arc::clone(synced.entry(profile.to_owned()).or_insert_with(|| {
-            Arc::new(IndexedProfileStore::new(
-                records,
-                index,
-                Arc::clone(&self.outbox),
-                format!("{OUTBOX_PREFIX}{profile}/"),
-                format!("{REBUILD_PREFIX}{profile}"),
-            ))
-        }))
+        if let Some(sync) = synced.get(profile, Instant::now()) {
+            return sync;
+        }
+        let sync = Arc::new(ProfileSync::new(
+            Arc::clone(&self.outbox),
+            format!("{OUTBOX_PREFIX}{profile}/"),
+            format!("{REBUILD_PREFIX}{profile}"),
+        ));
+        // With every kept state in use (as many profiles in use at once), this one is not
+        // kept: its syncs still converge with the others', as another process's would.
+        if synced.make_room(|s| Arc::strong_count(s) > 1).is_ok() {
+            synced.insert(profile, Arc::clone(&sync), Instant::now());
+        }
+        sync
     }
 
     /// The profile's text index, caught up with every write (rebuilt from the records first

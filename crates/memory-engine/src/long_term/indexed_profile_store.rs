@@ -83,6 +83,14 @@ struct RebuildProgress {
 pub struct IndexedProfileStore {
     inner: Arc<dyn LongTermMemoryStore>,
     index: Arc<dyn TextIndex>,
+    sync: Arc<ProfileSync>,
+}
+
+/// What a process keeps of one profile's index syncing between requests: the outbox, the
+/// locks that order syncs of one document, and whether the index was checked. It holds no
+/// open store or index, so the profile's files can be closed while it is kept; dropped, the
+/// next [`IndexedProfileStore`] of the profile checks the index once again.
+pub(crate) struct ProfileSync {
     outbox: Outbox<Pending>,
     syncing: DocumentLocks,
     /// Where a rebuild keeps its [`RebuildProgress`] until its last page is written: a
@@ -90,29 +98,36 @@ pub struct IndexedProfileStore {
     rebuild: RebuildMarker<RebuildProgress>,
 }
 
-impl IndexedProfileStore {
-    /// Wraps a profile's records; `outbox_prefix` and `rebuild_marker` (a key, outside the
-    /// outbox's prefix) must be the profile's own.
+impl ProfileSync {
+    /// The syncing state of a profile; `outbox_prefix` and `rebuild_marker` (a key, outside
+    /// the outbox's prefix) must be the profile's own.
     pub(crate) fn new(
-        inner: Arc<dyn LongTermMemoryStore>,
-        index: Arc<dyn TextIndex>,
         kv: Arc<dyn KeyValueStore>,
         outbox_prefix: String,
         rebuild_marker: String,
     ) -> Self {
         Self {
-            inner,
-            index,
             outbox: Outbox::new(Arc::clone(&kv), outbox_prefix),
             syncing: DocumentLocks::new(),
             rebuild: RebuildMarker::new(kv, rebuild_marker),
         }
     }
+}
+
+impl IndexedProfileStore {
+    /// Wraps a profile's records and index with the profile's syncing state.
+    pub(crate) fn new(
+        inner: Arc<dyn LongTermMemoryStore>,
+        index: Arc<dyn TextIndex>,
+        sync: Arc<ProfileSync>,
+    ) -> Self {
+        Self { inner, index, sync }
+    }
 
     /// The progress of a rebuild that starts now, from the first record.
     fn fresh_rebuild(&self) -> RebuildProgress {
         RebuildProgress {
-            cut_off: self.outbox.cut_off(),
+            cut_off: self.sync.outbox.cut_off(),
             raw: None,
             raw_done: false,
             memories: None,
@@ -124,7 +139,7 @@ impl IndexedProfileStore {
     /// index made after the records, restored without them, or deleted). Concurrent callers
     /// wait for the one check; a failed or dropped check is taken up by the next caller.
     pub(crate) async fn ensure_built(&self) -> Result<()> {
-        self.rebuild.check_once(|| self.check()).await
+        self.sync.rebuild.check_once(|| self.check()).await
     }
 
     /// [`ensure_built`](Self::ensure_built) before a write: a write must not fail because
@@ -132,7 +147,8 @@ impl IndexedProfileStore {
     /// a rebuild instead (see [`RebuildMarker::check_once_for_write`]); the next caller
     /// runs it.
     pub(crate) async fn ensure_built_for_write(&self) -> Result<()> {
-        self.rebuild
+        self.sync
+            .rebuild
             .check_once_for_write(|| self.check(), || self.fresh_rebuild())
             .await
     }
@@ -141,12 +157,12 @@ impl IndexedProfileStore {
     async fn check(&self) -> Result<()> {
         if let Some(progress) = self.unfinished_rebuild().await? {
             info!(
-                marker = self.rebuild.key(),
+                marker = self.sync.rebuild.key(),
                 "rebuilding a profile's text index from its records"
             );
             let documents = self.resume_rebuild(progress).await?;
             info!(
-                marker = self.rebuild.key(),
+                marker = self.sync.rebuild.key(),
                 documents, "profile's text index rebuilt"
             );
         }
@@ -156,7 +172,7 @@ impl IndexedProfileStore {
     /// The rebuild the index needs before it is trusted, saved in its marker (see
     /// [`ensure_built`](Self::ensure_built)); `None` when it needs none.
     async fn unfinished_rebuild(&self) -> Result<Option<RebuildProgress>> {
-        if let Some(saved) = self.rebuild.saved(|| self.fresh_rebuild()).await? {
+        if let Some(saved) = self.sync.rebuild.saved(|| self.fresh_rebuild()).await? {
             return Ok(Some(saved));
         }
         if self.index.count(namespaces::RAW).await? > 0
@@ -170,7 +186,7 @@ impl IndexedProfileStore {
             return Ok(None);
         }
         let progress = self.fresh_rebuild();
-        self.rebuild.save(&progress).await?;
+        self.sync.rebuild.save(&progress).await?;
         Ok(Some(progress))
     }
 
@@ -179,10 +195,10 @@ impl IndexedProfileStore {
         pending: Pending,
         write: impl std::future::Future<Output = Result<T>>,
     ) -> Result<T> {
-        let key = self.outbox.record(&pending).await?;
+        let key = self.sync.outbox.record(&pending).await?;
         let result = write.await;
         let synced = self.sync(&pending).await;
-        self.outbox.settle(&key, &pending, synced).await;
+        self.sync.outbox.settle(&key, &pending, synced).await;
         result
     }
 
@@ -191,7 +207,7 @@ impl IndexedProfileStore {
     /// perhaps beside an older one).
     pub(crate) async fn discard(&self) -> Result<()> {
         self.restart_rebuild().await?;
-        self.rebuild.forget_check();
+        self.sync.rebuild.forget_check();
         Ok(())
     }
 
@@ -199,7 +215,7 @@ impl IndexedProfileStore {
     /// so a crash in between leaves the rebuild marked); returns its progress.
     async fn restart_rebuild(&self) -> Result<RebuildProgress> {
         let progress = self.fresh_rebuild();
-        self.rebuild.save(&progress).await?;
+        self.sync.rebuild.save(&progress).await?;
         self.index.clear(namespaces::RAW).await?;
         self.index.clear(namespaces::MEMORIES).await?;
         Ok(progress)
@@ -213,7 +229,7 @@ impl IndexedProfileStore {
     async fn sync(&self, pending: &Pending) -> Result<()> {
         let raw = pending.raw.iter().map(|id| (namespaces::RAW, id));
         let memories = pending.memories.iter().map(|id| (namespaces::MEMORIES, id));
-        let _these_documents = self.syncing.lock(raw.chain(memories)).await;
+        let _these_documents = self.sync.syncing.lock(raw.chain(memories)).await;
         if !pending.raw.is_empty() {
             converge(self.index.as_ref(), namespaces::RAW, || {
                 self.raw_documents(&pending.raw)
@@ -247,7 +263,8 @@ impl IndexedProfileStore {
     /// Replays whatever the outbox holds (one key listing when it is empty), before a
     /// search: a write another process could not index is found too.
     pub(crate) async fn catch_up(&self) -> Result<()> {
-        self.outbox
+        self.sync
+            .outbox
             .replay(|pending| async move { self.sync(&pending).await })
             .await?;
         Ok(())
@@ -274,7 +291,7 @@ impl IndexedProfileStore {
             written += self.reindex_page(namespaces::RAW, ids, docs).await?;
             progress.raw_done = next.is_none();
             progress.raw = next.or(progress.raw);
-            self.rebuild.save(&progress).await?;
+            self.sync.rebuild.save(&progress).await?;
         }
         loop {
             let page = self
@@ -287,15 +304,15 @@ impl IndexedProfileStore {
             match page.next_cursor {
                 Some(next) => {
                     progress.memories = Some(next);
-                    self.rebuild.save(&progress).await?;
+                    self.sync.rebuild.save(&progress).await?;
                 }
                 None => break,
             }
         }
         // Entries written before the rebuild are covered by it; later ones are replayed.
-        self.outbox.clear_before(&progress.cut_off).await?;
+        self.sync.outbox.clear_before(&progress.cut_off).await?;
         self.catch_up().await?;
-        self.rebuild.finish().await?;
+        self.sync.rebuild.finish().await?;
         Ok(written)
     }
 
