@@ -42,6 +42,13 @@ pub struct Session {
     link: Option<ProfileLink>,
 }
 
+impl Session {
+    /// Whether another handle of this session is alive (a clone shares its blocks).
+    pub(crate) fn in_use(&self) -> bool {
+        Arc::strong_count(&self.context) > 1
+    }
+}
+
 /// A callback for auto-compaction failures.
 pub type ErrorHandler = Arc<dyn Fn(&MemoryError) + Send + Sync>;
 

@@ -1,6 +1,7 @@
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use memory_core::open_handles::OpenHandles;
 use memory_core::ports::{Clock, KeyValueStore, MessageStore, SessionRegistry, TextIndex};
 use memory_core::{
     AppendOutcome, MemoryError, NewMessage, NewSession, Parent, Result, Role, SearchHit,
@@ -43,9 +44,18 @@ pub struct SessionManager {
     context: Arc<ContextWiring>,
     compaction: Option<Arc<CompactionSettings>>,
     search: Option<MessageSearch>,
-    sessions: Arc<Mutex<HashMap<SessionId, Session>>>,
+    sessions: Arc<Mutex<OpenHandles<Session>>>,
     pub(crate) archive: Option<crate::archive::Archive>,
     link: Option<ProfileLink>,
+}
+
+/// Session handles a manager keeps (the least recently used one not in use goes first; a
+/// handle dropped is made again from the stores when the session is next used).
+const KEPT_SESSIONS: usize = 4_096;
+
+/// An empty set of kept session handles.
+fn session_handles() -> Arc<Mutex<OpenHandles<Session>>> {
+    Arc::new(Mutex::new(OpenHandles::new(KEPT_SESSIONS, Duration::MAX)))
 }
 
 impl SessionManager {
@@ -62,7 +72,7 @@ impl SessionManager {
             context: Arc::new(ContextWiring::default()),
             compaction: None,
             search: None,
-            sessions: Arc::new(Mutex::new(HashMap::new())),
+            sessions: session_handles(),
             archive: None,
             link: None,
         }
@@ -105,7 +115,7 @@ impl SessionManager {
         wiring.profiles = Some(Arc::new(link.clone()) as Arc<dyn ProfileBlocks>);
         self.context = Arc::new(wiring);
         self.link = Some(link);
-        self.sessions = Arc::new(Mutex::new(HashMap::new()));
+        self.sessions = session_handles();
         self
     }
 
@@ -198,7 +208,7 @@ impl SessionManager {
 
     /// Drops the cached handle of a session.
     pub(crate) fn forget_handle(&self, id: &SessionId) {
-        self.cached().remove(id);
+        self.cached().remove(id.as_str());
     }
 
     /// Enables full-text search over every session through `index` (its `messages`
@@ -218,7 +228,7 @@ impl SessionManager {
         );
         self.store = store;
         self.search = Some(search);
-        self.sessions = Arc::new(Mutex::new(HashMap::new()));
+        self.sessions = session_handles();
         self
     }
 
@@ -250,7 +260,7 @@ impl SessionManager {
     /// Gives every session these compaction settings (compactor, threshold, observer).
     pub fn with_compaction(mut self, settings: CompactionSettings) -> Self {
         self.compaction = Some(Arc::new(settings));
-        self.sessions = Arc::new(Mutex::new(HashMap::new()));
+        self.sessions = session_handles();
         self
     }
 
@@ -261,7 +271,7 @@ impl SessionManager {
             wiring.profiles = self.context.profiles.clone();
         }
         self.context = Arc::new(wiring);
-        self.sessions = Arc::new(Mutex::new(HashMap::new()));
+        self.sessions = session_handles();
         self
     }
 
@@ -270,7 +280,7 @@ impl SessionManager {
         &self.context
     }
 
-    fn cached(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Session>> {
+    fn cached(&self) -> std::sync::MutexGuard<'_, OpenHandles<Session>> {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -350,7 +360,7 @@ impl SessionManager {
             link.forget_session(id).await?;
         }
         self.registry.delete(id).await?;
-        self.cached().remove(id);
+        self.cached().remove(id.as_str());
         info!(session = %id, "session deleted");
         Ok(())
     }
@@ -361,7 +371,7 @@ impl SessionManager {
         if self.rehydrate(id).await? {
             self.forget_handle(id);
         }
-        if let Some(session) = self.cached().get(id).cloned() {
+        if let Some(session) = self.cached().get(id.as_str(), Instant::now()) {
             return Ok(session);
         }
         self.require(id).await?;
@@ -376,7 +386,16 @@ impl SessionManager {
         if let Some(link) = &self.link {
             session = session.with_link(link.clone());
         }
-        Ok(self.cached().entry(id.clone()).or_insert(session).clone())
+        let mut cached = self.cached();
+        if let Some(first) = cached.get(id.as_str(), Instant::now()) {
+            return Ok(first);
+        }
+        // With every kept handle in use, this one is not kept: its frozen prompt is the
+        // prompt store's, as another process's handle's would be.
+        if cached.make_room(Session::in_use).is_ok() {
+            cached.insert(id.as_str(), session.clone(), Instant::now());
+        }
+        Ok(session)
     }
 
     /// Runs `write` and touches the session beside it, not after it, naming it `name` (see
