@@ -870,6 +870,28 @@ pub enum BenchCommand {
         #[arg(long)]
         tantivy_unshared: bool,
     },
+    /// Many small profiles on one server (a profile per end user): N profiles x K memories
+    /// from C clients over HTTP, with the process's resident memory, threads and open files
+    /// sampled throughout; recall on an open profile and on reopened ones; the profile
+    /// list; disk per profile beside its data.
+    Profiles {
+        /// Profiles made.
+        #[arg(long, default_value_t = 10_000)]
+        profiles: usize,
+        /// Memories remembered in each profile.
+        #[arg(long, default_value_t = 10)]
+        memories: usize,
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        /// `[storage] open_profiles`: profile files open at once (embedded default only).
+        #[arg(long, default_value_t = 16)]
+        open_profiles: usize,
+        /// On the PostgreSQL server `MEMORY_POSTGRES_URL` names (a scratch schema dropped
+        /// afterwards) instead of the embedded default.
+        #[arg(long)]
+        postgres: bool,
+    },
     /// The local embedders (`local`, `local-int8`) side by side on the same LoCoMo turns:
     /// texts per second and how closely their vectors agree.
     Embedders {

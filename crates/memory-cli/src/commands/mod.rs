@@ -3,6 +3,7 @@
 mod backup;
 mod bench;
 mod bench_embedders;
+mod bench_profiles;
 mod bench_queries;
 mod bench_serve;
 #[cfg(feature = "sqlite")]
@@ -201,6 +202,23 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             session_text,
             profile_text,
             tantivy_unshared,
+        })
+        .await;
+    }
+    if let Command::Bench(crate::cli::BenchCommand::Profiles {
+        profiles,
+        memories,
+        clients,
+        open_profiles,
+        postgres,
+    }) = cli.command
+    {
+        return bench_profiles::run(bench_profiles::ProfilesBench {
+            profiles,
+            memories,
+            clients,
+            open_profiles,
+            postgres,
         })
         .await;
     }

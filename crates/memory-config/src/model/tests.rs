@@ -498,3 +498,24 @@ fn sessions_bind_to_a_profile_with_memory_tools() {
     let e = err("[[blocks]]\nlabel = \"p\"\nkind = \"profile\"\ntext = \"x\"\n");
     assert!(e.contains("not allowed for a profile block"), "{e}");
 }
+
+#[test]
+fn open_profiles_bounds_the_profiles_open_at_once() {
+    let dir = Path::new("/data");
+    let default = MemoryConfig::parse("", dir).unwrap().storage(dir);
+    assert_eq!(default.open_profiles, 16);
+    assert_eq!(default.profile_idle_secs, 30);
+    let set = MemoryConfig::parse(
+        "[storage]\nopen_profiles = 64\nprofile_idle_secs = 5\n",
+        dir,
+    )
+    .unwrap()
+    .storage(dir);
+    assert_eq!(set.open_profiles, 64);
+    assert_eq!(set.profile_idle_secs, 5);
+    let e = err("[storage]\nopen_profiles = 0\n");
+    assert!(
+        e.contains("storage.open_profiles") && e.contains("at least 1"),
+        "{e}"
+    );
+}
