@@ -18,9 +18,20 @@ use super::CliError;
 /// How often `memory serve` (running jobs) and `memory worker` sweep expired memories.
 const EXPIRY_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Runs the expiry sweep of every profile of one deployment (a job per profile with
-/// something due; another process may hold it); returns how many memories expired.
-async fn sweep_expired(tenant: Option<&TenantName>, memory: &MemoryService) -> u64 {
+/// Profiles one expiry sweep of a deployment looks at, at most: the next ones after where
+/// the last sweep stopped, in name order, wrapping around. Reads never wait for a sweep
+/// (they leave out what expired by their own clock), so a deployment of 100,000 profiles is
+/// swept whole every 100 minutes instead of opening every profile every minute.
+const EXPIRY_PROFILES_PER_SWEEP: usize = 1_000;
+
+/// Runs the expiry sweep of up to [`EXPIRY_PROFILES_PER_SWEEP`] profiles of one deployment,
+/// the ones after `after` (a job per profile with something due; another process may hold
+/// it), and moves `after` to the last one looked at; returns how many memories expired.
+async fn sweep_expired(
+    tenant: Option<&TenantName>,
+    memory: &MemoryService,
+    after: &mut Option<String>,
+) -> u64 {
     let profiles = match memory.list_profiles().await {
         Ok(profiles) => profiles,
         Err(e) => {
@@ -28,12 +39,17 @@ async fn sweep_expired(tenant: Option<&TenantName>, memory: &MemoryService) -> u
             return 0;
         }
     };
+    let start = after
+        .as_ref()
+        .map_or(0, |last| profiles.partition_point(|p| p <= last));
+    let (swept, next) = profiles.split_at(start.min(profiles.len()));
     let mut expired = 0;
-    for profile in profiles {
+    for profile in next.iter().chain(swept).take(EXPIRY_PROFILES_PER_SWEEP) {
         if memory.is_stopping() {
             break;
         }
-        match memory.sweep_expired(&profile).await {
+        *after = Some(profile.clone());
+        match memory.sweep_expired(profile).await {
             Ok(Some(sweep)) => expired += sweep.expired,
             Ok(None) => {}
             Err(e) => {
@@ -48,51 +64,43 @@ async fn sweep_expired(tenant: Option<&TenantName>, memory: &MemoryService) -> u
 /// failed run gave back, a dead worker's whose lease ran out, compaction's shipments.
 const JOB_POLL_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Runs every claimable job of every profile of each deployment, once; returns how many ran
-/// to an end (failed ones included). A deployment whose profiles cannot be listed because a
-/// backend is unavailable for a moment is skipped this round; any other error ends the round.
+/// Runs every claimable job of each deployment, once, claiming from the queue across
+/// profiles (never a look at each profile: a deployment of 100,000 profiles costs one claim
+/// per poll when nothing is queued); returns how many ran to an end (failed ones included).
+/// A deployment whose jobs fail to claim or run is skipped this round (the job goes back to
+/// the queue, as a failed run's does) and its error logged.
 async fn run_claimable_jobs(
     memories: &[(Option<TenantName>, Arc<MemoryService>)],
     stopped: &(dyn Fn() -> bool + Sync),
-) -> Result<usize, CliError> {
+) -> usize {
     let mut found = 0usize;
     for (tenant, memory) in memories {
-        let profiles = match memory.list_profiles().await {
-            Ok(profiles) => profiles,
-            Err(e) if e.is_transient() => {
-                tracing::warn!(tenant = ?tenant, error = %e, "listing profiles for jobs failed; retried at the next poll");
+        if stopped() {
+            break;
+        }
+        let jobs = match memory.resume_queued_jobs().await {
+            Ok(jobs) => jobs,
+            Err(e) => {
+                tracing::warn!(tenant = ?tenant, error = %e, "running queued jobs failed; retried at the next poll");
                 continue;
             }
-            Err(e) => return Err(e.into()),
         };
-        for profile in profiles {
-            if stopped() {
-                break;
-            }
-            match memory.resume_jobs(&profile, false).await {
-                Ok(jobs) => {
-                    for job in &jobs {
-                        let spent = job.usage.total();
-                        tracing::info!(
-                            tenant = ?tenant,
-                            profile,
-                            job = %job.id,
-                            status = job.status.as_str(),
-                            llm_calls = spent.calls,
-                            input_tokens = spent.input_tokens,
-                            output_tokens = spent.output_tokens,
-                            "job ran"
-                        );
-                    }
-                    found += jobs.len();
-                }
-                Err(e) => {
-                    tracing::warn!(tenant = ?tenant, profile, error = %e, "running jobs failed");
-                }
-            }
+        for (profile, job) in &jobs {
+            let spent = job.usage.total();
+            tracing::info!(
+                tenant = ?tenant,
+                profile,
+                job = %job.id,
+                status = job.status.as_str(),
+                llm_calls = spent.calls,
+                input_tokens = spent.input_tokens,
+                output_tokens = spent.output_tokens,
+                "job ran"
+            );
         }
+        found += jobs.len();
     }
-    Ok(found)
+    found
 }
 
 /// The background work of `memory serve` when it runs jobs, until jobs stop: every
@@ -101,18 +109,17 @@ fn spawn_background_jobs(memories: Vec<(Option<TenantName>, Arc<MemoryService>)>
     tokio::spawn(async move {
         let stopped = || memories.iter().any(|(_, m)| m.is_stopping());
         let mut swept_at = std::time::Instant::now();
+        let mut swept_to: Vec<Option<String>> = vec![None; memories.len()];
         loop {
             tokio::time::sleep(JOB_POLL_EVERY).await;
             if stopped() {
                 break;
             }
-            if let Err(e) = run_claimable_jobs(&memories, &stopped).await {
-                tracing::warn!(error = %e, "running queued jobs failed; retried at the next poll");
-            }
+            run_claimable_jobs(&memories, &stopped).await;
             if swept_at.elapsed() >= EXPIRY_SWEEP_EVERY {
                 swept_at = std::time::Instant::now();
-                for (tenant, memory) in &memories {
-                    sweep_expired(tenant.as_ref(), memory).await;
+                for ((tenant, memory), after) in memories.iter().zip(&mut swept_to) {
+                    sweep_expired(tenant.as_ref(), memory, after).await;
                 }
             }
         }
@@ -352,16 +359,14 @@ pub async fn worker(
     let stopped = || stop.load(std::sync::atomic::Ordering::SeqCst);
     let mut ran = 0usize;
     let mut swept_at: Option<std::time::Instant> = None;
+    let mut swept_to: Vec<Option<String>> = vec![None; services.len()];
     let result = loop {
-        let found = match run_claimable_jobs(&services, &stopped).await {
-            Ok(found) => found,
-            Err(e) => break Err(e),
-        };
+        let found = run_claimable_jobs(&services, &stopped).await;
         ran += found;
         if !stopped() && swept_at.is_none_or(|at| at.elapsed() >= EXPIRY_SWEEP_EVERY) {
             swept_at = Some(std::time::Instant::now());
-            for (tenant, memory) in &services {
-                sweep_expired(tenant.as_ref(), memory).await;
+            for ((tenant, memory), after) in services.iter().zip(&mut swept_to) {
+                sweep_expired(tenant.as_ref(), memory, after).await;
             }
         }
         if stopped() || (once && found == 0) {

@@ -45,9 +45,22 @@ impl Core {
         if self.is_stopping() {
             return Ok(None);
         }
-        let store = self.backends.existing_store(profile).await?;
+        memory_core::validate_profile_name(profile)?;
+        if !self.backends.records.exists(profile).await? {
+            return Err(MemoryError::not_found("profile", profile));
+        }
         let now = self.clock.now();
-        if store.expired(now, 1).await?.is_empty() {
+        // The look for something due reads the records alone: a profile with nothing due
+        // costs no open text index (a sweep looks at many profiles).
+        if self
+            .backends
+            .records
+            .open(profile)
+            .await?
+            .expired(now, 1)
+            .await?
+            .is_empty()
+        {
             return Ok(None);
         }
         let id = format!(

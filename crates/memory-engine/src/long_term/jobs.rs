@@ -6,7 +6,7 @@
 //! resumes the job from its last checkpoint.
 
 use memory_core::ports::{
-    JobLease, JobRecord, JobState, LongTermMemoryStore, MemoryRecord, NewJob, RawMessage,
+    JobFilter, JobLease, JobRecord, JobState, LongTermMemoryStore, MemoryRecord, NewJob, RawMessage,
 };
 use memory_core::{MemoryError, Result};
 use serde::{Deserialize, Serialize};
@@ -300,30 +300,53 @@ impl Core {
                 }
             }
         }
-        let filter = LongTermBackends::ingest_jobs(profile);
+        self.claim_and_run(&LongTermBackends::ingest_jobs(profile))
+            .await
+            .map(|ran| ran.into_iter().map(|(_, job)| job).collect())
+    }
+
+    /// Runs every claimable ingest job of any profile, oldest first, with the profile each
+    /// belongs to: one claim on the queue per job, whatever the number of profiles (never a
+    /// look at each profile). An error is returned only when no job ran to an end first.
+    pub(super) async fn resume_queued_jobs(&self) -> Result<Vec<(String, IngestJob)>> {
+        let filter = JobFilter {
+            profile: None,
+            kind: Some(INGEST_KIND.to_owned()),
+            state: None,
+        };
+        self.claim_and_run(&filter).await
+    }
+
+    /// Claims the jobs `filter` matches one at a time and runs each to its end.
+    async fn claim_and_run(&self, filter: &JobFilter) -> Result<Vec<(String, IngestJob)>> {
         let mut out = Vec::new();
         while !self.is_stopping() {
             let claimed = self
                 .backends
                 .jobs
                 .claim(
-                    &filter,
+                    filter,
                     &self.worker,
                     self.config.job_lease_millis,
                     self.clock.now(),
                 )
                 .await;
             let ran = match claimed {
-                Ok(Some((record, lease))) => self.run_claimed(profile, record, lease).await,
+                Ok(Some((record, lease))) => {
+                    let profile = record.profile.clone();
+                    self.run_claimed(&profile, record, lease)
+                        .await
+                        .map(|job| (profile, job))
+                }
                 Ok(None) => break,
                 Err(e) => Err(e),
             };
             match ran {
-                Ok(job) => out.push(job),
+                Ok(done) => out.push(done),
                 // The jobs that ran to an end are reported even when a later one could not
                 // be claimed or run (it is left to the next round).
                 Err(e) if !out.is_empty() => {
-                    tracing::warn!(profile, error = %e, "running a job failed; it is left to the next round");
+                    tracing::warn!(error = %e, "running a job failed; it is left to the next round");
                     break;
                 }
                 Err(e) => return Err(e),

@@ -243,6 +243,13 @@ impl MemoryService {
         self.core.resume_jobs(profile, retry_failed).await
     }
 
+    /// Runs every claimable ingest job of any profile (queued ones, and running ones whose
+    /// worker's lease ran out), oldest first, each with its profile: what a server or worker
+    /// polls, at one queue claim per job whatever the number of profiles.
+    pub async fn resume_queued_jobs(&self) -> Result<Vec<(String, IngestJob)>> {
+        self.core.resume_queued_jobs().await
+    }
+
     /// Stops running jobs, for a graceful shutdown: no job is claimed any more, and a job in
     /// hand is given back to the queue (not failed, no attempt counted) at its next stage
     /// boundary, so another worker resumes it from that checkpoint. Clones of this service
