@@ -606,6 +606,17 @@ impl MemoryProfiles for PostgresProfiles {
             .map_err(db)
     }
 
+    async fn list_page(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        sqlx::query_scalar(
+            "SELECT name FROM profiles WHERE $1::text IS NULL OR name > $1 ORDER BY name LIMIT $2",
+        )
+        .bind(after)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(db)
+    }
+
     async fn exists(&self, name: &str) -> Result<bool> {
         validate_profile_name(name)?;
         sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM profiles WHERE name = $1)")

@@ -190,7 +190,13 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
     assert chosen_settings.settings.categories == [stop]
     assert (await r(profile.settings())).effective == chosen_settings.settings
     lines = await collect(profile.export_lines(vectors=False))
-    assert profile_name in await r(memory.profiles())
+    names = await r(memory.profiles())
+    assert profile_name in names
+    # Paged in name order: pages of one give every name, each once.
+    assert len((await r(memory.profiles_page(limit=1))).profiles) == 1
+    paged = await collect(memory.profile_names(limit=1))
+    assert profile_name in paged
+    assert paged == sorted(set(paged))
     await r(profile.delete())
     copy = memory.profile(f"{profile_name}-copy")
     assert (await r(copy.import_(lines))).memories_new >= 1

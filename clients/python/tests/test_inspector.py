@@ -231,3 +231,24 @@ def test_under_api_keys_the_page_asks_for_one(browser: Browser) -> None:
         page.close()
     finally:
         served.stop()
+
+
+def test_the_profiles_page_is_paged_in_name_order(browser: Browser) -> None:
+    served = serve('[memory]\nembedder = "none"\n')
+    try:
+        with MemoryClient(served.base_url) as memory:
+            for i in range(55):
+                memory.profile(f"user-{i:03}").remember(f"user {i} keeps a red bicycle")
+        page = open_page(browser, f"{served.base_url}/ui#/profiles")
+        names = page.locator("#profile-list li")
+        expect(names).to_have_count(50)
+        expect(names.first).to_have_text("user-000")
+        page.get_by_role("link", name="Next page").click()
+        expect(names).to_have_count(5)
+        expect(names.first).to_have_text("user-050")
+        expect(page.get_by_role("link", name="Next page")).to_have_count(0)
+        page.get_by_label("Open profile").fill("user-054")
+        page.get_by_role("button", name="Open").click()
+        expect(page.locator("main")).to_contain_text("user 54 keeps a red bicycle")
+    finally:
+        served.stop()

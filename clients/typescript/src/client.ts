@@ -10,7 +10,7 @@
 import { type ClientOptions, type RequestOptions, Transport } from "./http.js";
 import { Profile } from "./profile.js";
 import { SessionManager } from "./sessions.js";
-import type { About } from "./types.js";
+import type { About, ProfilePage } from "./types.js";
 
 /** A client of one server (one tenant, with API keys). */
 export class MemoryClient {
@@ -30,10 +30,27 @@ export class MemoryClient {
     return new Profile(this.http, name);
   }
 
-  /** The names of the profiles that hold anything. */
+  /** The names of the profiles that hold anything, in name order (every page read). */
   async profiles(options: RequestOptions = {}): Promise<string[]> {
-    const { profiles } = await this.http.json<{ profiles: string[] }>("GET", "/v1/profiles", options);
-    return profiles;
+    const names: string[] = [];
+    for await (const name of this.profileNames({}, options)) names.push(name);
+    return names;
+  }
+
+  /** One page of profile names, in name order: at most `limit` (the server's default 1,000) after `after`. */
+  profilesPage(page: { after?: string; limit?: number } = {}, options: RequestOptions = {}): Promise<ProfilePage> {
+    return this.http.json<ProfilePage>("GET", "/v1/profiles", { ...options, query: { after: page.after, limit: page.limit } });
+  }
+
+  /** Every profile name, in name order, read a page at a time (for 100,000 profiles, a hundred requests). */
+  async *profileNames(page: { after?: string; limit?: number } = {}, options: RequestOptions = {}): AsyncGenerator<string> {
+    let after = page.after;
+    for (;;) {
+      const { profiles, next } = await this.profilesPage({ after, limit: page.limit }, options);
+      yield* profiles;
+      if (next === undefined || next === null) return;
+      after = next;
+    }
   }
 
   /** Liveness: resolves when the server answers. */

@@ -145,6 +145,13 @@ export interface MemoryPage {
   next_cursor: string | null;
 }
 
+/** A page of profile names, in name order. */
+export interface ProfilePage {
+  profiles: string[];
+  /** Pass as `after` to get the next page; absent on the last. */
+  next?: string;
+}
+
 /** A stored message as long-term memory keeps it (what ingest stored, before extraction). */
 export interface RawMessage {
   id: string;

@@ -283,6 +283,13 @@ test("a profile: remember, recall, list, ingest, forget, and a bound session's e
   const calls = Object.values(answered.usage.stages).reduce((n, stage) => n + stage.calls, 0);
   assert.ok(calls >= 1, JSON.stringify(answered.usage));
   assert.ok((await context.memory.profiles()).includes("alice"));
+  // Paged in name order: a page of one at a time gives every name, each once.
+  const first = await context.memory.profilesPage({ limit: 1 });
+  assert.equal(first.profiles.length, 1);
+  const paged: string[] = [];
+  for await (const name of context.memory.profileNames({ limit: 1 })) paged.push(name);
+  assert.ok(paged.includes("alice"));
+  assert.deepEqual(paged, [...new Set(paged)].sort());
 
   // A bound session: its tools include recall and remember; its end ships the history.
   const session = await context.memory.sessions.create({ profile: "alice" });

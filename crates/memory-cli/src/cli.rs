@@ -692,8 +692,14 @@ pub enum ProfileCommand {
         #[arg(long)]
         with_sources: bool,
     },
-    /// List the profiles.
+    /// List the profiles, in name order (all of them, or a page with `--limit`).
     Profiles {
+        /// Only the names after this one (the last name of the previous page).
+        #[arg(long)]
+        after: Option<String>,
+        /// At most this many names; `--json` then gives `next`, the `--after` of the next page.
+        #[arg(long)]
+        limit: Option<usize>,
         #[command(flatten)]
         format: Format,
     },

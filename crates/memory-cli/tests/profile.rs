@@ -137,6 +137,26 @@ fn ingest_remember_recall_forget() {
     );
     let listed = json_out(memory(d).args(["profile", "profiles", "--json"]));
     assert_eq!(listed["profiles"], json!(["ada"]));
+    for other in ["cy", "bo"] {
+        memory(d)
+            .args(["profile", "remember", other, "Tea"])
+            .assert()
+            .success();
+    }
+    let page = json_out(memory(d).args(["profile", "profiles", "--limit", "2", "--json"]));
+    assert_eq!(page["profiles"], json!(["ada", "bo"]));
+    assert_eq!(page["next"], json!("bo"));
+    let rest = json_out(memory(d).args([
+        "profile", "profiles", "--limit", "2", "--after", "bo", "--json",
+    ]));
+    assert_eq!(rest["profiles"], json!(["cy"]));
+    assert!(rest.get("next").is_none(), "{rest}");
+    for other in ["cy", "bo"] {
+        memory(d)
+            .args(["profile", "delete", other])
+            .assert()
+            .success();
+    }
     memory(d)
         .args(["profile", "remember", "ada", "Porto", "--key", "home"])
         .assert()

@@ -51,7 +51,7 @@ pub struct SessionManager {
 
 /// Session handles a manager keeps (the least recently used one not in use goes first; a
 /// handle dropped is made again from the stores when the session is next used).
-const KEPT_SESSIONS: usize = 4_096;
+pub(crate) const KEPT_SESSIONS: usize = 4_096;
 
 /// An empty set of kept session handles.
 fn session_handles() -> Arc<Mutex<OpenHandles<Session>>> {
@@ -278,6 +278,12 @@ impl SessionManager {
     /// The context wiring.
     pub fn context_wiring(&self) -> &ContextWiring {
         &self.context
+    }
+
+    /// How many session handles the manager keeps now.
+    #[cfg(test)]
+    pub(crate) fn kept_handles(&self) -> usize {
+        self.cached().len()
     }
 
     fn cached(&self) -> std::sync::MutexGuard<'_, OpenHandles<Session>> {

@@ -1149,3 +1149,43 @@ mod index_sync {
         ));
     }
 }
+
+/// A manager used for more sessions than it keeps handles of keeps at most
+/// `KEPT_SESSIONS`, never one held elsewhere out from under its holder, and a session whose
+/// handle went is served again from the stores.
+#[tokio::test]
+async fn the_manager_keeps_a_bounded_number_of_session_handles() {
+    let manager = in_memory_manager(Arc::new(ManualClock::new(0)));
+    let held = {
+        manager
+            .create(NewSession {
+                id: Some(sid("held")),
+                ..NewSession::default()
+            })
+            .await
+            .unwrap();
+        manager.session(&sid("held")).await.unwrap()
+    };
+    let more = crate::session_manager::KEPT_SESSIONS + 50;
+    for i in 0..more {
+        let id = sid(&format!("s{i}"));
+        manager
+            .create(NewSession {
+                id: Some(id.clone()),
+                ..NewSession::default()
+            })
+            .await
+            .unwrap();
+        manager
+            .append(&id, user(&format!("m{i}"), "hello"), Parent::LatestLeaf)
+            .await
+            .unwrap();
+        manager.session(&id).await.unwrap();
+        assert!(manager.kept_handles() <= crate::session_manager::KEPT_SESSIONS);
+    }
+    // The first sessions' handles went; they are served from the stores as before.
+    let first = manager.session(&sid("s0")).await.unwrap();
+    assert_eq!(first.history(None).await.unwrap().len(), 1);
+    // The handle held all along is still the kept one (same blocks, same frozen prompt).
+    assert!(held.in_use());
+}

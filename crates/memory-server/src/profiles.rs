@@ -413,20 +413,49 @@ pub async fn get_job(
     Ok(Json(state.memory.job(&profile, &id).await?))
 }
 
-/// Profile names.
+/// Profile names given at most per page unless `limit` says otherwise.
+const PROFILE_PAGE: usize = 1_000;
+
+/// The most profile names one page gives.
+const MOST_PROFILES_PER_PAGE: usize = 10_000;
+
+/// Which page of profile names.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ProfilesParams {
+    /// The names after this one (the `next` of the previous page); from the first without it.
+    pub after: Option<String>,
+    /// At most this many names (default 1,000; at most 10,000).
+    pub limit: Option<usize>,
+}
+
+/// One page of profile names.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Profiles {
     /// Sorted.
     pub profiles: Vec<String>,
+    /// Pass as `after` for the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
-/// Every profile's name.
+/// The profiles' names, a page at a time (sorted; follow `next`).
 #[utoipa::path(get, path = "/v1/profiles", tag = "long-term",
-    responses((status = 200, description = "The profiles", body = Profiles)))]
-pub async fn list_profiles(Extension(state): Extension<AppState>) -> ApiResult<Json<Profiles>> {
-    Ok(Json(Profiles {
-        profiles: state.memory.list_profiles().await?,
-    }))
+    params(ProfilesParams),
+    responses((status = 200, description = "A page of profiles", body = Profiles)))]
+pub async fn list_profiles(
+    Extension(state): Extension<AppState>,
+    Query(params): Query<ProfilesParams>,
+) -> ApiResult<Json<Profiles>> {
+    let limit = params
+        .limit
+        .unwrap_or(PROFILE_PAGE)
+        .clamp(1, MOST_PROFILES_PER_PAGE);
+    let (profiles, next) = state
+        .memory
+        .list_profiles_page(params.after.as_deref(), limit)
+        .await?;
+    Ok(Json(Profiles { profiles, next }))
 }
 
 /// Deletes a profile and every trace of it (records, text index, vectors, jobs).

@@ -597,6 +597,32 @@ async fn profiles_list_purge_jobs_and_delete() {
 }
 
 #[tokio::test]
+async fn the_profile_list_is_paged_in_name_order() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{}{path}", server.base);
+    for name in ["carol", "alice", "erin", "bob", "dave"] {
+        post_json(
+            &http,
+            &url(&format!("/v1/profiles/{name}/memories")),
+            json!({"content": format!("{name} likes tea")}),
+        )
+        .await;
+    }
+    let first = get_json(&http, &url("/v1/profiles?limit=2")).await;
+    assert_eq!(first["profiles"], json!(["alice", "bob"]));
+    assert_eq!(first["next"], json!("bob"));
+    let second = get_json(&http, &url("/v1/profiles?limit=2&after=bob")).await;
+    assert_eq!(second["profiles"], json!(["carol", "dave"]));
+    let last = get_json(&http, &url("/v1/profiles?limit=2&after=dave")).await;
+    assert_eq!(last["profiles"], json!(["erin"]));
+    assert!(last.get("next").is_none(), "{last}");
+    let all = get_json(&http, &url("/v1/profiles")).await;
+    assert_eq!(all["profiles"].as_array().unwrap().len(), 5);
+    assert!(all.get("next").is_none());
+}
+
+#[tokio::test]
 async fn request_ids_metrics_and_limits() {
     let server = start().await;
     let http = reqwest::Client::new();

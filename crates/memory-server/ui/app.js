@@ -266,8 +266,18 @@ async function contextPanel(base) {
 // ---- Profiles ------------------------------------------------------------------------
 
 async function profilesView() {
-  const { profiles } = await api("GET", "/v1/profiles");
-  show(h("h2", {}, "Profiles"), h("ul", {}, profiles.map((p) => h("li", {}, link(`#/profile/${encodeURIComponent(p)}`, p)))));
+  // A page at a time, in name order: a deployment may hold 100,000 profiles.
+  const after = params().get("after") || undefined;
+  const { profiles, next } = await api("GET", "/v1/profiles", { query: { after, limit: PAGE } });
+  show(h("h2", {}, "Profiles"),
+    h("form", {
+      class: "controls",
+      onsubmit: (e) => { e.preventDefault(); go(`#/profile/${encodeURIComponent(e.target.name.value)}`); },
+    }, h("label", {}, "Open profile", h("input", { name: "name", required: true })), h("button", { type: "submit" }, "Open")),
+    h("ul", { id: "profile-list" }, profiles.map((p) => h("li", {}, link(`#/profile/${encodeURIComponent(p)}`, p)))),
+    h("p", { class: "controls" },
+      after ? link("#/profiles", "First page") : null,
+      next ? link(`#/profiles?${new URLSearchParams({ after: next })}`, "Next page") : null));
 }
 
 function status(memory) {
@@ -361,7 +371,10 @@ async function purge(name, memory) {
 // ---- Recall playground ---------------------------------------------------------------
 
 async function profileChooser(selected, hashBase) {
-  const { profiles } = await api("GET", "/v1/profiles");
+  // The first names only (a deployment may hold 100,000): others are reached from the
+  // profiles page or by name in the address.
+  const { profiles } = await api("GET", "/v1/profiles", { query: { limit: 500 } });
+  if (selected && !profiles.includes(selected)) profiles.unshift(selected);
   return h("label", {}, "Profile", h("select", {
     name: "profile",
     onchange: (e) => go(`${hashBase}?profile=${encodeURIComponent(e.target.value)}`),

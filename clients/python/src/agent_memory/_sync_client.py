@@ -38,6 +38,7 @@ from .models import (
     MemoryPage,
     Message,
     ProfileImport,
+    ProfilePage,
     Purged,
     RecallResult,
     SearchHit,
@@ -680,9 +681,24 @@ class MemoryClient:
         return Profile(self.http, name)
 
     def profiles(self) -> list[str]:
-        """The names of the profiles that hold anything."""
-        answer = self.http.json("GET", "/v1/profiles")
-        return list(answer["profiles"])
+        """The names of the profiles that hold anything, in name order (every page read)."""
+        return [name for name in self.profile_names()]
+
+    def profiles_page(self, *, after: str | None = None, limit: int | None = None) -> ProfilePage:
+        """One page of profile names in name order: at most ``limit`` (the server's default
+        1,000) after ``after``."""
+        answer = self.http.json("GET", "/v1/profiles", query={"after": after, "limit": limit})
+        return ProfilePage.model_validate(answer)
+
+    def profile_names(self, *, after: str | None = None, limit: int | None = None) -> Iterator[str]:
+        """Every profile name in name order, read a page at a time."""
+        while True:
+            page = self.profiles_page(after=after, limit=limit)
+            for name in page.profiles:
+                yield name
+            if page.next is None:
+                return
+            after = page.next
 
     def health(self) -> None:
         """Liveness: returns when the server answers."""

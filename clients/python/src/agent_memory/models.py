@@ -155,6 +155,13 @@ class MemoryPage(Model):
     next_cursor: str | None
 
 
+class ProfilePage(Model):
+    """A page of profile names in name order, and the ``after`` of the next (``None`` on the last)."""
+
+    profiles: list[str]
+    next: str | None = None
+
+
 class RawMessage(Model):
     """A message as long-term memory stored it."""
 

@@ -664,10 +664,26 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             );
             Ok(())
         }
-        ProfileCommand::Profiles { format } => {
-            let names = service.list_profiles().await?;
+        ProfileCommand::Profiles {
+            after,
+            limit,
+            format,
+        } => {
+            let (names, next) = match limit {
+                Some(limit) => service.list_profiles_page(after.as_deref(), limit).await?,
+                None => {
+                    let mut names = service.list_profiles().await?;
+                    if let Some(after) = &after {
+                        names.retain(|name| name > after);
+                    }
+                    (names, None)
+                }
+            };
             if format.json {
-                return output::json(&json!({"profiles": names}));
+                return output::json(&match next {
+                    Some(next) => json!({"profiles": names, "next": next}),
+                    None => json!({"profiles": names}),
+                });
             }
             for name in names {
                 println!("{name}");

@@ -24,6 +24,14 @@ pub trait MemoryProfiles: Send + Sync {
     async fn open(&self, name: &str) -> Result<Arc<dyn LongTermMemoryStore>>;
     /// Profile names, sorted.
     async fn list(&self) -> Result<Vec<String>>;
+    /// One page of profile names, sorted: at most `limit` names after `after` (exclusive;
+    /// `None` from the first). The default reads [`MemoryProfiles::list`]; adapters with an
+    /// ordered index of names answer it without reading them all.
+    async fn list_page(&self, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        let names = self.list().await?;
+        let start = after.map_or(0, |after| names.partition_point(|n| n.as_str() <= after));
+        Ok(names.into_iter().skip(start).take(limit).collect())
+    }
     /// Deletes a profile; true if it existed.
     async fn delete(&self, name: &str) -> Result<bool>;
     /// True when the profile exists; never creates it (reads of a missing profile are

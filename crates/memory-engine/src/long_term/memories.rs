@@ -43,6 +43,26 @@ impl Core {
         self.profiles.list().await
     }
 
+    pub(super) async fn list_profiles_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<String>, Option<String>)> {
+        let limit = limit.max(1);
+        let mut names = self
+            .profiles
+            .list_page(after, limit.saturating_add(1))
+            .await?;
+        let next = match names.len() > limit {
+            true => {
+                names.truncate(limit);
+                names.last().cloned()
+            }
+            false => None,
+        };
+        Ok((names, next))
+    }
+
     /// Rebuilds the profile's text index from its records (when the engine writes it; an
     /// index its store writes has nothing to rebuild, and the report says so).
     pub(super) async fn reindex_text(&self, profile: &str) -> Result<crate::ReindexReport> {

@@ -146,6 +146,17 @@ impl MemoryService {
         self.core.list_profiles().await
     }
 
+    /// One page of profile names, sorted: at most `limit` (at least 1) after `after`
+    /// (exclusive), and the name to pass as `after` for the next page (`None` on the last).
+    /// What a listing of 100,000 profiles reads page by page.
+    pub async fn list_profiles_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<String>, Option<String>)> {
+        self.core.list_profiles_page(after, limit).await
+    }
+
     /// Rebuilds the profile's text index from its records (when the engine writes it; an
     /// index its store writes has nothing to rebuild, and the report says so).
     pub async fn reindex_text(&self, profile: &str) -> Result<crate::ReindexReport> {
