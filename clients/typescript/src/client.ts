@@ -48,7 +48,7 @@ export class MemoryClient {
     for (;;) {
       const { profiles, next } = await this.profilesPage({ after, limit: page.limit }, options);
       yield* profiles;
-      if (next === undefined || next === null) return;
+      if (next === undefined) return;
       after = next;
     }
   }

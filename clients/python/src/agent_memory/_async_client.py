@@ -689,13 +689,17 @@ class AsyncMemoryClient:
         """The names of the profiles that hold anything, in name order (every page read)."""
         return [name async for name in self.profile_names()]
 
-    async def profiles_page(self, *, after: str | None = None, limit: int | None = None) -> ProfilePage:
+    async def profiles_page(
+        self, *, after: str | None = None, limit: int | None = None
+    ) -> ProfilePage:
         """One page of profile names in name order: at most ``limit`` (the server's default
         1,000) after ``after``."""
         answer = await self.http.json("GET", "/v1/profiles", query={"after": after, "limit": limit})
         return ProfilePage.model_validate(answer)
 
-    async def profile_names(self, *, after: str | None = None, limit: int | None = None) -> AsyncIterator[str]:
+    async def profile_names(
+        self, *, after: str | None = None, limit: int | None = None
+    ) -> AsyncIterator[str]:
         """Every profile name in name order, read a page at a time."""
         while True:
             page = await self.profiles_page(after=after, limit=limit)

@@ -684,13 +684,17 @@ class MemoryClient:
         """The names of the profiles that hold anything, in name order (every page read)."""
         return [name for name in self.profile_names()]
 
-    def profiles_page(self, *, after: str | None = None, limit: int | None = None) -> ProfilePage:
+    def profiles_page(
+        self, *, after: str | None = None, limit: int | None = None
+    ) -> ProfilePage:
         """One page of profile names in name order: at most ``limit`` (the server's default
         1,000) after ``after``."""
         answer = self.http.json("GET", "/v1/profiles", query={"after": after, "limit": limit})
         return ProfilePage.model_validate(answer)
 
-    def profile_names(self, *, after: str | None = None, limit: int | None = None) -> Iterator[str]:
+    def profile_names(
+        self, *, after: str | None = None, limit: int | None = None
+    ) -> Iterator[str]:
         """Every profile name in name order, read a page at a time."""
         while True:
             page = self.profiles_page(after=after, limit=limit)

@@ -156,7 +156,8 @@ class MemoryPage(Model):
 
 
 class ProfilePage(Model):
-    """A page of profile names in name order, and the ``after`` of the next (``None`` on the last)."""
+    """A page of profile names in name order, and the ``after`` of the next page (``None`` on
+    the last)."""
 
     profiles: list[str]
     next: str | None = None

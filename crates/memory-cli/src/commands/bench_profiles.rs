@@ -10,7 +10,6 @@
 //! memories are stored as given and embedded by the deterministic hashing embedder, whose
 //! cost is reported apart (it is microseconds, where a local model's is milliseconds).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -24,6 +23,7 @@ use serde_json::json;
 
 use super::CliError;
 use super::bench::{Latency, latency};
+use super::bench_serve::InProcessServer;
 
 /// What `memory bench profiles` runs.
 pub struct ProfilesBench {
@@ -144,23 +144,8 @@ async fn measure(
     let hashing: Arc<dyn Embedder> = Arc::new(HashingEmbedder::new(384));
     let memory = MemoryService::new(backends, Arc::new(SystemClock)).with_embedder(hashing);
     let state = AppState::new(sessions, Arc::new(memory), false, "default");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (bound_tx, bound_rx) = tokio::sync::oneshot::channel::<SocketAddr>();
-    let server = tokio::spawn(memory_server::serve(
-        state,
-        memory_server::Limits::default(),
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-        move |address| {
-            let _ = bound_tx.send(address);
-        },
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-    let address = bound_rx
-        .await
-        .map_err(|_| CliError::Input("the server did not start".into()))?;
-    let base = format!("http://{address}");
+    let server = InProcessServer::start(state, memory_server::Limits::default()).await?;
+    let base = server.base.clone();
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(bench.clients * 2)
         .build()
@@ -312,8 +297,7 @@ async fn measure(
             .and_then(|p| p.as_array())
             .map_or(0, Vec::len);
     }
-    let _ = stop.send(());
-    let _ = server.await;
+    server.stop().await;
 
     // Disk: the whole data directory and the profiles' part of it, beside what the profiles
     // hold (text, and a 384-dimension float vector per memory).

@@ -304,23 +304,8 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
         max_concurrent_requests: 1_024,
         request_timeout: Duration::from_secs(30),
     };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (bound_tx, bound_rx) = tokio::sync::oneshot::channel::<SocketAddr>();
-    let server = tokio::spawn(memory_server::serve(
-        state,
-        limits,
-        SocketAddr::from(([127, 0, 0, 1], 0)),
-        move |address| {
-            let _ = bound_tx.send(address);
-        },
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-    let address = bound_rx
-        .await
-        .map_err(|_| CliError::Input("the server did not start".into()))?;
-    let base = format!("http://{address}");
+    let server = InProcessServer::start(state, limits).await?;
+    let base = server.base.clone();
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(bench.clients * 2)
         .build()
@@ -491,8 +476,7 @@ async fn measure(deployment: &Deployment, bench: &ServeBench) -> Result<(), CliE
             h.p50_ms / d.p50_ms.max(1e-9)
         );
     }
-    let _ = stop.send(());
-    let _ = server.await;
+    server.stop().await;
     Ok(())
 }
 
@@ -653,5 +637,49 @@ async fn fixed_rate_recall(
         failures,
         seconds,
         latency: (!samples.is_empty()).then(|| latency(samples)),
+    }
+}
+
+/// `memory-server` on a free loopback port in this process, beside a load generator.
+pub(super) struct InProcessServer {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), memory_server::ServeError>>,
+}
+
+impl InProcessServer {
+    /// Serves `state` within `limits` until [`InProcessServer::stop`].
+    pub(super) async fn start(
+        state: AppState,
+        limits: memory_server::Limits,
+    ) -> Result<Self, CliError> {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (bound_tx, bound_rx) = tokio::sync::oneshot::channel::<SocketAddr>();
+        let task = tokio::spawn(memory_server::serve(
+            state,
+            limits,
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            move |address| {
+                let _ = bound_tx.send(address);
+            },
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        let address = bound_rx
+            .await
+            .map_err(|_| CliError::Input("the server did not start".into()))?;
+        Ok(Self {
+            base: format!("http://{address}"),
+            stop,
+            task,
+        })
+    }
+
+    /// Stops the server and waits for it.
+    pub(super) async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
     }
 }
