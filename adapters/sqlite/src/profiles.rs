@@ -160,16 +160,6 @@ impl SqliteProfiles {
         self.open.lock().await.len()
     }
 
-    /// Closes every open profile that is not in use now, whatever its idle time.
-    pub async fn close_unused(&self) {
-        let taken = self
-            .open
-            .lock()
-            .await
-            .take_idle(Instant::now() + Duration::from_secs(365 * 86_400), in_use);
-        close_all(taken.into_iter().map(|(_, p)| p).collect()).await;
-    }
-
     /// Loads every vector namespace of `profile` and waits for their graphs (see
     /// [`SqliteVectorIndex::prepare`]).
     pub async fn prepare_vectors(&self, profile: &str) -> Result<()> {

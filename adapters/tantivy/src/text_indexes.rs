@@ -103,16 +103,6 @@ impl TantivyTextIndexes {
         self.open.lock().await.len()
     }
 
-    /// Closes every open index that is not in use now, whatever its idle time.
-    pub async fn close_unused(&self) {
-        let taken = self
-            .open
-            .lock()
-            .await
-            .take_idle(Instant::now() + Duration::from_secs(365 * 86_400), in_use);
-        close_all(taken.into_iter().map(|(_, index)| index).collect()).await;
-    }
-
     /// Options every profile's index opens with (its language unless the profile has its
     /// own).
     pub fn with_options(mut self, options: TantivyOptions) -> Self {

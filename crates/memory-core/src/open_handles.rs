@@ -71,11 +71,6 @@ impl<H> OpenHandles<H> {
         self.capacity
     }
 
-    /// How long a handle may stay unused before [`OpenHandles::take_idle`] hands it back.
-    pub fn idle(&self) -> Duration {
-        self.idle
-    }
-
     /// How many handles are open.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -166,14 +161,6 @@ impl<H> OpenHandles<H> {
             .collect();
         idle.into_iter()
             .filter_map(|key| self.entries.remove(&key).map(|entry| (key, entry.handle)))
-            .collect()
-    }
-
-    /// Takes out every handle (closing the owner), for the caller to close.
-    pub fn drain(&mut self) -> Vec<H> {
-        self.entries
-            .drain()
-            .map(|(_, entry)| entry.handle)
             .collect()
     }
 }
