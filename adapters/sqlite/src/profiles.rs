@@ -22,10 +22,10 @@ use crate::{SqliteConfig, SqliteVectorIndex};
 pub(crate) type Lease = Arc<dyn std::any::Any + Send + Sync>;
 
 /// Profiles open at once unless configured otherwise (see [`SqliteProfiles::open_profiles`]).
-pub const DEFAULT_OPEN_PROFILES: usize = 16;
+pub const DEFAULT_OPEN_PROFILES: usize = memory_core::open_handles::DEFAULT_OPEN_PROFILES;
 
 /// How long an unused profile stays open unless configured otherwise.
-pub const DEFAULT_PROFILE_IDLE: Duration = Duration::from_secs(30);
+pub const DEFAULT_PROFILE_IDLE: Duration = memory_core::open_handles::DEFAULT_PROFILE_IDLE;
 
 /// Read connections of one profile database unless configured otherwise.
 pub const DEFAULT_PROFILE_READERS: u32 = 4;
@@ -247,7 +247,7 @@ impl SqliteProfiles {
             };
             let open: Weak<tokio::sync::Mutex<OpenHandles<Arc<OpenProfile>>>> =
                 Arc::downgrade(&self.open);
-            let every = sweep_interval(self.idle);
+            let every = memory_core::open_handles::sweep_interval(self.idle);
             runtime.spawn(async move {
                 loop {
                     tokio::time::sleep(every).await;
@@ -261,11 +261,6 @@ impl SqliteProfiles {
             });
         });
     }
-}
-
-/// How often idle handles are looked for: twice per idle time, between 1 s and a minute.
-pub(crate) fn sweep_interval(idle: Duration) -> Duration {
-    (idle / 2).clamp(Duration::from_secs(1), Duration::from_secs(60))
 }
 
 #[async_trait]

@@ -17,10 +17,10 @@ use crate::{TantivyOptions, TantivyTextIndex};
 
 /// Profile indexes open at once unless configured otherwise (see
 /// [`TantivyTextIndexes::open_profiles`]).
-pub const DEFAULT_OPEN_PROFILES: usize = 16;
+pub const DEFAULT_OPEN_PROFILES: usize = memory_core::open_handles::DEFAULT_OPEN_PROFILES;
 
 /// How long an unused profile index stays open unless configured otherwise.
-pub const DEFAULT_PROFILE_IDLE: Duration = Duration::from_secs(30);
+pub const DEFAULT_PROFILE_IDLE: Duration = memory_core::open_handles::DEFAULT_PROFILE_IDLE;
 
 /// [`TextIndexes`] on Tantivy: `<root>/<profile>/`, each holding its writer lock and its
 /// writer's threads while it is open.
@@ -182,7 +182,7 @@ impl TantivyTextIndexes {
             };
             let open: Weak<tokio::sync::Mutex<OpenHandles<Arc<TantivyTextIndex>>>> =
                 Arc::downgrade(&self.open);
-            let every = (self.idle / 2).clamp(Duration::from_secs(1), Duration::from_secs(60));
+            let every = memory_core::open_handles::sweep_interval(self.idle);
             runtime.spawn(async move {
                 loop {
                     tokio::time::sleep(every).await;

@@ -155,10 +155,11 @@ impl Role {
 }
 
 /// The default of `[storage] open_profiles`.
-pub const DEFAULT_OPEN_PROFILES: usize = 16;
+pub const DEFAULT_OPEN_PROFILES: usize = memory_core::open_handles::DEFAULT_OPEN_PROFILES;
 
 /// The default of `[storage] profile_idle_secs`.
-pub const DEFAULT_PROFILE_IDLE_SECS: u64 = 30;
+pub const DEFAULT_PROFILE_IDLE_SECS: u64 =
+    memory_core::open_handles::DEFAULT_PROFILE_IDLE.as_secs();
 
 /// The default of `[storage.sqlite] busy_timeout_ms`.
 pub const DEFAULT_BUSY_TIMEOUT_MS: u64 = 5_000;

@@ -30,6 +30,20 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+/// Profiles an adapter keeps open at once unless configured otherwise (`[storage]
+/// open_profiles`).
+pub const DEFAULT_OPEN_PROFILES: usize = 16;
+
+/// How long an unused profile stays open unless configured otherwise (`[storage]
+/// profile_idle_secs`).
+pub const DEFAULT_PROFILE_IDLE: Duration = Duration::from_secs(30);
+
+/// How often an owner looks for handles unused for `idle`: twice per idle time, between one
+/// second and a minute.
+pub fn sweep_interval(idle: Duration) -> Duration {
+    (idle / 2).clamp(Duration::from_secs(1), Duration::from_secs(60))
+}
+
 /// At most `capacity` open handles by profile (see the [module](self) documentation).
 #[derive(Debug)]
 pub struct OpenHandles<H> {
