@@ -42,6 +42,17 @@ impl Drop for MigrationLock {
     }
 }
 
+/// Which tables a database file holds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Schema {
+    /// Every table (`./migrations`): sessions, messages, text, vectors, jobs and a profile's.
+    Full,
+    /// A long-term profile's tables only (`./profile_migrations`), in pages of `page_size`
+    /// bytes when the file is new. A profile file made before this schema existed holds the
+    /// full one and keeps it.
+    Profile { page_size: u32 },
+}
+
 /// An open database: one writer connection and a pool of readers. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct SqliteDatabase {
@@ -60,11 +71,16 @@ impl SqliteDatabase {
     /// open one new database at once take turns: the first migrates, the others wait for it
     /// and find the schema done.
     pub async fn open(config: SqliteConfig) -> Result<Self> {
+        Self::open_with(config, Schema::Full).await
+    }
+
+    /// Opens (creating if needed) a database of `schema`.
+    pub(crate) async fn open_with(config: SqliteConfig, schema: Schema) -> Result<Self> {
         if let Some(dir) = config.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| crate::error::io(dir, e))?;
         }
         let migrating = MigrationLock::acquire(&config.path).await?;
-        let base = SqliteConnectOptions::from_str("sqlite:")
+        let mut base = SqliteConnectOptions::from_str("sqlite:")
             .map_err(db)?
             .filename(&config.path)
             .journal_mode(SqliteJournalMode::Wal)
@@ -83,6 +99,11 @@ impl SqliteDatabase {
             // sqlx warns about every statement over a second by default; a long delete or a
             // cold-cache scan is normal here, so that goes to debug.
             .log_slow_statements(log::LevelFilter::Debug, std::time::Duration::from_secs(1));
+        if let Schema::Profile { page_size } = schema {
+            // Set before the journal mode (sqlx orders its pragmas so): it takes effect only
+            // on a file with no table yet, and is a no-op on any other.
+            base = base.page_size(page_size);
+        }
         // No ping before each use: a SQLite connection is a file handle that does not go
         // stale, and sqlx's ping is a round trip to the connection's thread before every
         // statement taken from the pool (two thread hand-offs where one does).
@@ -93,10 +114,7 @@ impl SqliteDatabase {
             .connect_with(base.clone().create_if_missing(true))
             .await
             .map_err(db)?;
-        sqlx::migrate!("./migrations")
-            .run(&writer)
-            .await
-            .map_err(migrate)?;
+        migrate_schema(&writer, schema).await?;
         drop(migrating);
         let reader = crate::readers::Readers::new(base.read_only(true), config.readers);
         debug!(path = %config.path.display(), "opened sqlite database");
@@ -145,6 +163,27 @@ impl SqliteDatabase {
         self.reader.close().await;
         self.writer.close().await;
     }
+}
+
+/// Applies the pending migrations of `schema`. A profile file that already holds the full
+/// schema (made before profiles had their own) is migrated as a full one.
+async fn migrate_schema(writer: &SqlitePool, schema: Schema) -> Result<()> {
+    let full = match schema {
+        Schema::Full => true,
+        Schema::Profile { .. } => sqlx::query_scalar::<_, bool>(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' \
+             AND name = 'session_keys')",
+        )
+        .fetch_one(writer)
+        .await
+        .map_err(db)?,
+    };
+    let migrated = if full {
+        sqlx::migrate!("./migrations").run(writer).await
+    } else {
+        sqlx::migrate!("./profile_migrations").run(writer).await
+    };
+    migrated.map_err(migrate)
 }
 
 #[cfg(test)]

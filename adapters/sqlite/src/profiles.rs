@@ -12,7 +12,7 @@ use memory_core::ports::{
 use memory_core::{MemoryError, Result, validate_profile_name};
 use tracing::debug;
 
-use crate::database::SqliteDatabase;
+use crate::database::{Schema, SqliteDatabase};
 use crate::error::{BACKEND, db};
 use crate::long_term_memory::SqliteLongTermMemory;
 use crate::profile_index::SqliteProfileIndex;
@@ -29,6 +29,11 @@ pub const DEFAULT_PROFILE_IDLE: Duration = memory_core::open_handles::DEFAULT_PR
 
 /// Read connections of one profile database unless configured otherwise.
 pub const DEFAULT_PROFILE_READERS: u32 = 4;
+
+/// The page size of a new profile database unless configured otherwise: a fourth of
+/// SQLite's default, so that a small profile's empty tables and indexes (a page each) and
+/// its vectors (which spill from their row into overflow pages) take a quarter of the room.
+pub const DEFAULT_PROFILE_PAGE_SIZE: u32 = 1024;
 
 /// Profiles as one SQLite database each, `<root>/<name>.db`: deleting or exporting a
 /// profile is a file operation, and isolation is physical. One object serves three ports
@@ -59,6 +64,7 @@ pub struct SqliteProfiles {
     approximate: Option<crate::ApproximateSearch>,
     own_text_index: bool,
     readers: u32,
+    page_size: u32,
     idle: Duration,
     open: Arc<tokio::sync::Mutex<OpenHandles<Arc<OpenProfile>>>>,
     /// Set once the task that closes idle profiles runs.
@@ -106,6 +112,7 @@ impl SqliteProfiles {
             approximate: Some(crate::ApproximateSearch::default()),
             own_text_index: true,
             readers: DEFAULT_PROFILE_READERS,
+            page_size: DEFAULT_PROFILE_PAGE_SIZE,
             idle: DEFAULT_PROFILE_IDLE,
             open: Arc::new(tokio::sync::Mutex::new(OpenHandles::new(
                 DEFAULT_OPEN_PROFILES,
@@ -126,6 +133,14 @@ impl SqliteProfiles {
     /// Sets how many read connections each open profile may have (default 4, at least 1).
     pub fn readers(mut self, readers: u32) -> Self {
         self.readers = readers.max(1);
+        self
+    }
+
+    /// Sets the page size of profile databases created from now on (default 1,024 bytes).
+    /// SQLite takes a power of two from 512 to 65,536: another value is rounded up to a power
+    /// of two and kept in that range. An existing file keeps the size it was made with.
+    pub fn page_size(mut self, bytes: u32) -> Self {
+        self.page_size = bytes.clamp(512, 65_536).next_power_of_two();
         self
     }
 
@@ -221,11 +236,14 @@ impl SqliteProfiles {
     }
 
     async fn open_database(&self, name: &str) -> Result<OpenProfile> {
-        let db = SqliteDatabase::open(
+        let db = SqliteDatabase::open_with(
             SqliteConfig::new(self.path(name))
                 .secure_delete(true)
                 .busy_timeout(self.busy_timeout)
                 .readers(self.readers),
+            Schema::Profile {
+                page_size: self.page_size,
+            },
         )
         .await?;
         crate::profile_fts::set(&db, self.own_text_index).await?;

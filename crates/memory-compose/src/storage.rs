@@ -696,6 +696,7 @@ impl Stores {
                     .busy_timeout(std::time::Duration::from_millis(settings.busy_timeout_ms))
                     .open_profiles(self.storage.open_profiles, self.profile_idle())
                     .approximate(approximate)
+                    .page_size(settings.profile_page_size)
                     // FTS5 indexes a profile's text only when it is the profiles' text index.
                     .own_text_index(self.backend(Role::ProfileText) == Backend::Sqlite),
             )

@@ -167,6 +167,9 @@ pub const DEFAULT_BUSY_TIMEOUT_MS: u64 = 5_000;
 /// The default of `[storage.sqlite] approximate_from_rows`.
 pub const DEFAULT_APPROXIMATE_FROM_ROWS: u64 = 20_000;
 
+/// The default of `[storage.sqlite] profile_page_size`.
+pub const DEFAULT_PROFILE_PAGE_SIZE: u32 = 1024;
+
 /// Embedded SQLite (`[storage.sqlite]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SqliteSettings {
@@ -190,6 +193,10 @@ pub struct SqliteSettings {
     /// Single appends of concurrent callers share one transaction in the sessions database
     /// (default true).
     pub group_commit: bool,
+    /// The page size of profile databases made from now on, in bytes (a power of two from
+    /// 512 to 65,536; default 1,024, so a small profile takes little room). Existing files
+    /// keep theirs.
+    pub profile_page_size: u32,
 }
 
 /// PostgreSQL (`[storage.postgres]`).
@@ -410,6 +417,7 @@ impl StorageConfig {
                 exact_vectors: false,
                 approximate_from_rows: DEFAULT_APPROXIMATE_FROM_ROWS,
                 group_commit: true,
+                profile_page_size: DEFAULT_PROFILE_PAGE_SIZE,
                 path: data_dir.join("memory.db"),
                 profiles: data_dir.join("profiles"),
             },
@@ -522,6 +530,7 @@ pub(crate) struct RawSqlite {
     pub exact_vectors: Option<bool>,
     pub approximate_from_rows: Option<u64>,
     pub group_commit: Option<bool>,
+    pub profile_page_size: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -655,7 +664,17 @@ impl RawStorage {
         config.open_profiles = self.open_profiles.unwrap_or(DEFAULT_OPEN_PROFILES);
         config.profile_idle_secs = self.profile_idle_secs.unwrap_or(DEFAULT_PROFILE_IDLE_SECS);
         let sqlite = self.sqlite.unwrap_or_default();
+        let profile_page_size = sqlite
+            .profile_page_size
+            .unwrap_or(DEFAULT_PROFILE_PAGE_SIZE);
+        if !(512..=65_536).contains(&profile_page_size) || !profile_page_size.is_power_of_two() {
+            return Err(problem(
+                "storage.sqlite.profile_page_size",
+                format!("must be a power of two from 512 to 65536, not {profile_page_size}"),
+            ));
+        }
         config.sqlite = SqliteSettings {
+            profile_page_size,
             path: resolve(sqlite.path, "memory.db"),
             profiles: resolve(sqlite.profiles, "profiles"),
             busy_timeout_ms: sqlite.busy_timeout_ms.unwrap_or(DEFAULT_BUSY_TIMEOUT_MS),
