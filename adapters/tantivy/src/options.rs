@@ -67,6 +67,13 @@ pub struct TantivyOptions {
     /// How long a shared index's commit waits for another process's commit before it fails
     /// as `Transient`. Default: 30 s.
     pub lock_wait: Duration,
+    /// A shared index's reader also reloads on Tantivy's file watcher (default on): a thread
+    /// per index, and the half-second bound of [`Self::shared`] for an idle process. Off: it
+    /// reloads only before a search and after its own commits, and keeps a rewritten
+    /// segment's files open until then or until it is closed; no thread is started, so
+    /// opening never fails for want of one. [`crate::TantivyTextIndexes`] turns it off: its
+    /// indexes are closed when idle.
+    pub watch: bool,
 }
 
 impl Default for TantivyOptions {
@@ -79,6 +86,7 @@ impl Default for TantivyOptions {
             merge_threads: 4,
             shared: false,
             lock_wait: Duration::from_secs(30),
+            watch: true,
         }
     }
 }
@@ -105,6 +113,12 @@ impl TantivyOptions {
     /// Opens the index shared by several processes (see [`Self::shared`]).
     pub fn shared(mut self, shared: bool) -> Self {
         self.shared = shared;
+        self
+    }
+
+    /// Turns the file watcher of a shared index on or off (see [`Self::watch`]).
+    pub fn watch(mut self, watch: bool) -> Self {
+        self.watch = watch;
         self
     }
 

@@ -124,7 +124,7 @@ impl TantivyTextIndex {
             // Shared: Tantivy's watcher also reloads within about half a second of another
             // process's commit, so no process keeps the files of rewritten segments (deleted
             // text) open for long, searching or not.
-            .reload_policy(match options.shared {
+            .reload_policy(match options.shared && options.watch {
                 true => ReloadPolicy::OnCommitWithDelay,
                 false => ReloadPolicy::Manual,
             })

@@ -31,7 +31,9 @@ pub const DEFAULT_PROFILE_IDLE: Duration = memory_core::open_handles::DEFAULT_PR
 /// time is closed in the background. Closing commits nothing new (every write returned after
 /// its commit) and lets the writer lock go; reopening reads the directory again. When every
 /// open index is in use, an open waits up to five seconds for one to be let go, then fails as
-/// [`MemoryError::Transient`] (a 503 with `Retry-After` over HTTP).
+/// [`MemoryError::Transient`] (a 503 with `Retry-After` over HTTP). Shared or not, no index
+/// watches its files ([`TantivyOptions::watch`] is off): it reloads before a search when
+/// another process committed.
 ///
 /// ```no_run
 /// # fn demo() {
@@ -144,7 +146,14 @@ impl TantivyTextIndexes {
                 Ok(taken) => {
                     close_all(taken).await;
                     let path = self.root.join(profile);
-                    let options = self.options.clone().language(self.language(profile));
+                    // No file watcher: a thread less per open index, and an open that
+                    // cannot fail for want of one (closing an idle index bounds how long it
+                    // keeps another process's rewritten segments open instead).
+                    let options = self
+                        .options
+                        .clone()
+                        .language(self.language(profile))
+                        .watch(false);
                     let index = tokio::task::spawn_blocking(move || {
                         TantivyTextIndex::open_with(path, options)
                     })
