@@ -549,3 +549,18 @@ async def test_async_session_tools_are_awaitable_functions(aclient: AsyncMemoryC
     tools = {t.name: t for t in await async_session_tools(session)}
     await tools["remember"](content="Async tools user drinks coffee")
     assert "Async tools user drinks coffee" in await tools["recall"](query="coffee")
+
+
+def test_a_bound_session_shows_its_profile_with_no_block_declared(deployment: Served) -> None:
+    """The deployment declares no profile block: a bound session's prompt still shows what
+    the profile remembers, frozen until a refresh; an unbound session's does not."""
+    with MemoryClient(deployment.base_url) as memory:
+        memory.profile("gus").remember("Vegetarian, no mushrooms", kind="fact", key="diet")
+        bound = memory.sessions.create(profile="gus")
+        prompt = bound.freeze_system_prompt()
+        assert "diet: Vegetarian, no mushrooms" in prompt
+        memory.profile("gus").remember("Lives in Porto", kind="fact", key="city")
+        assert bound.freeze_system_prompt() == prompt
+        assert "city: Lives in Porto" in bound.refresh_system_prompt()
+        unbound = memory.sessions.create()
+        assert "Vegetarian" not in unbound.freeze_system_prompt()

@@ -482,3 +482,21 @@ test("export and import stream sessions and profiles as JSON lines", async () =>
   assert.deepEqual(copied, ["Carol keeps bees"]);
   await assert.rejects(context.memory.sessions.import("not json\n"), InvalidInputError);
 });
+
+test("a bound session shows its profile in the prompt with no block declared", async () => {
+  const deployment = await serve({ config: '[memory]\nembedder = "none"\n' });
+  try {
+    const memory = new MemoryClient({ baseUrl: deployment.baseUrl });
+    await memory.profile("gus").remember("Vegetarian, no mushrooms", { kind: "fact", key: "diet" });
+    const bound = await memory.sessions.create({ profile: "gus" });
+    const prompt = await bound.freezeSystemPrompt();
+    assert.ok(prompt.includes("diet: Vegetarian, no mushrooms"), prompt);
+    await memory.profile("gus").remember("Lives in Porto", { kind: "fact", key: "city" });
+    assert.equal(await bound.freezeSystemPrompt(), prompt, "frozen until a refresh");
+    assert.ok((await bound.refreshSystemPrompt()).includes("city: Lives in Porto"));
+    const unbound = await memory.sessions.create({});
+    assert.ok(!(await unbound.freezeSystemPrompt()).includes("Vegetarian"));
+  } finally {
+    await deployment.stop();
+  }
+});

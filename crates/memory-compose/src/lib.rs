@@ -135,8 +135,9 @@ impl Deployment {
 
     /// The two tiers as one memory: the session tier linked to long-term memory (sessions
     /// bound to a profile ship their history there, get `recall` and `remember` among their
-    /// tools, and show the profile in `profile` blocks; `[sessions]` sets the default
-    /// binding and the tools), and the long-term service itself. The note says what is off.
+    /// tools, and show the profile in a `profile` block, declared or added by default;
+    /// `[sessions]` sets the default binding, the tools and the default block), and the
+    /// long-term service itself. The note says what is off.
     pub async fn services(&self) -> Result<(SessionManager, MemoryService, Option<String>)> {
         let (memory, note) = self.memory_service().await?;
         let sessions = &self.config.sessions;
@@ -151,6 +152,9 @@ impl Deployment {
                     MemoryToolConfig::Forget => MemoryTool::Forget,
                 })
                 .collect(),
+            profile_block: sessions
+                .profile_block
+                .then_some(sessions.profile_block_tokens),
             ..LinkOptions::default()
         };
         let manager = self.session_tier().await?.with_long_term(

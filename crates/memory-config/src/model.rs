@@ -262,10 +262,29 @@ pub struct SessionsConfig {
     /// `forget` only when listed).
     #[serde(default = "default_memory_tools")]
     pub memory_tools: Vec<MemoryToolConfig>,
+    /// Whether a bound session's prompt shows its profile in a read-only block labelled
+    /// `profile` when no `[[blocks]]` entry of kind `profile` is declared (default true; a
+    /// declared one replaces it).
+    #[serde(default = "default_true")]
+    pub profile_block: bool,
+    /// The token budget of that block (default 1,000).
+    #[serde(default = "default_profile_block_tokens")]
+    pub profile_block_tokens: usize,
 }
 
 fn default_memory_tools() -> Vec<MemoryToolConfig> {
     vec![MemoryToolConfig::Recall, MemoryToolConfig::Remember]
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// The default of `[sessions] profile_block_tokens`.
+pub const DEFAULT_PROFILE_BLOCK_TOKENS: usize = 1_000;
+
+fn default_profile_block_tokens() -> usize {
+    DEFAULT_PROFILE_BLOCK_TOKENS
 }
 
 impl Default for SessionsConfig {
@@ -273,6 +292,8 @@ impl Default for SessionsConfig {
         Self {
             profile: None,
             memory_tools: default_memory_tools(),
+            profile_block: true,
+            profile_block_tokens: DEFAULT_PROFILE_BLOCK_TOKENS,
         }
     }
 }
@@ -622,6 +643,13 @@ impl MemoryConfig {
                     memory_core::validate_profile_name(profile).map_err(|e| {
                         check.error(span.clone(), "sessions.profile".into(), e.to_string())
                     })?;
+                }
+                if sessions.profile_block_tokens == 0 {
+                    return Err(check.error(
+                        span,
+                        "sessions.profile_block_tokens".into(),
+                        "must be at least 1 (set profile_block = false to leave the block out)",
+                    ));
                 }
                 sessions
             }

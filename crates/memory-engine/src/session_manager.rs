@@ -11,9 +11,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tracing::info;
 
-use crate::context::{ContextWiring, ProfileBlocks};
+use crate::context::{BlockSource, BlockSpec, ContextWiring, ProfileBlocks};
 use crate::long_term::MemoryService;
-use crate::profile_link::{JobRunner, LinkOptions, ProfileLink, ShipReport, ShipSelection};
+use crate::profile_link::{
+    DEFAULT_PROFILE_BLOCK, JobRunner, LinkOptions, ProfileLink, ShipReport, ShipSelection,
+};
 use crate::{AppendReport, CompactionSettings, MessageSearch, ReindexReport, Session};
 
 /// Longest automatic session title, in characters.
@@ -113,6 +115,29 @@ impl SessionManager {
     fn linked(mut self, link: ProfileLink) -> Self {
         let mut wiring = (*self.context).clone();
         wiring.profiles = Some(Arc::new(link.clone()) as Arc<dyn ProfileBlocks>);
+        let declared = wiring
+            .specs
+            .iter()
+            .any(|spec| matches!(spec.source, BlockSource::Profile));
+        if let (Some(budget), false) = (link.options().profile_block, declared) {
+            let label = if wiring
+                .specs
+                .iter()
+                .any(|spec| spec.label == DEFAULT_PROFILE_BLOCK)
+            {
+                // The deployment uses the label for a block of its own.
+                "memory_profile"
+            } else {
+                DEFAULT_PROFILE_BLOCK
+            };
+            wiring.specs.push(
+                BlockSpec::profile(label)
+                    .description(
+                        "What you remember about the user: instructions, facts and open tasks",
+                    )
+                    .max_tokens(budget),
+            );
+        }
         self.context = Arc::new(wiring);
         self.link = Some(link);
         self.sessions = session_handles();

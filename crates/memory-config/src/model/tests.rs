@@ -519,3 +519,39 @@ fn open_profiles_bounds_the_profiles_open_at_once() {
         "{e}"
     );
 }
+
+#[test]
+fn profile_page_size_is_a_power_of_two_sqlite_takes() {
+    let dir = Path::new("/data");
+    let default = MemoryConfig::parse("", dir).unwrap().storage(dir);
+    assert_eq!(default.sqlite.profile_page_size, 1024);
+    let set = MemoryConfig::parse("[storage.sqlite]\nprofile_page_size = 4096\n", dir)
+        .unwrap()
+        .storage(dir);
+    assert_eq!(set.sqlite.profile_page_size, 4096);
+    for bad in ["1000", "256", "131072"] {
+        let e = err(&format!("[storage.sqlite]\nprofile_page_size = {bad}\n"));
+        assert!(
+            e.contains("storage.sqlite.profile_page_size") && e.contains(bad),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn the_default_profile_block_can_be_sized_or_left_out() {
+    let dir = Path::new("/data");
+    let default = MemoryConfig::parse("", dir).unwrap().sessions;
+    assert!(default.profile_block);
+    assert_eq!(default.profile_block_tokens, 1_000);
+    let set = MemoryConfig::parse(
+        "[sessions]\nprofile_block = false\nprofile_block_tokens = 300\n",
+        dir,
+    )
+    .unwrap()
+    .sessions;
+    assert!(!set.profile_block);
+    assert_eq!(set.profile_block_tokens, 300);
+    let e = err("[sessions]\nprofile_block_tokens = 0\n");
+    assert!(e.contains("sessions.profile_block_tokens"), "{e}");
+}

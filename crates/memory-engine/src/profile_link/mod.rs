@@ -43,16 +43,31 @@ pub struct LinkOptions {
     pub recall_limit: usize,
     /// Runs shipped jobs in the background, when set.
     pub runner: Option<Arc<dyn JobRunner>>,
+    /// The token budget of the profile block every session's prompt gets when no declared
+    /// block shows the profile (labelled [`DEFAULT_PROFILE_BLOCK`], after the declared ones;
+    /// it renders nothing for an unbound session). `None`: no block is added, and only a
+    /// declared one shows the profile.
+    pub profile_block: Option<usize>,
 }
 
+/// The label of the profile block added when none is declared (see
+/// [`LinkOptions::profile_block`]).
+pub const DEFAULT_PROFILE_BLOCK: &str = "profile";
+
+/// The token budget of the profile block added when none is declared: room for some forty
+/// instructions, facts and tasks of a line each, a small part of a model's context.
+pub const DEFAULT_PROFILE_BLOCK_TOKENS: usize = 1_000;
+
 impl Default for LinkOptions {
-    /// No default profile; `recall` and `remember`; five records a recall; no runner.
+    /// No default profile; `recall` and `remember`; five records a recall; no runner; a
+    /// profile block of [`DEFAULT_PROFILE_BLOCK_TOKENS`] when none is declared.
     fn default() -> Self {
         Self {
             default_profile: None,
             tools: vec![MemoryTool::Recall, MemoryTool::Remember],
             recall_limit: 5,
             runner: None,
+            profile_block: Some(DEFAULT_PROFILE_BLOCK_TOKENS),
         }
     }
 }
@@ -64,6 +79,7 @@ impl std::fmt::Debug for LinkOptions {
             .field("tools", &self.tools)
             .field("recall_limit", &self.recall_limit)
             .field("runner", &self.runner.is_some())
+            .field("profile_block", &self.profile_block)
             .finish()
     }
 }

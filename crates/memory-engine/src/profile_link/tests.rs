@@ -48,6 +48,16 @@ struct World {
 }
 
 fn world(options: LinkOptions) -> World {
+    world_with(
+        options,
+        vec![
+            BlockSpec::writable("notes").default_content("none yet"),
+            BlockSpec::profile("profile").max_tokens(400),
+        ],
+    )
+}
+
+fn world_with(options: LinkOptions, specs: Vec<BlockSpec>) -> World {
     let profiles = Arc::new(InMemoryProfiles::new());
     let backends = LongTermBackends::new(
         Arc::clone(&profiles),
@@ -60,10 +70,7 @@ fn world(options: LinkOptions) -> World {
     let kv: Arc<dyn KeyValueStore> = Arc::new(InMemoryKeyValueStore::new());
     let wiring = ContextWiring {
         kv: Some(Arc::clone(&kv)),
-        specs: vec![
-            BlockSpec::writable("notes").default_content("none yet"),
-            BlockSpec::profile("profile").max_tokens(400),
-        ],
+        specs,
         ..ContextWiring::default()
     };
     let manager = SessionManager::new(
@@ -410,4 +417,106 @@ async fn a_fork_ships_only_what_its_source_did_not() {
     say(&world, &plain, &LISBON).await;
     let forked = world.manager.fork(&plain, "m2", None).await.unwrap();
     assert_eq!(forked.profile, None);
+}
+
+#[tokio::test]
+async fn a_bound_session_shows_its_profile_with_no_block_declared() {
+    let remember = |world: &World| {
+        let memory = world.memory.clone();
+        async move {
+            memory
+                .remember(
+                    "gus",
+                    crate::long_term::RememberRequest {
+                        content: "Is vegetarian, no mushrooms.".into(),
+                        session_id: None,
+                        kind: Some(memory_core::ports::MemoryKind::Fact),
+                        key: Some("diet".into()),
+                        metadata: Default::default(),
+                        expires_at: None,
+                    },
+                )
+                .await
+                .unwrap();
+        }
+    };
+    // Nothing declared: the default block shows the bound profile, and nothing for an
+    // unbound session.
+    let world = world_with(LinkOptions::default(), vec![BlockSpec::writable("notes")]);
+    remember(&world).await;
+    let bound = session(&world, "bound", Some("gus")).await;
+    let prompt = world
+        .manager
+        .session(&bound)
+        .await
+        .unwrap()
+        .freeze_system_prompt()
+        .await
+        .unwrap();
+    assert!(
+        prompt.contains("Facts:\n- diet: Is vegetarian, no mushrooms."),
+        "{prompt}"
+    );
+    assert!(prompt.contains("PROFILE (What you remember"), "{prompt}");
+    let unbound = session(&world, "unbound", None).await;
+    let prompt = world
+        .manager
+        .session(&unbound)
+        .await
+        .unwrap()
+        .freeze_system_prompt()
+        .await
+        .unwrap();
+    assert!(!prompt.contains("vegetarian"), "{prompt}");
+
+    // Turned off: no block shows it.
+    let off = LinkOptions {
+        profile_block: None,
+        ..LinkOptions::default()
+    };
+    let world = world_with(off, vec![BlockSpec::writable("notes")]);
+    remember(&world).await;
+    let bound = session(&world, "bound", Some("gus")).await;
+    let prompt = world
+        .manager
+        .session(&bound)
+        .await
+        .unwrap()
+        .freeze_system_prompt()
+        .await
+        .unwrap();
+    assert!(!prompt.contains("vegetarian"), "{prompt}");
+
+    // Declared: that block is the only one, with its label and budget.
+    let world = world_with(
+        LinkOptions::default(),
+        vec![BlockSpec::profile("about_the_user").max_tokens(300)],
+    );
+    remember(&world).await;
+    let bound = session(&world, "bound", Some("gus")).await;
+    let prompt = world
+        .manager
+        .session(&bound)
+        .await
+        .unwrap()
+        .freeze_system_prompt()
+        .await
+        .unwrap();
+    assert_eq!(prompt.matches("vegetarian").count(), 1, "{prompt}");
+    assert!(prompt.contains("ABOUT_THE_USER"), "{prompt}");
+
+    // The label taken by a block of the deployment's own: the default one is renamed.
+    let world = world_with(LinkOptions::default(), vec![BlockSpec::writable("profile")]);
+    remember(&world).await;
+    let bound = session(&world, "bound", Some("gus")).await;
+    let prompt = world
+        .manager
+        .session(&bound)
+        .await
+        .unwrap()
+        .freeze_system_prompt()
+        .await
+        .unwrap();
+    assert!(prompt.contains("MEMORY_PROFILE"), "{prompt}");
+    assert!(prompt.contains("vegetarian"), "{prompt}");
 }
