@@ -29,7 +29,8 @@ impl ModelFiles {
                 return Err(MemoryError::not_found(
                     "embedding model file",
                     format!(
-                        "{} (run scripts/setup-model.sh to fetch the local model)",
+                        "{} (`memory models fetch` fetches the local model; \
+                         scripts/setup-model.sh is the offline route)",
                         path.display()
                     ),
                 ));

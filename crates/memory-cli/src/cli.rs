@@ -142,6 +142,9 @@ pub enum Command {
     /// API keys for `memory serve --keys`.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Local model files, fetched from the Hugging Face hub on first use or ahead of it.
+    #[command(subcommand)]
+    Models(ModelsCommand),
     /// Back up the deployment into its blob store (`[storage] blobs`: the data directory's
     /// `blobs/`, or an S3/R2 bucket), list backups, restore one.
     #[command(subcommand)]
@@ -236,6 +239,14 @@ pub enum BackupCommand {
         #[command(flatten)]
         format: Format,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelsCommand {
+    /// Fetch the local embedding model's files now, once, instead of at its first use: from
+    /// the Hugging Face hub (`HF_ENDPOINT` names a mirror), each checked against its pinned
+    /// SHA-256, into `MEMORY_MODEL_DIR` or `~/.cache/memory-models/all-minilm-l6-v2`.
+    Fetch,
 }
 
 #[derive(Debug, Subcommand)]

@@ -20,6 +20,11 @@
 #[cfg(feature = "sqlite")]
 pub mod backup;
 mod blocks;
+
+/// The README's Rust quickstart, run as a doc test so that the front page stays true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeQuickstart;
 mod error;
 mod models;
 mod storage;
@@ -39,7 +44,7 @@ use memory_engine::profile_link::{LinkOptions, MemoryTool};
 
 pub use blocks::token_counter;
 pub use error::{ComposeError, Result};
-pub use models::{EmbedderChoiceResult, chat_model, chat_models, embedder};
+pub use models::{EmbedderChoiceResult, chat_model, chat_models, embedder, fetch_local_model};
 
 use storage::Stores;
 

@@ -82,16 +82,80 @@ pub fn embedder(config: &MemoryConfig) -> Result<EmbedderChoiceResult> {
 #[cfg(feature = "local-embedder")]
 fn local_embedder() -> Result<EmbedderChoiceResult> {
     use memory_candle::LocalEmbedder;
+    if let Some(e) = LocalEmbedder::discover()? {
+        return Ok((Some(Arc::new(e)), None));
+    }
+    let dir = LocalEmbedder::default_model_dir();
+    // A directory named by the user is used as it is: nothing is fetched into it.
+    if std::env::var_os("MEMORY_MODEL_DIR").is_some() {
+        return Ok((
+            None,
+            Some(format!(
+                "the local embedding model is not in {} (MEMORY_MODEL_DIR; scripts/setup-model.sh \
+                 fills it, or leave MEMORY_MODEL_DIR unset to fetch it on first use); vectors are off",
+                dir.display()
+            )),
+        ));
+    }
+    if let Err(e) = fetch_local_model() {
+        let line = format!(
+            "the local embedding model could not be fetched into {}: {e} (`memory models \
+             fetch` retries; scripts/setup-model.sh is the offline route); vectors are off",
+            dir.display()
+        );
+        // Unlike a deployment that turned vectors off, this one asked for them: a warning.
+        tracing::warn!("{line}");
+        return Ok((None, Some(line)));
+    }
     match LocalEmbedder::discover()? {
         Some(e) => Ok((Some(Arc::new(e)), None)),
         None => Ok((
             None,
             Some(format!(
-                "the local embedding model is not installed in {} (run scripts/setup-model.sh); vectors are off",
-                LocalEmbedder::default_model_dir().display()
+                "the local embedding model is still missing from {} after a fetch; vectors are off",
+                dir.display()
             )),
         )),
     }
+}
+
+/// The local embedding model's files on the Hugging Face hub, pinned (what
+/// `memory-candle` reads).
+#[cfg(feature = "local-embedder")]
+fn local_model_on_hub() -> memory_hub::HubModel {
+    memory_hub::HubModel {
+        repo: memory_candle::HUB_REPO.into(),
+        revision: memory_candle::HUB_REVISION.into(),
+        files: memory_candle::HUB_FILES
+            .iter()
+            .map(|(path, size, sha256)| memory_hub::HubFile::new(*path, *size, *sha256))
+            .collect(),
+    }
+}
+
+/// Fetches the local embedding model's missing files into its directory
+/// (`MEMORY_MODEL_DIR`, else `~/.cache/memory-models/all-minilm-l6-v2`) from the Hugging
+/// Face hub, once: `HF_ENDPOINT` names a mirror, `HF_HUB_OFFLINE=1` fetches nothing, every
+/// file is checked against its pinned SHA-256 before it is put in place. Returns the
+/// directory and the files fetched now (none when all were there).
+#[cfg(feature = "local-embedder")]
+pub fn fetch_local_model() -> Result<(std::path::PathBuf, Vec<String>)> {
+    let dir = memory_candle::LocalEmbedder::default_model_dir();
+    let report = memory_hub::fetch_blocking(
+        &local_model_on_hub(),
+        &dir,
+        &memory_hub::HubSettings::from_env(),
+    )?;
+    Ok((report.dir, report.fetched))
+}
+
+/// Without the local embedder in the build there is no model to fetch.
+#[cfg(not(feature = "local-embedder"))]
+pub fn fetch_local_model() -> Result<(std::path::PathBuf, Vec<String>)> {
+    Err(ComposeError::Invalid(
+        "this build leaves out the local embedder (`--features local-embedder`): no model to fetch"
+            .into(),
+    ))
 }
 
 #[cfg(not(feature = "local-embedder"))]

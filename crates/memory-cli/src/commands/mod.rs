@@ -80,6 +80,21 @@ pub fn argument_or_stdin(arg: Option<String>) -> Result<String, CliError> {
     }
 }
 
+/// `memory models fetch`: the local embedding model's files, fetched now when missing.
+fn fetch_models() -> Result<(), CliError> {
+    let (dir, fetched) = memory_compose::fetch_local_model()?;
+    if fetched.is_empty() {
+        println!("the local embedding model is already in {}", dir.display());
+    } else {
+        println!(
+            "fetched {} into {} (checksums verified)",
+            fetched.join(", "),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 /// Runs one command.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Demo = cli.command {
@@ -87,6 +102,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     }
     if let Command::Mcp { profile, session } = cli.command {
         return serve::mcp(&app::data_dir(cli.data_dir), &profile, session).await;
+    }
+    if let Command::Models(crate::cli::ModelsCommand::Fetch) = cli.command {
+        return fetch_models();
     }
     if let Command::Keys(crate::cli::KeysCommand::New { tenant, label }) = &cli.command {
         return serve::new_key(tenant, label.as_deref());
@@ -293,6 +311,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         | Command::Worker { .. }
         | Command::Mcp { .. }
         | Command::Keys(_)
+        | Command::Models(_)
         | Command::Backup(_)
         | Command::Reindex { .. }
         | Command::Bench(_) => Ok(()),
