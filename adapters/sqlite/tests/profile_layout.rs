@@ -90,7 +90,14 @@ async fn a_new_profile_holds_only_its_tables_in_small_pages() {
     for table in ["memories", "raw_messages", "vectors", "vector_namespaces"] {
         assert!(tables.iter().any(|t| t == table), "{table} in {tables:?}");
     }
-    for table in ["session_keys", "messages", "sessions", "job_queue", "kv", "skills"] {
+    for table in [
+        "session_keys",
+        "messages",
+        "sessions",
+        "job_queue",
+        "kv",
+        "skills",
+    ] {
         assert!(!tables.iter().any(|t| t == table), "{table} in {tables:?}");
     }
     // Ten memories and their 384-dimension vectors (15,360 bytes of them): the full schema in
@@ -139,7 +146,10 @@ async fn a_profile_file_of_the_full_schema_opens_and_keeps_everything() {
 
     let profiles = SqliteProfiles::new(dir.path());
     let store = profiles.open("legacy").await.unwrap();
-    let page = store.list(&MemoryFilter::default(), None, 10).await.unwrap();
+    let page = store
+        .list(&MemoryFilter::default(), None, 10)
+        .await
+        .unwrap();
     assert_eq!(page.memories.len(), 2);
     let hits = profiles
         .text_index("legacy")

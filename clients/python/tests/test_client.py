@@ -564,3 +564,14 @@ def test_a_bound_session_shows_its_profile_with_no_block_declared(deployment: Se
         assert "city: Lives in Porto" in bound.refresh_system_prompt()
         unbound = memory.sessions.create()
         assert "Vegetarian" not in unbound.freeze_system_prompt()
+
+
+def test_the_readme_python_blocks_run_as_written(deployment: Served) -> None:
+    """The front page's Python blocks, run as they are against a real server (only the
+    address is the test server's), so the README stays true."""
+    readme = Path(__file__).resolve().parents[3] / "README.md"
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
+    assert blocks, "README.md has a Python block"
+    for block in blocks:
+        code = block.replace("http://127.0.0.1:8787", deployment.base_url)
+        exec(compile(code, str(readme), "exec"), {})
