@@ -15,22 +15,7 @@ use memory_sqlite::{
 use sqlx::{Connection, SqliteConnection};
 
 fn memory(id: &str, content: &str) -> MemoryRecord {
-    MemoryRecord {
-        id: id.into(),
-        kind: MemoryKind::Fact,
-        content: content.into(),
-        key: None,
-        questions: vec![],
-        session_id: None,
-        source_message_ids: vec![],
-        source_lines: None,
-        recorded_at: Timestamp(1),
-        valid_at: None,
-        superseded_by: None,
-        forgotten: None,
-        metadata: Default::default(),
-        expires_at: None,
-    }
+    MemoryRecord::new(id, MemoryKind::Fact, content, Timestamp(1))
 }
 
 /// The file's page size and table names, read over a connection of the test's own after a

@@ -94,6 +94,17 @@ fn memory(home: &Path, endpoint: &str) -> Command {
     command
 }
 
+/// Runs `command`, which must succeed; its standard output and error.
+fn succeeds(command: &mut Command) -> (String, String) {
+    let out = command.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "{stderr}");
+    (stdout, stderr)
+}
+
 fn fetched_dir(home: &Path) -> PathBuf {
     home.join(".cache/memory-models/all-minilm-l6-v2")
 }
@@ -105,16 +116,7 @@ fn models_fetch_downloads_the_pinned_files_once() {
     };
     let (endpoint, requests) = stand_in(model.clone());
     let home = tempfile::tempdir().unwrap();
-    let out = memory(home.path(), &endpoint)
-        .args(["models", "fetch"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (stdout, _) = succeeds(memory(home.path(), &endpoint).args(["models", "fetch"]));
     assert!(stdout.contains("checksums verified"), "{stdout}");
     for file in FILES {
         assert_eq!(
@@ -124,12 +126,8 @@ fn models_fetch_downloads_the_pinned_files_once() {
         );
     }
     assert_eq!(requests.load(Ordering::SeqCst), 3);
-    let again = memory(home.path(), &endpoint)
-        .args(["models", "fetch"])
-        .output()
-        .unwrap();
-    assert!(again.status.success());
-    assert!(String::from_utf8_lossy(&again.stdout).contains("already"));
+    let (again, _) = succeeds(memory(home.path(), &endpoint).args(["models", "fetch"]));
+    assert!(again.contains("already"), "{again}");
     assert_eq!(requests.load(Ordering::SeqCst), 3, "nothing fetched twice");
 
     // Offline, a missing model is a clear error and nothing is asked for.
@@ -156,17 +154,12 @@ fn the_first_command_that_embeds_fetches_the_model() {
     let (endpoint, requests) = stand_in(model);
     let home = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    let out = memory(home.path(), &endpoint)
-        .arg("--data-dir")
-        .arg(data.path())
-        .args(["profile", "remember", "gus", "vegetarian, no mushrooms"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let in_data = |args: &[&str]| {
+        let mut command = memory(home.path(), &endpoint);
+        command.arg("--data-dir").arg(data.path()).args(args);
+        succeeds(&mut command)
+    };
+    in_data(&["profile", "remember", "gus", "vegetarian, no mushrooms"]);
     assert!(
         FILES
             .iter()
@@ -174,28 +167,14 @@ fn the_first_command_that_embeds_fetches_the_model() {
     );
     assert_eq!(requests.load(Ordering::SeqCst), 3);
     // With vectors, a question that shares no word with the memory finds it.
-    let recall = memory(home.path(), &endpoint)
-        .arg("--data-dir")
-        .arg(data.path())
-        .args([
-            "profile",
-            "recall",
-            "gus",
-            "what food does the user eat?",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        recall.status.success(),
-        "{}",
-        String::from_utf8_lossy(&recall.stderr)
-    );
-    assert!(
-        String::from_utf8_lossy(&recall.stdout).contains("mushrooms"),
-        "{}",
-        String::from_utf8_lossy(&recall.stdout)
-    );
+    let (recall, _) = in_data(&[
+        "profile",
+        "recall",
+        "gus",
+        "what food does the user eat?",
+        "--json",
+    ]);
+    assert!(recall.contains("mushrooms"), "{recall}");
     assert_eq!(requests.load(Ordering::SeqCst), 3, "fetched once");
 }
 
@@ -210,23 +189,17 @@ fn an_unreachable_hub_leaves_full_text_search_with_one_clear_line() {
     let home = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let out = memory(home.path(), &format!("http://127.0.0.1:{port}"))
-        .arg("--data-dir")
-        .arg(data.path())
-        .args(["profile", "remember", "gus", "vegetarian, no mushrooms"])
-        .output()
-        .unwrap();
+    let (_, stderr) = succeeds(
+        memory(home.path(), &format!("http://127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(data.path())
+            .args(["profile", "remember", "gus", "vegetarian, no mushrooms"]),
+    );
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "{:?}",
         started.elapsed()
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("could not be fetched") && stderr.contains("vectors are off"),
         "{stderr}"

@@ -419,104 +419,63 @@ async fn a_fork_ships_only_what_its_source_did_not() {
     assert_eq!(forked.profile, None);
 }
 
+/// A world with `specs` and `options` in which "gus" remembers his diet; the frozen prompts
+/// of a session bound to him and of an unbound one.
+async fn prompts_of_gus(options: LinkOptions, specs: Vec<BlockSpec>) -> (String, String) {
+    let world = world_with(options, specs);
+    world
+        .memory
+        .remember(
+            "gus",
+            crate::long_term::RememberRequest {
+                content: "Is vegetarian, no mushrooms.".into(),
+                kind: Some(memory_core::ports::MemoryKind::Fact),
+                key: Some("diet".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut prompts = Vec::new();
+    for (id, profile) in [("bound", Some("gus")), ("unbound", None)] {
+        let s = session(&world, id, profile).await;
+        let handle = world.manager.session(&s).await.unwrap();
+        prompts.push(handle.freeze_system_prompt().await.unwrap());
+    }
+    let unbound = prompts.pop().unwrap();
+    (prompts.pop().unwrap(), unbound)
+}
+
 #[tokio::test]
 async fn a_bound_session_shows_its_profile_with_no_block_declared() {
-    let remember = |world: &World| {
-        let memory = world.memory.clone();
-        async move {
-            memory
-                .remember(
-                    "gus",
-                    crate::long_term::RememberRequest {
-                        content: "Is vegetarian, no mushrooms.".into(),
-                        session_id: None,
-                        kind: Some(memory_core::ports::MemoryKind::Fact),
-                        key: Some("diet".into()),
-                        metadata: Default::default(),
-                        expires_at: None,
-                    },
-                )
-                .await
-                .unwrap();
-        }
-    };
     // Nothing declared: the default block shows the bound profile, and nothing for an
     // unbound session.
-    let world = world_with(LinkOptions::default(), vec![BlockSpec::writable("notes")]);
-    remember(&world).await;
-    let bound = session(&world, "bound", Some("gus")).await;
-    let prompt = world
-        .manager
-        .session(&bound)
-        .await
-        .unwrap()
-        .freeze_system_prompt()
-        .await
-        .unwrap();
+    let (bound, unbound) =
+        prompts_of_gus(LinkOptions::default(), vec![BlockSpec::writable("notes")]).await;
     assert!(
-        prompt.contains("Facts:\n- diet: Is vegetarian, no mushrooms."),
-        "{prompt}"
+        bound.contains("Facts:\n- diet: Is vegetarian, no mushrooms."),
+        "{bound}"
     );
-    assert!(prompt.contains("PROFILE (What you remember"), "{prompt}");
-    let unbound = session(&world, "unbound", None).await;
-    let prompt = world
-        .manager
-        .session(&unbound)
-        .await
-        .unwrap()
-        .freeze_system_prompt()
-        .await
-        .unwrap();
-    assert!(!prompt.contains("vegetarian"), "{prompt}");
+    assert!(bound.contains("PROFILE (What you remember"), "{bound}");
+    assert!(!unbound.contains("vegetarian"), "{unbound}");
 
     // Turned off: no block shows it.
     let off = LinkOptions {
         profile_block: None,
         ..LinkOptions::default()
     };
-    let world = world_with(off, vec![BlockSpec::writable("notes")]);
-    remember(&world).await;
-    let bound = session(&world, "bound", Some("gus")).await;
-    let prompt = world
-        .manager
-        .session(&bound)
-        .await
-        .unwrap()
-        .freeze_system_prompt()
-        .await
-        .unwrap();
-    assert!(!prompt.contains("vegetarian"), "{prompt}");
+    let (bound, _) = prompts_of_gus(off, vec![BlockSpec::writable("notes")]).await;
+    assert!(!bound.contains("vegetarian"), "{bound}");
 
     // Declared: that block is the only one, with its label and budget.
-    let world = world_with(
-        LinkOptions::default(),
-        vec![BlockSpec::profile("about_the_user").max_tokens(300)],
-    );
-    remember(&world).await;
-    let bound = session(&world, "bound", Some("gus")).await;
-    let prompt = world
-        .manager
-        .session(&bound)
-        .await
-        .unwrap()
-        .freeze_system_prompt()
-        .await
-        .unwrap();
-    assert_eq!(prompt.matches("vegetarian").count(), 1, "{prompt}");
-    assert!(prompt.contains("ABOUT_THE_USER"), "{prompt}");
+    let declared = vec![BlockSpec::profile("about_the_user").max_tokens(300)];
+    let (bound, _) = prompts_of_gus(LinkOptions::default(), declared).await;
+    assert_eq!(bound.matches("vegetarian").count(), 1, "{bound}");
+    assert!(bound.contains("ABOUT_THE_USER"), "{bound}");
 
     // The label taken by a block of the deployment's own: the default one is renamed.
-    let world = world_with(LinkOptions::default(), vec![BlockSpec::writable("profile")]);
-    remember(&world).await;
-    let bound = session(&world, "bound", Some("gus")).await;
-    let prompt = world
-        .manager
-        .session(&bound)
-        .await
-        .unwrap()
-        .freeze_system_prompt()
-        .await
-        .unwrap();
-    assert!(prompt.contains("MEMORY_PROFILE"), "{prompt}");
-    assert!(prompt.contains("vegetarian"), "{prompt}");
+    let (bound, _) =
+        prompts_of_gus(LinkOptions::default(), vec![BlockSpec::writable("profile")]).await;
+    assert!(bound.contains("MEMORY_PROFILE"), "{bound}");
+    assert!(bound.contains("vegetarian"), "{bound}");
 }
