@@ -97,6 +97,12 @@ fn local_embedder() -> Result<EmbedderChoiceResult> {
             )),
         ));
     }
+    // One attempt a process: a deployment opened again (a tenant each, say) does not wait
+    // for an unreachable hub again.
+    static FAILED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    if let Some(line) = FAILED.get() {
+        return Ok((None, Some(line.clone())));
+    }
     if let Err(e) = fetch_local_model() {
         let line = format!(
             "the local embedding model could not be fetched into {}: {e} (`memory models \
@@ -105,7 +111,7 @@ fn local_embedder() -> Result<EmbedderChoiceResult> {
         );
         // Unlike a deployment that turned vectors off, this one asked for them: a warning.
         tracing::warn!("{line}");
-        return Ok((None, Some(line)));
+        return Ok((None, Some(FAILED.get_or_init(|| line).clone())));
     }
     match LocalEmbedder::discover()? {
         Some(e) => Ok((Some(Arc::new(e)), None)),
