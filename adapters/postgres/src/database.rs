@@ -56,7 +56,7 @@ impl PostgresDatabase {
             .await
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
-        sqlx::migrate!("./migrations")
+        crate::migrations::schema()
             .run(&pool)
             .await
             .map_err(PostgresError::Migrate)?;

@@ -44,6 +44,7 @@ mod long_term_memory;
 mod message_index;
 mod message_store;
 mod metadata_filter;
+mod migrations;
 mod session_registry;
 mod skill_store;
 mod text_index;

@@ -1,10 +1,14 @@
 //! The client every store of a deployment shares, the bucket and the key prefix.
 
+use aws_config::provider_config::ProviderConfig;
+use aws_sdk_s3::config::SharedHttpClient;
 use aws_sdk_s3::config::retry::RetryConfig;
 use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::config::{
     BehaviorVersion, Region, RequestChecksumCalculation, ResponseChecksumValidation,
 };
+use aws_smithy_http_client::proxy::ProxyConfig;
+use aws_smithy_http_client::{ConnectorBuilder, tls};
 use memory_core::ports::validate_blob_prefix;
 use memory_core::{MemoryError, Result};
 
@@ -32,7 +36,9 @@ impl S3Bucket {
                 S3AdapterError::BadPrefix(config.prefix).to_string(),
             ));
         }
+        let http_client = https_client();
         let mut builder = aws_sdk_s3::Config::builder()
+            .http_client(http_client.clone())
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new(config.region.clone()))
             .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
@@ -60,11 +66,13 @@ impl S3Bucket {
             )),
             Credentials::Profile(name) => builder.credentials_provider(
                 aws_config::profile::ProfileFileCredentialsProvider::builder()
+                    .configure(&ProviderConfig::default().with_http_client(http_client))
                     .profile_name(name)
                     .build(),
             ),
             Credentials::Default => builder.credentials_provider(
                 aws_config::default_provider::credentials::DefaultCredentialsChain::builder()
+                    .configure(ProviderConfig::default().with_http_client(http_client))
                     .region(Region::new(config.region.clone()))
                     .build()
                     .await,
@@ -113,4 +121,23 @@ impl S3Bucket {
     pub(crate) fn key_of<'a>(&self, object: &'a str) -> Option<&'a str> {
         object.strip_prefix(self.prefix.as_str())
     }
+}
+
+/// The HTTPS client of the bucket and of the credential providers that call AWS (SSO, STS,
+/// instance metadata): what the SDK's default client is (hyper 1, rustls, the platform's
+/// certificates, a proxy from `HTTPS_PROXY` and `NO_PROXY`), with rustls on ring instead of
+/// aws-lc.
+fn https_client() -> SharedHttpClient {
+    aws_smithy_http_client::Builder::new().build_with_connector_fn(|settings, components| {
+        let mut connector = ConnectorBuilder::default()
+            .tls_provider(tls::Provider::Rustls(
+                tls::rustls_provider::CryptoMode::Ring,
+            ))
+            .proxy_config(ProxyConfig::from_env());
+        connector.set_connector_settings(settings.cloned());
+        if let Some(components) = components {
+            connector.set_sleep_impl(components.sleep_impl());
+        }
+        connector.build()
+    })
 }

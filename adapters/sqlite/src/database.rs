@@ -179,9 +179,9 @@ async fn migrate_schema(writer: &SqlitePool, schema: Schema) -> Result<()> {
         .map_err(db)?,
     };
     let migrated = if full {
-        sqlx::migrate!("./migrations").run(writer).await
+        crate::migrations::full().run(writer).await
     } else {
-        sqlx::migrate!("./profile_migrations").run(writer).await
+        crate::migrations::profile().run(writer).await
     };
     migrated.map_err(migrate)
 }

@@ -44,6 +44,7 @@ mod long_term_memory;
 mod message_index;
 mod message_store;
 mod metadata_filter;
+mod migrations;
 mod profile_fts;
 mod profile_index;
 mod profiles;
