@@ -60,6 +60,11 @@ async fn settled(conn: impl sqlx::SqliteExecutor<'_>, keep: bool) -> Result<bool
     Ok(if keep { present == all } else { present == 0 })
 }
 
+/// Whether the profile's own FTS5 indexes are kept (every trigger present).
+pub(crate) async fn is_on(database: &SqliteDatabase) -> Result<bool> {
+    settled(&database.writer, true).await
+}
+
 /// Turns the profile's own FTS5 indexes on (`keep`) or off, in one transaction; does
 /// nothing when they already are. Off: triggers dropped, tables emptied. On after off:
 /// triggers recreated, tables rebuilt from `raw_messages` and `memories`.

@@ -62,7 +62,7 @@ pub struct SqliteProfiles {
     root: PathBuf,
     busy_timeout: Duration,
     approximate: Option<crate::ApproximateSearch>,
-    own_text_index: bool,
+    own_text: OwnText,
     readers: u32,
     page_size: u32,
     idle: Duration,
@@ -71,10 +71,24 @@ pub struct SqliteProfiles {
     sweeping: std::sync::OnceLock<()>,
 }
 
+/// Whether the profile databases index their own text with FTS5.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnText {
+    /// Every profile does (turned back on, and rebuilt, where it was off).
+    Always,
+    /// None does (turned off, and emptied, where it was on).
+    Never,
+    /// Each as its file says: a new one does, until its text moves to another index
+    /// ([`TextIndexes::delete_text_index`]).
+    UntilMoved,
+}
+
 /// An open profile database and its one vector index (whose matrix cache must be unique).
 struct OpenProfile {
     db: SqliteDatabase,
     vectors: Arc<SqliteVectorIndex>,
+    /// Whether the database keeps its own FTS5 indexes (as this process last saw or set).
+    own_text: std::sync::atomic::AtomicBool,
 }
 
 impl OpenProfile {
@@ -110,7 +124,7 @@ impl SqliteProfiles {
             root: root.into(),
             busy_timeout: crate::config::DEFAULT_BUSY_TIMEOUT,
             approximate: Some(crate::ApproximateSearch::default()),
-            own_text_index: true,
+            own_text: OwnText::Always,
             readers: DEFAULT_PROFILE_READERS,
             page_size: DEFAULT_PROFILE_PAGE_SIZE,
             idle: DEFAULT_PROFILE_IDLE,
@@ -165,7 +179,18 @@ impl SqliteProfiles {
     /// emptied when it is opened, and [`TextIndexes::text_index`] is refused. Turned back on,
     /// a profile's FTS5 tables are rebuilt from its records when it is opened.
     pub fn own_text_index(mut self, own: bool) -> Self {
-        self.own_text_index = own;
+        self.own_text = if own { OwnText::Always } else { OwnText::Never };
+        self
+    }
+
+    /// Sets each profile database to index its own text with FTS5 until its text moves to
+    /// another index: a new profile does; [`TextIndexes::delete_text_index`] stops a
+    /// profile's FTS5 index for good (triggers dropped, tables emptied), after which its
+    /// [`TextIndexes::text_index`] is `NotSupported`; an open changes nothing. This is how a
+    /// small profile keeps its text beside its records and a large one in a search engine
+    /// (the engine's `TieredTextIndexes` decides when it moves).
+    pub fn own_text_index_until_moved(mut self) -> Self {
+        self.own_text = OwnText::UntilMoved;
         self
     }
 
@@ -246,12 +271,20 @@ impl SqliteProfiles {
             },
         )
         .await?;
-        crate::profile_fts::set(&db, self.own_text_index).await?;
+        let own_text = match self.own_text {
+            OwnText::Always | OwnText::Never => {
+                let own = self.own_text == OwnText::Always;
+                crate::profile_fts::set(&db, own).await?;
+                own
+            }
+            OwnText::UntilMoved => crate::profile_fts::is_on(&db).await?,
+        };
         Ok(OpenProfile {
             vectors: Arc::new(
                 SqliteVectorIndex::new(db.clone()).with_approximate(self.approximate),
             ),
             db,
+            own_text: std::sync::atomic::AtomicBool::new(own_text),
         })
     }
 
@@ -340,22 +373,38 @@ impl MemoryProfiles for SqliteProfiles {
 #[async_trait]
 impl TextIndexes for SqliteProfiles {
     async fn text_index(&self, profile: &str) -> Result<Arc<dyn TextIndex>> {
-        if !self.own_text_index {
+        if self.own_text == OwnText::Never {
             return Err(MemoryError::NotSupported {
                 operation: "a profile's FTS5 text index (these profiles were opened with own_text_index(false))",
                 backend: BACKEND,
             });
         }
         let profile = self.profile(profile).await?;
+        if !profile.own_text.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(MemoryError::NotSupported {
+                operation: "a profile's FTS5 text index (its text moved to another index)",
+                backend: BACKEND,
+            });
+        }
         Ok(Arc::new(SqliteProfileIndex::leased(
             profile.db.clone(),
             profile,
         )))
     }
 
-    /// The index lives in the profile's file: [`MemoryProfiles::delete`] removes it.
+    /// The index lives in the profile's file: [`MemoryProfiles::delete`] removes it. With
+    /// [`own_text_index_until_moved`](SqliteProfiles::own_text_index_until_moved), an
+    /// existing profile's FTS5 index is stopped and emptied here (its text moved elsewhere).
     async fn delete_text_index(&self, profile: &str) -> Result<()> {
-        validate_profile_name(profile)
+        validate_profile_name(profile)?;
+        if self.own_text != OwnText::UntilMoved || !self.path(profile).exists() {
+            return Ok(());
+        }
+        let open = self.profile(profile).await?;
+        crate::profile_fts::set(&open.db, false).await?;
+        open.own_text
+            .store(false, std::sync::atomic::Ordering::Release);
+        Ok(())
     }
 }
 

@@ -137,3 +137,50 @@ async fn a_profile_indexed_elsewhere_keeps_no_fts5_index_until_it_is_its_own_aga
         .unwrap();
     assert_eq!(hits(namespaces::RAW, "violin").await, ["r2", "r3"]);
 }
+
+#[tokio::test]
+async fn until_moved_a_profile_keeps_its_fts5_index_until_it_is_stopped_for_good() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("p.db");
+    let profiles = SqliteProfiles::new(dir.path()).own_text_index_until_moved();
+    let store = profiles.open("p").await.unwrap();
+    store
+        .insert_memory(memory("m1", "likes the harbour lantern"))
+        .await
+        .unwrap();
+    let index = profiles.text_index("p").await.unwrap();
+    assert!(index.capabilities().written_by_store);
+    let hits = index
+        .search(namespaces::MEMORIES, &TextQuery::new("lantern", 10))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1, "a new profile indexes its own text");
+    drop(index);
+
+    // Stopped: emptied, no longer written, and refused as an index.
+    profiles.delete_text_index("p").await.unwrap();
+    assert_eq!(fts_matches(&file, "memories_fts", "lantern").await, 0);
+    store
+        .insert_memory(memory("m2", "plays the violin"))
+        .await
+        .unwrap();
+    assert_eq!(fts_matches(&file, "memories_fts", "violin").await, 0);
+    assert!(matches!(
+        profiles.text_index("p").await.err(),
+        Some(MemoryError::NotSupported { .. })
+    ));
+    drop((store, profiles));
+
+    // A later process sees it stopped as well: opening changes nothing.
+    let later = SqliteProfiles::new(dir.path()).own_text_index_until_moved();
+    assert!(matches!(
+        later.text_index("p").await.err(),
+        Some(MemoryError::NotSupported { .. })
+    ));
+    assert_eq!(fts_matches(&file, "memories_fts", "lantern").await, 0);
+    // Another profile beside it, and a missing one, are untouched.
+    later.open("q").await.unwrap();
+    assert!(later.text_index("q").await.is_ok());
+    later.delete_text_index("missing").await.unwrap();
+    assert!(!later.exists("missing").await.unwrap());
+}

@@ -294,13 +294,19 @@ impl Deployment {
 
     /// The long-term tier's backends.
     pub async fn long_term_backends(&self) -> Result<LongTermBackends> {
-        Ok(LongTermBackends::from_parts(
+        let backends = LongTermBackends::from_parts(
             self.stores.profile_records().await?,
             self.stores.profile_text().await?,
             self.stores.profile_vectors().await?,
             self.stores.jobs().await?,
             self.stores.long_term_key_value().await?,
-        ))
+        );
+        #[cfg(feature = "sqlite")]
+        let backends = match self.stores.small_profile_text() {
+            Some(small) => backends.with_small_profile_text(small),
+            None => backends,
+        };
+        Ok(backends)
     }
 
     /// Loads a profile's vectors and, on SQLite, waits until their approximate graphs are

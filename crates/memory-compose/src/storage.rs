@@ -691,16 +691,54 @@ impl Stores {
                 from_rows: usize::try_from(settings.approximate_from_rows).unwrap_or(usize::MAX),
                 ..memory_sqlite::ApproximateSearch::default()
             });
-            Arc::new(
-                memory_sqlite::SqliteProfiles::new(&settings.profiles)
-                    .busy_timeout(std::time::Duration::from_millis(settings.busy_timeout_ms))
-                    .open_profiles(self.storage.open_profiles, self.profile_idle())
-                    .approximate(approximate)
-                    .page_size(settings.profile_page_size)
-                    // FTS5 indexes a profile's text only when it is the profiles' text index.
-                    .own_text_index(self.backend(Role::ProfileText) == Backend::Sqlite),
-            )
+            let profiles = memory_sqlite::SqliteProfiles::new(&settings.profiles)
+                .busy_timeout(std::time::Duration::from_millis(settings.busy_timeout_ms))
+                .open_profiles(self.storage.open_profiles, self.profile_idle())
+                .approximate(approximate)
+                .page_size(settings.profile_page_size)
+                .page_size(settings.profile_page_size);
+            // FTS5 indexes a profile's text when it is the profiles' text index, and while a
+            // profile is small on the embedded default.
+            Arc::new(if self.small_profile_text_documents() > 0 {
+                profiles.own_text_index_until_moved()
+            } else {
+                profiles.own_text_index(self.backend(Role::ProfileText) == Backend::Sqlite)
+            })
         }))
+    }
+
+    /// The size at which a profile's text moves from its own SQLite file to Tantivy: only
+    /// on the embedded default (records on SQLite, `profile_text` not named, so Tantivy),
+    /// with an English-speaking deployment; 0 otherwise.
+    fn small_profile_text_documents(&self) -> u64 {
+        let defaulted = self.storage.profile_text_defaulted
+            && self.backend(Role::ProfileText) == Backend::Tantivy
+            && self.backend(Role::Records) == Backend::Sqlite;
+        match &self.storage.tantivy {
+            Some(tantivy)
+                if defaulted && tantivy.language == memory_core::TextLanguage::English =>
+            {
+                tantivy.profiles_from_documents
+            }
+            _ => 0,
+        }
+    }
+
+    /// Where small profiles keep their text on the embedded default (see
+    /// [`memory_engine::long_term::SmallProfileText`]); `None` elsewhere.
+    pub(crate) fn small_profile_text(&self) -> Option<memory_engine::long_term::SmallProfileText> {
+        let documents = self.small_profile_text_documents();
+        let tantivy = self.storage.tantivy.as_ref().filter(|_| documents > 0)?;
+        Some(memory_engine::long_term::SmallProfileText {
+            index: self.sqlite_profiles(),
+            documents,
+            always_large: tantivy
+                .profile_languages
+                .iter()
+                .filter(|(_, language)| **language != memory_core::TextLanguage::English)
+                .map(|(profile, _)| profile.clone())
+                .collect(),
+        })
     }
 }
 

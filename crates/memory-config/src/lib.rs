@@ -32,8 +32,8 @@ pub use model::{
 pub use storage::{
     Backend, DEFAULT_LANCEDB_EXACT_FILTER_LIMIT, DEFAULT_LANCEDB_FIELD_INDEX_THRESHOLD,
     DEFAULT_LANCEDB_INDEX_THRESHOLD, DEFAULT_LANCEDB_NPROBES, DEFAULT_LANCEDB_REFINE_FACTOR,
-    DirectorySettings, LancedbLocation, LancedbSettings, MAX_COMMIT_INTERVAL_MS, PostgresSettings,
-    RedisSettings, Role, S3Settings, SqliteSettings, StorageConfig, TantivySettings,
-    all_on_postgres,
+    DEFAULT_PROFILES_FROM_DOCUMENTS, DirectorySettings, LancedbLocation, LancedbSettings,
+    MAX_COMMIT_INTERVAL_MS, PostgresSettings, RedisSettings, Role, S3Settings, SqliteSettings,
+    StorageConfig, TantivySettings, all_on_postgres,
 };
 pub use tenant::{MAX_TENANT_NAME, TenantName};

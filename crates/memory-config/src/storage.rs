@@ -257,6 +257,7 @@ pub struct DirectorySettings {
 /// language = "english"          # the general index and every profile's, by default
 /// commit_interval_ms = 0         # how long a write waits to share a commit
 /// shared = true                  # false: one process holds the indexes, another is refused
+/// profiles_from_documents = 2000 # the embedded default: smaller profiles stay on SQLite FTS5
 ///
 /// [storage.tantivy.profile_languages]
 /// kenji = "cjk"                  # this profile's memories are Japanese
@@ -277,7 +278,18 @@ pub struct TantivySettings {
     pub shared: bool,
     /// Profiles whose text is in another language.
     pub profile_languages: BTreeMap<String, TextLanguage>,
+    /// With the embedded default (`profile_text` not named, records on SQLite), a profile's
+    /// text stays in its own SQLite file's FTS5 index until the profile holds this many
+    /// documents (raw messages and memories), and moves to Tantivy then: a small profile
+    /// costs no Tantivy directory and no Tantivy commit per write. 0 puts every profile on
+    /// Tantivy from its start, as does naming `profile_text = "tantivy"`. Profiles in
+    /// another language than English (the deployment's, or `profile_languages`) are on
+    /// Tantivy from their start.
+    pub profiles_from_documents: u64,
 }
+
+/// The default of `[storage.tantivy] profiles_from_documents`.
+pub const DEFAULT_PROFILES_FROM_DOCUMENTS: u64 = 2_000;
 
 impl TantivySettings {
     /// The defaults, with the indexes under `data_dir/tantivy`.
@@ -288,6 +300,7 @@ impl TantivySettings {
             commit_interval_ms: 0,
             shared: true,
             profile_languages: BTreeMap::new(),
+            profiles_from_documents: DEFAULT_PROFILES_FROM_DOCUMENTS,
         }
     }
 }
@@ -518,6 +531,7 @@ pub(crate) struct RawTantivy {
     pub shared: Option<bool>,
     #[serde(default)]
     pub profile_languages: BTreeMap<String, String>,
+    pub profiles_from_documents: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -778,6 +792,9 @@ impl RawStorage {
             }
             if let Some(shared) = raw.shared {
                 settings.shared = shared;
+            }
+            if let Some(documents) = raw.profiles_from_documents {
+                settings.profiles_from_documents = documents;
             }
             settings.profile_languages = profile_languages;
             config.tantivy = Some(settings);

@@ -154,7 +154,12 @@ async fn measure(
     let backend = match bench.postgres {
         true => "PostgreSQL".to_owned(),
         false => format!(
-            "the embedded default (SQLite profiles, Tantivy profile text; open_profiles = {})",
+            "the embedded default (SQLite profiles; their text in each profile's FTS5 below {} documents, then Tantivy; open_profiles = {})",
+            deployment
+                .storage()
+                .tantivy
+                .as_ref()
+                .map_or(0, |t| t.profiles_from_documents),
             bench.open_profiles
         ),
     };

@@ -11,6 +11,7 @@ use memory_core::ports::{
 };
 
 use super::indexed_profile_store::{IndexedProfileStore, ProfileSync};
+use super::tiered_text::{SmallProfileText, Tier, TieredTextIndexes};
 use crate::ReindexReport;
 
 /// The queue's kind of ingest jobs.
@@ -23,6 +24,10 @@ const OUTBOX_PREFIX: &str = "index-outbox/profiles/";
 /// used one not in use is dropped first; a dropped state costs one index check when the
 /// profile is next used).
 const SYNCED_PROFILES: usize = 1_024;
+
+/// A profile on the small text tier has its size checked at its first use by a process and
+/// every this many uses after.
+const TIER_CHECK_EVERY: u64 = 16;
 
 /// A rebuild of a profile's index keeps its progress under this prefix and the profile name
 /// until it is done (outside the outbox's prefix, so a replay never reads it as an entry).
@@ -47,6 +52,9 @@ pub struct LongTermBackends {
     /// The index-syncing state of the profiles whose text index the engine writes, for at
     /// most [`SYNCED_PROFILES`] of them.
     synced: Arc<Mutex<OpenHandles<Arc<ProfileSync>>>>,
+    /// `text` when it keeps small profiles on their store's own index
+    /// ([`with_small_profile_text`](Self::with_small_profile_text)).
+    tiers: Option<Arc<TieredTextIndexes>>,
 }
 
 impl LongTermBackends {
@@ -74,6 +82,76 @@ impl LongTermBackends {
             jobs,
             outbox,
             synced: Arc::new(Mutex::new(OpenHandles::new(SYNCED_PROFILES, Duration::MAX))),
+            tiers: None,
+        }
+    }
+
+    /// Keeps each profile's text on `small.index` (an index the profile's store writes, such
+    /// as SQLite's FTS5 in the profile's own file) until it holds `small.documents`
+    /// documents, then moves it to the `text` index given before (see
+    /// [`TieredTextIndexes`]): a small profile then costs no file and no commit of a search
+    /// engine. `small.documents == 0` leaves every profile on `text`.
+    pub fn with_small_profile_text(mut self, small: SmallProfileText) -> Self {
+        if small.documents == 0 {
+            return self;
+        }
+        let tiers = Arc::new(TieredTextIndexes::new(
+            small,
+            Arc::clone(&self.text),
+            Arc::clone(&self.outbox),
+        ));
+        self.text = Arc::clone(&tiers) as Arc<dyn TextIndexes>;
+        self.tiers = Some(tiers);
+        self
+    }
+
+    /// Whether the profile's text index is written by its store now (nothing for the engine
+    /// to rebuild or discard).
+    async fn store_writes_text(&self, profile: &str, index: &dyn TextIndex) -> Result<bool> {
+        if index.capabilities().written_by_store {
+            return Ok(true);
+        }
+        match &self.tiers {
+            Some(tiers) => Ok(tiers.tier(profile).await? == Tier::Small),
+            None => Ok(false),
+        }
+    }
+
+    /// Moves the profile's text to the large tier when it has grown to it (checked at the
+    /// first use by this process and every [`TIER_CHECK_EVERY`] uses after). A move that
+    /// fails is logged and retried at a later check: the profile stays searchable on its
+    /// small index meanwhile, and the caller's request goes on.
+    async fn grow(&self, profile: &str, synced: &IndexedProfileStore, sync: &ProfileSync) {
+        let Some(tiers) = &self.tiers else { return };
+        let uses = sync.uses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if !uses.is_multiple_of(TIER_CHECK_EVERY) {
+            return;
+        }
+        let Some(_moving) = sync.moving.try_lock() else {
+            return;
+        };
+        let moved = async {
+            if !tiers.due(profile).await? {
+                return Ok(None);
+            }
+            tiers.set_tier(profile, Tier::Moving).await?;
+            let documents = synced.reindex().await?;
+            tiers.finish_move(profile).await?;
+            Ok::<_, memory_core::MemoryError>(Some(documents))
+        }
+        .await;
+        match moved {
+            Ok(Some(documents)) => tracing::info!(
+                profile,
+                documents,
+                "moved a profile's text index to the large tier"
+            ),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(
+                profile,
+                error = %e,
+                "could not move a profile's text index to the large tier; retried later"
+            ),
         }
     }
 
@@ -98,8 +176,10 @@ impl LongTermBackends {
         if index.capabilities().written_by_store {
             return Ok(records);
         }
-        let synced = self.synced(profile, records, index);
+        let sync = self.profile_sync(profile);
+        let synced = Arc::new(IndexedProfileStore::new(records, index, Arc::clone(&sync)));
         synced.ensure_built_for_write().await?;
+        self.grow(profile, &synced, &sync).await;
         Ok(synced)
     }
 
@@ -153,7 +233,7 @@ impl LongTermBackends {
     pub async fn reindex(&self, profile: &str) -> Result<ReindexReport> {
         let records = self.records.open(profile).await?;
         let index = self.text.text_index(profile).await?;
-        if index.capabilities().written_by_store {
+        if self.store_writes_text(profile, index.as_ref()).await? {
             return Ok(ReindexReport {
                 documents: 0,
                 rebuilt: false,
@@ -171,7 +251,7 @@ impl LongTermBackends {
     /// its index.
     pub async fn discard_text_index(&self, profile: &str) -> Result<()> {
         let index = self.text.text_index(profile).await?;
-        if index.capabilities().written_by_store {
+        if self.store_writes_text(profile, index.as_ref()).await? {
             return Ok(());
         }
         let records = self.records.open(profile).await?;

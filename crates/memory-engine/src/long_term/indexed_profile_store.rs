@@ -96,6 +96,11 @@ pub(crate) struct ProfileSync {
     /// Where a rebuild keeps its [`RebuildProgress`] until its last page is written: a
     /// rebuild cut short is resumed by the next caller, though the index is not empty.
     rebuild: RebuildMarker<RebuildProgress>,
+    /// Uses of the profile's store by this process, for how often its size is checked
+    /// against its text tier (see [`crate::long_term::TieredTextIndexes`]).
+    pub(crate) uses: std::sync::atomic::AtomicU64,
+    /// Held while this process moves the profile's text to the large tier.
+    pub(crate) moving: futures::lock::Mutex<()>,
 }
 
 impl ProfileSync {
@@ -110,6 +115,8 @@ impl ProfileSync {
             outbox: Outbox::new(Arc::clone(&kv), outbox_prefix),
             syncing: DocumentLocks::new(),
             rebuild: RebuildMarker::new(kv, rebuild_marker),
+            uses: std::sync::atomic::AtomicU64::new(0),
+            moving: futures::lock::Mutex::new(()),
         }
     }
 }

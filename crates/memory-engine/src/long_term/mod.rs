@@ -31,6 +31,7 @@ mod settings;
 mod structured;
 mod synthesis;
 mod temporal;
+mod tiered_text;
 mod transfer;
 mod vectorize;
 
@@ -63,6 +64,7 @@ pub use settings::{
 };
 pub use synthesis::SynthesizedAnswer;
 pub use temporal::{describe_days, temporal_facts};
+pub use tiered_text::{SmallProfileText, TieredTextIndexes};
 pub use transfer::{
     EXPORT_FORMAT, EXPORT_VERSION, ExportCursor, ExportLine, ImportReport, ProfileExportPage,
 };
