@@ -71,7 +71,7 @@ async fn a_new_profile_holds_only_its_tables_in_small_pages() {
     let (page_size, tables) = layout(&file).await;
     let wal = std::fs::metadata(dir.path().join("small.db-wal")).map_or(0, |m| m.len());
     assert_eq!(wal, 0, "checkpointed");
-    assert_eq!(page_size, 1024);
+    assert_eq!(page_size, 512);
     for table in ["memories", "raw_messages", "vectors", "vector_namespaces"] {
         assert!(tables.iter().any(|t| t == table), "{table} in {tables:?}");
     }

@@ -90,13 +90,18 @@ pub async fn memory_service_with(
 
 /// Long-term backends with everything embedded under `root` (the benchmarks' scratch
 /// profiles): the profiles' full-text indexes on Tantivy under `root/tantivy` when
-/// `tantivy_text` (the embedded default), on FTS5 otherwise.
+/// `tantivy_text` (the embedded default), on FTS5 otherwise; profile databases in pages of
+/// `page_size` bytes (`None`: the default).
 pub async fn scratch_long_term(
     root: &Path,
     tantivy_text: bool,
+    page_size: Option<u32>,
 ) -> std::result::Result<LongTermBackends, CliError> {
     let mut storage = memory_config::StorageConfig::embedded(root);
     storage.sqlite.profiles = root.to_owned();
+    if let Some(bytes) = page_size {
+        storage.sqlite.profile_page_size = bytes;
+    }
     // Chosen, not defaulted: a build without Tantivy refuses `tantivy_text` by name.
     storage.profile_text_defaulted = false;
     if !tantivy_text {

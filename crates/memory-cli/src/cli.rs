@@ -835,6 +835,10 @@ pub enum BenchCommand {
         /// than the rest of the run).
         #[arg(long)]
         no_filtered: bool,
+        /// SQLite: the profile database's page size in bytes (default: `[storage.sqlite]
+        /// profile_page_size`'s), to compare page sizes in one run.
+        #[arg(long)]
+        profile_page_size: Option<u32>,
         #[command(flatten)]
         format: Format,
     },

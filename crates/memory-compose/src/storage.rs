@@ -695,7 +695,6 @@ impl Stores {
                 .busy_timeout(std::time::Duration::from_millis(settings.busy_timeout_ms))
                 .open_profiles(self.storage.open_profiles, self.profile_idle())
                 .approximate(approximate)
-                .page_size(settings.profile_page_size)
                 .page_size(settings.profile_page_size);
             // FTS5 indexes a profile's text when it is the profiles' text index, and while a
             // profile is small on the embedded default.

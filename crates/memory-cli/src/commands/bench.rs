@@ -177,6 +177,8 @@ pub struct LongTermBench {
     pub model_embedder: Option<memory_config::EmbedderChoice>,
     /// Also time the recalls filtered by metadata.
     pub filtered: bool,
+    /// SQLite: the profile database's page size (`None`: the default).
+    pub profile_page_size: Option<u32>,
 }
 
 /// Runs the long-term memory benchmark.
@@ -195,7 +197,8 @@ pub async fn long_term(bench: LongTermBench, json: bool) -> Result<(), CliError>
         .map_err(|e| CliError::io("writing the scratch memory.toml", e))?;
         crate::app::configured_long_term(scratch.path()).await?
     } else {
-        crate::app::scratch_long_term(scratch.path(), bench.tantivy_text).await?
+        crate::app::scratch_long_term(scratch.path(), bench.tantivy_text, bench.profile_page_size)
+            .await?
     };
     let result = run_long_term(backends, (!postgres).then_some(scratch.path()), bench, json).await;
     if postgres {

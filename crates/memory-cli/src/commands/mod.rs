@@ -168,6 +168,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         text,
         embedder,
         no_filtered,
+        profile_page_size,
         format,
     }) = cli.command
     {
@@ -187,6 +188,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                     _ => None,
                 },
                 filtered: !no_filtered,
+                profile_page_size,
             },
             format.json,
         )

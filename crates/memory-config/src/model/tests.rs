@@ -524,7 +524,7 @@ fn open_profiles_bounds_the_profiles_open_at_once() {
 fn profile_page_size_is_a_power_of_two_sqlite_takes() {
     let dir = Path::new("/data");
     let default = MemoryConfig::parse("", dir).unwrap().storage(dir);
-    assert_eq!(default.sqlite.profile_page_size, 1024);
+    assert_eq!(default.sqlite.profile_page_size, 512);
     let set = MemoryConfig::parse("[storage.sqlite]\nprofile_page_size = 4096\n", dir)
         .unwrap()
         .storage(dir);
