@@ -250,3 +250,35 @@ async fn two_processes_writing_while_a_profile_moves_lose_nothing() {
     assert_eq!(found(&a, "shared", "otter report").await, ids);
     assert_eq!(found(&b, "shared", "otter report").await, ids);
 }
+
+#[tokio::test]
+async fn reindex_moves_a_profile_loaded_past_its_size_beside_the_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let deployment = deployment(dir.path(), "profiles_from_documents = 10");
+    let backends = deployment.long_term_backends().await.unwrap();
+    let memory = service(&deployment).await;
+    memory
+        .remember("bulk", note("a first otter is seen"))
+        .await
+        .unwrap();
+    let small = backends.reindex("bulk").await.unwrap();
+    assert!(!small.rebuilt, "a small profile's index is its store's");
+
+    // Loaded straight into the records, as a bulk load does: the text is in the FTS5 index.
+    let store = backends.records.open("bulk").await.unwrap();
+    for i in 0..20 {
+        let mut record = memory
+            .remember("scratch", note(format!("otter number {i} is seen")))
+            .await
+            .unwrap();
+        record.id = format!("bulk-{i}");
+        store.insert_memory(record).await.unwrap();
+    }
+    drop(store);
+    let moved = backends.reindex("bulk").await.unwrap();
+    assert!(moved.rebuilt);
+    assert_eq!(moved.documents, 21);
+    assert!(tantivy_dir(dir.path(), "bulk").is_dir());
+    assert_eq!(found(&memory, "bulk", "otter seen").await.len(), 21);
+    assert_eq!(fts_matches(dir.path(), "bulk", "otter").await, 0);
+}

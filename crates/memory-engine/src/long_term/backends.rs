@@ -122,37 +122,46 @@ impl LongTermBackends {
     /// fails is logged and retried at a later check: the profile stays searchable on its
     /// small index meanwhile, and the caller's request goes on.
     async fn grow(&self, profile: &str, synced: &IndexedProfileStore, sync: &ProfileSync) {
-        let Some(tiers) = &self.tiers else { return };
         let uses = sync.uses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if !uses.is_multiple_of(TIER_CHECK_EVERY) {
+        if self.tiers.is_none() || !uses.is_multiple_of(TIER_CHECK_EVERY) {
             return;
         }
-        let Some(_moving) = sync.moving.try_lock() else {
-            return;
-        };
-        let moved = async {
-            if !tiers.due(profile).await? {
-                return Ok(None);
-            }
-            tiers.set_tier(profile, Tier::Moving).await?;
-            let documents = synced.reindex().await?;
-            tiers.finish_move(profile).await?;
-            Ok::<_, memory_core::MemoryError>(Some(documents))
-        }
-        .await;
-        match moved {
-            Ok(Some(documents)) => tracing::info!(
-                profile,
-                documents,
-                "moved a profile's text index to the large tier"
-            ),
-            Ok(None) => {}
-            Err(e) => tracing::warn!(
+        if let Err(e) = self.move_if_due(profile, synced, sync).await {
+            tracing::warn!(
                 profile,
                 error = %e,
                 "could not move a profile's text index to the large tier; retried later"
-            ),
+            );
         }
+    }
+
+    /// Moves the profile's text to the large tier if it is due (see
+    /// [`TieredTextIndexes`]); the documents written, `None` when no move was due (or another
+    /// request of this process is moving it).
+    async fn move_if_due(
+        &self,
+        profile: &str,
+        synced: &IndexedProfileStore,
+        sync: &ProfileSync,
+    ) -> Result<Option<u64>> {
+        let Some(tiers) = &self.tiers else {
+            return Ok(None);
+        };
+        let Some(_moving) = sync.moving.try_lock() else {
+            return Ok(None);
+        };
+        if !tiers.due(profile).await? {
+            return Ok(None);
+        }
+        tiers.set_tier(profile, Tier::Moving).await?;
+        let documents = synced.reindex().await?;
+        tiers.finish_move(profile).await?;
+        tracing::info!(
+            profile,
+            documents,
+            "moved a profile's text index to the large tier"
+        );
+        Ok(Some(documents))
     }
 
     /// The profile's records to read and write: as they are when the store writes the text
@@ -229,10 +238,26 @@ impl LongTermBackends {
         Ok(index)
     }
 
-    /// Rebuilds the profile's text index from its records (when the engine writes it).
+    /// Rebuilds the profile's text index from its records (when the engine writes it). A
+    /// profile on the small text tier that has grown past its size is moved to the large
+    /// one here (records written beside the engine, by a bulk load, are counted then).
     pub async fn reindex(&self, profile: &str) -> Result<ReindexReport> {
         let records = self.records.open(profile).await?;
         let index = self.text.text_index(profile).await?;
+        if self.tiers.is_some() {
+            let sync = self.profile_sync(profile);
+            let synced = IndexedProfileStore::new(
+                Arc::clone(&records),
+                Arc::clone(&index),
+                Arc::clone(&sync),
+            );
+            if let Some(documents) = self.move_if_due(profile, &synced, &sync).await? {
+                return Ok(ReindexReport {
+                    documents,
+                    rebuilt: true,
+                });
+            }
+        }
         if self.store_writes_text(profile, index.as_ref()).await? {
             return Ok(ReindexReport {
                 documents: 0,
