@@ -16,7 +16,8 @@
 //! - [`PostgresProfiles`] and [`PostgresLongTermMemory`]: long-term records, a profile key
 //!   on every row;
 //! - [`PostgresVectorIndex`] and [`PostgresVectorIndexes`]: pgvector, a partial HNSW index
-//!   (cosine) per namespace, one model per namespace checked in the write's transaction;
+//!   (cosine) per namespace of [`HNSW_FROM_VECTORS`] vectors or more (smaller ones are
+//!   scanned exactly), one model per namespace checked in the write's transaction;
 //! - [`PostgresJobQueue`]: the job queue (claims `FOR UPDATE SKIP LOCKED` under leases).
 //!
 //! Transient failures (a lost connection, a restart, a serialization failure) are
@@ -60,7 +61,7 @@ pub use message_store::PostgresMessageStore;
 pub use session_registry::PostgresSessionRegistry;
 pub use skill_store::PostgresSkillStore;
 pub use text_index::{PostgresTextIndex, PostgresTextIndexes};
-pub use vector_index::{PostgresVectorIndex, PostgresVectorIndexes};
+pub use vector_index::{HNSW_FROM_VECTORS, PostgresVectorIndex, PostgresVectorIndexes};
 
 /// The largest message (stored JSON bytes) this adapter accepts, on every write path, declared
 /// through `StoreCapabilities::max_message_bytes` (the same bound as the SQLite adapter, so a

@@ -17,17 +17,27 @@ use crate::error::db;
 /// exactly.
 const MAX_HNSW_DIMENSIONS: usize = 2000;
 
+/// A namespace gets its HNSW index once it holds this many vectors; a smaller one is
+/// scanned exactly (through the `(namespace_key, id)` key), which is fast at that size and
+/// costs the table no index: a partial index per namespace, for every profile however
+/// small, made each insert check every index's predicate and each new namespace take a
+/// table lock (tens of thousands of profiles slowed every write, and concurrent first
+/// writes of two profiles deadlocked).
+pub const HNSW_FROM_VECTORS: i64 = 10_000;
+
 /// The widest `k` an HNSW search serves (`hnsw.ef_search` tops out at 1,000); a larger `k`
 /// is answered by an exact scan.
 const MAX_HNSW_K: usize = 500;
 
 /// Nearest-neighbour search on pgvector.
 ///
-/// Every namespace gets a partial HNSW index (`vector_cosine_ops`, pgvector's defaults
-/// `m = 16`, `ef_construction = 64`) created in the transaction that creates the namespace,
-/// and each search sets `hnsw.ef_search` to at least twice `k` (at least 100), so results
-/// are approximate only past tens of thousands of vectors (recall measured in
-/// `docs/benchmarks.md`). The model check reads the namespace row `FOR SHARE` inside the
+/// A namespace of [`HNSW_FROM_VECTORS`] vectors or more gets a partial HNSW index
+/// (`vector_cosine_ops`, pgvector's defaults `m = 16`, `ef_construction = 64`), built
+/// `CONCURRENTLY` after the write that reached the size (inserts into the table go on
+/// meanwhile; one build at a time), and each search sets `hnsw.ef_search` to at least
+/// twice `k` (at least 100), so results are approximate only past tens of thousands of
+/// vectors (recall measured in `docs/benchmarks.md`); a smaller namespace is searched
+/// exactly. The model check reads the namespace row `FOR SHARE` inside the
 /// write's transaction: two writers with different models never both win, in any number of
 /// processes.
 #[derive(Debug, Clone)]
@@ -147,6 +157,85 @@ impl PostgresVectorIndex {
     }
 }
 
+impl PostgresVectorIndex {
+    /// Builds the namespace's HNSW index once it holds [`HNSW_FROM_VECTORS`] vectors (and
+    /// has none, or only one a failed build left invalid). The build is `CONCURRENTLY`, so
+    /// writes to the table go on; an advisory lock keeps builds one at a time (a write that
+    /// finds another build running leaves this one to the namespace's next write).
+    async fn index_when_large(&self, ns: &Namespace) -> Result<()> {
+        if ns.dims > MAX_HNSW_DIMENSIONS || self.has_valid_index(ns.key).await? {
+            return Ok(());
+        }
+        let held: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM (SELECT 1 FROM vectors WHERE namespace_key = $1 LIMIT $2) AS v",
+        )
+        .bind(ns.key)
+        .bind(HNSW_FROM_VECTORS)
+        .fetch_one(&self.db.pool)
+        .await
+        .map_err(db)?;
+        if held < HNSW_FROM_VECTORS {
+            return Ok(());
+        }
+        let mut conn = self.db.pool.acquire().await.map_err(db)?;
+        let locked: bool = sqlx::query_scalar(
+            "SELECT pg_try_advisory_lock(hashtext('memory-postgres hnsw build'))",
+        )
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db)?;
+        if !locked {
+            // Another build runs: this namespace is looked at again by its next write.
+            return Ok(());
+        }
+        let built = self.build_index(&mut conn, ns).await;
+        let unlocked =
+            sqlx::query("SELECT pg_advisory_unlock(hashtext('memory-postgres hnsw build'))")
+                .execute(&mut *conn)
+                .await
+                .map_err(db);
+        built.and(unlocked.map(|_| ()))
+    }
+
+    /// Whether the namespace's HNSW index exists and is valid.
+    async fn has_valid_index(&self, key: i64) -> Result<bool> {
+        let valid: Option<bool> = sqlx::query_scalar(
+            "SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass($1)",
+        )
+        .bind(hnsw_index(key))
+        .fetch_optional(&self.db.pool)
+        .await
+        .map_err(db)?;
+        Ok(valid == Some(true))
+    }
+
+    /// Under the build lock: drops an invalid index a failed build left, and builds it.
+    async fn build_index(&self, conn: &mut PgConnection, ns: &Namespace) -> Result<()> {
+        if self.has_valid_index(ns.key).await? {
+            return Ok(());
+        }
+        let name = hnsw_index(ns.key);
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP INDEX CONCURRENTLY IF EXISTS {name}"
+        )))
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
+        let create = format!(
+            "CREATE INDEX CONCURRENTLY {name} ON vectors USING hnsw (({}) vector_cosine_ops) \
+             WHERE namespace_key = {}",
+            typed(ns.dims),
+            ns.key
+        );
+        sqlx::query(sqlx::AssertSqlSafe(create))
+            .execute(&mut *conn)
+            .await
+            .map_err(db)?;
+        tracing::info!(index = %name, "built a vector namespace's HNSW index");
+        Ok(())
+    }
+}
+
 /// The name of a namespace's HNSW index.
 fn hnsw_index(key: i64) -> String {
     format!("vectors_hnsw_{key}")
@@ -215,15 +304,15 @@ impl VectorIndex for PostgresVectorIndex {
             }
             VectorRecord::check_finite(&records)?;
             let mut tx = self.db.pool.begin().await.map_err(db)?;
-            let created: Option<i64> = sqlx::query_scalar(
+            sqlx::query(
                 "INSERT INTO vector_namespaces (scope, namespace, model, dims) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (scope, namespace) DO NOTHING RETURNING key",
+                 ON CONFLICT (scope, namespace) DO NOTHING",
             )
             .bind(&self.scope)
             .bind(namespace)
             .bind(&first.model)
             .bind(i32::try_from(first.vector.len()).unwrap_or(i32::MAX))
-            .fetch_optional(&mut *tx)
+            .execute(&mut *tx)
             .await
             .map_err(db)?;
             let ns = self
@@ -237,18 +326,6 @@ impl VectorIndex for PostgresVectorIndex {
                 .find(|r| r.model != ns.model || r.vector.len() != ns.dims)
             {
                 return Err(mismatch(namespace, &ns, bad));
-            }
-            if created.is_some() && ns.dims <= MAX_HNSW_DIMENSIONS {
-                let create = format!(
-                    "CREATE INDEX {} ON vectors USING hnsw (({}) vector_cosine_ops) WHERE namespace_key = {}",
-                    hnsw_index(ns.key),
-                    typed(ns.dims),
-                    ns.key
-                );
-                sqlx::query(sqlx::AssertSqlSafe(create))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db)?;
             }
             let ids: Vec<&str> = records.iter().map(|r| r.id.as_str()).collect();
             let sessions: Vec<Option<&str>> =
@@ -280,7 +357,8 @@ impl VectorIndex for PostgresVectorIndex {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-            tx.commit().await.map_err(db)
+            tx.commit().await.map_err(db)?;
+            self.index_when_large(&ns).await
             })
             .await
     }

@@ -285,3 +285,61 @@ async fn postgres_a_path_of_many_runs_reads_in_order() {
     assert_eq!(ids.len(), 21);
     db.drop_schema().await.unwrap();
 }
+
+/// The namespace's HNSW indexes in `db`'s schema.
+async fn hnsw_indexes(db: &PostgresDatabase) -> i64 {
+    use sqlx::ConnectOptions;
+    let options: sqlx::postgres::PgConnectOptions = server_url().unwrap().parse().unwrap();
+    let mut connection = options.connect().await.unwrap();
+    sqlx::query_scalar(
+        "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE 'vectors_hnsw_%'",
+    )
+    .bind(db.schema())
+    .fetch_one(&mut connection)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_vector_namespace_gets_its_hnsw_index_only_when_it_is_large() {
+    use memory_core::ports::{VectorIndex, VectorQuery, VectorRecord};
+    let Some(db) = fresh_database("hnsw").await else {
+        return;
+    };
+    let index = PostgresVectorIndex::new(db.clone());
+    // Every vector leans on the first axis but `v7`, alone on the third: its own nearest.
+    let record = |i: i64| {
+        let x = i as f32;
+        let vector = if i == 7 {
+            vec![0.0, 0.0, 1.0]
+        } else {
+            vec![1.0, x.sin(), x.cos() * 0.1]
+        };
+        VectorRecord::new(format!("v{i}"), vector, "m")
+    };
+    let below = memory_postgres::HNSW_FROM_VECTORS - 1;
+    let all: Vec<VectorRecord> = (0..below).map(record).collect();
+    for page in all.chunks(2_000) {
+        index.upsert("big", page.to_vec()).await.unwrap();
+    }
+    index.upsert("small", vec![record(1)]).await.unwrap();
+    assert_eq!(hnsw_indexes(&db).await, 0, "small namespaces are scanned");
+    let hits = index
+        .search("big", &VectorQuery::new(&record(7).vector, 1))
+        .await
+        .unwrap();
+    assert_eq!(hits[0].id, "v7", "an exact scan finds the vector itself");
+
+    index.upsert("big", vec![record(below)]).await.unwrap();
+    assert_eq!(hnsw_indexes(&db).await, 1, "built at the size");
+    // Through the graph now: approximate, so a close neighbour rather than the vector itself.
+    let hits = index
+        .search("big", &VectorQuery::new(&record(1_000).vector, 5))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 5);
+    assert!(hits[0].score > 0.99, "{hits:?}");
+    index.clear("big").await.unwrap();
+    assert_eq!(hnsw_indexes(&db).await, 0, "cleared with its namespace");
+    db.drop_schema().await.unwrap();
+}
