@@ -13,11 +13,7 @@ use memory_testkit::files::files_containing;
 fn note(content: impl Into<String>) -> RememberRequest {
     RememberRequest {
         content: content.into(),
-        session_id: None,
-        kind: None,
-        key: None,
-        metadata: Default::default(),
-        expires_at: None,
+        ..RememberRequest::default()
     }
 }
 

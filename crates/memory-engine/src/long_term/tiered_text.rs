@@ -159,14 +159,17 @@ impl TextIndexes for TieredTextIndexes {
                 Err(e) => return Err(e),
             },
         };
-        let large = match &small {
-            Some(_) => None,
-            None => Some(self.large.text_index(profile).await?),
+        let (large, serving) = match &small {
+            Some(small) => (None, small.capabilities()),
+            None => {
+                let large = self.large.text_index(profile).await?;
+                let serving = large.capabilities();
+                (Some(large), serving)
+            }
         };
-        let serving = small.as_ref().or(large.as_ref()).map(|i| i.capabilities());
         let capabilities = TextIndexCapabilities {
             written_by_store: false,
-            ..serving.unwrap_or(STORE_WRITTEN_FALLBACK)
+            ..serving
         };
         Ok(Arc::new(TieredTextIndex {
             profile: profile.to_owned(),
@@ -187,16 +190,6 @@ impl TextIndexes for TieredTextIndexes {
         Ok(())
     }
 }
-
-/// Never used: one of the two indexes is always open. Kept so no `expect` is needed.
-const STORE_WRITTEN_FALLBACK: TextIndexCapabilities = TextIndexCapabilities {
-    stemming: false,
-    stop_words: false,
-    phrase: false,
-    rarity_ranking: false,
-    written_by_store: false,
-    language: memory_core::TextLanguage::English,
-};
 
 /// One profile's tiered index: every operation reads the tier first (another request or
 /// process may have moved the profile since this was opened).
