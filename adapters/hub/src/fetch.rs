@@ -44,26 +44,9 @@ pub async fn fetch(model: &HubModel, dir: &Path, settings: &HubSettings) -> Resu
         }
         .into());
     }
-    let client = reqwest::Client::builder()
-        .connect_timeout(settings.connect_timeout)
-        .read_timeout(settings.read_timeout)
-        .user_agent(concat!("agent-memory/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| MemoryError::backend(BACKEND, e))?;
+    let client = client(settings)?;
     let total: u64 = missing.iter().map(|f| f.size).sum();
-    let bar = match settings.progress {
-        Progress::Bar => {
-            let bar = indicatif::ProgressBar::new(total);
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "{msg} {bar:30} {bytes}/{total_bytes} ({eta})",
-            ) {
-                bar.set_style(style);
-            }
-            bar.set_message(format!("fetching {}", model.repo));
-            Some(bar)
-        }
-        Progress::Log => None,
-    };
+    let bar = progress_bar(settings, total, &model.repo);
     for file in missing {
         let url = format!(
             "{}/{}/resolve/{}/{}",
@@ -94,10 +77,41 @@ pub async fn fetch(model: &HubModel, dir: &Path, settings: &HubSettings) -> Resu
     Ok(report)
 }
 
-/// [`fetch`] for a caller that is not async (or is inside a runtime it must not block on):
-/// runs on a thread of its own with a runtime of its own, and waits for it.
-pub fn fetch_blocking(model: &HubModel, dir: &Path, settings: &HubSettings) -> Result<FetchReport> {
-    let (model, dir, settings) = (model.clone(), dir.to_owned(), settings.clone());
+/// The HTTP client every fetch uses: bounded timeouts, this crate's user agent.
+pub(crate) fn client(settings: &HubSettings) -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(settings.connect_timeout)
+        .read_timeout(settings.read_timeout)
+        .user_agent(concat!("agent-memory/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| MemoryError::backend(BACKEND, e))
+}
+
+/// A progress bar of `total` bytes labelled with `what`, when progress is shown as one.
+pub(crate) fn progress_bar(
+    settings: &HubSettings,
+    total: u64,
+    what: &str,
+) -> Option<indicatif::ProgressBar> {
+    match settings.progress {
+        Progress::Bar => {
+            let bar = indicatif::ProgressBar::new(total);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{msg} {bar:30} {bytes}/{total_bytes} ({eta})",
+            ) {
+                bar.set_style(style);
+            }
+            bar.set_message(format!("fetching {what}"));
+            Some(bar)
+        }
+        Progress::Log => None,
+    }
+}
+
+/// Runs `work` on a thread of its own with a current-thread runtime of its own, and waits.
+pub(crate) fn block_on_own_thread<T: Send + 'static>(
+    work: impl std::future::Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
     let worker = std::thread::Builder::new()
         .name("model-fetch".into())
         .spawn(move || {
@@ -105,7 +119,7 @@ pub fn fetch_blocking(model: &HubModel, dir: &Path, settings: &HubSettings) -> R
                 .enable_all()
                 .build()
                 .map_err(|e| MemoryError::backend(BACKEND, e))?;
-            runtime.block_on(fetch(&model, &dir, &settings))
+            runtime.block_on(work)
         })
         .map_err(|e| MemoryError::transient(BACKEND, e))?;
     worker
@@ -113,10 +127,17 @@ pub fn fetch_blocking(model: &HubModel, dir: &Path, settings: &HubSettings) -> R
         .map_err(|_| MemoryError::backend(BACKEND, "the model fetch thread panicked"))?
 }
 
+/// [`fetch`] for a caller that is not async (or is inside a runtime it must not block on):
+/// runs on a thread of its own with a runtime of its own, and waits for it.
+pub fn fetch_blocking(model: &HubModel, dir: &Path, settings: &HubSettings) -> Result<FetchReport> {
+    let (model, dir, settings) = (model.clone(), dir.to_owned(), settings.clone());
+    block_on_own_thread(async move { fetch(&model, &dir, &settings).await })
+}
+
 /// Removes a temporary file unless it was renamed into place.
-struct Partial {
-    path: PathBuf,
-    placed: bool,
+pub(crate) struct Partial {
+    pub(crate) path: PathBuf,
+    pub(crate) placed: bool,
 }
 
 impl Drop for Partial {
@@ -127,7 +148,7 @@ impl Drop for Partial {
     }
 }
 
-fn io(path: &Path) -> impl Fn(std::io::Error) -> HubError + '_ {
+pub(crate) fn io(path: &Path) -> impl Fn(std::io::Error) -> HubError + '_ {
     move |source| HubError::Io {
         path: path.to_owned(),
         source,
@@ -136,7 +157,7 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> HubError + '_ {
 
 /// Streams `url` into a temporary file beside `file`'s place in `dir`, checks its size and
 /// checksum, and renames it into place.
-async fn download(
+pub(crate) async fn download(
     client: &reqwest::Client,
     url: &str,
     file: &HubFile,

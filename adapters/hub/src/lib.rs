@@ -10,6 +10,10 @@
 //! the hub clients' conventions (`HF_ENDPOINT` for a mirror, `HF_HUB_OFFLINE=1`), and every
 //! request has bounded timeouts, so an unreachable hub is a clear error, never a hang.
 //!
+//! A run-time library a model needs (ONNX Runtime's) is an [`ArchivedFile`]: one file of a
+//! wheel on PyPI's file host, fetched the same way by [`fetch_archived`] (the wheel and the
+//! file each checked against their pinned size and SHA-256, the file renamed into place).
+//!
 //! ```no_run
 //! # async fn demo() -> memory_core::Result<()> {
 //! use memory_hub::{HubFile, HubModel, HubSettings, fetch};
@@ -27,11 +31,13 @@
 //! # Ok(()) }
 //! ```
 
+mod archive;
 mod error;
 mod fetch;
 mod model;
 mod settings;
 
+pub use archive::{ArchivedFile, fetch_archived, fetch_archived_blocking};
 pub use fetch::{FetchReport, fetch, fetch_blocking};
 pub use model::{HubFile, HubModel};
-pub use settings::{DEFAULT_ENDPOINT, HubSettings, Progress};
+pub use settings::{DEFAULT_ENDPOINT, DEFAULT_PACKAGES_ENDPOINT, HubSettings, Progress};

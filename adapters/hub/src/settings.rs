@@ -5,6 +5,10 @@ use std::time::Duration;
 /// The hub unless `HF_ENDPOINT` names a mirror.
 pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 
+/// PyPI's file host (where run-time libraries packed in wheels come from) unless
+/// `MEMORY_PACKAGES_ENDPOINT` names a mirror of it.
+pub const DEFAULT_PACKAGES_ENDPOINT: &str = "https://files.pythonhosted.org";
+
 /// How a download shows its progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
@@ -24,12 +28,15 @@ pub enum Progress {
 ///     _ => None,
 /// });
 /// assert_eq!(settings.endpoint, "http://127.0.0.1:9000");
+/// assert_eq!(settings.packages_endpoint, "https://files.pythonhosted.org");
 /// assert!(settings.offline);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HubSettings {
     /// The hub's base URL, without a trailing slash.
     pub endpoint: String,
+    /// The base URL of PyPI's file host (or a mirror), without a trailing slash.
+    pub packages_endpoint: String,
     /// Fetch nothing (`HF_HUB_OFFLINE`): a missing file is an error at once.
     pub offline: bool,
     /// How long a connection may take to open.
@@ -47,14 +54,20 @@ impl HubSettings {
     }
 
     /// From environment variables as `var` reads them: `HF_ENDPOINT` (default
-    /// [`DEFAULT_ENDPOINT`]) and `HF_HUB_OFFLINE` (`1`, `true`, `yes` or `on`); 10 s to
+    /// [`DEFAULT_ENDPOINT`]), `MEMORY_PACKAGES_ENDPOINT` (default
+    /// [`DEFAULT_PACKAGES_ENDPOINT`]) and `HF_HUB_OFFLINE` (`1`, `true`, `yes` or `on`: nothing
+    /// is fetched from either); 10 s to
     /// connect, 30 s of silence at most; a progress bar when standard error is a terminal.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Self {
         use std::io::IsTerminal;
-        let endpoint = var("HF_ENDPOINT")
-            .map(|e| e.trim().trim_end_matches('/').to_owned())
-            .filter(|e| !e.is_empty())
-            .unwrap_or_else(|| DEFAULT_ENDPOINT.to_owned());
+        let base = |name: &str, default: &str| {
+            var(name)
+                .map(|e| e.trim().trim_end_matches('/').to_owned())
+                .filter(|e| !e.is_empty())
+                .unwrap_or_else(|| default.to_owned())
+        };
+        let endpoint = base("HF_ENDPOINT", DEFAULT_ENDPOINT);
+        let packages_endpoint = base("MEMORY_PACKAGES_ENDPOINT", DEFAULT_PACKAGES_ENDPOINT);
         let offline = var("HF_HUB_OFFLINE").is_some_and(|v| {
             matches!(
                 v.trim().to_ascii_lowercase().as_str(),
@@ -63,6 +76,7 @@ impl HubSettings {
         });
         Self {
             endpoint,
+            packages_endpoint,
             offline,
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(30),

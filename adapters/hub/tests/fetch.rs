@@ -3,135 +3,16 @@
 //! refusal, silence, or no server at all.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::collections::HashMap;
-use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use memory_hub::{HubFile, HubModel, HubSettings, Progress, fetch, fetch_blocking};
-use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use common::{Mode, StandIn, listing, settings, sha256};
+use memory_hub::{HubFile, HubModel, HubSettings, fetch, fetch_blocking};
 
 const REPO: &str = "acme/tiny-model";
 const REVISION: &str = "0123456789abcdef0123456789abcdef01234567";
-
-#[derive(Clone, Copy, PartialEq)]
-enum Mode {
-    Serve,
-    /// Announces the whole length, sends this many bytes and closes.
-    Truncate(usize),
-    /// Sends the right length with one byte changed.
-    Alter,
-    Refuse,
-    /// Reads the request and never answers.
-    Silent,
-}
-
-struct StandIn {
-    endpoint: String,
-    mode: Arc<Mutex<Mode>>,
-    requests: Arc<AtomicUsize>,
-}
-
-impl StandIn {
-    async fn start(files: HashMap<String, Vec<u8>>) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let endpoint = format!("http://{}", listener.local_addr().unwrap());
-        let mode = Arc::new(Mutex::new(Mode::Serve));
-        let requests = Arc::new(AtomicUsize::new(0));
-        let files = Arc::new(files);
-        let (served_mode, counted) = (Arc::clone(&mode), Arc::clone(&requests));
-        tokio::spawn(async move {
-            loop {
-                let (mut stream, _) = listener.accept().await.unwrap();
-                let (mode, files, counted) = (
-                    Arc::clone(&served_mode),
-                    Arc::clone(&files),
-                    Arc::clone(&counted),
-                );
-                tokio::spawn(async move {
-                    let mut request = Vec::new();
-                    let mut buffer = [0u8; 1024];
-                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                        let n = stream.read(&mut buffer).await.unwrap();
-                        if n == 0 {
-                            return;
-                        }
-                        request.extend_from_slice(&buffer[..n]);
-                    }
-                    counted.fetch_add(1, Ordering::SeqCst);
-                    let line = String::from_utf8_lossy(&request)
-                        .lines()
-                        .next()
-                        .unwrap()
-                        .to_owned();
-                    let path = line.split_whitespace().nth(1).unwrap().to_owned();
-                    let prefix = format!("/{REPO}/resolve/{REVISION}/");
-                    let body = path
-                        .strip_prefix(&prefix)
-                        .and_then(|f| files.get(f))
-                        .cloned();
-                    let mode = *mode.lock().unwrap();
-                    let (status, mut body) = match (mode, body) {
-                        (Mode::Silent, _) => {
-                            tokio::time::sleep(Duration::from_secs(60)).await;
-                            return;
-                        }
-                        (Mode::Refuse, _) | (_, None) => ("404 Not Found", b"no".to_vec()),
-                        (_, Some(body)) => ("200 OK", body),
-                    };
-                    let length = body.len();
-                    match mode {
-                        Mode::Truncate(n) => body.truncate(n),
-                        Mode::Alter => body[0] ^= 0xff,
-                        _ => {}
-                    }
-                    let head = format!(
-                        "HTTP/1.1 {status}\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
-                    );
-                    let _ = stream.write_all(head.as_bytes()).await;
-                    let _ = stream.write_all(&body).await;
-                    let _ = stream.shutdown().await;
-                });
-            }
-        });
-        Self {
-            endpoint,
-            mode,
-            requests,
-        }
-    }
-
-    fn set(&self, mode: Mode) {
-        *self.mode.lock().unwrap() = mode;
-    }
-
-    fn requests(&self) -> usize {
-        self.requests.load(Ordering::SeqCst)
-    }
-
-    fn settings(&self) -> HubSettings {
-        settings(&self.endpoint)
-    }
-}
-
-fn settings(endpoint: &str) -> HubSettings {
-    HubSettings {
-        endpoint: endpoint.to_owned(),
-        offline: false,
-        connect_timeout: Duration::from_secs(2),
-        read_timeout: Duration::from_millis(500),
-        progress: Progress::Log,
-    }
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
 
 /// A model of two files (one in a subdirectory), and the stand-in serving them.
 async fn model_and_hub() -> (HubModel, StandIn) {
@@ -149,32 +30,12 @@ async fn model_and_hub() -> (HubModel, StandIn) {
             ),
         ],
     };
+    let at = |file: &str| format!("{REPO}/resolve/{REVISION}/{file}");
     let files = HashMap::from([
-        ("config.json".to_owned(), config),
-        ("1_Pooling/weights.bin".to_owned(), weights),
+        (at("config.json"), config),
+        (at("1_Pooling/weights.bin"), weights),
     ]);
     (model, StandIn::start(files).await)
-}
-
-/// Every file under `dir`, relative names.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(at) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&at) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                names.push(path.strip_prefix(dir).unwrap().display().to_string());
-            }
-        }
-    }
-    names.sort();
-    names
 }
 
 #[tokio::test]
@@ -314,13 +175,16 @@ async fn the_blocking_form_runs_from_inside_a_runtime() {
 fn the_hub_clients_environment_is_honoured() {
     let defaults = HubSettings::from_vars(|_| None);
     assert_eq!(defaults.endpoint, "https://huggingface.co");
+    assert_eq!(defaults.packages_endpoint, "https://files.pythonhosted.org");
     assert!(!defaults.offline);
     let set = HubSettings::from_vars(|name| match name {
         "HF_ENDPOINT" => Some("https://mirror.example/".into()),
+        "MEMORY_PACKAGES_ENDPOINT" => Some("https://pypi.example/files/".into()),
         "HF_HUB_OFFLINE" => Some("0".into()),
         _ => None,
     });
     assert_eq!(set.endpoint, "https://mirror.example");
+    assert_eq!(set.packages_endpoint, "https://pypi.example/files");
     assert!(!set.offline);
     for on in ["1", "true", "YES", "on"] {
         assert!(

@@ -14,6 +14,7 @@ use ort::value::Tensor;
 use tokenizers::Tokenizer;
 
 use crate::error::OnnxError;
+use crate::hub::{HUB_MODEL_FILE, HUB_MODEL_ID};
 use crate::model_dir::{ModelFiles, default_model_dir};
 use crate::windows;
 
@@ -182,7 +183,13 @@ impl OnnxEmbedder {
             .metadata()
             .map_err(backend)?
             .custom("model_id")
-            .unwrap_or_else(|| UNNAMED_MODEL_ID.to_owned());
+            .unwrap_or_else(|| {
+                if files.model.ends_with(HUB_MODEL_FILE) {
+                    HUB_MODEL_ID.to_owned()
+                } else {
+                    UNNAMED_MODEL_ID.to_owned()
+                }
+            });
         let token_types = session
             .inputs()
             .iter()

@@ -4,10 +4,13 @@ use std::path::{Path, PathBuf};
 
 use memory_core::MemoryError;
 
+use crate::hub::{HUB_MODEL_FILE, RUNTIME_LIBRARY};
+
 /// The three files the embedder reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelFiles {
-    /// The ONNX graph (int8 weights and products, as `scripts/setup-onnx.sh` makes it).
+    /// The ONNX graph (int8 weights and products): `model.onnx` as `scripts/setup-onnx.sh`
+    /// makes it, else the hub's [`HUB_MODEL_FILE`] as `memory models fetch` puts it.
     pub model: PathBuf,
     /// WordPiece tokenizer.
     pub tokenizer: PathBuf,
@@ -17,19 +20,25 @@ pub struct ModelFiles {
 
 impl ModelFiles {
     /// The files inside `dir`, or [`MemoryError::NotFound`] naming the missing one and the
-    /// setup command that fetches them.
+    /// commands that fetch them.
     pub fn in_dir(dir: &Path) -> Result<Self, MemoryError> {
+        let made = dir.join("model.onnx");
         let files = Self {
-            model: dir.join("model.onnx"),
+            model: if made.is_file() {
+                made
+            } else {
+                dir.join(HUB_MODEL_FILE)
+            },
             tokenizer: dir.join("tokenizer.json"),
-            runtime: dir.join("libonnxruntime.so"),
+            runtime: dir.join(RUNTIME_LIBRARY),
         };
         for path in [&files.model, &files.tokenizer, &files.runtime] {
             if !path.is_file() {
                 return Err(MemoryError::not_found(
                     "embedding model file",
                     format!(
-                        "{} (run scripts/setup-onnx.sh to fetch the int8 model and ONNX Runtime)",
+                        "{} (`memory models fetch` fetches the int8 model and ONNX Runtime; \
+                         scripts/setup-onnx.sh makes them offline)",
                         path.display()
                     ),
                 ));
@@ -56,7 +65,7 @@ mod tests {
     fn a_missing_directory_names_the_file_and_the_setup_step() {
         let err = ModelFiles::in_dir(Path::new("/nonexistent/model")).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("model.onnx"), "{text}");
+        assert!(text.contains("model_qint8_arm64.onnx"), "{text}");
         assert!(text.contains("setup-onnx.sh"), "{text}");
         assert!(err.is_not_found());
     }

@@ -243,10 +243,18 @@ pub enum BackupCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum ModelsCommand {
-    /// Fetch the local embedding model's files now, once, instead of at its first use: from
-    /// the Hugging Face hub (`HF_ENDPOINT` names a mirror), each checked against its pinned
-    /// SHA-256, into `MEMORY_MODEL_DIR` or `~/.cache/memory-models/all-minilm-l6-v2`.
-    Fetch,
+    /// Fetch a local embedder's files now, once, instead of at its first use, each checked
+    /// against its pinned size and SHA-256: the model from the Hugging Face hub (`HF_ENDPOINT`
+    /// names a mirror) and, for `local-int8`, ONNX Runtime's library from its PyPI wheel
+    /// (`MEMORY_PACKAGES_ENDPOINT` names a mirror of PyPI's file host).
+    Fetch {
+        /// `auto` (the default embedder: `local-int8` where ONNX Runtime runs, else `local`),
+        /// `local-int8` (into `MEMORY_ONNX_MODEL_DIR` or
+        /// `~/.cache/memory-models/all-minilm-l6-v2-int8-dynamic`) or `local` (into
+        /// `MEMORY_MODEL_DIR` or `~/.cache/memory-models/all-minilm-l6-v2`).
+        #[arg(long, default_value = "auto", value_parser = ["auto", "local", "local-int8"])]
+        embedder: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

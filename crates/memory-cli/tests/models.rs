@@ -1,7 +1,9 @@
-//! The local embedding model fetched on first use and by `memory models fetch`, from a
-//! loopback stand-in for the Hugging Face hub that serves the real model files (those
-//! `scripts/setup-model.sh` installs, which the pinned checksums must match), and a clear
-//! line with full-text only when the hub cannot be reached.
+//! The local embedders' files fetched on first use and by `memory models fetch`, from a
+//! loopback stand-in for the Hugging Face hub and PyPI's file host that serves the real files
+//! (the float model `scripts/setup-model.sh` installs and ONNX Runtime's wheel
+//! `scripts/setup-onnx.sh` keeps, which the pinned checksums must match); the default
+//! embedder falling back to the float model, with one line, when the int8 one cannot be
+//! fetched; and a clear line with full-text only when the hub cannot be reached.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::io::{Read, Write};
@@ -37,16 +39,26 @@ fn installed_model() -> Option<PathBuf> {
     None
 }
 
-/// Serves `dir`'s files under the pinned revision's path on a loopback port, counting requests.
-fn stand_in(dir: PathBuf) -> (String, Arc<AtomicUsize>) {
+/// The float model's files as the hub serves them: URL path, local file.
+fn float_routes(dir: &Path) -> Vec<(String, PathBuf)> {
+    FILES
+        .iter()
+        .map(|f| (format!("{PREFIX}{f}"), dir.join(f)))
+        .collect()
+}
+
+/// Serves each route's file at its URL path on a loopback port (404 for anything else),
+/// counting requests.
+fn stand_in(routes: Vec<(String, PathBuf)>) -> (String, Arc<AtomicUsize>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("http://{}", listener.local_addr().unwrap());
     let requests = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&requests);
+    let routes = Arc::new(routes);
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
-            let dir = dir.clone();
+            let routes = Arc::clone(&routes);
             let counted = Arc::clone(&counted);
             std::thread::spawn(move || {
                 let mut request = Vec::new();
@@ -60,10 +72,10 @@ fn stand_in(dir: PathBuf) -> (String, Arc<AtomicUsize>) {
                 counted.fetch_add(1, Ordering::SeqCst);
                 let text = String::from_utf8_lossy(&request).into_owned();
                 let path = text.split_whitespace().nth(1).unwrap_or("").to_owned();
-                let body = path
-                    .strip_prefix(PREFIX)
-                    .filter(|f| FILES.contains(f))
-                    .and_then(|f| std::fs::read(dir.join(f)).ok());
+                let body = routes
+                    .iter()
+                    .find(|(route, _)| *route == path)
+                    .and_then(|(_, file)| std::fs::read(file).ok());
                 let (status, body) = match body {
                     Some(body) => ("200 OK", body),
                     None => ("404 Not Found", b"not here".to_vec()),
@@ -80,15 +92,17 @@ fn stand_in(dir: PathBuf) -> (String, Arc<AtomicUsize>) {
     (endpoint, requests)
 }
 
-/// `memory` with a home of its own (so the model's default directory starts empty), no
-/// model directory named, and the hub at `endpoint`.
+/// `memory` with a home of its own (so the models' default directories start empty), no
+/// model directory named, and the hub and PyPI's file host at `endpoint`.
 fn memory(home: &Path, endpoint: &str) -> Command {
     let mut command = Command::new(assert_cmd::cargo::cargo_bin("memory"));
     command
         .env("HOME", home)
         .env("HF_ENDPOINT", endpoint)
+        .env("MEMORY_PACKAGES_ENDPOINT", endpoint)
         .env_remove("MEMORY_LOG")
         .env_remove("MEMORY_MODEL_DIR")
+        .env_remove("MEMORY_ONNX_MODEL_DIR")
         .env_remove("HF_HUB_OFFLINE")
         .env_remove("MEMORY_DATA_DIR");
     command
@@ -105,6 +119,13 @@ fn succeeds(command: &mut Command) -> (String, String) {
     (stdout, stderr)
 }
 
+/// `memory --data-dir data ARGS` (as [`memory`]), which must succeed.
+fn in_data_dir(home: &Path, endpoint: &str, data: &Path, args: &[&str]) -> (String, String) {
+    let mut command = memory(home, endpoint);
+    command.arg("--data-dir").arg(data).args(args);
+    succeeds(&mut command)
+}
+
 fn fetched_dir(home: &Path) -> PathBuf {
     home.join(".cache/memory-models/all-minilm-l6-v2")
 }
@@ -114,9 +135,10 @@ fn models_fetch_downloads_the_pinned_files_once() {
     let Some(model) = installed_model() else {
         return;
     };
-    let (endpoint, requests) = stand_in(model.clone());
+    let (endpoint, requests) = stand_in(float_routes(&model));
     let home = tempfile::tempdir().unwrap();
-    let (stdout, _) = succeeds(memory(home.path(), &endpoint).args(["models", "fetch"]));
+    let fetch = ["models", "fetch", "--embedder", "local"];
+    let (stdout, _) = succeeds(memory(home.path(), &endpoint).args(fetch));
     assert!(stdout.contains("checksums verified"), "{stdout}");
     for file in FILES {
         assert_eq!(
@@ -126,7 +148,7 @@ fn models_fetch_downloads_the_pinned_files_once() {
         );
     }
     assert_eq!(requests.load(Ordering::SeqCst), 3);
-    let (again, _) = succeeds(memory(home.path(), &endpoint).args(["models", "fetch"]));
+    let (again, _) = succeeds(memory(home.path(), &endpoint).args(fetch));
     assert!(again.contains("already"), "{again}");
     assert_eq!(requests.load(Ordering::SeqCst), 3, "nothing fetched twice");
 
@@ -134,7 +156,7 @@ fn models_fetch_downloads_the_pinned_files_once() {
     let empty = tempfile::tempdir().unwrap();
     let offline = memory(empty.path(), &endpoint)
         .env("HF_HUB_OFFLINE", "1")
-        .args(["models", "fetch"])
+        .args(fetch)
         .output()
         .unwrap();
     assert!(!offline.status.success());
@@ -151,21 +173,25 @@ fn the_first_command_that_embeds_fetches_the_model() {
     let Some(model) = installed_model() else {
         return;
     };
-    let (endpoint, requests) = stand_in(model);
+    // The stand-in has no int8 graph: the default embedder falls back to the float model.
+    let (endpoint, requests) = stand_in(float_routes(&model));
     let home = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    let in_data = |args: &[&str]| {
-        let mut command = memory(home.path(), &endpoint);
-        command.arg("--data-dir").arg(data.path()).args(args);
-        succeeds(&mut command)
-    };
-    in_data(&["profile", "remember", "gus", "vegetarian, no mushrooms"]);
+    let in_data = |args: &[&str]| in_data_dir(home.path(), &endpoint, data.path(), args);
+    let (_, stderr) = in_data(&["profile", "remember", "gus", "vegetarian, no mushrooms"]);
     assert!(
         FILES
             .iter()
             .all(|f| fetched_dir(home.path()).join(f).is_file())
     );
-    assert_eq!(requests.load(Ordering::SeqCst), 3);
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("using the float embedder"))
+        .collect();
+    assert_eq!(said.len(), 1, "one line says why: {stderr}");
+    assert!(said[0].contains("404"), "{stderr}");
+    // One refused request for the int8 graph, then the float model's three files.
+    assert_eq!(requests.load(Ordering::SeqCst), 4);
     // With vectors, a question that shares no word with the memory finds it.
     let (recall, _) = in_data(&[
         "profile",
@@ -175,7 +201,8 @@ fn the_first_command_that_embeds_fetches_the_model() {
         "--json",
     ]);
     assert!(recall.contains("mushrooms"), "{recall}");
-    assert_eq!(requests.load(Ordering::SeqCst), 3, "fetched once");
+    // A new process remembers the failure (for a day) and asks the hub for nothing.
+    assert_eq!(requests.load(Ordering::SeqCst), 4, "fetched once");
 }
 
 #[test]
@@ -205,4 +232,90 @@ fn an_unreachable_hub_leaves_full_text_search_with_one_clear_line() {
         "{stderr}"
     );
     assert!(!fetched_dir(home.path()).join("model.safetensors").exists());
+}
+
+/// The int8 model `scripts/setup-onnx.sh` made and the runtime wheel it kept, or `None` (the
+/// test then says it is skipped, unless the test command asked for the model).
+fn installed_int8() -> Option<(PathBuf, PathBuf)> {
+    let dir = PathBuf::from(
+        std::env::var_os("MEMORY_ONNX_MODEL_DIR").unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap())
+                .join(".cache/memory-models/all-minilm-l6-v2-int8-dynamic")
+                .into_os_string()
+        }),
+    );
+    let wheel = std::fs::read_dir(dir.join("wheels"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "whl"));
+    match wheel {
+        Some(wheel) if dir.join("model.onnx").is_file() => Some((dir, wheel)),
+        _ => {
+            assert!(
+                !std::env::var("MEMORY_REQUIRE_MODEL").is_ok_and(|v| v == "1"),
+                "MEMORY_REQUIRE_MODEL=1 but scripts/setup-onnx.sh has not run"
+            );
+            eprintln!("skipped: the int8 model is not installed (scripts/setup-onnx.sh)");
+            None
+        }
+    }
+}
+
+#[test]
+fn the_default_embedder_fetches_onnx_runtime_from_its_pinned_wheel() {
+    let Some((int8, wheel)) = installed_int8() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let dir = home
+        .path()
+        .join(".cache/memory-models/all-minilm-l6-v2-int8-dynamic");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The graph and tokenizer are there (as scripts/setup-onnx.sh makes them); the runtime is
+    // not, and comes from the stand-in at the pinned wheel's path on PyPI's file host.
+    for file in ["model.onnx", "tokenizer.json"] {
+        std::fs::copy(int8.join(file), dir.join(file)).unwrap();
+    }
+    let name = wheel.file_name().unwrap().to_str().unwrap().to_owned();
+    let pinned = if name.contains("x86_64") {
+        "/packages/a3/81/55845186c20cba59f614991f4065dea148e48eeb9749893768c85ce64327/"
+    } else {
+        "/packages/4a/8f/1e43fb994513c7c7a9c6965272ef89d963c1bd4080993a6267bf913701d1/"
+    };
+    let (endpoint, requests) = stand_in(vec![(format!("{pinned}{name}"), wheel)]);
+    let (stdout, _) = succeeds(memory(home.path(), &endpoint).args(["models", "fetch"]));
+    assert!(stdout.contains("libonnxruntime.so"), "{stdout}");
+    assert!(stdout.contains("checksums verified"), "{stdout}");
+    assert_eq!(
+        std::fs::read(dir.join("libonnxruntime.so")).unwrap(),
+        std::fs::read(int8.join("libonnxruntime.so")).unwrap()
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.starts_with('.') || name.ends_with(".whl"))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "no wheel or temporary file is left: {left:?}"
+    );
+    assert_eq!(requests.load(Ordering::SeqCst), 1);
+
+    // The default embedder is now the int8 one: no line about the float model, nothing
+    // fetched, and a question that shares no word with the memory finds it.
+    let data = tempfile::tempdir().unwrap();
+    let in_data = |args: &[&str]| in_data_dir(home.path(), &endpoint, data.path(), args);
+    let (_, stderr) = in_data(&["profile", "remember", "gus", "vegetarian, no mushrooms"]);
+    assert!(!stderr.contains("float"), "{stderr}");
+    let (recall, _) = in_data(&["profile", "recall", "gus", "what food does the user eat?"]);
+    assert!(recall.contains("mushrooms"), "{recall}");
+    let (reembed, _) = in_data(&["profile", "reembed", "gus"]);
+    assert!(reembed.contains("onnx-int8-dynamic"), "{reembed}");
+    assert!(
+        !fetched_dir(home.path()).exists(),
+        "the float model was not fetched"
+    );
+    assert_eq!(requests.load(Ordering::SeqCst), 1);
 }

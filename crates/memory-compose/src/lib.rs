@@ -44,7 +44,10 @@ use memory_engine::profile_link::{LinkOptions, MemoryTool};
 
 pub use blocks::token_counter;
 pub use error::{ComposeError, Result};
-pub use models::{EmbedderChoiceResult, chat_model, chat_models, embedder, fetch_local_model};
+pub use models::{
+    EmbedderChoiceResult, Int8Fetch, chat_model, chat_models, embedder, fetch_int8_model,
+    fetch_local_model,
+};
 
 use storage::Stores;
 

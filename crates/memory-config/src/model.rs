@@ -138,13 +138,19 @@ fn default_retries() -> u32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EmbedderChoice {
-    /// all-MiniLM-L6-v2 on the CPU, offline (fetched once by `scripts/setup-model.sh`); when
-    /// its files are absent, vectors are off and every result says so.
+    /// The fastest local embedder that runs on this machine: `local-int8` where ONNX Runtime
+    /// runs (Linux on x86-64 or 64-bit ARM), else `local`, with one line saying why. Each
+    /// fetches its files on first use.
     #[default]
+    Auto,
+    /// all-MiniLM-L6-v2 on the CPU with float weights (candle), offline once its files are in
+    /// place (fetched on first use, or by `scripts/setup-model.sh`); when they are absent,
+    /// vectors are off and every result says so.
     Local,
     /// The same model with int8 weights and products on ONNX Runtime, several times faster on
-    /// a CPU (made once by `scripts/setup-onnx.sh`). Its vectors carry their own model id, so a
-    /// profile embedded by `local` is re-embedded (`memory profile reembed`) after a switch.
+    /// a CPU (the model and the runtime fetched on first use, or made by
+    /// `scripts/setup-onnx.sh`). Its vectors carry their own model id, so a profile embedded
+    /// by `local` is re-embedded (`memory profile reembed`) after a switch.
     #[serde(rename = "local-int8")]
     LocalInt8,
     /// `[llm]`'s endpoint's `/embeddings` with `embedding_model`.

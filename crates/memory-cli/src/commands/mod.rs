@@ -80,11 +80,39 @@ pub fn argument_or_stdin(arg: Option<String>) -> Result<String, CliError> {
     }
 }
 
-/// `memory models fetch`: the local embedding model's files, fetched now when missing.
-fn fetch_models() -> Result<(), CliError> {
-    let (dir, fetched) = memory_compose::fetch_local_model()?;
+/// `memory models fetch`: a local embedder's files, fetched now when missing. `auto` fetches
+/// what the default embedder uses: the int8 one, else (with one line saying why) the float
+/// one, as a deployment does on first use.
+fn fetch_models(embedder: &str) -> Result<(), CliError> {
+    use memory_compose::Int8Fetch;
+    let int8 = match embedder {
+        "local" => None,
+        "local-int8" => Some(memory_compose::fetch_int8_model()?),
+        _ => match memory_compose::fetch_int8_model() {
+            Ok(fetched) => Some(fetched),
+            // The hub is out of reach: the float model cannot be fetched either.
+            Err(Int8Fetch::Failed { error, from_hub }) if from_hub && error.is_transient() => {
+                return Err(error.into());
+            }
+            Err(why) => {
+                eprintln!("{why}; fetching the float model (`local`) instead");
+                None
+            }
+        },
+    };
+    let (dir, fetched, what) = match int8 {
+        Some((dir, fetched)) => (
+            dir,
+            fetched,
+            "the int8 embedding model and ONNX Runtime are",
+        ),
+        None => {
+            let (dir, fetched) = memory_compose::fetch_local_model()?;
+            (dir, fetched, "the local embedding model is")
+        }
+    };
     if fetched.is_empty() {
-        println!("the local embedding model is already in {}", dir.display());
+        println!("{what} already in {}", dir.display());
     } else {
         println!(
             "fetched {} into {} (checksums verified)",
@@ -95,6 +123,15 @@ fn fetch_models() -> Result<(), CliError> {
     Ok(())
 }
 
+impl From<memory_compose::Int8Fetch> for CliError {
+    fn from(why: memory_compose::Int8Fetch) -> Self {
+        match why {
+            memory_compose::Int8Fetch::Failed { error, .. } => error.into(),
+            unsupported => CliError::Input(unsupported.to_string()),
+        }
+    }
+}
+
 /// Runs one command.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Demo = cli.command {
@@ -103,8 +140,8 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Mcp { profile, session } = cli.command {
         return serve::mcp(&app::data_dir(cli.data_dir), &profile, session).await;
     }
-    if let Command::Models(crate::cli::ModelsCommand::Fetch) = cli.command {
-        return fetch_models();
+    if let Command::Models(crate::cli::ModelsCommand::Fetch { embedder }) = &cli.command {
+        return fetch_models(embedder);
     }
     if let Command::Keys(crate::cli::KeysCommand::New { tenant, label }) = &cli.command {
         return serve::new_key(tenant, label.as_deref());

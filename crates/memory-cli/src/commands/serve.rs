@@ -182,6 +182,7 @@ fn about(deployment: &Deployment) -> memory_server::About {
     .map(|(role, backend)| (role.to_owned(), backend.to_string()))
     .collect::<std::collections::BTreeMap<_, _>>();
     let embedder = match config.memory.embedder {
+        memory_config::EmbedderChoice::Auto => "auto",
         memory_config::EmbedderChoice::Local => "local",
         memory_config::EmbedderChoice::LocalInt8 => "local-int8",
         memory_config::EmbedderChoice::Openai => "openai",

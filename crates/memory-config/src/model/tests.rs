@@ -148,7 +148,7 @@ fn the_memory_section_picks_the_embedder_and_stage_models() {
     assert_eq!(config.memory.synthesis_model.as_deref(), Some("big"));
     assert_eq!(config.memory.affinity_header.as_deref(), Some(""));
     let default = MemoryConfig::parse("", Path::new("/nonexistent")).unwrap();
-    assert_eq!(default.memory.embedder, EmbedderChoice::Local);
+    assert_eq!(default.memory.embedder, EmbedderChoice::Auto);
     let e = err("[memory]\nembedder = \"magic\"\n");
     assert!(e.contains("magic") || e.contains("embedder"), "{e}");
     let e = err("[memory]\nembeder = \"local\"\n");
