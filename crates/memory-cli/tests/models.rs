@@ -203,6 +203,22 @@ fn the_first_command_that_embeds_fetches_the_model() {
     assert!(recall.contains("mushrooms"), "{recall}");
     // A new process remembers the failure (for a day) and asks the hub for nothing.
     assert_eq!(requests.load(Ordering::SeqCst), 4, "fetched once");
+
+    // The int8 files put in place since (as scripts/setup-onnx.sh does) win over the
+    // remembered failure: the next process runs on them, and reembed moves the profile over.
+    let Some((int8, _)) = installed_int8() else {
+        return;
+    };
+    let dir = home
+        .path()
+        .join(".cache/memory-models/all-minilm-l6-v2-int8-dynamic");
+    for file in ["model.onnx", "tokenizer.json", "libonnxruntime.so"] {
+        std::fs::copy(int8.join(file), dir.join(file)).unwrap();
+    }
+    let (reembed, stderr) = in_data(&["profile", "reembed", "gus"]);
+    assert!(reembed.contains("onnx-int8-dynamic"), "{reembed}");
+    assert!(!stderr.contains("float"), "{stderr}");
+    assert_eq!(requests.load(Ordering::SeqCst), 4);
 }
 
 #[test]

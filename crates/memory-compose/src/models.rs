@@ -95,7 +95,14 @@ struct Int8Unavailable {
 /// `[memory] embedder = "auto"`: the int8 embedder where it runs, else the float one, with
 /// one line saying why.
 fn auto_embedder() -> Result<EmbedderChoiceResult> {
-    let unavailable = match int8_failure::recent() {
+    // A failure remembered from an earlier process skips the fetch, not files put in place
+    // since (by `scripts/setup-onnx.sh`, say).
+    let remembered = if int8_files_in_place() {
+        None
+    } else {
+        int8_failure::recent()
+    };
+    let unavailable = match remembered {
         Some(reason) => Int8Unavailable {
             reason,
             hub_unreachable: false,
@@ -127,6 +134,16 @@ fn auto_embedder() -> Result<EmbedderChoiceResult> {
         embedder,
         note.map(|n| format!("{}; {n}", unavailable.reason)),
     ))
+}
+
+#[cfg(feature = "onnx-embedder")]
+fn int8_files_in_place() -> bool {
+    memory_onnx::ModelFiles::in_dir(&memory_onnx::OnnxEmbedder::default_model_dir()).is_ok()
+}
+
+#[cfg(not(feature = "onnx-embedder"))]
+fn int8_files_in_place() -> bool {
+    false
 }
 
 #[cfg(feature = "local-embedder")]
