@@ -10,7 +10,9 @@ use sha2::{Digest, Sha256};
 use tracing::info;
 
 use crate::error::{BACKEND, HubError};
-use crate::fetch::{FetchReport, Partial, block_on_own_thread, client, download, io, progress_bar};
+use crate::fetch::{
+    FetchReport, Partial, block_on_own_thread, client, download, io, lower_hex, progress_bar,
+};
 use crate::model::HubFile;
 use crate::settings::HubSettings;
 
@@ -154,11 +156,7 @@ fn unpack(item: &ArchivedFile, from: &Path, dir: &Path) -> std::result::Result<(
             item.member, item.file.size
         )));
     }
-    let actual: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let actual = lower_hex(&hasher.finalize());
     if actual != item.file.sha256 {
         return Err(HubError::Checksum {
             url: format!("{} in {}", item.member, item.archive.path),

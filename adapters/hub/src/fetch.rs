@@ -134,6 +134,11 @@ pub fn fetch_blocking(model: &HubModel, dir: &Path, settings: &HubSettings) -> R
     block_on_own_thread(async move { fetch(&model, &dir, &settings).await })
 }
 
+/// A digest as lower-case hex, the form checksums are pinned in.
+pub(crate) fn lower_hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Removes a temporary file unless it was renamed into place.
 pub(crate) struct Partial {
     pub(crate) path: PathBuf,
@@ -226,11 +231,7 @@ pub(crate) async fn download(
             expected: file.size,
         });
     }
-    let actual: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let actual = lower_hex(&hasher.finalize());
     if actual != file.sha256 {
         return Err(HubError::Checksum {
             url: url.to_owned(),
