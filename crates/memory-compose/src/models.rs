@@ -273,7 +273,7 @@ fn int8_embedder() -> std::result::Result<Arc<dyn Embedder>, Int8Unavailable> {
             false,
         )),
     };
-    if memory_onnx::ModelFiles::in_dir(&dir).is_ok() {
+    if int8_files_in_place() {
         return load();
     }
     // A directory named by the user is used as it is: nothing is fetched into it.
@@ -290,13 +290,13 @@ fn int8_embedder() -> std::result::Result<Arc<dyn Embedder>, Int8Unavailable> {
     match fetch_int8_model() {
         Ok(_) => load(),
         Err(Int8Fetch::Unsupported(reason)) => Err(unavailable(reason, false)),
-        Err(Int8Fetch::Failed { error, from_hub }) => {
+        Err(failed) => {
             let reason = format!(
-                "the int8 embedding model could not be fetched into {}: {error} (`memory \
+                "the int8 embedding model could not be fetched into {}: {failed} (`memory \
                  models fetch` retries; scripts/setup-onnx.sh is the offline route)",
                 dir.display()
             );
-            Err(unavailable(reason, from_hub && error.is_transient()))
+            Err(unavailable(reason, failed.hub_unreachable()))
         }
     }
 }
@@ -320,6 +320,14 @@ pub enum Int8Fetch {
         /// Whether the hub's files failed (else the runtime's wheel from PyPI's file host).
         from_hub: bool,
     },
+}
+
+impl Int8Fetch {
+    /// Whether the hub itself could not be reached (then the float model, which comes from
+    /// the hub too, cannot be fetched either).
+    pub fn hub_unreachable(&self) -> bool {
+        matches!(self, Self::Failed { error, from_hub: true } if error.is_transient())
+    }
 }
 
 impl std::fmt::Display for Int8Fetch {

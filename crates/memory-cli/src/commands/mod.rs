@@ -84,16 +84,13 @@ pub fn argument_or_stdin(arg: Option<String>) -> Result<String, CliError> {
 /// what the default embedder uses: the int8 one, else (with one line saying why) the float
 /// one, as a deployment does on first use.
 fn fetch_models(embedder: &str) -> Result<(), CliError> {
-    use memory_compose::Int8Fetch;
     let int8 = match embedder {
         "local" => None,
         "local-int8" => Some(memory_compose::fetch_int8_model()?),
         _ => match memory_compose::fetch_int8_model() {
             Ok(fetched) => Some(fetched),
             // The hub is out of reach: the float model cannot be fetched either.
-            Err(Int8Fetch::Failed { error, from_hub }) if from_hub && error.is_transient() => {
-                return Err(error.into());
-            }
+            Err(unreachable) if unreachable.hub_unreachable() => return Err(unreachable.into()),
             Err(why) => {
                 eprintln!("{why}; fetching the float model (`local`) instead");
                 None
