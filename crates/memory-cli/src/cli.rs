@@ -797,6 +797,32 @@ pub enum EvalCommand {
         #[command(flatten)]
         format: Format,
     },
+    /// Fit recall's ranking settings on LoCoMo and LongMemEval's development half together:
+    /// each question's candidates collected once, every setting scored by the ranking a
+    /// recall runs, cross-validated by conversation and by question, with an ablation table
+    /// and a per-type table. The printed setting is what ships as the defaults.
+    Fit {
+        /// LoCoMo's data set (`locomo10.json`).
+        #[arg(long)]
+        locomo: Option<PathBuf>,
+        /// LongMemEval's development half (`longmemeval_s_dev.json.gz`).
+        #[arg(long)]
+        longmemeval: Option<PathBuf>,
+        /// Only the first N LongMemEval questions.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Where the ingested haystacks are kept: those an earlier `eval locomo` or `eval
+        /// longmemeval` kept there are reused, the others ingested (hours for LongMemEval).
+        #[arg(long)]
+        keep: PathBuf,
+        /// Cross-validation folds.
+        #[arg(long, default_value_t = 5)]
+        folds: usize,
+        #[command(flatten)]
+        knobs: RecallKnobs,
+        #[command(flatten)]
+        format: Format,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -816,3 +816,124 @@ fn expiry_ingest_metadata_and_settings_from_the_cli() {
     assert_eq!(cleared["settings"], json!({}));
     assert_eq!(cleared["effective"]["instructions"], "Keep deadlines.");
 }
+
+#[test]
+fn eval_fit_scores_the_defaults_as_the_evaluations_do_and_cross_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let conversation = |id: &str, turns: Value, qa: Value| {
+        json!({
+            "sample_id": id,
+            "conversation": {
+                "speaker_a": "Ann", "speaker_b": "Bo",
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": turns
+            },
+            "qa": qa
+        })
+    };
+    let locomo = d.join("locomo.json");
+    let samples = json!([
+        conversation(
+            "fit-1",
+            json!([
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a greyhound called Pixel."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely! I started learning the cello."},
+                {"speaker": "Ann", "dia_id": "D1:3", "text": "We are off to Porto next week."}
+            ]),
+            json!([
+                {"question": "What is the name of Ann's dog?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},
+                {"question": "Which instrument does Bo play?", "answer": "cello", "evidence": ["D1:2"], "category": 4},
+                {"question": "Adversarial", "evidence": ["D1:3"], "category": 5}
+            ])
+        ),
+        conversation(
+            "fit-2",
+            json!([
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "My brother moved to Oslo for work."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "I bake sourdough every Sunday."}
+            ]),
+            json!([
+                {"question": "Where did Ann's brother move?", "answer": "Oslo", "evidence": ["D1:1"], "category": 1}
+            ])
+        )
+    ]);
+    std::fs::write(&locomo, samples.to_string()).unwrap();
+    let longmemeval = d.join("lme.json");
+    let questions = json!([
+        longmemeval_question(
+            "q1",
+            "What breed is my dog?",
+            "My dog is a greyhound named Pixel."
+        ),
+        longmemeval_question(
+            "q2",
+            "Where do I take pottery classes?",
+            "I take pottery classes at the Clay Barn."
+        ),
+        longmemeval_question(
+            "q3_abs",
+            "Which cello teacher do I have?",
+            "I started cello lessons with Mrs Alvarez."
+        ),
+    ]);
+    std::fs::write(&longmemeval, questions.to_string()).unwrap();
+    let kept_dir = d.join("kept");
+    let keep = kept_dir.join("profiles");
+    let locomo_report = json_out(
+        memory(d)
+            .args(["eval", "locomo", "--json", "--keep"])
+            .arg(&keep)
+            .arg("--data")
+            .arg(&locomo),
+    );
+    let lme_report = json_out(
+        memory(d)
+            .args(["eval", "longmemeval", "--json", "--keep"])
+            .arg(&keep)
+            .arg("--results")
+            .arg(d.join("r.jsonl"))
+            .arg("--data")
+            .arg(&longmemeval),
+    );
+    let fit = |folds: &str| {
+        memory(d)
+            .args(["eval", "fit", "--json", "--folds", folds, "--keep"])
+            .arg(&keep)
+            .arg("--locomo")
+            .arg(&locomo)
+            .arg("--longmemeval")
+            .arg(&longmemeval)
+            .assert()
+    };
+    let report: Value = serde_json::from_slice(&fit("2").success().get_output().stdout).unwrap();
+    assert_eq!(report["locomo_questions"], 3, "{report}");
+    assert_eq!(report["longmemeval_questions"], 2, "{report}");
+    // The defaults, ranked from collected candidates, score what the evaluations scored.
+    let (name, defaults) = (&report["ablation"][0][0], &report["ablation"][0][1]);
+    assert_eq!(name, "defaults");
+    assert_eq!(
+        defaults["locomo_recall_at_10"], locomo_report["pipeline"]["overall"]["recall_at_10"],
+        "{report}"
+    );
+    let lme = &lme_report["pipeline"]["overall"];
+    assert_eq!(defaults["all_at_5"], lme["sessions"]["recall_all_at_5"]);
+    assert_eq!(defaults["ndcg_at_10"], lme["sessions"]["ndcg_at_10"]);
+    assert_eq!(defaults["turn_recall_at_10"], lme["turn_recall_at_10"]);
+    // Every question is held out once; the fit never scores below the defaults it starts
+    // from on the questions it was fitted on.
+    assert_eq!(report["folds"].as_array().unwrap().len(), 2);
+    assert_eq!(report["held_out"][0]["n"], 5);
+    assert_eq!(report["held_out"][1]["n"], 5);
+    let fitted = &report["ablation"][1][1];
+    assert!(fitted["objective"].as_f64() >= defaults["objective"].as_f64());
+    assert_eq!(report["fitted"].as_array().unwrap().len(), 6);
+    // Nothing was ingested again: the records are the evaluations'.
+    assert_eq!(
+        std::fs::read_dir(keep.join("haystacks")).unwrap().count(),
+        3
+    );
+    fit("1")
+        .failure()
+        .stderr(predicate::str::contains("--folds"));
+}

@@ -6,6 +6,7 @@ use memory_config::MemoryConfig;
 
 use super::CliError;
 use crate::cli::{EvalCommand, RecallKnobs};
+use crate::eval::fit::{self, FitOptions, run_fit};
 use crate::eval::longmemeval_run::{self, LongMemEvalOptions, run_longmemeval};
 use crate::eval::{EvalOptions, render, run_locomo};
 use crate::output;
@@ -43,6 +44,38 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
                 return output::json(&report);
             }
             print!("{}", render(&report));
+            Ok(())
+        }
+        EvalCommand::Fit {
+            locomo,
+            longmemeval,
+            limit,
+            keep,
+            folds,
+            knobs,
+            format,
+        } => {
+            let config =
+                MemoryConfig::load_dir(data_dir).map_err(|e| CliError::Input(e.to_string()))?;
+            let (service, note) = crate::app::memory_service_with(&config, &keep).await?;
+            let service = with_knobs(service, knobs);
+            if let Some(note) = note {
+                eprintln!("note: {note}");
+            }
+            let options = FitOptions {
+                locomo,
+                longmemeval,
+                limit,
+                keep,
+                folds,
+            };
+            let progress = output::progress_bar(format.json, "conversations + questions");
+            let report = run_fit(&service, &options, &progress).await?;
+            progress.finish_and_clear();
+            if format.json {
+                return output::json(&report);
+            }
+            print!("{}", fit::render(&report));
             Ok(())
         }
         EvalCommand::LongMemEval {

@@ -18,13 +18,13 @@ use memory_engine::long_term::{IngestMessage, MemoryService, RecallItem, RecallR
 use serde::{Deserialize, Serialize};
 
 use super::kept;
-use super::longmemeval::{Question, load};
+use super::longmemeval::{Evidence, Question, load};
 use super::metrics::{SessionScores, score, score_sessions};
 use crate::commands::CliError;
 
 /// How many ranked items each system hands over: sessions are ranked by their first
 /// appearance in this list.
-const DEPTH: usize = 50;
+pub(crate) const DEPTH: usize = 50;
 
 /// Knobs of one run.
 #[derive(Debug, Clone)]
@@ -48,9 +48,9 @@ pub struct LongMemEvalOptions {
 /// What ingesting one question's haystack left: kept beside the profile so a later run
 /// can score it again without ingesting.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Ingested {
+pub(crate) struct Ingested {
     /// Message id → `(session position, turn position)`.
-    positions: HashMap<String, (usize, usize)>,
+    pub(crate) positions: HashMap<String, (usize, usize)>,
     degraded: BTreeSet<String>,
     seconds: f64,
 }
@@ -180,19 +180,13 @@ fn distinct<T: Clone + Eq + std::hash::Hash>(items: impl IntoIterator<Item = T>)
 }
 
 /// Scores a ranked list of turns (best first, `(session, turn)` positions).
-fn score_turns(ranked: &[(usize, usize)], question: &Question) -> Scores {
+pub(crate) fn score_turns(ranked: &[(usize, usize)], evidence: &Evidence) -> Scores {
     let turns = distinct(ranked.iter().copied());
     let sessions: Vec<String> = distinct(turns.iter().map(|(s, _)| s.to_string()));
-    let gold_sessions: HashSet<String> = question
-        .evidence
-        .sessions
-        .iter()
-        .map(usize::to_string)
-        .collect();
-    let turn_recall_at_10 = (!question.evidence.turns.is_empty()).then(|| {
+    let gold_sessions: HashSet<String> = evidence.sessions.iter().map(usize::to_string).collect();
+    let turn_recall_at_10 = (!evidence.turns.is_empty()).then(|| {
         let ranked: Vec<String> = turns.iter().map(|(s, t)| format!("{s}:{t}")).collect();
-        let gold: HashSet<String> = question
-            .evidence
+        let gold: HashSet<String> = evidence
             .turns
             .iter()
             .map(|(s, t)| format!("{s}:{t}"))
@@ -206,7 +200,7 @@ fn score_turns(ranked: &[(usize, usize)], question: &Question) -> Scores {
 }
 
 /// A file-name-safe form of a question id.
-fn safe(id: &str) -> String {
+pub(crate) fn safe(id: &str) -> String {
     id.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-")
 }
 
@@ -253,7 +247,7 @@ async fn ingest(
 
 /// The haystack of `question` in `profile`: ingested now, or (with `keep`) read back from
 /// an earlier run's record when that run finished ingesting it.
-async fn haystack(
+pub(crate) async fn haystack(
     service: &MemoryService,
     profile: &str,
     question: &Question,
@@ -305,7 +299,7 @@ pub async fn run_question(
                 .collect::<Vec<_>>(),
         })
         .collect();
-    let pipeline = score_turns(&ranked, question);
+    let pipeline = score_turns(&ranked, &question.evidence);
 
     let text = service.backends().text.text_index(profile).await?;
     let words: Vec<&str> = question
@@ -319,7 +313,7 @@ pub async fn run_question(
         .iter()
         .filter_map(|hit| position_of.get(&hit.id).copied())
         .collect();
-    let bm25 = score_turns(&ranked, question);
+    let bm25 = score_turns(&ranked, &question.evidence);
     if keep.is_none() {
         service.delete_profile(profile).await?;
     }

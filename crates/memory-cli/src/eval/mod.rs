@@ -2,6 +2,7 @@
 //! ingest and recall paths, beside a BM25-only baseline measured by the same harness in the
 //! same run.
 
+pub mod fit;
 pub mod kept;
 pub mod locomo;
 pub mod longmemeval;
@@ -34,9 +35,9 @@ pub struct EvalOptions {
 
 /// What ingesting one conversation left (kept with `--keep`).
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
-struct Ingested {
+pub(crate) struct Ingested {
     /// Message id → `dia_id`.
-    dia_of: HashMap<String, String>,
+    pub(crate) dia_of: HashMap<String, String>,
     degraded: Vec<String>,
 }
 
@@ -80,6 +81,33 @@ async fn ingest_sample(
         progress.inc(session.turns.len() as u64);
     }
     Ok(ingested)
+}
+
+/// The profile name of a LoCoMo conversation.
+pub(crate) fn profile_of(sample: &locomo::Sample) -> String {
+    sample
+        .id
+        .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-")
+}
+
+/// The conversation in its profile: ingested now, or (with `keep`) read back from an earlier
+/// run's record when that run finished ingesting it.
+pub(crate) async fn conversation(
+    service: &MemoryService,
+    sample: &locomo::Sample,
+    keep: Option<&std::path::Path>,
+    progress: &indicatif::ProgressBar,
+) -> Result<(String, Ingested), CliError> {
+    let profile = profile_of(sample);
+    if let Some(ingested) = keep.and_then(|keep| kept::read::<Ingested>(keep, "locomo", &profile)) {
+        progress.inc(sample.sessions.iter().map(|s| s.turns.len() as u64).sum());
+        return Ok((profile, ingested));
+    }
+    let ingested = ingest_sample(service, &profile, sample, progress).await?;
+    if let Some(keep) = keep {
+        kept::write(keep, "locomo", &profile, &ingested)?;
+    }
+    Ok((profile, ingested))
 }
 
 /// Scores per group for one system.
@@ -138,7 +166,7 @@ fn group(scored: &[(u8, QuestionScores)]) -> SystemScores {
 }
 
 /// Ids in rank order with duplicates removed, at most 10.
-fn top_ten(ids: impl IntoIterator<Item = String>) -> Vec<String> {
+pub(crate) fn top_ten(ids: impl IntoIterator<Item = String>) -> Vec<String> {
     let mut seen = HashSet::new();
     ids.into_iter()
         .filter(|id| seen.insert(id.clone()))
@@ -168,30 +196,14 @@ pub async fn run_locomo(
     let mut degraded = Vec::new();
     let (mut ingest_seconds, mut query_seconds) = (0.0, 0.0);
     for sample in &samples {
-        let profile = sample
-            .id
-            .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-");
         let started = std::time::Instant::now();
-        let kept = options
-            .keep
-            .as_deref()
-            .and_then(|keep| kept::read::<Ingested>(keep, "locomo", &profile));
-        let Ingested {
-            dia_of,
-            degraded: notes,
-        } = match kept {
-            Some(ingested) => {
-                progress.inc(sample.sessions.iter().map(|s| s.turns.len() as u64).sum());
-                ingested
-            }
-            None => {
-                let ingested = ingest_sample(service, &profile, sample, progress).await?;
-                if let Some(keep) = &options.keep {
-                    kept::write(keep, "locomo", &profile, &ingested)?;
-                }
-                ingested
-            }
-        };
+        let (
+            profile,
+            Ingested {
+                dia_of,
+                degraded: notes,
+            },
+        ) = conversation(service, sample, options.keep.as_deref(), progress).await?;
         for line in notes {
             if !degraded.contains(&line) {
                 degraded.push(line);

@@ -2,7 +2,7 @@
 //! concurrently, weighted reciprocal-rank fusion, conversational context for raw hits, ties
 //! broken by recency, date facts, and an optional synthesized answer.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -17,11 +17,15 @@ use serde::Serialize;
 use super::accounting::UsageReport;
 use super::core::Core;
 use super::degradation::Degradation;
-use super::fusion::{Channel, ChannelRank, rrf};
+use super::fusion::rrf;
 use super::hits::{RecallHit, RecallItem};
 use super::keys::normalize_key;
 use super::query::{QueryAnalysis, analyze, query_terms};
 use super::query_dates::{DateWindow, query_window};
+use super::ranking::{
+    CandidateItem, Candidates, ChannelHits, context_on, lend_context, pool, sort_hits,
+    spread_sessions, top_raw, weighted, with_recency,
+};
 use super::recall_scope::{RAW_PREFIX, Scope, nearest};
 use super::synthesis::{SynthesizedAnswer, synthesize};
 use super::temporal::temporal_facts;
@@ -232,67 +236,6 @@ async fn dated_channel(
     Ok(hits)
 }
 
-/// Orders `hits` so conversations take turns: for the ordering, a hit's score is multiplied
-/// by `1 - spread` once for every hit of its session placed before it. Scores themselves are
-/// unchanged.
-/// Adds the `recency` channel to materialized hits (newest first, `weight / (k + rank)`,
-/// equal times in their current order), re-sorts them and keeps the best `limit`. A weight
-/// of 0 or less leaves them as they are (cut to `limit`).
-fn with_recency(mut hits: Vec<RecallHit>, weight: f64, k: f64, limit: usize) -> Vec<RecallHit> {
-    if weight > 0.0 {
-        let mut newest: Vec<usize> = (0..hits.len()).collect();
-        newest.sort_by(|a, b| hits[*b].item.time().cmp(&hits[*a].item.time()));
-        for (rank, i) in newest.into_iter().enumerate() {
-            let hit = &mut hits[i];
-            hit.score += weight / (k + (rank + 1) as f64);
-            hit.ranks.push(ChannelRank {
-                channel: "recency",
-                rank: rank + 1,
-                score: hit.item.time().0 as f64,
-            });
-        }
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| b.item.time().cmp(&a.item.time()))
-        });
-    }
-    hits.truncate(limit);
-    hits
-}
-
-fn spread_sessions(hits: Vec<RecallHit>, spread: f64) -> Vec<RecallHit> {
-    if spread <= 0.0 || hits.len() < 3 {
-        return hits;
-    }
-    let keep = (1.0 - spread).clamp(0.0, 1.0);
-    let mut placed: HashMap<String, i32> = HashMap::new();
-    let mut pending = hits;
-    let mut out = Vec::with_capacity(pending.len());
-    while !pending.is_empty() {
-        let effective = |hit: &RecallHit| {
-            let seen = hit
-                .item
-                .session_id()
-                .and_then(|s| placed.get(s))
-                .copied()
-                .unwrap_or(0);
-            hit.score * keep.powi(seen)
-        };
-        let best = pending
-            .iter()
-            .enumerate()
-            .max_by(|(i, a), (j, b)| effective(a).total_cmp(&effective(b)).then(j.cmp(i)))
-            .map_or(0, |(i, _)| i);
-        let hit = pending.remove(best);
-        if let Some(session) = hit.item.session_id() {
-            *placed.entry(session.to_owned()).or_insert(0) += 1;
-        }
-        out.push(hit);
-    }
-    out
-}
-
 /// The most items one recall returns; a larger `limit` is refused (every channel is
 /// searched that deep, so an unbounded limit was an unbounded allocation).
 pub const MAX_RECALL_LIMIT: usize = 1_000;
@@ -314,6 +257,33 @@ async fn vector_models(index: &dyn VectorIndex) -> Result<Vec<(&'static str, Opt
     Ok(namespaces.into_iter().zip(models).collect())
 }
 
+/// What a recall's first two stages leave: the channels' hits and what the answer reports.
+struct Gathered {
+    store: Arc<dyn LongTermMemoryStore>,
+    scope: Option<Scope>,
+    channels: ChannelHits,
+    meter: super::accounting::Meter,
+    asked_at: Timestamp,
+    analysis: Option<QueryAnalysis>,
+    terms: Vec<String>,
+    window: Option<DateWindow>,
+    degraded: Vec<Degradation>,
+}
+
+/// Whether recall returns `memory` at `now`: not forgotten, expired or superseded, and in
+/// scope.
+fn recallable(memory: &MemoryRecord, now: Timestamp, scope: Option<&Scope>) -> bool {
+    memory.forgotten.is_none()
+        && !memory.is_expired_at(now)
+        && memory.superseded_by.is_none()
+        && scope.is_none_or(|s| s.admits_metadata(&memory.metadata))
+}
+
+/// A recall id without the raw prefix.
+fn unprefixed(id: &str) -> String {
+    id.strip_prefix(RAW_PREFIX).unwrap_or(id).to_owned()
+}
+
 impl Core {
     /// Recalls what the profile knows about `request.query`.
     ///
@@ -325,6 +295,83 @@ impl Core {
         profile: &str,
         request: RecallRequest,
     ) -> Result<RecallResponse> {
+        let Gathered {
+            store,
+            scope,
+            channels,
+            meter,
+            asked_at,
+            analysis,
+            terms,
+            window,
+            mut degraded,
+        } = self.gather(profile, &request).await?;
+        let store_ref = store.as_ref();
+
+        // Stage 3: fusion, context, recency, spread ([`super::ranking`], which `rank` composes
+        // the same way over collected candidates).
+        let mut fused = rrf(self.config.rrf_k, &weighted(channels, &self.config.weights));
+        if context_on(&self.config) {
+            let top = top_raw(&fused, request.limit, RAW_PREFIX);
+            let ids: Vec<String> = top.iter().map(|(id, _, _)| unprefixed(id)).collect();
+            let neighbours = self.neighbours(store_ref, &ids).await?;
+            lend_context(&mut fused, &top, &neighbours, self.config.context_weight);
+        }
+        let hits = self
+            .materialize(
+                store_ref,
+                fused,
+                pool(&self.config, request.limit),
+                scope.as_ref(),
+            )
+            .await?;
+        let hits = with_recency(
+            hits,
+            self.config.weights.recency,
+            self.config.rrf_k,
+            request.limit,
+        );
+        let hits = spread_sessions(hits, self.config.session_spread);
+
+        let dated: Vec<(String, Timestamp)> = hits
+            .iter()
+            .enumerate()
+            .map(|(n, h)| (format!("[{}]", n + 1), h.item.time()))
+            .collect();
+        let facts = temporal_facts(asked_at, &dated);
+        let answer = if request.synthesize {
+            match &self.models.synthesis {
+                Some(model) => {
+                    match synthesize(&meter, model.as_ref(), &request.query, &hits, &facts).await {
+                        Ok(answer) => Some(answer),
+                        Err(e) => {
+                            degrade(&mut degraded, "synthesis", format!("failed: {e}"));
+                            None
+                        }
+                    }
+                }
+                None => {
+                    degrade(&mut degraded, "synthesis", "no synthesis model configured");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        Ok(RecallResponse {
+            hits,
+            answer,
+            temporal_facts: facts,
+            analysis,
+            terms,
+            date_window: window,
+            degraded,
+            usage: meter.report(),
+        })
+    }
+
+    /// Stages 1 and 2 of a recall: the query's analysis and embedding, then every channel.
+    async fn gather(&self, profile: &str, request: &RecallRequest) -> Result<Gathered> {
         if request.limit > MAX_RECALL_LIMIT {
             return Err(MemoryError::invalid(format!(
                 "recall limit {} is over the maximum of {MAX_RECALL_LIMIT}",
@@ -573,119 +620,129 @@ impl Core {
         let (key_hits, memory_hits, raw_hits) = text?;
         let (direct_hits, hyde_hits, raw_vector_hits, dated_hits) = vector?;
 
-        // Stage 3: fusion, context, recency.
-        let w = self.config.weights;
-        let channels: Vec<Channel> = vec![
-            ("key", w.key, key_hits),
-            ("memory_fts", w.memory_fts, memory_hits),
-            ("direct_vector", w.direct_vector, direct_hits),
-            ("hyde_vector", w.hyde_vector, hyde_hits),
-            ("raw_fts", w.raw_fts, raw_hits),
-            ("raw_vector", w.raw_vector, raw_vector_hits),
-            ("dated", w.dated, dated_hits),
+        let channels: ChannelHits = vec![
+            ("key", key_hits),
+            ("memory_fts", memory_hits),
+            ("direct_vector", direct_hits),
+            ("hyde_vector", hyde_hits),
+            ("raw_fts", raw_hits),
+            ("raw_vector", raw_vector_hits),
+            ("dated", dated_hits),
         ];
-        let mut fused = rrf(self.config.rrf_k, &channels);
-        self.add_context(store_ref, &mut fused, request.limit)
-            .await?;
-        // The recency channel re-ranks a pool larger than the limit, so that a newer item
-        // just below it can rise into it.
-        let pool = match w.recency > 0.0 {
-            true => self.config.recency_pool.max(request.limit),
-            false => request.limit,
-        };
-        let hits = self
-            .materialize(store_ref, fused, pool, scope.as_ref())
-            .await?;
-        let hits = with_recency(hits, w.recency, self.config.rrf_k, request.limit);
-        let hits = spread_sessions(hits, self.config.session_spread);
-
-        let dated: Vec<(String, Timestamp)> = hits
-            .iter()
-            .enumerate()
-            .map(|(n, h)| (format!("[{}]", n + 1), h.item.time()))
-            .collect();
-        let facts = temporal_facts(asked_at, &dated);
-        let answer = if request.synthesize {
-            match &self.models.synthesis {
-                Some(model) => {
-                    match synthesize(&meter, model.as_ref(), &request.query, &hits, &facts).await {
-                        Ok(answer) => Some(answer),
-                        Err(e) => {
-                            degrade(&mut degraded, "synthesis", format!("failed: {e}"));
-                            None
-                        }
-                    }
-                }
-                None => {
-                    degrade(&mut degraded, "synthesis", "no synthesis model configured");
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        Ok(RecallResponse {
-            hits,
-            answer,
-            temporal_facts: facts,
+        Ok(Gathered {
+            store,
+            scope,
+            channels,
+            meter,
+            asked_at,
             analysis,
             terms,
-            date_window: window,
+            window,
             degraded,
-            usage: meter.report(),
         })
     }
 
-    /// Raw hits near the top lend part of their score to the messages around them in the
-    /// same conversation (channel `context`): a question's answer is often the next turn.
-    async fn add_context(
+    /// The conversational neighbours (recall ids) of each raw message in `ids` (bare ids),
+    /// within the configured context radius.
+    async fn neighbours(
         &self,
         store: &dyn LongTermMemoryStore,
-        fused: &mut Vec<super::fusion::Fused>,
-        limit: usize,
-    ) -> Result<()> {
-        if self.config.context_radius == 0 || self.config.context_weight <= 0.0 {
-            return Ok(());
-        }
-        // The raw hits near the top: their ids, and each one's rank and score beside it.
-        let (ids, top): (Vec<String>, Vec<(usize, f64)>) = fused
-            .iter()
-            .take(limit)
-            .enumerate()
-            .filter_map(|(rank, f)| {
-                f.id.strip_prefix(RAW_PREFIX)
-                    .map(|id| (id.to_owned(), (rank + 1, f.score)))
+        ids: &[String],
+    ) -> Result<Vec<Vec<String>>> {
+        Ok(store
+            .raw_neighbors_each(ids, self.config.context_radius)
+            .await?
+            .into_iter()
+            .map(|found| {
+                found
+                    .into_iter()
+                    .map(|n| format!("{RAW_PREFIX}{}", n.id))
+                    .collect()
             })
-            .unzip();
-        let neighbours = store
-            .raw_neighbors_each(&ids, self.config.context_radius)
-            .await?;
-        let mut position: HashMap<String, usize> = fused
+            .collect())
+    }
+
+    /// What `request`'s channels find, with every candidate's time and session and each raw
+    /// candidate's neighbours: what [`rank`](super::ranking::rank) needs to rank them under
+    /// any setting as a recall with `request.limit` would.
+    pub(super) async fn recall_candidates(
+        &self,
+        profile: &str,
+        request: &RecallRequest,
+    ) -> Result<Candidates> {
+        let gathered = self.gather(profile, request).await?;
+        let store = gathered.store.as_ref();
+        let scope = gathered.scope.as_ref();
+        let ids: BTreeSet<&str> = gathered
+            .channels
             .iter()
-            .enumerate()
-            .map(|(i, f)| (f.id.clone(), i))
+            .flat_map(|(_, hits)| hits.iter().map(|(id, _)| id.as_str()))
             .collect();
-        for ((rank, score), found) in top.iter().zip(neighbours) {
-            for n in found {
-                let key = format!("{RAW_PREFIX}{}", n.id);
-                let i = *position.entry(key.clone()).or_insert_with(|| {
-                    fused.push(super::fusion::Fused {
-                        id: key,
-                        score: 0.0,
-                        ranks: Vec::new(),
-                    });
-                    fused.len() - 1
-                });
-                fused[i].score += self.config.context_weight * score;
-                fused[i].ranks.push(ChannelRank {
-                    channel: "context",
-                    rank: *rank,
-                    score: *score,
-                });
+        let raw_ids: Vec<String> = ids
+            .iter()
+            .filter_map(|id| id.strip_prefix(RAW_PREFIX))
+            .map(str::to_owned)
+            .collect();
+        let memory_ids: Vec<String> = ids
+            .iter()
+            .filter(|id| !id.starts_with(RAW_PREFIX))
+            .map(|id| (*id).to_owned())
+            .collect();
+        let radius = match context_on(&self.config) {
+            true => self.config.context_radius,
+            false => 0,
+        };
+        let neighbours = match radius {
+            0 => Vec::new(),
+            _ => store.raw_neighbors_each(&raw_ids, radius).await?,
+        };
+        let (raw, memories) =
+            futures::future::try_join(store.raw_by_ids(&raw_ids), store.get_memories(&memory_ids))
+                .await?;
+        let now = self.clock.now();
+        let mut items = HashMap::new();
+        for m in raw.iter().chain(neighbours.iter().flatten()) {
+            if scope.is_none_or(|s| s.admits_metadata(&m.metadata)) {
+                items.insert(
+                    format!("{RAW_PREFIX}{}", m.id),
+                    CandidateItem {
+                        time: m.created_at,
+                        session: Some(m.session_id.clone()),
+                    },
+                );
             }
         }
-        fused.sort_by(|a, b| b.score.total_cmp(&a.score));
-        Ok(())
+        for m in memories {
+            if recallable(&m, now, scope) {
+                let item = RecallItem::Memory(m);
+                items.insert(
+                    item.id().to_owned(),
+                    CandidateItem {
+                        time: item.time(),
+                        session: item.session_id().map(str::to_owned),
+                    },
+                );
+            }
+        }
+        let neighbours = raw_ids
+            .iter()
+            .zip(neighbours)
+            .map(|(id, found)| {
+                (
+                    format!("{RAW_PREFIX}{id}"),
+                    found
+                        .into_iter()
+                        .map(|n| format!("{RAW_PREFIX}{}", n.id))
+                        .collect(),
+                )
+            })
+            .collect();
+        Ok(Candidates {
+            channels: gathered.channels,
+            items,
+            neighbours,
+            radius,
+        })
     }
 
     /// Loads the best `limit` items, skipping anything forgotten, expired (whether or not the
@@ -734,14 +791,7 @@ impl Core {
                         _ => continue,
                     },
                     None => match memories.remove(&f.id) {
-                        Some(m)
-                            if m.forgotten.is_none()
-                                && !m.is_expired_at(now)
-                                && m.superseded_by.is_none()
-                                && scope.is_none_or(|s| s.admits_metadata(&m.metadata)) =>
-                        {
-                            RecallItem::Memory(m)
-                        }
+                        Some(m) if recallable(&m, now, scope) => RecallItem::Memory(m),
                         _ => continue,
                     },
                 };
@@ -752,87 +802,7 @@ impl Core {
                 });
             }
         }
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| b.item.time().cmp(&a.item.time()))
-        });
+        sort_hits(&mut hits);
         Ok(hits)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    fn hit(session: &str, score: f64) -> RecallHit {
-        RecallHit {
-            item: RecallItem::Raw {
-                id: format!("{session}-{score}"),
-                session_id: session.to_owned(),
-                role: "user".into(),
-                content: String::new(),
-                created_at: Timestamp(0),
-            },
-            score,
-            ranks: Vec::new(),
-        }
-    }
-
-    fn said_at(id: &str, score: f64, at: i64) -> RecallHit {
-        RecallHit {
-            item: RecallItem::Raw {
-                id: id.to_owned(),
-                session_id: "s".into(),
-                role: "user".into(),
-                content: String::new(),
-                created_at: Timestamp(at),
-            },
-            score,
-            ranks: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn recency_favours_the_newest_of_close_hits_and_is_off_at_zero() {
-        let hits = vec![
-            said_at("old", 0.50, 1_000),
-            said_at("new", 0.48, 9_000),
-            said_at("middle", 0.30, 5_000),
-            said_at("far-below", 0.05, 10_000),
-        ];
-        let off = with_recency(hits.clone(), 0.0, 5.0, 3);
-        assert_eq!(order(&off), ["old", "new", "middle"]);
-        assert!(off.iter().all(|h| h.ranks.is_empty()));
-
-        // Weight 1 with k = 5: the newest gains 1/6, the next 1/7, then 1/8 and 1/9; the
-        // newest of all is too far below to rise into the limit.
-        let on = with_recency(hits, 1.0, 5.0, 3);
-        assert_eq!(order(&on), ["new", "old", "middle"]);
-        let new = &on[0];
-        assert!(
-            (new.score - (0.48 + 1.0 / 7.0)).abs() < 1e-9,
-            "{}",
-            new.score
-        );
-        assert_eq!(new.ranks[0].channel, "recency");
-        assert_eq!(new.ranks[0].rank, 2);
-    }
-
-    fn order(hits: &[RecallHit]) -> Vec<&str> {
-        hits.iter().map(|h| h.item.id()).collect()
-    }
-
-    #[test]
-    fn spreading_lets_other_sessions_take_turns_without_changing_scores() {
-        let hits = vec![hit("a", 1.0), hit("a", 0.9), hit("a", 0.8), hit("b", 0.6)];
-        let plain = spread_sessions(hits.clone(), 0.0);
-        assert_eq!(order(&plain), ["a-1", "a-0.9", "a-0.8", "b-0.6"]);
-        // 0.9 × 0.5 = 0.45 < 0.6: session b comes second.
-        let spread = spread_sessions(hits, 0.5);
-        assert_eq!(order(&spread), ["a-1", "b-0.6", "a-0.9", "a-0.8"]);
-        assert_eq!(spread[1].score, 0.6);
     }
 }

@@ -1046,3 +1046,125 @@ async fn a_metadata_filter_ranks_inside_every_channel_and_still_fills_the_limit(
         .unwrap();
     assert!(none.hits.is_empty());
 }
+
+#[tokio::test]
+async fn rank_over_collected_candidates_is_what_recall_returns_under_any_setting() {
+    let s = service_with(Arc::new(InMemoryProfiles::new()), 64);
+    let at = |day: i64, n: i64| memory_core::Timestamp(day * DAY + n * 1_000);
+    let sessions = [
+        (
+            "garden",
+            300,
+            [
+                "We planted basil and tomatoes in the garden today",
+                "Basil needs a lot of sun, keep it by the south wall",
+                "The tomatoes were a gift from my neighbour Ana",
+                "I should water the garden every morning in March",
+            ],
+        ),
+        (
+            "travel",
+            330,
+            [
+                "I booked a flight to Lisbon for the conference",
+                "The conference is about gardens and urban farming",
+                "My sister will water the basil while I am away",
+                "Remind me to pack the charger for the laptop",
+            ],
+        ),
+        (
+            "doctor",
+            360,
+            [
+                "I went to the doctor on March 20th about my cough",
+                "The doctor said it was bronchitis and to rest",
+                "I have another appointment with the dentist next week",
+                "Ana recommended a tea with honey for the cough",
+            ],
+        ),
+    ];
+    for (session, day, texts) in sessions {
+        let messages = texts
+            .iter()
+            .enumerate()
+            .map(|(n, text)| {
+                let role = if n % 2 == 0 { "user" } else { "assistant" };
+                IngestMessage::new(role, *text).at(at(day, n as i64))
+            })
+            .collect();
+        s.ingest_messages("p", session, messages).await.unwrap();
+    }
+    s.remember(
+        "p",
+        fact(
+            "Ana is the user's neighbour",
+            Some("neighbour"),
+            MemoryKind::Fact,
+        ),
+    )
+    .await
+    .unwrap();
+    let gone = s
+        .remember("p", fact("The user grows basil", None, MemoryKind::Fact))
+        .await
+        .unwrap();
+    s.forget("p", &gone.id, "test").await.unwrap();
+
+    let settings = [
+        LongTermConfig::default(),
+        LongTermConfig {
+            rrf_k: 20.0,
+            context_weight: 0.9,
+            session_spread: 0.4,
+            ..LongTermConfig::default()
+        },
+        LongTermConfig {
+            weights: ChannelWeights {
+                raw_fts: 2.5,
+                raw_vector: 0.5,
+                dated: 3.0,
+                recency: 1.0,
+                ..ChannelWeights::default()
+            },
+            recency_pool: 6,
+            ..LongTermConfig::default()
+        },
+        LongTermConfig {
+            context_weight: 0.0,
+            ..LongTermConfig::default()
+        },
+    ];
+    let asked = at(380, 0);
+    for query in [
+        "What did the doctor say in March?",
+        "Who is Ana?",
+        "basil garden water",
+        "What did we plant two weeks ago?",
+    ] {
+        for limit in [3, 10] {
+            let request = RecallRequest::new(query, limit).as_of(asked);
+            let candidates = s.recall_candidates("p", &request).await.unwrap();
+            for config in &settings {
+                let ranked = rank(&candidates, config, limit).unwrap();
+                let recalled: Vec<String> = s
+                    .clone()
+                    .with_config(config.clone())
+                    .recall("p", request.clone())
+                    .await
+                    .unwrap()
+                    .hits
+                    .iter()
+                    .map(|h| match &h.item {
+                        RecallItem::Raw { id, .. } => format!("raw:{id}"),
+                        RecallItem::Memory(m) => m.id.clone(),
+                    })
+                    .collect();
+                assert!(!recalled.is_empty(), "{query}");
+                assert_eq!(
+                    ranked, recalled,
+                    "{query} at limit {limit} under {config:?}"
+                );
+            }
+        }
+    }
+}

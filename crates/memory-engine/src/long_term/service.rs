@@ -325,6 +325,18 @@ impl MemoryService {
         self.core.recall(profile, request).await
     }
 
+    /// What `request`'s channels find in the profile, collected once so that
+    /// [`rank`](super::rank) can rank it under any setting exactly as a recall with that
+    /// setting and `request.limit` would (`memory eval fit` searches settings this way). The
+    /// neighbours are collected with the service's context radius.
+    pub async fn recall_candidates(
+        &self,
+        profile: &str,
+        request: &RecallRequest,
+    ) -> Result<super::Candidates> {
+        self.core.recall_candidates(profile, request).await
+    }
+
     /// Writes the profile as JSON lines to `sink`, header first; with `vectors`, each raw
     /// message and memory that has a vector is followed by it.
     pub async fn export(
