@@ -342,6 +342,23 @@ pub enum ConfigCommand {
     },
 }
 
+/// End-to-end answering of an evaluation's questions.
+#[derive(Debug, Args, Clone, Default)]
+pub struct AnswerArgs {
+    /// Also answer each question end to end: recall, the configured `[llm]` answers from what
+    /// was recalled, and a judge model grades the answer with the benchmark's published
+    /// judge prompt (accuracy per type beside the retrieval scores, tokens and time per
+    /// question). Needs `[llm]` in memory.toml.
+    #[arg(long)]
+    pub answer: bool,
+    /// The judge model, on `[llm]`'s endpoint (default: `[llm] model`).
+    #[arg(long, requires = "answer")]
+    pub judge_model: Option<String>,
+    /// Items recalled for the answer.
+    #[arg(long, default_value_t = 10, requires = "answer")]
+    pub answer_limit: usize,
+}
+
 /// Recall settings an evaluation may override (the deployment's configuration otherwise),
 /// for ablations: the shipped defaults are what the evaluations report.
 #[derive(Debug, Args, Clone, Copy, Default)]
@@ -757,6 +774,8 @@ pub enum EvalCommand {
         #[command(flatten)]
         knobs: RecallKnobs,
         #[command(flatten)]
+        answers: AnswerArgs,
+        #[command(flatten)]
         format: Format,
     },
     /// LongMemEval (each question's haystack in a fresh profile, recalled at the question's
@@ -794,6 +813,8 @@ pub enum EvalCommand {
         keep: Option<PathBuf>,
         #[command(flatten)]
         knobs: RecallKnobs,
+        #[command(flatten)]
+        answers: AnswerArgs,
         #[command(flatten)]
         format: Format,
     },

@@ -5,8 +5,9 @@ use std::path::Path;
 use memory_config::MemoryConfig;
 
 use super::CliError;
-use crate::cli::{EvalCommand, RecallKnobs};
+use crate::cli::{AnswerArgs, EvalCommand, RecallKnobs};
 use crate::eval::fit::{self, FitOptions, run_fit};
+use crate::eval::judge::Answering;
 use crate::eval::longmemeval_run::{self, LongMemEvalOptions, run_longmemeval};
 use crate::eval::{EvalOptions, render, run_locomo};
 use crate::output;
@@ -20,6 +21,7 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
             skip,
             keep,
             knobs,
+            answers,
             format,
         } => {
             let config =
@@ -36,6 +38,7 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
                 conversations,
                 skip,
                 keep,
+                answering: answering(&config, &answers)?,
             };
             let progress = output::progress_bar(format.json, "turns + questions");
             let report = run_locomo(&service, &options, &progress).await?;
@@ -87,6 +90,7 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
             fresh,
             keep,
             knobs,
+            answers,
             format,
         } => {
             let shard = shard.as_deref().map(parse_shard).transpose()?;
@@ -127,6 +131,7 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
                 shard,
                 results: results.clone(),
                 keep,
+                answering: answering(&config, &answers)?,
             };
             let quiet = format.json;
             let report = run_longmemeval(&service, &options, |n, of, result, eta| {
@@ -152,6 +157,24 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
             Ok(())
         }
     }
+}
+
+/// The judge and answer size of `--answer` (`None` without it); refused without `[llm]`.
+fn answering(config: &MemoryConfig, args: &AnswerArgs) -> Result<Option<Answering>, CliError> {
+    if !args.answer {
+        return Ok(None);
+    }
+    let llm = config.llm.as_ref().ok_or_else(|| {
+        CliError::Input(
+            "--answer needs a language model: add an [llm] section to memory.toml".into(),
+        )
+    })?;
+    let judge = memory_compose::chat_model(llm, args.judge_model.as_deref())
+        .map_err(|e| CliError::Input(e.to_string()))?;
+    Ok(Some(Answering {
+        judge,
+        limit: args.answer_limit,
+    }))
 }
 
 /// The service with the evaluation's overrides applied.

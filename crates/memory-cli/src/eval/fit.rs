@@ -63,8 +63,8 @@ struct Case {
     gold: Gold,
 }
 
-/// The means of one setting over some questions, and the objective the fit maximises: the
-/// mean of the four (of those with questions).
+/// The means of one setting over some questions, and the objective the fit maximises: each
+/// data set weighs half, LoCoMo by its recall@10, LongMemEval by the mean of its three.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Fitness {
     /// Questions.
@@ -77,7 +77,8 @@ pub struct Fitness {
     pub ndcg_at_10: Option<f64>,
     /// LongMemEval turn recall@10 (questions with marked turns).
     pub turn_recall_at_10: Option<f64>,
-    /// The mean of the above.
+    /// Half LoCoMo's recall@10, half the mean of LongMemEval's three (all of it for the one
+    /// set present).
     pub objective: f64,
 }
 
@@ -99,17 +100,26 @@ impl Sums {
             mean(self.ndcg),
             mean(self.turns),
         ];
-        let present: Vec<f64> = parts.iter().flatten().copied().collect();
+        // Each data set weighs half: LoCoMo's recall@10, and the mean of LongMemEval's three.
+        let longmemeval: Vec<f64> = parts[1..].iter().flatten().copied().collect();
+        let sets: Vec<f64> = [
+            parts[0],
+            (!longmemeval.is_empty())
+                .then(|| longmemeval.iter().sum::<f64>() / longmemeval.len() as f64),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         Fitness {
             n: self.n,
             locomo_recall_at_10: parts[0],
             all_at_5: parts[1],
             ndcg_at_10: parts[2],
             turn_recall_at_10: parts[3],
-            objective: if present.is_empty() {
+            objective: if sets.is_empty() {
                 0.0
             } else {
-                present.iter().sum::<f64>() / present.len() as f64
+                sets.iter().sum::<f64>() / sets.len() as f64
             },
         }
     }

@@ -40,6 +40,17 @@ pub struct Question {
     pub category: u8,
     /// Gold `dia_id`s that exist in the conversation.
     pub gold: BTreeSet<String>,
+    /// The gold answer (empty when the data set gives none, as for most of category 5).
+    pub answer: String,
+}
+
+/// A gold answer as text: the data sets give strings, and sometimes numbers.
+pub fn answer_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
 }
 
 /// One conversation with its questions.
@@ -186,6 +197,7 @@ fn sample(value: &Value) -> Result<Sample, CliError> {
             text: qa["question"].as_str().unwrap_or_default().to_owned(),
             category: qa["category"].as_u64().unwrap_or(0) as u8,
             gold,
+            answer: answer_text(&qa["answer"]),
         });
     }
     Ok(Sample {

@@ -56,6 +56,9 @@ pub struct Question {
     pub haystack: Vec<HaystackSession>,
     /// What scores the answer.
     pub evidence: Evidence,
+    /// The gold answer (for an abstention question, why it cannot be answered; for a
+    /// preference question, a rubric).
+    pub answer: String,
 }
 
 impl Question {
@@ -71,6 +74,8 @@ struct RawQuestion {
     question_type: String,
     question: String,
     question_date: String,
+    #[serde(default)]
+    answer: serde_json::Value,
     answer_session_ids: Vec<String>,
     haystack_dates: Vec<String>,
     haystack_session_ids: Vec<String>,
@@ -179,6 +184,7 @@ fn question(raw: RawQuestion) -> Result<Question, CliError> {
         asked_at,
         haystack,
         evidence,
+        answer: super::locomo::answer_text(&raw.answer),
     })
 }
 

@@ -17,6 +17,7 @@ use memory_core::ports::{TextQuery, namespaces};
 use memory_engine::long_term::{IngestMessage, MemoryService, RecallItem, RecallRequest};
 use serde::{Deserialize, Serialize};
 
+use super::judge::{AnswerCosts, Answered, Answering, Rubric, answer_and_judge};
 use super::kept;
 use super::longmemeval::{Evidence, Question, load};
 use super::metrics::{SessionScores, score, score_sessions};
@@ -43,6 +44,8 @@ pub struct LongMemEvalOptions {
     /// deleted once scored). A kept haystack is recalled again without ingesting, so recall
     /// settings can be compared in minutes rather than hours.
     pub keep: Option<PathBuf>,
+    /// Answer and judge each question too (`--answer`).
+    pub answering: Option<Answering>,
 }
 
 /// What ingesting one question's haystack left: kept beside the profile so a later run
@@ -85,6 +88,9 @@ pub struct QuestionResult {
     pub recall_seconds: f64,
     /// What the pipeline ran without.
     pub degraded: Vec<String>,
+    /// The end-to-end answer and its grade (`--answer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Answered>,
 }
 
 /// Means over a group of questions.
@@ -96,6 +102,8 @@ pub struct GroupMeans {
     pub sessions: SessionScores,
     /// Mean turn-level recall@10 over the questions with marked turns.
     pub turn_recall_at_10: Option<f64>,
+    /// The share of answered questions the judge graded correct (`--answer`).
+    pub accuracy: Option<f64>,
 }
 
 /// The report of a run (over every result of the selection, resumed ones included).
@@ -113,6 +121,8 @@ pub struct LongMemEvalReport {
     pub degraded: Vec<String>,
     /// Mean seconds per question ingesting, and recalling.
     pub seconds_per_question: (f64, f64),
+    /// The answered questions' accuracy and costs (`--answer`).
+    pub answers: Option<AnswerCosts>,
 }
 
 /// The questions of this run: types, shard and limit applied, in the data set's order.
@@ -270,6 +280,7 @@ pub async fn run_question(
     service: &MemoryService,
     question: &Question,
     keep: Option<&Path>,
+    answering: Option<&Answering>,
 ) -> Result<QuestionResult, CliError> {
     let profile = format!("q-{}", safe(&question.id));
     let Ingested {
@@ -314,6 +325,23 @@ pub async fn run_question(
         .filter_map(|hit| position_of.get(&hit.id).copied())
         .collect();
     let bm25 = score_turns(&ranked, &question.evidence);
+    let answer = match answering {
+        Some(answering) => Some(
+            answer_and_judge(
+                service,
+                answering.judge.as_ref(),
+                profile,
+                RecallRequest::new(question.text.clone(), answering.limit).as_of(question.asked_at),
+                Rubric::LongMemEval {
+                    kind: &question.kind,
+                    abstention: question.is_abstention(),
+                },
+                &question.answer,
+            )
+            .await?,
+        ),
+        None => None,
+    };
     if keep.is_none() {
         service.delete_profile(profile).await?;
     }
@@ -327,6 +355,7 @@ pub async fn run_question(
         ingest_seconds,
         recall_seconds,
         degraded: degraded.into_iter().collect(),
+        answer,
     })
 }
 
@@ -346,7 +375,13 @@ pub async fn run_longmemeval(
         .collect();
     let started = Instant::now();
     for (n, question) in todo.iter().enumerate() {
-        let result = run_question(service, question, options.keep.as_deref()).await?;
+        let result = run_question(
+            service,
+            question,
+            options.keep.as_deref(),
+            options.answering.as_ref(),
+        )
+        .await?;
         append_result(&options.results, &result)?;
         let per_question = started.elapsed().as_secs_f64() / (n + 1) as f64;
         progress(
@@ -384,6 +419,8 @@ fn means(results: &[&QuestionResult], pick: fn(&QuestionResult) -> Scores) -> Gr
         },
         turn_recall_at_10: (!turns.is_empty())
             .then(|| turns.iter().sum::<f64>() / turns.len() as f64),
+        accuracy: AnswerCosts::of(results.iter().filter_map(|r| r.answer.as_ref()))
+            .map(|costs| costs.accuracy),
     }
 }
 
@@ -410,12 +447,25 @@ pub fn report(selected: usize, results: &[&QuestionResult]) -> LongMemEvalReport
         selected,
         done: results.len(),
         pipeline: table(|r| r.pipeline),
-        bm25: table(|r| r.bm25),
+        // Answers are the pipeline's: the baseline writes none.
+        bm25: table(|r| r.bm25)
+            .into_iter()
+            .map(|(name, means)| {
+                (
+                    name,
+                    GroupMeans {
+                        accuracy: None,
+                        ..means
+                    },
+                )
+            })
+            .collect(),
         degraded: distinct(results.iter().flat_map(|r| r.degraded.iter().cloned())),
         seconds_per_question: (
             results.iter().map(|r| r.ingest_seconds).sum::<f64>() / done,
             results.iter().map(|r| r.recall_seconds).sum::<f64>() / done,
         ),
+        answers: AnswerCosts::of(results.iter().filter_map(|r| r.answer.as_ref())),
     }
 }
 
@@ -423,8 +473,8 @@ pub fn report(selected: usize, results: &[&QuestionResult]) -> LongMemEvalReport
 pub fn render(report: &LongMemEvalReport) -> String {
     let mut out = format!(
         "LongMemEval retrieval: {} of {} selected questions scored\n\n\
-         | system | group | n | any@5 | any@10 | all@5 | all@10 | ndcg@10 | turn recall@10 |\n\
-         |---|---|---|---|---|---|---|---|---|\n",
+         | system | group | n | any@5 | any@10 | all@5 | all@10 | ndcg@10 | turn recall@10 | answer accuracy |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
         report.done, report.selected
     );
     for (system, groups) in [("pipeline", &report.pipeline), ("bm25", &report.bm25)] {
@@ -441,8 +491,11 @@ pub fn render(report: &LongMemEvalReport) -> String {
             let turns = g
                 .turn_recall_at_10
                 .map_or_else(|| "-".to_owned(), |t| format!("{t:.3}"));
+            let accuracy = g
+                .accuracy
+                .map_or_else(|| "-".to_owned(), |a| format!("{a:.3}"));
             out.push_str(&format!(
-                "| {system} | {name} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {turns} |\n",
+                "| {system} | {name} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {turns} | {accuracy} |\n",
                 g.n,
                 s.recall_any_at_5,
                 s.recall_any_at_10,
@@ -457,6 +510,9 @@ pub fn render(report: &LongMemEvalReport) -> String {
         "\nper question: ingest {ingest:.1} s, recall {:.0} ms\n",
         recall * 1_000.0
     ));
+    if let Some(answers) = &report.answers {
+        out.push_str(&answers.render());
+    }
     for d in &report.degraded {
         out.push_str(&format!("degraded: {d}\n"));
     }

@@ -3,6 +3,7 @@
 //! same run.
 
 pub mod fit;
+pub mod judge;
 pub mod kept;
 pub mod locomo;
 pub mod longmemeval;
@@ -31,6 +32,8 @@ pub struct EvalOptions {
     pub skip: usize,
     /// Keep the ingested conversations here and reuse those already there.
     pub keep: Option<PathBuf>,
+    /// Answer and judge each question of categories 1-4 too (`--answer`).
+    pub answering: Option<judge::Answering>,
 }
 
 /// What ingesting one conversation left (kept with `--keep`).
@@ -140,6 +143,12 @@ pub struct EvalReport {
     pub ingest_seconds: f64,
     /// Seconds spent answering questions (both systems).
     pub query_seconds: f64,
+    /// End-to-end answer accuracy per category (`--answer`; categories 1-4).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub answer_accuracy: BTreeMap<u8, f64>,
+    /// The answered questions' accuracy (categories 1-4 together) and costs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answers: Option<judge::AnswerCosts>,
 }
 
 fn group(scored: &[(u8, QuestionScores)]) -> SystemScores {
@@ -195,6 +204,7 @@ pub async fn run_locomo(
     let (mut pipeline, mut bm25) = (Vec::new(), Vec::new());
     let mut degraded = Vec::new();
     let (mut ingest_seconds, mut query_seconds) = (0.0, 0.0);
+    let mut answered: Vec<(u8, judge::Answered)> = Vec::new();
     for sample in &samples {
         let started = std::time::Instant::now();
         let (
@@ -238,6 +248,22 @@ pub async fn run_locomo(
             let baseline = text.search(namespaces::RAW, &query).await?;
             let ranked = top_ten(baseline.iter().filter_map(|h| dia_of.get(&h.id).cloned()));
             bm25.push((q.category, score(&ranked, &gold)));
+            if let Some(answering) = options
+                .answering
+                .as_ref()
+                .filter(|_| (1..=4).contains(&q.category))
+            {
+                let answer = judge::answer_and_judge(
+                    service,
+                    answering.judge.as_ref(),
+                    &profile,
+                    RecallRequest::new(q.text.clone(), answering.limit),
+                    judge::Rubric::Locomo,
+                    &q.answer,
+                )
+                .await?;
+                answered.push((q.category, answer));
+            }
             progress.inc(1);
         }
         query_seconds += started.elapsed().as_secs_f64();
@@ -255,6 +281,18 @@ pub async fn run_locomo(
         degraded,
         ingest_seconds,
         query_seconds,
+        answer_accuracy: (1..=4u8)
+            .filter_map(|c| {
+                judge::AnswerCosts::of(
+                    answered
+                        .iter()
+                        .filter(|(category, _)| *category == c)
+                        .map(|(_, a)| a),
+                )
+                .map(|costs| (c, costs.accuracy))
+            })
+            .collect(),
+        answers: judge::AnswerCosts::of(answered.iter().map(|(_, a)| a)),
     })
 }
 
@@ -296,6 +334,13 @@ pub fn render(report: &EvalReport) -> String {
         "\ningest {:.1} s, queries {:.1} s\n",
         report.ingest_seconds, report.query_seconds
     ));
+    for (c, accuracy) in &report.answer_accuracy {
+        let name = names.get(usize::from(*c)).copied().unwrap_or("?");
+        out.push_str(&format!("answer accuracy, {name}: {accuracy:.3}\n"));
+    }
+    if let Some(answers) = &report.answers {
+        out.push_str(&answers.render());
+    }
     for d in &report.degraded {
         out.push_str(&format!("degraded: {d}\n"));
     }
