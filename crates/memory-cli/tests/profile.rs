@@ -927,7 +927,7 @@ fn eval_fit_scores_the_defaults_as_the_evaluations_do_and_cross_validates() {
     assert_eq!(report["held_out"][1]["n"], 5);
     let fitted = &report["ablation"][1][1];
     assert!(fitted["objective"].as_f64() >= defaults["objective"].as_f64());
-    assert_eq!(report["fitted"].as_array().unwrap().len(), 6);
+    assert_eq!(report["fitted"].as_array().unwrap().len(), 7);
     // Nothing was ingested again: the records are the evaluations'.
     assert_eq!(
         std::fs::read_dir(keep.join("haystacks")).unwrap().count(),

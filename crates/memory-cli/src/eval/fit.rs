@@ -59,8 +59,43 @@ struct Case {
     kind: String,
     /// The limit its evaluation recalls with.
     limit: usize,
-    candidates: Candidates,
+    /// What the channels found with the date words left out of the text query, and with
+    /// them kept in it ([`LongTermConfig::text_keeps_date_words`]).
+    candidates: [Candidates; 2],
     gold: Gold,
+}
+
+impl Case {
+    /// The candidates a recall under `config` ranks.
+    fn candidates(&self, config: &LongTermConfig) -> &Candidates {
+        &self.candidates[usize::from(config.text_keeps_date_words)]
+    }
+}
+
+/// The channels' candidates for `request`, with the date words out of and in the text query.
+async fn both_ways(
+    service: &MemoryService,
+    profile: &str,
+    request: &RecallRequest,
+) -> Result<[Candidates; 2], CliError> {
+    let mut each = Vec::with_capacity(2);
+    for keep in [false, true] {
+        let config = LongTermConfig {
+            text_keeps_date_words: keep,
+            ..service.config().clone()
+        };
+        each.push(
+            service
+                .clone()
+                .with_config(config)
+                .recall_candidates(profile, request)
+                .await?,
+        );
+    }
+    let [without, with]: [Candidates; 2] = each
+        .try_into()
+        .map_err(|_| CliError::Input("two candidate sets were asked for".into()))?;
+    Ok([without, with])
 }
 
 /// The means of one setting over some questions, and the objective the fit maximises: each
@@ -132,7 +167,7 @@ fn fitness<'a>(
 ) -> Result<Fitness, CliError> {
     let mut sums = Sums::default();
     for case in cases {
-        let ranked = rank(&case.candidates, config, case.limit)?;
+        let ranked = rank(case.candidates(config), config, case.limit)?;
         let bare = ranked
             .iter()
             .map(|id| id.strip_prefix("raw:").unwrap_or(id));
@@ -174,10 +209,11 @@ struct Knob {
 
 /// What the fit searches: the weights of the channels a recall runs without an LLM (full
 /// text over raw messages stays at 1, the scale the others are measured against), the RRF
-/// constant, context, recency and session spread. The memory channels (key, memory text,
+/// constant, context, recency, session spread, and whether date words stay in the text query
+/// (1) or leave it to the dated channel (0). The memory channels (key, memory text,
 /// direct and HyDE vectors) need an LLM's extraction, which the development runs do without,
 /// so they keep their hand-set weights.
-const KNOBS: [Knob; 6] = [
+const KNOBS: [Knob; 7] = [
     Knob {
         name: "raw_vector weight",
         grid: &[0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0],
@@ -207,6 +243,12 @@ const KNOBS: [Knob; 6] = [
         grid: &[0.0, 0.1, 0.2, 0.3, 0.5, 0.7],
         get: |c| c.session_spread,
         set: |c, v| c.session_spread = v,
+    },
+    Knob {
+        name: "date words in the text query",
+        grid: &[0.0, 1.0],
+        get: |c| f64::from(u8::from(c.text_keeps_date_words)),
+        set: |c, v| c.text_keeps_date_words = v > 0.5,
     },
     Knob {
         name: "recency weight",
@@ -312,7 +354,7 @@ async fn collect(
                     fold: n,
                     kind: format!("locomo {}", q.category),
                     limit: request.limit,
-                    candidates: service.recall_candidates(&profile, &request).await?,
+                    candidates: both_ways(service, &profile, &request).await?,
                     gold: Gold::Locomo {
                         dia_of: Arc::clone(&dia_of),
                         gold: q.gold.iter().cloned().collect(),
@@ -342,7 +384,7 @@ async fn collect(
                 fold: n,
                 kind: question.kind.clone(),
                 limit: request.limit,
-                candidates: service.recall_candidates(&profile, &request).await?,
+                candidates: both_ways(service, &profile, &request).await?,
                 gold: Gold::LongMemEval {
                     positions: Arc::new(positions),
                     evidence: question.evidence,

@@ -74,6 +74,10 @@ pub struct LongTermConfig {
     /// from other conversations (0: plain score order). Each earlier hit of the same session
     /// multiplies a hit's score by `1 - session_spread` for the ordering.
     pub session_spread: f64,
+    /// Whether the words naming a date ("in March", "two weeks ago") stay in the full-text
+    /// query when the `dated` channel searches that window (false: they leave it, and the
+    /// window is the dated channel's alone).
+    pub text_keeps_date_words: bool,
     /// Header carrying the profile name on every LLM call, so a provider's prompt cache is
     /// reused (`x-session-affinity`); `None` sends none.
     pub affinity_header: Option<String>,
@@ -163,6 +167,7 @@ impl Default for LongTermConfig {
             context_weight: 0.5,
             recency_pool: 30,
             session_spread: 0.0,
+            text_keeps_date_words: false,
             affinity_header: Some("x-session-affinity".to_owned()),
             chunk_chars: 10_000,
             chunk_overlap: 2,

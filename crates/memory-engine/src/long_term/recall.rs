@@ -522,7 +522,7 @@ impl Core {
             }
         }
         keys.retain(|k| !k.is_empty());
-        if let Some(w) = searched_window {
+        if let Some(w) = searched_window.filter(|_| !self.config.text_keeps_date_words) {
             let undated: Vec<String> = terms
                 .iter()
                 .filter(|t| !w.words.contains(t))

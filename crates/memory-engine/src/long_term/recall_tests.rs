@@ -527,6 +527,16 @@ async fn a_date_the_question_names_is_searched_as_the_dated_channel() {
         "only what is inside the window is dated"
     );
 
+    // Kept in the text query on demand.
+    let keeping = s.clone().with_config(LongTermConfig {
+        text_keeps_date_words: true,
+        ..LongTermConfig::default()
+    });
+    let asked = RecallRequest::new("What did we plant two weeks ago?", 5).as_of(at(374));
+    let kept = keeping.recall("p", asked).await.unwrap();
+    assert!(kept.date_window.is_some());
+    assert!(kept.terms.contains(&"ago".to_owned()), "{:?}", kept.terms);
+
     // A question without a date has no window and no dated channel; weight 0 turns it off.
     let plain = s
         .recall(
