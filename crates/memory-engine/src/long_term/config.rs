@@ -7,9 +7,11 @@ use memory_core::ports::{LanguageModel, MemoryKind};
 
 /// Reciprocal-rank-fusion weight of each recall channel.
 ///
-/// The defaults follow the design's order: the exact topic key is the strongest signal, the
-/// memory channels (full text, direct vector, HyDE vector) come next, the raw-message
-/// channels are the low-weight safety net.
+/// The memory channels follow the design's order: the exact topic key is the strongest
+/// signal, the memory channels (full text, direct vector, HyDE vector) come next, the
+/// raw-message channels are the low-weight safety net. The channels a recall runs without an
+/// LLM (raw full text at 1, the scale; raw vector, dated, recency) are fitted on both
+/// development sets by `memory eval fit` (docs/benchmarks.md), which refits them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChannelWeights {
     /// Exact topic-key lookup.
@@ -30,8 +32,8 @@ pub struct ChannelWeights {
     pub dated: f64,
     /// Newest first among the best [`LongTermConfig::recency_pool`] items the other channels
     /// found (memories by when they were true, raw messages by when they were said): a
-    /// re-ranking channel that favours the latest of several relevant items. 0, the default,
-    /// turns it off (`docs/benchmarks.md` has its measurements on both development sets).
+    /// re-ranking channel that favours the latest of several relevant items. 0 turns it off;
+    /// the default, 0.1, is `memory eval fit`'s.
     pub recency: f64,
 }
 
@@ -43,9 +45,9 @@ impl Default for ChannelWeights {
             direct_vector: 2.0,
             hyde_vector: 2.0,
             raw_fts: 1.0,
-            raw_vector: 1.0,
+            raw_vector: 0.5,
             dated: 1.0,
-            recency: 0.0,
+            recency: 0.1,
         }
     }
 }
@@ -65,7 +67,8 @@ pub struct LongTermConfig {
     /// Raw hits among the top results pull in this many conversational neighbours on each
     /// side (1); 0 turns context expansion off.
     pub context_radius: usize,
-    /// Share of a raw hit's fused score its neighbours inherit (0.5).
+    /// Share of a raw hit's fused score its neighbours inherit (0.25, fitted by `memory eval
+    /// fit`).
     pub context_weight: f64,
     /// How many of the best fused items the recency channel re-ranks (30), when its weight
     /// is above 0.
@@ -75,8 +78,8 @@ pub struct LongTermConfig {
     /// multiplies a hit's score by `1 - session_spread` for the ordering.
     pub session_spread: f64,
     /// Whether the words naming a date ("in March", "two weeks ago") stay in the full-text
-    /// query when the `dated` channel searches that window (false: they leave it, and the
-    /// window is the dated channel's alone).
+    /// query when the `dated` channel searches that window (true, fitted by `memory eval
+    /// fit`; false: they leave it, and the window is the dated channel's alone).
     pub text_keeps_date_words: bool,
     /// Header carrying the profile name on every LLM call, so a provider's prompt cache is
     /// reused (`x-session-affinity`); `None` sends none.
@@ -164,10 +167,10 @@ impl Default for LongTermConfig {
             rrf_k: 5.0,
             channel_depth: 50,
             context_radius: 1,
-            context_weight: 0.5,
+            context_weight: 0.25,
             recency_pool: 30,
             session_spread: 0.0,
-            text_keeps_date_words: false,
+            text_keeps_date_words: true,
             affinity_header: Some("x-session-affinity".to_owned()),
             chunk_chars: 10_000,
             chunk_overlap: 2,

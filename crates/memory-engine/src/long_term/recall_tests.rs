@@ -507,8 +507,8 @@ async fn a_date_the_question_names_is_searched_as_the_dated_channel() {
     let window = response.date_window.clone().unwrap();
     assert_eq!((window.from, window.to), (at(356), at(365)));
     assert!(
-        !response.terms.contains(&"ago".to_owned()),
-        "{:?}",
+        response.terms.contains(&"ago".to_owned()),
+        "date words stay in the text query by default: {:?}",
         response.terms
     );
     let first = &response.hits[0];
@@ -527,15 +527,15 @@ async fn a_date_the_question_names_is_searched_as_the_dated_channel() {
         "only what is inside the window is dated"
     );
 
-    // Kept in the text query on demand.
-    let keeping = s.clone().with_config(LongTermConfig {
-        text_keeps_date_words: true,
+    // Left to the dated channel alone on demand.
+    let leaving = s.clone().with_config(LongTermConfig {
+        text_keeps_date_words: false,
         ..LongTermConfig::default()
     });
     let asked = RecallRequest::new("What did we plant two weeks ago?", 5).as_of(at(374));
-    let kept = keeping.recall("p", asked).await.unwrap();
-    assert!(kept.date_window.is_some());
-    assert!(kept.terms.contains(&"ago".to_owned()), "{:?}", kept.terms);
+    let left = leaving.recall("p", asked).await.unwrap();
+    assert!(left.date_window.is_some());
+    assert!(!left.terms.contains(&"ago".to_owned()), "{:?}", left.terms);
 
     // A question without a date has no window and no dated channel; weight 0 turns it off.
     let plain = s
