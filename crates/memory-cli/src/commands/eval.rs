@@ -28,11 +28,7 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
                 MemoryConfig::load_dir(data_dir).map_err(|e| CliError::Input(e.to_string()))?;
             let scratch = tempfile_dir()?;
             let root = keep.clone().unwrap_or_else(|| scratch.path().to_owned());
-            let (service, note) = crate::app::memory_service_with(&config, &root).await?;
-            let service = with_knobs(service, knobs);
-            if let Some(note) = note {
-                eprintln!("note: {note}");
-            }
+            let service = eval_service(&config, &root, knobs).await?;
             let options = EvalOptions {
                 data,
                 conversations,
@@ -60,11 +56,7 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
         } => {
             let config =
                 MemoryConfig::load_dir(data_dir).map_err(|e| CliError::Input(e.to_string()))?;
-            let (service, note) = crate::app::memory_service_with(&config, &keep).await?;
-            let service = with_knobs(service, knobs);
-            if let Some(note) = note {
-                eprintln!("note: {note}");
-            }
+            let service = eval_service(&config, &keep, knobs).await?;
             let options = FitOptions {
                 locomo,
                 longmemeval,
@@ -119,11 +111,7 @@ pub async fn run(data_dir: &Path, command: EvalCommand) -> Result<(), CliError> 
                 MemoryConfig::load_dir(data_dir).map_err(|e| CliError::Input(e.to_string()))?;
             let scratch = tempfile_dir()?;
             let root = keep.clone().unwrap_or_else(|| scratch.path().to_owned());
-            let (service, note) = crate::app::memory_service_with(&config, &root).await?;
-            let service = with_knobs(service, knobs);
-            if let Some(note) = note {
-                eprintln!("note: {note}");
-            }
+            let service = eval_service(&config, &root, knobs).await?;
             let options = LongMemEvalOptions {
                 data,
                 types,
@@ -175,6 +163,20 @@ fn answering(config: &MemoryConfig, args: &AnswerArgs) -> Result<Option<Answerin
         judge,
         limit: args.answer_limit,
     }))
+}
+
+/// The service over `root` with the evaluation's overrides applied (what it runs without is
+/// printed as a note).
+async fn eval_service(
+    config: &MemoryConfig,
+    root: &Path,
+    knobs: RecallKnobs,
+) -> Result<MemoryService, CliError> {
+    let (service, note) = crate::app::memory_service_with(config, root).await?;
+    if let Some(note) = note {
+        eprintln!("note: {note}");
+    }
+    Ok(with_knobs(service, knobs))
 }
 
 /// The service with the evaluation's overrides applied.
