@@ -73,9 +73,9 @@ pub async fn fetch_archived(
         .into());
     }
     let url = format!("{}/{}", settings.packages_endpoint, item.archive_path);
-    let bar = progress_bar(settings, item.archive.size, &item.archive.path);
+    let bar = progress_bar(settings, item.archive.size.unwrap_or(0), &item.archive.path);
     if bar.is_none() {
-        info!(%url, bytes = item.archive.size, "fetching a run-time library (once)");
+        info!(%url, bytes = ?item.archive.size, "fetching a run-time library (once)");
     }
     // The archive is downloaded under a name of this process's own, so two processes
     // fetching at once never unpack each other's half-written archive.
@@ -86,7 +86,8 @@ pub async fn fetch_archived(
         bar.finish_and_clear();
     }
     let unpacked = match downloaded {
-        Ok(()) => {
+        Ok(bytes) => {
+            report.bytes = bytes;
             let (item, from, dir) = (item.clone(), downloads.join(&archive.path), dir.to_owned());
             tokio::task::spawn_blocking(move || unpack(&item, &from, &dir))
                 .await
@@ -99,7 +100,6 @@ pub async fn fetch_archived(
     unpacked?;
     info!(dir = %dir.display(), file = %item.file.path, "run-time library fetched and verified");
     report.fetched.push(item.file.path.clone());
-    report.bytes = item.archive.size;
     Ok(report)
 }
 
@@ -144,16 +144,16 @@ fn unpack(item: &ArchivedFile, from: &Path, dir: &Path) -> std::result::Result<(
             break;
         }
         got += n as u64;
-        if got > item.file.size {
+        if item.file.size.is_some_and(|size| got > size) {
             break;
         }
         hasher.update(&buffer[..n]);
         std::io::Write::write_all(&mut out, &buffer[..n]).map_err(io(&partial.path))?;
     }
-    if got != item.file.size {
+    if let Some(size) = item.file.size.filter(|&size| got != size) {
         return Err(archive_error(format!(
-            "{} holds {got} bytes, the pinned file {}",
-            item.member, item.file.size
+            "{} holds {got} bytes, the pinned file {size}",
+            item.member
         )));
     }
     let actual = lower_hex(&hasher.finalize());

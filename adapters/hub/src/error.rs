@@ -23,11 +23,11 @@ pub(crate) enum HubError {
         url: String,
         status: reqwest::StatusCode,
     },
-    #[error("{url} ended after {got} of {expected} bytes")]
+    #[error("{url} ended after {got} of {} bytes", expected.map_or_else(|| "its".to_owned(), |e| e.to_string()))]
     Truncated {
         url: String,
         got: u64,
-        expected: u64,
+        expected: Option<u64>,
     },
     #[error("{url} sent more than the {expected} bytes {file} has")]
     TooLong {

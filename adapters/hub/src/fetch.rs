@@ -45,7 +45,7 @@ pub async fn fetch(model: &HubModel, dir: &Path, settings: &HubSettings) -> Resu
         .into());
     }
     let client = client(settings)?;
-    let total: u64 = missing.iter().map(|f| f.size).sum();
+    let total: u64 = missing.iter().filter_map(|f| f.size).sum();
     let bar = progress_bar(settings, total, &model.repo);
     for file in missing {
         let url = format!(
@@ -53,17 +53,19 @@ pub async fn fetch(model: &HubModel, dir: &Path, settings: &HubSettings) -> Resu
             settings.endpoint, model.repo, model.revision, file.path
         );
         if bar.is_none() {
-            info!(%url, bytes = file.size, "fetching a model file (once)");
+            info!(%url, bytes = ?file.size, "fetching a model file (once)");
         }
-        let fetched = download(&client, &url, file, dir, bar.as_ref()).await;
-        if let Err(e) = fetched {
-            if let Some(bar) = &bar {
-                bar.abandon();
+        let fetched_bytes = match download(&client, &url, file, dir, bar.as_ref()).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                if let Some(bar) = &bar {
+                    bar.abandon();
+                }
+                return Err(e.into());
             }
-            return Err(e.into());
-        }
+        };
         report.fetched.push(file.path.clone());
-        report.bytes += file.size;
+        report.bytes += fetched_bytes;
     }
     if let Some(bar) = bar {
         bar.finish_and_clear();
@@ -160,15 +162,15 @@ pub(crate) fn io(path: &Path) -> impl Fn(std::io::Error) -> HubError + '_ {
     }
 }
 
-/// Streams `url` into a temporary file beside `file`'s place in `dir`, checks its size and
-/// checksum, and renames it into place.
+/// Streams `url` into a temporary file beside `file`'s place in `dir`, checks its size (where
+/// known) and checksum, and renames it into place. Returns its size.
 pub(crate) async fn download(
     client: &reqwest::Client,
     url: &str,
     file: &HubFile,
     dir: &Path,
     bar: Option<&indicatif::ProgressBar>,
-) -> std::result::Result<(), HubError> {
+) -> std::result::Result<u64, HubError> {
     let target = dir.join(&file.path);
     let parent = target.parent().unwrap_or(dir).to_owned();
     tokio::fs::create_dir_all(&parent)
@@ -211,11 +213,11 @@ pub(crate) async fn download(
             }
         };
         got += chunk.len() as u64;
-        if got > file.size {
+        if let Some(expected) = file.size.filter(|&size| got > size) {
             return Err(HubError::TooLong {
                 url: url.to_owned(),
                 file: file.path.clone(),
-                expected: file.size,
+                expected,
             });
         }
         hasher.update(&chunk);
@@ -224,7 +226,7 @@ pub(crate) async fn download(
             bar.inc(chunk.len() as u64);
         }
     }
-    if got != file.size {
+    if file.size.is_some_and(|size| got != size) {
         return Err(HubError::Truncated {
             url: url.to_owned(),
             got,
@@ -251,5 +253,5 @@ pub(crate) async fn download(
     if let Ok(directory) = std::fs::File::open(&parent) {
         let _ = directory.sync_all();
     }
-    Ok(())
+    Ok(got)
 }

@@ -8,8 +8,8 @@ use std::path::Path;
 pub struct HubFile {
     /// The path in the repository (and in the local directory), e.g. `config.json`.
     pub path: String,
-    /// Its size in bytes.
-    pub size: u64,
+    /// Its size in bytes, when it is known (the SHA-256 is checked either way).
+    pub size: Option<u64>,
     /// Its SHA-256, lower-case hex.
     pub sha256: String,
 }
@@ -19,15 +19,26 @@ impl HubFile {
     pub fn new(path: impl Into<String>, size: u64, sha256: impl Into<String>) -> Self {
         Self {
             path: path.into(),
-            size,
+            size: Some(size),
             sha256: sha256.into().to_ascii_lowercase(),
         }
     }
 
-    /// Whether the file is in `dir` with its size (its checksum was checked when it was put
-    /// there).
+    /// A file whose SHA-256 is pinned but whose size is not known beforehand: only the
+    /// checksum is checked (a progress bar cannot show its share).
+    pub fn of_unknown_size(path: impl Into<String>, sha256: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            size: None,
+            sha256: sha256.into().to_ascii_lowercase(),
+        }
+    }
+
+    /// Whether the file is in `dir` with its size, where known (its checksum was checked when
+    /// it was put there: nothing unchecked is ever put in place).
     pub fn is_in(&self, dir: &Path) -> bool {
-        std::fs::metadata(dir.join(&self.path)).is_ok_and(|m| m.is_file() && m.len() == self.size)
+        std::fs::metadata(dir.join(&self.path))
+            .is_ok_and(|m| m.is_file() && self.size.is_none_or(|size| m.len() == size))
     }
 }
 
@@ -49,12 +60,12 @@ impl HubModel {
         self.files.iter().all(|file| file.is_in(dir))
     }
 
-    /// The bytes of the files not yet in `dir`.
+    /// The bytes of the files not yet in `dir` (those of unknown size count as none).
     pub fn missing_bytes(&self, dir: &Path) -> u64 {
         self.files
             .iter()
             .filter(|file| !file.is_in(dir))
-            .map(|file| file.size)
+            .filter_map(|file| file.size)
             .sum()
     }
 }

@@ -89,7 +89,7 @@ async fn a_library_that_is_not_the_pinned_one_is_refused() {
     let (item, host) = wheel_and_host().await;
     let dir = tempfile::tempdir().unwrap();
     let other = ArchivedFile {
-        file: HubFile::new("libruntime.so", item.file.size, "00".repeat(32)),
+        file: HubFile::new("libruntime.so", item.file.size.unwrap(), "00".repeat(32)),
         ..item.clone()
     };
     let error = fetch_archived(&other, dir.path(), &host.settings())

@@ -56,7 +56,7 @@ async fn each_missing_file_is_fetched_once_verified_and_put_in_place() {
     assert_eq!(hub.requests(), 2);
     // One lost: only that one is fetched.
     std::fs::remove_file(dir.path().join("config.json")).unwrap();
-    assert_eq!(model.missing_bytes(dir.path()), model.files[0].size);
+    assert_eq!(Some(model.missing_bytes(dir.path())), model.files[0].size);
     let report = fetch(&model, dir.path(), &hub.settings()).await.unwrap();
     assert_eq!(report.fetched, vec!["config.json".to_owned()]);
     assert_eq!(hub.requests(), 3);
@@ -90,6 +90,29 @@ async fn altered_bytes_fail_the_checksum_and_leave_nothing_in_place() {
     assert!(text.contains("checksum"), "{text}");
     assert!(text.contains(&model.files[0].sha256), "{text}");
     assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+}
+
+/// A file pinned by its SHA-256 alone (its size unknown beforehand) is fetched and checked
+/// by the checksum: altered bytes still fail and leave nothing in place.
+#[tokio::test]
+async fn a_file_of_unknown_size_is_checked_by_its_checksum_alone() {
+    let (mut model, hub) = model_and_hub().await;
+    let weights = model.files.remove(1);
+    model.files[0] = HubFile::of_unknown_size("config.json", model.files[0].sha256.clone());
+    assert_eq!(model.missing_bytes(std::path::Path::new("/nonexistent")), 0);
+    let dir = tempfile::tempdir().unwrap();
+    hub.set(Mode::Alter);
+    let error = fetch(&model, dir.path(), &hub.settings())
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("checksum"), "{error}");
+    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+    hub.set(Mode::Serve);
+    let report = fetch(&model, dir.path(), &hub.settings()).await.unwrap();
+    assert_eq!(report.fetched, vec!["config.json".to_owned()]);
+    assert_eq!(report.bytes, br#"{"hidden_size": 8}"#.len() as u64);
+    assert!(model.is_in(dir.path()));
+    assert!(!weights.is_in(dir.path()));
 }
 
 #[tokio::test]

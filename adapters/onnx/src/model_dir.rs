@@ -48,6 +48,30 @@ impl ModelFiles {
     }
 }
 
+impl ModelFiles {
+    /// The files of a catalogue model in `dir` (`graph` and `tokenizer.json`) and the runtime
+    /// library `runtime`, or [`MemoryError::NotFound`] naming the missing one.
+    pub fn of_catalogue(dir: &Path, graph: &str, runtime: &Path) -> Result<Self, MemoryError> {
+        let files = Self {
+            model: dir.join(graph),
+            tokenizer: dir.join("tokenizer.json"),
+            runtime: runtime.to_owned(),
+        };
+        for path in [&files.model, &files.tokenizer, &files.runtime] {
+            if !path.is_file() {
+                return Err(MemoryError::not_found(
+                    "model file",
+                    format!(
+                        "{} (`memory models fetch` fetches the model `memory.toml` names)",
+                        path.display()
+                    ),
+                ));
+            }
+        }
+        Ok(files)
+    }
+}
+
 /// `MEMORY_ONNX_MODEL_DIR`, else `~/.cache/memory-models/all-minilm-l6-v2-int8-dynamic`.
 pub(crate) fn default_model_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("MEMORY_ONNX_MODEL_DIR").filter(|d| !d.is_empty()) {

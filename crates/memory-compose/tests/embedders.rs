@@ -47,15 +47,7 @@ async fn switching_between_the_local_embedders_takes_a_reembed() {
         "I keep three beehives in Sintra",
         "My sister teaches chemistry in Porto",
     ] {
-        let request = RememberRequest {
-            content: content.into(),
-            session_id: None,
-            kind: None,
-            key: None,
-            metadata: Default::default(),
-            expires_at: None,
-        };
-        memory.remember("ada", request).await.unwrap();
+        memory.remember("ada", remember(content)).await.unwrap();
     }
     let question = || RecallRequest::new("who works at a school?", 2);
     let recalled = memory.recall("ada", question()).await.unwrap();
@@ -89,4 +81,65 @@ async fn switching_between_the_local_embedders_takes_a_reembed() {
 
 fn memory_onnx_model_id() -> &'static str {
     "all-MiniLM-L6-v2@onnx-int8"
+}
+
+fn remember(content: &str) -> RememberRequest {
+    RememberRequest {
+        content: content.into(),
+        session_id: None,
+        kind: None,
+        key: None,
+        metadata: Default::default(),
+        expires_at: None,
+    }
+}
+
+/// The catalogue's MiniLM entry by name is the int8 embedder: the same files, the same model
+/// id, so a profile embedded by `local-int8` needs no re-embedding.
+#[tokio::test]
+async fn the_minilm_catalogue_entry_is_the_int8_embedder_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((deployment, memory)) = open(dir.path(), "local-int8").await else {
+        return;
+    };
+    memory
+        .remember("ada", remember("My sister teaches chemistry in Porto"))
+        .await
+        .unwrap();
+    deployment.close().await;
+    let Some((deployment, memory)) = open(dir.path(), "all-MiniLM-L6-v2").await else {
+        return;
+    };
+    let recalled = memory
+        .recall("ada", RecallRequest::new("who works at a school?", 2))
+        .await
+        .unwrap();
+    assert!(
+        vector_notes(&recalled).is_empty(),
+        "the same model id: {:?}",
+        recalled.degraded
+    );
+    deployment.close().await;
+}
+
+/// A name the catalogue lacks is refused when the memory is opened, naming what it has; a
+/// known model that cannot be pinned says why.
+#[tokio::test]
+async fn unknown_models_are_refused_with_the_catalogue() {
+    let dir = tempfile::tempdir().unwrap();
+    for (section, wanted) in [
+        ("embedder = \"bge-huge\"", "bge-small-en-v1.5"),
+        ("embedder = \"thenlper/gte-small\"", "cannot be fetched yet"),
+        ("reranker = \"colbert\"", "ms-marco-MiniLM-L-6-v2"),
+    ] {
+        std::fs::write(
+            dir.path().join("memory.toml"),
+            format!("[memory]\n{section}\n"),
+        )
+        .unwrap();
+        let deployment = Deployment::open(dir.path()).unwrap();
+        let error = deployment.memory_service().await.err().unwrap().to_string();
+        assert!(error.contains(wanted), "{section}: {error}");
+        deployment.close().await;
+    }
 }

@@ -135,8 +135,17 @@ fn default_retries() -> u32 {
 }
 
 /// Which embedder long-term memory uses (`[memory] embedder`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
+///
+/// ```
+/// use memory_config::EmbedderChoice;
+/// let named = EmbedderChoice::try_from("bge-small-en-v1.5".to_owned()).unwrap();
+/// assert_eq!(named, EmbedderChoice::Model("bge-small-en-v1.5".into()));
+/// assert_eq!(named.to_string(), "bge-small-en-v1.5");
+/// assert_eq!(EmbedderChoice::try_from("local-int8".to_owned()), Ok(EmbedderChoice::LocalInt8));
+/// assert!(EmbedderChoice::try_from("no such model!".to_owned()).is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[serde(try_from = "String")]
 pub enum EmbedderChoice {
     /// The fastest local embedder that runs on this machine: `local-int8` where ONNX Runtime
     /// runs (Linux on x86-64 or 64-bit ARM), else `local`, with one line saying why. Each
@@ -151,12 +160,78 @@ pub enum EmbedderChoice {
     /// a CPU (the model and the runtime fetched on first use, or made by
     /// `scripts/setup-onnx.sh`). Its vectors carry their own model id, so a profile embedded
     /// by `local` is re-embedded (`memory profile reembed`) after a switch.
-    #[serde(rename = "local-int8")]
     LocalInt8,
     /// `[llm]`'s endpoint's `/embeddings` with `embedding_model`.
     Openai,
     /// No vectors (full text only).
     None,
+    /// A model of the local catalogue by name (`bge-small-en-v1.5`, `bge-base-en-v1.5`,
+    /// `e5-small-v2`, `nomic-embed-text-v1.5`, `multilingual-e5-small`,
+    /// `all-MiniLM-L6-v2`), on ONNX Runtime, its files fetched on first use (`memory models
+    /// list` shows them; an unknown name is refused when the memory is opened).
+    Model(String),
+}
+
+impl TryFrom<String> for EmbedderChoice {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Self, Self::Error> {
+        Ok(match name.trim() {
+            "auto" => Self::Auto,
+            "local" => Self::Local,
+            "local-int8" => Self::LocalInt8,
+            "openai" => Self::Openai,
+            "none" => Self::None,
+            other if is_model_name(other) => Self::Model(other.to_owned()),
+            other => {
+                return Err(format!(
+                    "embedder {other:?} is neither auto, local, local-int8, openai, none nor a \
+                     model name (letters, digits, '.', '_', '-' and one '/'; `memory models \
+                     list` shows the catalogue)"
+                ));
+            }
+        })
+    }
+}
+
+impl std::fmt::Display for EmbedderChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Auto => "auto",
+            Self::Local => "local",
+            Self::LocalInt8 => "local-int8",
+            Self::Openai => "openai",
+            Self::None => "none",
+            Self::Model(name) => name,
+        })
+    }
+}
+
+/// Whether `name` can name a catalogue model: 1 to 100 of letters, digits, `.`, `_`, `-`,
+/// with at most one `/` (an owner).
+pub(crate) fn is_model_name(name: &str) -> bool {
+    (1..=100).contains(&name.len())
+        && name.matches('/').count() <= 1
+        && !name.starts_with('/')
+        && !name.ends_with('/')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'))
+}
+
+/// A reranker by name (`[memory] reranker`): a model of the local catalogue
+/// (`ms-marco-MiniLM-L-6-v2`, `bge-reranker-base`).
+fn reranker_name<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    let name = name.trim();
+    if !is_model_name(name) {
+        return Err(serde::de::Error::custom(format!(
+            "reranker {name:?} is not a model name (`memory models list` shows the catalogue)"
+        )));
+    }
+    Ok(Some(name.to_owned()))
 }
 
 /// Long-term memory settings (`[memory]`).
@@ -166,6 +241,12 @@ pub struct LongTermMemoryConfig {
     /// The embedder.
     #[serde(default)]
     pub embedder: EmbedderChoice,
+    /// A cross-encoder that reorders recall's best candidates (`ms-marco-MiniLM-L-6-v2`,
+    /// `bge-reranker-base`; none by default), its files fetched on first use.
+    #[serde(default, deserialize_with = "reranker_name")]
+    pub reranker: Option<String>,
+    /// How many of recall's best items the reranker reads (default 30).
+    pub rerank_depth: Option<usize>,
     /// Embedding model for `embedder = "openai"`.
     pub embedding_model: Option<String>,
     /// Its vector length.

@@ -20,3 +20,4 @@ pub mod mocks;
 pub mod model;
 pub mod python;
 pub mod samples;
+pub mod tiny_onnx;

@@ -15,10 +15,11 @@ use memory_core::ports::{
     ChatRequest, ChatResponse, Clock, ContextProvider, Embedder, ForgetRequest, JobFilter,
     JobLease, JobPage, JobQueue, JobRecord, KeyValueStore, LanguageModel, LongTermMemoryStore,
     MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles, MemoryRecord, MemoryRecordStore,
-    MessageStore, NewJob, RawMessage, RawMessageInsert, RawMessageStore, SearchableContextProvider,
-    SessionRegistry, SkillProvider, SkillStore, SkillSummary, StoreCapabilities, TextDocument,
-    TextHit, TextIndex, TextIndexCapabilities, TextIndexes, TextQuery, TokenCounter, VectorFilter,
-    VectorHit, VectorIndex, VectorIndexes, VectorQuery, VectorRecord, WritableContextProvider,
+    MessageStore, NewJob, RawMessage, RawMessageInsert, RawMessageStore, Reranker,
+    SearchableContextProvider, SessionRegistry, SkillProvider, SkillStore, SkillSummary,
+    StoreCapabilities, TextDocument, TextHit, TextIndex, TextIndexCapabilities, TextIndexes,
+    TextQuery, TokenCounter, VectorFilter, VectorHit, VectorIndex, VectorIndexes, VectorQuery,
+    VectorRecord, WritableContextProvider,
 };
 use memory_core::{
     AppendOutcome, CompactionRecord, MessagePage, NewCompaction, NewMessage, NewSession, PathEntry,
@@ -279,6 +280,17 @@ mock! {
         fn model_id(&self) -> &str;
         fn dimensions(&self) -> usize;
         async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
+        async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>>;
+    }
+}
+
+mock! {
+    /// Mock of [`Reranker`].
+    pub Reranker {}
+    #[async_trait]
+    impl Reranker for Reranker {
+        fn model_id(&self) -> &str;
+        async fn score(&self, query: &str, documents: &[String]) -> Result<Vec<f32>>;
     }
 }
 

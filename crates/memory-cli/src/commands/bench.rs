@@ -359,11 +359,11 @@ async fn run_long_term(
     let (memories, raw, queries) = (bench.memories, bench.raw, bench.queries);
     let postgres = sqlite_root.is_none();
     let plain = MemoryService::new(backends.clone(), Arc::new(SystemClock));
-    let embedder: Arc<dyn Embedder> = match bench.model_embedder {
+    let embedder: Arc<dyn Embedder> = match &bench.model_embedder {
         None => Arc::new(HashingEmbedder::new(384)),
         Some(choice) => {
             let mut config = memory_config::MemoryConfig::default();
-            config.memory.embedder = choice;
+            config.memory.embedder = choice.clone();
             match memory_compose::embedder(&config)? {
                 (Some(model), _) => model,
                 (None, why) => return Err(CliError::Input(why.unwrap_or_default())),

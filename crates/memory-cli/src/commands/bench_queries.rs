@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use memory_core::Result;
 use memory_core::ports::Embedder;
 
-/// An embedder that answers the benchmark's queries from vectors it embedded up front and
-/// passes every other text to the model.
+/// An embedder that answers the benchmark's queries from vectors it embedded up front (as
+/// queries) and passes every other text to the model.
 pub(super) struct PreparedQueries {
     model: Arc<dyn Embedder>,
     vectors: HashMap<String, Vec<f32>>,
@@ -20,7 +20,7 @@ impl PreparedQueries {
     pub(super) async fn embed(model: Arc<dyn Embedder>, queries: &[String]) -> Result<Self> {
         let mut vectors = HashMap::with_capacity(queries.len());
         for chunk in queries.chunks(64) {
-            for (query, vector) in chunk.iter().zip(model.embed(chunk).await?) {
+            for (query, vector) in chunk.iter().zip(model.embed_queries(chunk).await?) {
                 vectors.insert(query.clone(), vector);
             }
         }
@@ -39,11 +39,17 @@ impl Embedder for PreparedQueries {
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        let prepared: Option<Vec<Vec<f32>>> =
-            texts.iter().map(|t| self.vectors.get(t).cloned()).collect();
+        self.model.embed(texts).await
+    }
+
+    async fn embed_queries(&self, queries: &[String]) -> Result<Vec<Vec<f32>>> {
+        let prepared: Option<Vec<Vec<f32>>> = queries
+            .iter()
+            .map(|t| self.vectors.get(t).cloned())
+            .collect();
         match prepared {
             Some(vectors) => Ok(vectors),
-            None => self.model.embed(texts).await,
+            None => self.model.embed_queries(queries).await,
         }
     }
 }
@@ -90,7 +96,7 @@ mod tests {
             .unwrap();
         assert_eq!(model.texts.load(Ordering::SeqCst), 2);
         let expected = model.inner.embed(&queries).await.unwrap();
-        assert_eq!(prepared.embed(&queries).await.unwrap(), expected);
+        assert_eq!(prepared.embed_queries(&queries).await.unwrap(), expected);
         assert_eq!(
             model.texts.load(Ordering::SeqCst),
             2,
@@ -98,14 +104,20 @@ mod tests {
         );
         let other = vec!["a violin".to_owned()];
         assert_eq!(
-            prepared.embed(&other).await.unwrap(),
+            prepared.embed_queries(&other).await.unwrap(),
             model.inner.embed(&other).await.unwrap()
         );
         assert_eq!(
             model.texts.load(Ordering::SeqCst),
             3,
-            "other texts reach the model"
+            "other queries reach the model"
         );
+        assert_eq!(
+            prepared.embed(&queries).await.unwrap(),
+            expected,
+            "documents are the model's own"
+        );
+        assert_eq!(model.texts.load(Ordering::SeqCst), 5);
         assert_eq!(prepared.model_id(), model.model_id());
     }
 }

@@ -12,6 +12,7 @@ mod context;
 mod demo;
 mod eval;
 mod message;
+mod models;
 pub(crate) mod profile;
 mod read;
 mod reindex;
@@ -80,10 +81,43 @@ pub fn argument_or_stdin(arg: Option<String>) -> Result<String, CliError> {
     }
 }
 
-/// `memory models fetch`: a local embedder's files, fetched now when missing. `auto` fetches
+/// `memory models fetch`: a local model's files, fetched now when missing. `auto` fetches
 /// what the default embedder uses: the int8 one, else (with one line saying why) the float
-/// one, as a deployment does on first use.
-fn fetch_models(embedder: &str) -> Result<(), CliError> {
+/// one, as a deployment does on first use; a catalogue name fetches that model.
+fn fetch_models(embedder: &str, reranker: Option<&str>) -> Result<(), CliError> {
+    let report = |what: &str, dir: &std::path::Path, fetched: Vec<String>| {
+        if fetched.is_empty() {
+            println!("{what} already in {}", dir.display());
+        } else {
+            println!(
+                "fetched {} into {} (checksums verified)",
+                fetched.join(", "),
+                dir.display()
+            );
+        }
+    };
+    match embedder {
+        "auto" | "local" | "local-int8" => {
+            let (dir, fetched, what) = fetch_default_embedder(embedder)?;
+            report(what, &dir, fetched);
+        }
+        name => {
+            let (dir, fetched) = memory_compose::fetch_model(name)?;
+            report(&format!("{name} is"), &dir, fetched);
+        }
+    }
+    if let Some(name) = reranker {
+        let (dir, fetched) = memory_compose::fetch_model(name)?;
+        report(&format!("{name} is"), &dir, fetched);
+    }
+    Ok(())
+}
+
+/// The default embedder's files (`auto`, `local` or `local-int8`): where they are, what was
+/// fetched, and what they are.
+fn fetch_default_embedder(
+    embedder: &str,
+) -> Result<(std::path::PathBuf, Vec<String>, &'static str), CliError> {
     let int8 = match embedder {
         "local" => None,
         "local-int8" => Some(memory_compose::fetch_int8_model()?),
@@ -97,7 +131,7 @@ fn fetch_models(embedder: &str) -> Result<(), CliError> {
             }
         },
     };
-    let (dir, fetched, what) = match int8 {
+    Ok(match int8 {
         Some((dir, fetched)) => (
             dir,
             fetched,
@@ -107,17 +141,7 @@ fn fetch_models(embedder: &str) -> Result<(), CliError> {
             let (dir, fetched) = memory_compose::fetch_local_model()?;
             (dir, fetched, "the local embedding model is")
         }
-    };
-    if fetched.is_empty() {
-        println!("{what} already in {}", dir.display());
-    } else {
-        println!(
-            "fetched {} into {} (checksums verified)",
-            fetched.join(", "),
-            dir.display()
-        );
-    }
-    Ok(())
+    })
 }
 
 impl From<memory_compose::Int8Fetch> for CliError {
@@ -137,8 +161,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Mcp { profile, session } = cli.command {
         return serve::mcp(&app::data_dir(cli.data_dir), &profile, session).await;
     }
-    if let Command::Models(crate::cli::ModelsCommand::Fetch { embedder }) = &cli.command {
-        return fetch_models(embedder);
+    if let Command::Models(crate::cli::ModelsCommand::Fetch { embedder, reranker }) = &cli.command {
+        return fetch_models(embedder, reranker.as_deref());
+    }
+    if let Command::Models(crate::cli::ModelsCommand::List { format }) = &cli.command {
+        return models::list(format.json);
     }
     if let Command::Keys(crate::cli::KeysCommand::New { tenant, label }) = &cli.command {
         return serve::new_key(tenant, label.as_deref());

@@ -181,13 +181,7 @@ fn about(deployment: &Deployment) -> memory_server::About {
     .into_iter()
     .map(|(role, backend)| (role.to_owned(), backend.to_string()))
     .collect::<std::collections::BTreeMap<_, _>>();
-    let embedder = match config.memory.embedder {
-        memory_config::EmbedderChoice::Auto => "auto",
-        memory_config::EmbedderChoice::Local => "local",
-        memory_config::EmbedderChoice::LocalInt8 => "local-int8",
-        memory_config::EmbedderChoice::Openai => "openai",
-        memory_config::EmbedderChoice::None => "none",
-    };
+    let embedder = config.memory.embedder.to_string();
     let mut warnings = Vec::new();
     if config.llm.is_none() {
         warnings.push(
@@ -201,7 +195,7 @@ fn about(deployment: &Deployment) -> memory_server::About {
     warnings.extend(deployment.durability_warnings());
     memory_server::About {
         roles,
-        embedder: Some(embedder.to_owned()),
+        embedder: Some(embedder),
         llm_model: config.llm.as_ref().map(|llm| llm.model.clone()),
         warnings,
     }

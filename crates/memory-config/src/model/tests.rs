@@ -149,10 +149,34 @@ fn the_memory_section_picks_the_embedder_and_stage_models() {
     assert_eq!(config.memory.affinity_header.as_deref(), Some(""));
     let default = MemoryConfig::parse("", Path::new("/nonexistent")).unwrap();
     assert_eq!(default.memory.embedder, EmbedderChoice::Auto);
-    let e = err("[memory]\nembedder = \"magic\"\n");
-    assert!(e.contains("magic") || e.contains("embedder"), "{e}");
+    let e = err("[memory]\nembedder = \"magic wand!\"\n");
+    assert!(e.contains("magic wand!"), "{e}");
     let e = err("[memory]\nembeder = \"local\"\n");
     assert!(e.contains("embeder"), "{e}");
+}
+
+#[test]
+fn the_memory_section_names_catalogue_models_and_a_reranker() {
+    let config = MemoryConfig::parse(
+        "[memory]\nembedder = \"BAAI/bge-small-en-v1.5\"\nreranker = \"ms-marco-MiniLM-L-6-v2\"\nrerank_depth = 20\n",
+        Path::new("/nonexistent"),
+    )
+    .unwrap();
+    assert_eq!(
+        config.memory.embedder,
+        EmbedderChoice::Model("BAAI/bge-small-en-v1.5".into())
+    );
+    assert_eq!(
+        config.memory.reranker.as_deref(),
+        Some("ms-marco-MiniLM-L-6-v2")
+    );
+    assert_eq!(config.memory.rerank_depth, Some(20));
+    let default = MemoryConfig::parse("", Path::new("/nonexistent")).unwrap();
+    assert_eq!(default.memory.reranker, None);
+    let e = err("[memory]\nreranker = \"../../etc\"\n");
+    assert!(e.contains("reranker"), "{e}");
+    let e = err("[memory]\nembedder = \"a/b/c\"\n");
+    assert!(e.contains("a/b/c"), "{e}");
 }
 
 mod storage {

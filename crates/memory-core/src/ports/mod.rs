@@ -13,7 +13,8 @@
 //! | [`RawMessageStore`] + [`MemoryRecordStore`] ([`MemoryProfiles`]) | a profile's raw messages and typed memories | in-memory, SQLite, PostgreSQL |
 //! | [`JobQueue`] | durable background jobs with leases | in-memory, SQLite, PostgreSQL, Redis |
 //! | [`LanguageModel`] | chat completion, structured JSON output | OpenAI-compatible, scripted fake |
-//! | [`Embedder`] | batch text embedding | local MiniLM, OpenAI-compatible, hashing fake |
+//! | [`Embedder`] | batch text embedding (documents and queries) | local ONNX catalogue, local MiniLM (candle), OpenAI-compatible, hashing fake |
+//! | [`Reranker`] | a cross-encoder's relevance of documents to a query | local ONNX catalogue, word-overlap fake |
 //! | [`TokenCounter`] | text to token counts | heuristic, tiktoken, fixed ratio |
 //! | [`Clock`] | the current time | system, manual |
 //! | [`CompactionObserver`] | receives compacted ranges | (engine callers) |
@@ -31,6 +32,7 @@ mod long_term_memory_store;
 mod memory_record_store;
 mod message_store;
 mod raw_message_store;
+mod reranker;
 mod session_registry;
 mod skill_store;
 mod text_index;
@@ -60,6 +62,7 @@ pub use memory_record_store::{
 };
 pub use message_store::{MessageStore, MessageStoreExt, StoreCapabilities};
 pub use raw_message_store::{RawMessage, RawMessageInsert, RawMessageStore};
+pub use reranker::Reranker;
 pub use session_registry::SessionRegistry;
 pub use skill_store::{SkillStore, SkillSummary};
 pub use text_index::{

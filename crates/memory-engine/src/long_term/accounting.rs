@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use memory_core::Result;
-use memory_core::ports::{ChatRequest, ChatResponse, Embedder, LanguageModel};
+use memory_core::ports::{ChatRequest, ChatResponse, Embedder, LanguageModel, Reranker};
 use serde::Serialize;
 
 /// What one stage spent.
@@ -125,20 +125,54 @@ impl Meter {
         self.record(stage, |u| u.repairs += 1);
     }
 
-    /// One embedding call, accounted under `stage`.
+    /// One embedding call of documents, accounted under `stage`.
     pub(crate) async fn embed(
         &self,
         stage: &str,
         embedder: &dyn Embedder,
         texts: &[String],
     ) -> Result<Vec<Vec<f32>>> {
+        self.timed(stage, texts.len(), embedder.embed(texts)).await
+    }
+
+    /// One embedding call of search queries ([`Embedder::embed_queries`]), accounted under
+    /// `stage`.
+    pub(crate) async fn embed_queries(
+        &self,
+        stage: &str,
+        embedder: &dyn Embedder,
+        queries: &[String],
+    ) -> Result<Vec<Vec<f32>>> {
+        self.timed(stage, queries.len(), embedder.embed_queries(queries))
+            .await
+    }
+
+    /// One reranker call over `documents`, accounted under `stage`.
+    pub(crate) async fn rerank(
+        &self,
+        stage: &str,
+        reranker: &dyn Reranker,
+        query: &str,
+        documents: &[String],
+    ) -> Result<Vec<f32>> {
+        self.timed(stage, documents.len(), reranker.score(query, documents))
+            .await
+    }
+
+    /// Runs a model call over `texts` texts, counting it, its time and its texts.
+    async fn timed<T>(
+        &self,
+        stage: &str,
+        texts: usize,
+        call: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
         let started = Instant::now();
-        let result = embedder.embed(texts).await;
+        let result = call.await;
         let millis = started.elapsed().as_millis() as u64;
         self.record(stage, |u| {
             u.calls += 1;
             u.millis += millis;
-            u.texts += texts.len() as u64;
+            u.texts += texts as u64;
         });
         result
     }

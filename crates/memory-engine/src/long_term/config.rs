@@ -73,6 +73,10 @@ pub struct LongTermConfig {
     /// How many of the best fused items the recency channel re-ranks (30), when its weight
     /// is above 0.
     pub recency_pool: usize,
+    /// How many of the best items the reranker (when one is set,
+    /// [`super::MemoryService::with_reranker`]) reads and reorders (30; at least the recall's
+    /// limit). Each is one cross-encoder pass, so this bounds the stage's cost.
+    pub rerank_depth: usize,
     /// How much a further hit from a conversation already in the results gives way to hits
     /// from other conversations (0: plain score order). Each earlier hit of the same session
     /// multiplies a hit's score by `1 - session_spread` for the ordering.
@@ -169,6 +173,7 @@ impl Default for LongTermConfig {
             context_radius: 1,
             context_weight: 0.25,
             recency_pool: 30,
+            rerank_depth: 30,
             session_spread: 0.0,
             text_keeps_date_words: true,
             affinity_header: Some("x-session-affinity".to_owned()),

@@ -1,4 +1,4 @@
-//! What every part of long-term memory runs on: the backends, the clock, the embedder, the
+//! What every part of long-term memory runs on: the backends, the clock, the embedder and reranker, the
 //! stage models, the tunables and this worker's name. The [`super::MemoryService`] facade
 //! holds one; ingest, memories, jobs, recall and transfer are written against it, never
 //! against the facade, so the flow is one-way: facade → operations → core.
@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use memory_core::Result;
-use memory_core::ports::{Clock, Embedder, MemoryProfiles};
+use memory_core::ports::{Clock, Embedder, MemoryProfiles, Reranker};
 
 use super::accounting::Meter;
 use super::backends::LongTermBackends;
@@ -19,6 +19,7 @@ pub(super) struct Core {
     pub(super) backends: LongTermBackends,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) embedder: Option<Arc<dyn Embedder>>,
+    pub(super) reranker: Option<Arc<dyn Reranker>>,
     pub(super) models: StageModels,
     pub(super) config: LongTermConfig,
     /// This service's name as a job worker (unique per instance).
@@ -36,6 +37,7 @@ impl Core {
             backends,
             clock,
             embedder: None,
+            reranker: None,
             models: StageModels::default(),
             config: LongTermConfig::default(),
             worker: format!("worker-{}-{}", std::process::id(), uuid::Uuid::new_v4()),

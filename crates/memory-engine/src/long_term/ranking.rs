@@ -1,5 +1,6 @@
 //! The stages after the channels, as pure functions: context lent to a top hit's neighbours,
-//! the recency channel, session spread, and [`rank`], which composes them with
+//! the recency channel, the rerank stage's order, session spread, and [`rank`], which
+//! composes all but the reranker (it reads the items' texts) with
 //! [`rrf`](super::fusion::rrf) over the [`Candidates`] a recall's channels found.
 //!
 //! A recall runs these same functions (between them it only loads items from the store), so
@@ -200,6 +201,35 @@ pub(super) fn spread_sessions(hits: Vec<RecallHit>, spread: f64) -> Vec<RecallHi
     out
 }
 
+/// The rerank stage's order: each hit's score becomes the reranker's (one score per hit, in
+/// order), recorded as the `rerank` channel's with its rank; hits are sorted by it (equal
+/// scores keep their fused order) and the best `limit` kept.
+pub(super) fn reranked(mut hits: Vec<RecallHit>, scores: &[f32], limit: usize) -> Vec<RecallHit> {
+    let mut order: Vec<usize> = (0..hits.len()).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    for (rank, &i) in order.iter().enumerate() {
+        let hit = &mut hits[i];
+        hit.score = f64::from(scores[i]);
+        hit.ranks.push(ChannelRank {
+            channel: "rerank",
+            rank: rank + 1,
+            score: f64::from(scores[i]),
+        });
+    }
+    let mut slots: Vec<Option<RecallHit>> = hits.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .filter_map(|i| slots[i].take())
+        .take(limit)
+        .collect()
+}
+
+/// How many hits the rerank stage reads for a recall of `limit` (the reranker sees at least
+/// the hits the recall returns).
+pub(super) fn rerank_depth(config: &LongTermConfig, limit: usize) -> usize {
+    config.rerank_depth.max(limit)
+}
+
 /// How many fused items recall materializes before the recency channel: more than `limit`
 /// when recency re-ranks a pool.
 pub(super) fn pool(config: &LongTermConfig, limit: usize) -> usize {
@@ -342,6 +372,29 @@ mod tests {
         );
         assert_eq!(new.ranks[0].channel, "recency");
         assert_eq!(new.ranks[0].rank, 2);
+    }
+
+    #[test]
+    fn reranking_orders_by_the_rerankers_scores_records_them_and_keeps_the_limit() {
+        let hits = vec![
+            hit("s1", 0.9),
+            hit("s2", 0.8),
+            hit("s3", 0.7),
+            hit("s4", 0.6),
+        ];
+        let out = reranked(hits, &[0.1, 0.95, 0.5, 0.5], 3);
+        let sessions: Vec<_> = out.iter().filter_map(|h| h.item.session_id()).collect();
+        assert_eq!(sessions, ["s2", "s3", "s4"], "ties keep the fused order");
+        assert_eq!(out[0].score, f64::from(0.95_f32));
+        let rerank = out[1].ranks.last().unwrap();
+        assert_eq!((rerank.channel, rerank.rank), ("rerank", 2));
+        assert!(reranked(Vec::new(), &[], 3).is_empty());
+        let config = LongTermConfig {
+            rerank_depth: 30,
+            ..LongTermConfig::default()
+        };
+        assert_eq!(rerank_depth(&config, 10), 30);
+        assert_eq!(rerank_depth(&config, 50), 50);
     }
 
     #[test]

@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use futures::future::{OptionFuture, join};
 use memory_core::ports::{
-    Embedder, LongTermMemoryStore, MemoryKind, MemoryRecord, TextQuery, VectorFilter, VectorIndex,
-    VectorQuery, VectorRecord, namespaces,
+    Embedder, LongTermMemoryStore, MemoryKind, MemoryRecord, Reranker, TextQuery, VectorFilter,
+    VectorIndex, VectorQuery, VectorRecord, namespaces,
 };
 use memory_core::{MemoryError, MetadataFilter, Result, SearchMode, Timestamp};
 use serde::Serialize;
 
-use super::accounting::UsageReport;
+use super::accounting::{Meter, UsageReport};
 use super::core::Core;
 use super::degradation::Degradation;
 use super::fusion::rrf;
@@ -23,8 +23,8 @@ use super::keys::normalize_key;
 use super::query::{QueryAnalysis, analyze, query_terms};
 use super::query_dates::{DateWindow, query_window};
 use super::ranking::{
-    CandidateItem, Candidates, ChannelHits, context_on, lend_context, pool, sort_hits,
-    spread_sessions, top_raw, weighted, with_recency,
+    CandidateItem, Candidates, ChannelHits, context_on, lend_context, pool, rerank_depth, reranked,
+    sort_hits, spread_sessions, top_raw, weighted, with_recency,
 };
 use super::recall_scope::{RAW_PREFIX, Scope, nearest};
 use super::synthesis::{SynthesizedAnswer, synthesize};
@@ -317,20 +317,23 @@ impl Core {
             let neighbours = self.neighbours(store_ref, &ids).await?;
             lend_context(&mut fused, &top, &neighbours, self.config.context_weight);
         }
+        // With a reranker, the best `rerank_depth` items go on to stage 4.
+        let keep = match &self.reranker {
+            Some(_) => rerank_depth(&self.config, request.limit),
+            None => request.limit,
+        };
         let hits = self
-            .materialize(
-                store_ref,
-                fused,
-                pool(&self.config, request.limit),
-                scope.as_ref(),
-            )
+            .materialize(store_ref, fused, pool(&self.config, keep), scope.as_ref())
             .await?;
-        let hits = with_recency(
-            hits,
-            self.config.weights.recency,
-            self.config.rrf_k,
-            request.limit,
-        );
+        let hits = with_recency(hits, self.config.weights.recency, self.config.rrf_k, keep);
+        // Stage 4: the reranker reads each item with the query and reorders them.
+        let hits = match &self.reranker {
+            Some(reranker) => {
+                self.rerank(&meter, reranker.as_ref(), &request, hits, &mut degraded)
+                    .await
+            }
+            None => hits,
+        };
         let hits = spread_sessions(hits, self.config.session_spread);
 
         let dated: Vec<(String, Timestamp)> = hits
@@ -370,6 +373,51 @@ impl Core {
         })
     }
 
+    /// Stage 4: `hits` reordered by the reranker's scores and cut to the request's limit; on
+    /// a failure, the fused order cut to the limit, with the reason in `degraded`.
+    async fn rerank(
+        &self,
+        meter: &Meter,
+        reranker: &dyn Reranker,
+        request: &RecallRequest,
+        mut hits: Vec<RecallHit>,
+        degraded: &mut Vec<Degradation>,
+    ) -> Vec<RecallHit> {
+        if hits.is_empty() {
+            return hits;
+        }
+        let texts: Vec<String> = hits.iter().map(|h| h.item.content().to_owned()).collect();
+        match meter
+            .rerank("rerank", reranker, &request.query, &texts)
+            .await
+        {
+            Ok(scores) if scores.len() == hits.len() => reranked(hits, &scores, request.limit),
+            Ok(scores) => {
+                degrade(
+                    degraded,
+                    "rerank",
+                    format!(
+                        "{} gave {} scores for {} items; the fused order is kept",
+                        reranker.model_id(),
+                        scores.len(),
+                        hits.len()
+                    ),
+                );
+                hits.truncate(request.limit);
+                hits
+            }
+            Err(e) => {
+                degrade(
+                    degraded,
+                    "rerank",
+                    format!("failed: {e}; the fused order is kept"),
+                );
+                hits.truncate(request.limit);
+                hits
+            }
+        }
+    }
+
     /// Stages 1 and 2 of a recall: the query's analysis and embedding, then every channel.
     async fn gather(&self, profile: &str, request: &RecallRequest) -> Result<Gathered> {
         if request.limit > MAX_RECALL_LIMIT {
@@ -398,7 +446,7 @@ impl Core {
         let embed_future: OptionFuture<_> = vectors
             .as_ref()
             .map(|(e, _)| {
-                meter.embed(
+                meter.embed_queries(
                     "embedding",
                     e.as_ref(),
                     std::slice::from_ref(&request.query),

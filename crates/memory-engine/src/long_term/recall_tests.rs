@@ -1178,3 +1178,146 @@ async fn rank_over_collected_candidates_is_what_recall_returns_under_any_setting
         }
     }
 }
+
+/// A service over `profiles` without an embedder, whose ranking has no context expansion
+/// (so the order before the rerank stage does not depend on the limit).
+fn reranking_service(profiles: Arc<InMemoryProfiles>, depth: usize) -> MemoryService {
+    let config = LongTermConfig {
+        context_radius: 0,
+        rerank_depth: depth,
+        ..LongTermConfig::default()
+    };
+    MemoryService::new(
+        super::in_memory(profiles),
+        Arc::new(ManualClock::new(400 * DAY)),
+    )
+    .with_config(config)
+}
+
+async fn reranking_profile(profiles: Arc<InMemoryProfiles>) {
+    let s = reranking_service(profiles, 30);
+    let said = [
+        "Maria said the printer is out of toner again",
+        "Maria moved and now lives in Lisbon",
+        "Where is the nearest bakery, Maria asked",
+        "Maria lives near the river now, she says",
+        "The team met Maria for lunch",
+        "Maria does the accounts on Fridays",
+        "Nobody knows where Maria parked",
+    ];
+    let messages = said
+        .iter()
+        .map(|t| IngestMessage::new("user", *t))
+        .collect();
+    s.ingest_messages("p", "c", messages).await.unwrap();
+}
+
+/// The rerank stage reads the best `rerank_depth` items with the query, orders them by its
+/// scores (ties in fused order), keeps the limit, records its rank and score in each hit and
+/// its cost apart in the usage report.
+#[tokio::test]
+async fn a_reranker_reorders_the_best_items_and_is_accounted_apart() {
+    use memory_core::ports::Reranker;
+    use memory_testkit::in_memory::WordOverlapReranker;
+    let profiles = Arc::new(InMemoryProfiles::new());
+    reranking_profile(profiles.clone()).await;
+    let depth = 5;
+    let query = "where does Maria live now";
+    let fused = reranking_service(profiles.clone(), depth)
+        .recall("p", RecallRequest::new(query, depth))
+        .await
+        .unwrap();
+    assert_eq!(fused.hits.len(), depth);
+    let reranker = Arc::new(WordOverlapReranker::new());
+    let reranked = reranking_service(profiles.clone(), depth)
+        .with_reranker(reranker.clone())
+        .recall("p", RecallRequest::new(query, 3))
+        .await
+        .unwrap();
+    // What the reranker was shown: the fused top `depth`, in order.
+    let shown: Vec<String> = fused
+        .hits
+        .iter()
+        .map(|h| h.item.content().to_owned())
+        .collect();
+    assert_eq!(reranker.calls(), vec![shown.clone()]);
+    let scores = reranker.score(query, &shown).await.unwrap();
+    let mut expected: Vec<usize> = (0..depth).collect();
+    expected.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+    let expected: Vec<&str> = expected[..3]
+        .iter()
+        .map(|&i| fused.hits[i].item.id())
+        .collect();
+    let got: Vec<&str> = reranked.hits.iter().map(|h| h.item.id()).collect();
+    assert_eq!(got, expected);
+    for hit in &reranked.hits {
+        let rerank = hit.ranks.last().unwrap();
+        assert_eq!(rerank.channel, "rerank");
+        assert_eq!(hit.score, rerank.score);
+    }
+    let usage = &reranked.usage.stages["rerank"];
+    assert_eq!((usage.calls, usage.texts), (1, depth as u64));
+    assert!(
+        reranked.degraded.iter().all(|d| d.feature != "rerank"),
+        "{:?}",
+        reranked.degraded
+    );
+
+    // A reranker that likes the fused order's last best: the order is reversed.
+    let mut reverse = memory_testkit::mocks::MockReranker::new();
+    reverse.expect_model_id().return_const("reverse".to_owned());
+    reverse
+        .expect_score()
+        .returning(|_, documents| Ok((0..documents.len()).map(|i| i as f32 / 10.0).collect()));
+    let reversed = reranking_service(profiles, depth)
+        .with_reranker(Arc::new(reverse))
+        .recall("p", RecallRequest::new(query, 3))
+        .await
+        .unwrap();
+    let got: Vec<&str> = reversed.hits.iter().map(|h| h.item.id()).collect();
+    let last: Vec<&str> = fused
+        .hits
+        .iter()
+        .rev()
+        .take(3)
+        .map(|h| h.item.id())
+        .collect();
+    assert_eq!(got, last);
+}
+
+/// A reranker that fails leaves the fused order, cut to the limit, and says why.
+#[tokio::test]
+async fn a_failing_reranker_keeps_the_fused_order_and_says_so() {
+    use memory_testkit::mocks::MockReranker;
+    let profiles = Arc::new(InMemoryProfiles::new());
+    reranking_profile(profiles.clone()).await;
+    let query = "where does Maria live now";
+    let fused = reranking_service(profiles.clone(), 30)
+        .recall("p", RecallRequest::new(query, 3))
+        .await
+        .unwrap();
+    let mut reranker = MockReranker::new();
+    reranker.expect_model_id().return_const("broken".to_owned());
+    reranker
+        .expect_score()
+        .times(1)
+        .returning(|_, _| Err(memory_core::MemoryError::transient("reranker", "down")));
+    let degraded = reranking_service(profiles, 30)
+        .with_reranker(Arc::new(reranker))
+        .recall("p", RecallRequest::new(query, 3))
+        .await
+        .unwrap();
+    let ids = |r: &RecallResponse| {
+        r.hits
+            .iter()
+            .map(|h| h.item.id().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&degraded), ids(&fused));
+    let reason = degraded
+        .degraded
+        .iter()
+        .find(|d| d.feature == "rerank")
+        .unwrap();
+    assert!(reason.reason.contains("down"), "{reason:?}");
+}

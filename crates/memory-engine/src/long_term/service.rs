@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use memory_core::ports::{
-    Clock, Embedder, MemoryFilter, MemoryPage, MemoryProfiles, MemoryRecord, RawMessage,
+    Clock, Embedder, MemoryFilter, MemoryPage, MemoryProfiles, MemoryRecord, RawMessage, Reranker,
 };
 use memory_core::{Result, SessionId, UiMessage};
 
@@ -57,6 +57,15 @@ impl MemoryService {
     /// Adds an embedder: vectors are written on ingest and the vector channels run.
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.core.embedder = Some(embedder);
+        self
+    }
+
+    /// Adds a reranker: recall reorders its best [`LongTermConfig::rerank_depth`] items by
+    /// the reranker's scores before it keeps its limit (the `rerank` stage, accounted apart
+    /// in the usage report; a failing reranker leaves the fused order and says so in
+    /// `degraded`).
+    pub fn with_reranker(mut self, reranker: Arc<dyn Reranker>) -> Self {
+        self.core.reranker = Some(reranker);
         self
     }
 

@@ -11,6 +11,7 @@ pub mod job_queue;
 pub mod key_value_store;
 pub mod long_term_memory;
 pub mod message_store;
+pub mod reranker;
 pub mod session_registry;
 pub mod skill_store;
 pub mod text_index;

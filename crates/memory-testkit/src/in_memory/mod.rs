@@ -9,6 +9,7 @@ mod key_value_store;
 mod language_model;
 mod long_term_memory;
 mod message_store;
+mod reranker;
 mod session_registry;
 mod skill_store;
 mod text_index;
@@ -27,6 +28,7 @@ pub use long_term_memory::{InMemoryLongTermMemory, InMemoryProfileIndex, InMemor
 pub use memory_hashing::HashingEmbedder;
 pub use memory_hashing::tokenize;
 pub use message_store::InMemoryMessageStore;
+pub use reranker::WordOverlapReranker;
 pub use session_registry::InMemorySessionRegistry;
 pub use skill_store::InMemorySkillStore;
 pub use text_index::{InMemoryTextIndex, InMemoryTextIndexes};
