@@ -199,6 +199,32 @@ pub const EMBEDDERS: &[EmbedderModel] = &[
         languages: "English",
     },
     EmbedderModel {
+        name: "gte-small",
+        repo: "thenlper/gte-small",
+        revision: "17e1f347d17fe144873b1201da91788898c639cd",
+        graph: "onnx/model.onnx",
+        files: &[
+            // Its size was not found beside its checksum: the checksum alone is checked.
+            PinnedFile::new(
+                "onnx/model.onnx",
+                None,
+                "0b01312b59bec0a2558a626f2937be4cbe4bb16d1511560153f598cec488f1f8",
+            ),
+            PinnedFile::new(
+                "tokenizer.json",
+                Some(711_661),
+                "da0e79933b9ed51798a3ae27893d3c5fa4a201126cef75586296df9b4d2c62a0",
+            ),
+        ],
+        dimensions: 384,
+        pooling: Pooling::Mean,
+        normalize: true,
+        query_prefix: "",
+        document_prefix: "",
+        max_tokens: 512,
+        languages: "English",
+    },
+    EmbedderModel {
         name: "e5-small-v2",
         repo: "intfloat/e5-small-v2",
         revision: "ffb93f3bd4047442299a41ebb6fa998a38507c52",
@@ -269,13 +295,6 @@ pub const EMBEDDERS: &[EmbedderModel] = &[
         languages: "about 100 languages",
     },
 ];
-
-/// Embedders asked for by name that the catalogue cannot fetch yet, with the reason.
-pub const NOT_PINNED: &[(&str, &str)] = &[(
-    "gte-small",
-    "no size, commit or tokenizer checksum of thenlper/gte-small's ONNX export could be \
-     verified; bge-small-en-v1.5 is the same size and kind",
-)];
 
 /// Every reranker by name.
 pub const RERANKERS: &[RerankerModel] = &[

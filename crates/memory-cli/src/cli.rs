@@ -894,9 +894,10 @@ pub enum BenchCommand {
         #[arg(long, default_value = "tantivy", value_parser = ["sqlite", "tantivy"])]
         text: String,
         /// The vectors of the profile and of the queries: `hashing` (the default: fast, and
-        /// the approximate graph's worst case) or the local model, `local` or `local-int8`
-        /// (as a deployment embeds; the queries are embedded before anything is timed).
-        #[arg(long, default_value = "hashing", value_parser = ["hashing", "local", "local-int8"])]
+        /// the approximate graph's worst case) or a local model, `local`, `local-int8` or a
+        /// catalogue embedder by name (as a deployment embeds; the queries are embedded before
+        /// anything is timed).
+        #[arg(long, default_value = "hashing")]
         embedder: String,
         /// Skip the recalls filtered by metadata (at a million memories they take longer
         /// than the rest of the run).

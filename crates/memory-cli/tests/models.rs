@@ -380,6 +380,7 @@ fn catalogue_models_are_fetched_by_name_and_checked_against_their_pins() {
             "all-MiniLM-L6-v2",
             "bge-small-en-v1.5",
             "bge-base-en-v1.5",
+            "gte-small",
             "e5-small-v2",
             "nomic-embed-text-v1.5",
             "multilingual-e5-small"
@@ -387,9 +388,9 @@ fn catalogue_models_are_fetched_by_name_and_checked_against_their_pins() {
     );
     assert_eq!(list["embedders"][1]["installed"], false);
     assert_eq!(list["embedders"][1]["pooling"], "cls");
-    assert_eq!(list["embedders"][3]["query_prefix"], "query: ");
+    assert_eq!(list["embedders"][3]["sizes_pinned"], false);
+    assert_eq!(list["embedders"][4]["query_prefix"], "query: ");
     assert_eq!(list["rerankers"].as_array().unwrap().len(), 2);
-    assert_eq!(list["not_fetchable"][0]["name"], "gte-small");
 
     let out = memory(home.path(), &endpoint)
         .args(["models", "fetch", "--embedder", "BAAI/bge-small-en-v1.5"])

@@ -137,16 +137,11 @@ impl Entry {
     }
 }
 
-/// Why `name` is not in the catalogue (of `kind`: "embedder" or "reranker"), naming what is.
+/// `name` is not in the catalogue (of `kind`: "embedder", "reranker" or "model"): the
+/// error names what is.
 #[cfg(feature = "onnx-embedder")]
 fn unknown(kind: &str, name: &str) -> ComposeError {
-    use memory_onnx::catalogue::{EMBEDDERS, NOT_PINNED, RERANKERS};
-    if let Some((_, why)) = NOT_PINNED
-        .iter()
-        .find(|(known, _)| known.eq_ignore_ascii_case(name.rsplit('/').next().unwrap_or(name)))
-    {
-        return ComposeError::Invalid(format!("{kind} {name:?} cannot be fetched yet: {why}"));
-    }
+    use memory_onnx::catalogue::{EMBEDDERS, RERANKERS};
     let embedders = EMBEDDERS.iter().map(|m| m.name);
     let rerankers = RERANKERS.iter().map(|m| m.name);
     let names: Vec<&str> = match kind {

@@ -122,14 +122,12 @@ async fn the_minilm_catalogue_entry_is_the_int8_embedder_by_name() {
     deployment.close().await;
 }
 
-/// A name the catalogue lacks is refused when the memory is opened, naming what it has; a
-/// known model that cannot be pinned says why.
+/// A name the catalogue lacks is refused when the memory is opened, naming what it has.
 #[tokio::test]
 async fn unknown_models_are_refused_with_the_catalogue() {
     let dir = tempfile::tempdir().unwrap();
     for (section, wanted) in [
         ("embedder = \"bge-huge\"", "bge-small-en-v1.5"),
-        ("embedder = \"thenlper/gte-small\"", "cannot be fetched yet"),
         ("reranker = \"colbert\"", "ms-marco-MiniLM-L-6-v2"),
     ] {
         std::fs::write(

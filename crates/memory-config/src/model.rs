@@ -166,7 +166,7 @@ pub enum EmbedderChoice {
     /// No vectors (full text only).
     None,
     /// A model of the local catalogue by name (`bge-small-en-v1.5`, `bge-base-en-v1.5`,
-    /// `e5-small-v2`, `nomic-embed-text-v1.5`, `multilingual-e5-small`,
+    /// `gte-small`, `e5-small-v2`, `nomic-embed-text-v1.5`, `multilingual-e5-small`,
     /// `all-MiniLM-L6-v2`), on ONNX Runtime, its files fetched on first use (`memory models
     /// list` shows them; an unknown name is refused when the memory is opened).
     Model(String),

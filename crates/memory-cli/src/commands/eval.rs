@@ -176,6 +176,12 @@ async fn eval_service(
     if let Some(note) = note {
         eprintln!("note: {note}");
     }
+    // Which models the figures are of.
+    eprintln!(
+        "models: embedder {}, reranker {}",
+        service.embedder_model().unwrap_or("none"),
+        service.reranker_model().unwrap_or("none")
+    );
     Ok(with_knobs(service, knobs))
 }
 

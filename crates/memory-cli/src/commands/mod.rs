@@ -244,9 +244,11 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 model_vectors_file,
                 tantivy_text: text == "tantivy",
                 model_embedder: match embedder.as_str() {
-                    "local" => Some(memory_config::EmbedderChoice::Local),
-                    "local-int8" => Some(memory_config::EmbedderChoice::LocalInt8),
-                    _ => None,
+                    "hashing" => None,
+                    name => Some(
+                        memory_config::EmbedderChoice::try_from(name.to_owned())
+                            .map_err(CliError::Input)?,
+                    ),
                 },
                 filtered: !no_filtered,
                 profile_page_size,

@@ -6,10 +6,10 @@ use super::CliError;
 use crate::output;
 
 /// Prints the catalogue: each model's name, repository, width, pooling, prefixes, download
-/// size and whether its files are here; then the names that cannot be fetched yet, and why.
+/// size and whether its files are here.
 #[cfg(feature = "onnx-embedder")]
 pub(super) fn list(json: bool) -> Result<(), CliError> {
-    use memory_compose::model_catalogue::{EMBEDDERS, NOT_PINNED, PinnedFile, RERANKERS};
+    use memory_compose::model_catalogue::{EMBEDDERS, PinnedFile, RERANKERS};
     let here = |name: &str, files: &[PinnedFile]| {
         let dir = memory_compose::model_dir(name);
         files.iter().all(|file| {
@@ -54,15 +54,10 @@ pub(super) fn list(json: bool) -> Result<(), CliError> {
             })
         })
         .collect();
-    let not_pinned: Vec<Value> = NOT_PINNED
-        .iter()
-        .map(|(name, why)| json!({"name": name, "reason": why}))
-        .collect();
     if json {
         return output::json(&json!({
             "embedders": embedders,
             "rerankers": rerankers,
-            "not_fetchable": not_pinned,
         }));
     }
     println!("embedders ([memory] embedder = \"<name>\"):");
@@ -99,9 +94,6 @@ pub(super) fn list(json: bool) -> Result<(), CliError> {
             },
             m.repo,
         );
-    }
-    for (name, why) in NOT_PINNED {
-        println!("not fetchable yet: {name}: {why}");
     }
     Ok(())
 }

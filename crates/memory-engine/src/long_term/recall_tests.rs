@@ -1229,8 +1229,10 @@ async fn a_reranker_reorders_the_best_items_and_is_accounted_apart() {
         .unwrap();
     assert_eq!(fused.hits.len(), depth);
     let reranker = Arc::new(WordOverlapReranker::new());
-    let reranked = reranking_service(profiles.clone(), depth)
-        .with_reranker(reranker.clone())
+    let service = reranking_service(profiles.clone(), depth).with_reranker(reranker.clone());
+    assert_eq!(service.reranker_model(), Some("word-overlap"));
+    assert_eq!(service.embedder_model(), None);
+    let reranked = service
         .recall("p", RecallRequest::new(query, 3))
         .await
         .unwrap();

@@ -69,6 +69,16 @@ impl MemoryService {
         self
     }
 
+    /// The model id of the embedder, if any.
+    pub fn embedder_model(&self) -> Option<&str> {
+        self.core.embedder.as_deref().map(Embedder::model_id)
+    }
+
+    /// The model id of the reranker, if any.
+    pub fn reranker_model(&self) -> Option<&str> {
+        self.core.reranker.as_deref().map(Reranker::model_id)
+    }
+
     /// Sets the model of each LLM stage.
     pub fn with_models(mut self, models: StageModels) -> Self {
         self.core.models = models;
