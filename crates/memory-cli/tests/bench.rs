@@ -29,7 +29,7 @@ fn bench_long_term_runs_on_fts5_and_on_tantivy() {
         assert_eq!(report["memories"], 300, "{text}: {report}");
         assert_eq!(report["raw_messages"], 300, "{text}: {report}");
         assert_eq!(report["recall_filtered"], serde_json::json!([]), "{text}");
-        for row in ["recall", "recall_text_only"] {
+        for row in ["recall", "recall_hand_set_ranking", "recall_text_only"] {
             let p50 = report[row]["p50_ms"].as_f64().unwrap();
             assert!(p50 > 0.0, "{text}: {row} {report}");
         }

@@ -129,6 +129,11 @@ pub struct BenchReport {
     pub recall: Latency,
     /// Recall over every channel with a metadata filter, at three shares in scope.
     pub recall_filtered: Vec<FilteredRecall>,
+    /// Recall over every channel with the ranking before `memory eval fit` chose today's
+    /// defaults (2026-12-06: no recency pass, raw vectors at full weight, half a hit's score
+    /// lent to its neighbours, date words out of the text query): the baseline in the same
+    /// run for what the fitted ranking costs.
+    pub recall_hand_set_ranking: Latency,
     /// Recall with vectors off (text channels only).
     pub recall_text_only: Latency,
     /// The local model: one query embedding.
@@ -470,6 +475,26 @@ async fn run_long_term(
             .await?;
         full.push(started.elapsed().as_secs_f64() * 1_000.0);
     }
+    let hand_set = {
+        let mut config = with_vectors.config().clone();
+        config.weights.recency = 0.0;
+        config.weights.raw_vector = 1.0;
+        config.context_weight = 0.5;
+        config.text_keeps_date_words = false;
+        with_vectors.clone().with_config(config)
+    };
+    eprintln!(
+        "timing: recall, every channel, the hand-set ranking, {} queries",
+        queries.len()
+    );
+    let mut before_fit = Vec::new();
+    for q in &queries {
+        let started = Instant::now();
+        hand_set
+            .recall("big", RecallRequest::new(q.clone(), 10))
+            .await?;
+        before_fit.push(started.elapsed().as_secs_f64() * 1_000.0);
+    }
     let filtered = match bench.filtered {
         true => filtered_recalls(&with_vectors, &queries).await?,
         false => Vec::new(),
@@ -495,7 +520,7 @@ async fn run_long_term(
         let mut samples = Vec::new();
         for q in queries.iter().take(50) {
             let started = Instant::now();
-            local.embed(std::slice::from_ref(q)).await?;
+            local.embed_queries(std::slice::from_ref(q)).await?;
             samples.push(started.elapsed().as_secs_f64() * 1_000.0);
         }
         local_query_embedding = Some(latency(samples));
@@ -515,6 +540,7 @@ async fn run_long_term(
         enqueue_msgs_per_sec,
         recall: latency(full),
         recall_filtered: filtered,
+        recall_hand_set_ranking: latency(before_fit),
         recall_text_only: latency(text_only),
         local_query_embedding,
         local_embedding_texts_per_sec,
@@ -557,6 +583,10 @@ async fn run_long_term(
         );
     };
     show("recall, every channel", report.recall);
+    show(
+        "recall, every channel, the hand-set ranking before the fit",
+        report.recall_hand_set_ranking,
+    );
     for f in &report.recall_filtered {
         show(
             &format!(
