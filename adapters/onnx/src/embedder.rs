@@ -143,11 +143,20 @@ impl OnnxEmbedder {
                 .get_ids()
                 .to_vec())
         };
+        let query_prefix = prefix(model.query_prefix)?;
+        let document_prefix = prefix(model.document_prefix)?;
+        let lead = 1 + query_prefix.len().max(document_prefix.len());
+        if lead + 2 > model.max_tokens {
+            return Err(backend(OnnxError::Output(format!(
+                "{}'s window of {} tokens leaves no room for text after its prefix",
+                model.name, model.max_tokens
+            ))));
+        }
         let recipe = Recipe {
             pooling: model.pooling,
             normalize: model.normalize,
-            query_prefix: prefix(model.query_prefix)?,
-            document_prefix: prefix(model.document_prefix)?,
+            query_prefix,
+            document_prefix,
             max_tokens: model.max_tokens,
         };
         let sessions = SessionPool::load(&files.model, &files.runtime)?;

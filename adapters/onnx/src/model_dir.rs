@@ -62,7 +62,8 @@ impl ModelFiles {
                 return Err(MemoryError::not_found(
                     "model file",
                     format!(
-                        "{} (`memory models fetch` fetches the model `memory.toml` names)",
+                        "{} (`memory models fetch --embedder <name>` or `--reranker <name>` \
+                         fetches a catalogue model)",
                         path.display()
                     ),
                 ));

@@ -15,6 +15,11 @@ use crate::error::OnnxError;
 /// At most this many sessions run side by side (each holds its own copy of the weights).
 const MAX_WORKERS: usize = 4;
 
+/// A graph larger than this gets one session spreading each pass over the cores instead of a
+/// session per core, so memory holds its weights once (a base-size model's graph is 400 MB
+/// to 1.1 GB).
+const ONE_SESSION_ABOVE_BYTES: u64 = 200_000_000;
+
 pub(crate) fn backend(err: impl Into<OnnxError>) -> MemoryError {
     err.into().into()
 }
@@ -59,8 +64,9 @@ fn environment(runtime: &Path) -> Result<Environment> {
 }
 
 /// One single-threaded session of a graph per core (at most four), which on small inputs
-/// outruns one session spreading each pass over the cores. Each input is one pass of its own,
-/// so a result never depends on the inputs beside it.
+/// outruns one session spreading each pass over the cores; a graph above 200 MB gets one
+/// session using every core, so its weights are in memory once. Each input is one pass of its
+/// own, so a result never depends on the inputs beside it.
 pub(crate) struct SessionPool {
     sessions: Vec<Mutex<Session>>,
 }
@@ -70,7 +76,11 @@ impl SessionPool {
     pub(crate) fn load(model: &Path, runtime: &Path) -> Result<Self> {
         let environment = environment(runtime)?;
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        let workers = cores.clamp(1, MAX_WORKERS);
+        let large = std::fs::metadata(model).is_ok_and(|m| m.len() > ONE_SESSION_ABOVE_BYTES);
+        let workers = match large {
+            true => 1,
+            false => cores.clamp(1, MAX_WORKERS),
+        };
         let threads = (cores / workers).max(1);
         let sessions = (0..workers)
             .map(|_| {

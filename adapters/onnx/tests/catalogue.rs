@@ -147,13 +147,17 @@ async fn windows_repeat_the_prefix_and_weigh_by_tokens() {
 }
 
 #[test]
-fn a_model_narrower_or_wider_than_its_entry_is_refused() {
+fn a_model_narrower_or_wider_than_its_entry_or_its_window_is_refused() {
     let Some(runtime) = runtime() else { return };
     let dir = embedder_dir(true);
     let mut model = tiny(Pooling::Mean, true, 64);
     model.dimensions = 8;
     let error = OnnxEmbedder::from_catalogue(&model, dir.path(), &runtime).unwrap_err();
     assert!(error.to_string().contains("4 dimensions"), "{error}");
+    // A window the prefix fills leaves no room for text.
+    let cramped = tiny(Pooling::Mean, true, 4);
+    let error = OnnxEmbedder::from_catalogue(&cramped, dir.path(), &runtime).unwrap_err();
+    assert!(error.to_string().contains("no room"), "{error}");
     let error =
         OnnxEmbedder::from_catalogue(&model, Path::new("/nonexistent"), &runtime).unwrap_err();
     assert!(error.is_not_found(), "{error}");

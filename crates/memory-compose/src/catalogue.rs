@@ -228,8 +228,9 @@ fn remember(name: &str, why: &str) {
     }
 }
 
-/// Loads `entry` from its directory, fetching what is missing first (once a process): the
-/// loaded model, or the reason it is off.
+/// Loads `entry` from its directory, fetching what is missing first (a failed fetch is not
+/// retried in this process, files put in place since are used): the loaded model, or the
+/// reason it is off.
 #[cfg(feature = "onnx-embedder")]
 fn load<T>(
     entry: &Entry,
@@ -237,16 +238,16 @@ fn load<T>(
     build: impl Fn(&Path, &Path) -> memory_core::Result<T>,
 ) -> std::result::Result<T, String> {
     let name = entry.name();
-    if let Some(why) = remembered(name) {
+    let dir = model_dir(name);
+    let ready = match name == memory_onnx::catalogue::MINILM {
+        // Its directory may hold scripts/setup-onnx.sh's graph instead of the hub's.
+        true => memory_onnx::ModelFiles::in_dir(&dir).is_ok(),
+        false => entry.on_hub().is_in(&dir),
+    };
+    if !ready && let Some(why) = remembered(name) {
         return Err(why);
     }
-    let dir = model_dir(name);
     let attempt = || -> Result<T> {
-        let ready = match entry.name() == memory_onnx::catalogue::MINILM {
-            // Its directory may hold scripts/setup-onnx.sh's graph instead of the hub's.
-            true => memory_onnx::ModelFiles::in_dir(&dir).is_ok(),
-            false => entry.on_hub().is_in(&dir),
-        };
         if !ready {
             fetch_entry(entry)?;
         }
@@ -254,8 +255,13 @@ fn load<T>(
         Ok(build(&dir, &runtime)?)
     };
     attempt().map_err(|e| {
+        let kind = match entry {
+            Entry::Embedder(_) => "--embedder",
+            Entry::Reranker(_) => "--reranker",
+        };
         let why = format!(
-            "{name} could not be made ready in {}: {e} (`memory models fetch` retries); {off}",
+            "{name} could not be made ready in {}: {e} (`memory models fetch {kind} {name}` \
+             retries); {off}",
             dir.display()
         );
         remember(name, &why);
@@ -263,17 +269,51 @@ fn load<T>(
     })
 }
 
-/// The catalogue embedder `name`: fetched on first use and loaded, or `None` with the reason
-/// vectors are off (a name the catalogue lacks is an error).
+/// A model loaded once a process by catalogue name, however many deployments (a tenant each)
+/// ask for it: at most as many as the catalogue has.
+#[cfg(feature = "onnx-embedder")]
+type Loaded<T> = Mutex<Vec<(&'static str, Arc<T>)>>;
+
+#[cfg(feature = "onnx-embedder")]
+static EMBEDDERS_LOADED: Loaded<dyn memory_core::ports::Embedder> = Mutex::new(Vec::new());
+
+#[cfg(feature = "onnx-embedder")]
+static RERANKERS_LOADED: Loaded<dyn Reranker> = Mutex::new(Vec::new());
+
+/// The model `name` from `loaded`, else made by `make` and kept (the lock is held while it is
+/// made, so two deployments opening at once load it once).
+#[cfg(feature = "onnx-embedder")]
+fn once<T: ?Sized>(
+    loaded: &Loaded<T>,
+    name: &'static str,
+    make: impl FnOnce() -> std::result::Result<Arc<T>, String>,
+) -> std::result::Result<Arc<T>, String> {
+    let mut loaded = loaded
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, model)) = loaded.iter().find(|(n, _)| *n == name) {
+        return Ok(Arc::clone(model));
+    }
+    let model = make()?;
+    loaded.push((name, Arc::clone(&model)));
+    Ok(model)
+}
+
+/// The catalogue embedder `name`: fetched on first use and loaded (once a process), or `None`
+/// with the reason vectors are off (a name the catalogue lacks is an error).
 #[cfg(feature = "onnx-embedder")]
 pub(crate) fn embedder(name: &str) -> Result<EmbedderChoiceResult> {
     let model = memory_onnx::catalogue::embedder(name).ok_or_else(|| unknown("embedder", name))?;
-    match load(
-        &Entry::Embedder(model),
-        "vectors are off",
-        |dir, runtime| memory_onnx::OnnxEmbedder::from_catalogue(model, dir, runtime),
-    ) {
-        Ok(e) => Ok((Some(Arc::new(e)), None)),
+    let loaded = once(&EMBEDDERS_LOADED, model.name, || {
+        let embedder = load(
+            &Entry::Embedder(model),
+            "vectors are off",
+            |dir, runtime| memory_onnx::OnnxEmbedder::from_catalogue(model, dir, runtime),
+        )?;
+        Ok(Arc::new(embedder) as Arc<dyn memory_core::ports::Embedder>)
+    });
+    match loaded {
+        Ok(e) => Ok((Some(e), None)),
         Err(why) => Ok((None, Some(why))),
     }
 }
@@ -283,8 +323,8 @@ pub(crate) fn embedder(_name: &str) -> Result<EmbedderChoiceResult> {
     Err(not_built())
 }
 
-/// The reranker `[memory] reranker` names: fetched on first use and loaded, or `None` with
-/// the reason reranking is off; none when none is named. A name the catalogue lacks is an
+/// The reranker `[memory] reranker` names: fetched on first use and loaded (once a process),
+/// or `None` with the reason reranking is off; none when none is named. A name the catalogue lacks is an
 /// error.
 #[cfg(feature = "onnx-embedder")]
 pub fn reranker(config: &MemoryConfig) -> Result<RerankerChoiceResult> {
@@ -292,12 +332,16 @@ pub fn reranker(config: &MemoryConfig) -> Result<RerankerChoiceResult> {
         return Ok((None, None));
     };
     let model = memory_onnx::catalogue::reranker(name).ok_or_else(|| unknown("reranker", name))?;
-    match load(
-        &Entry::Reranker(model),
-        "reranking is off",
-        |dir, runtime| memory_onnx::OnnxReranker::from_catalogue(model, dir, runtime),
-    ) {
-        Ok(r) => Ok((Some(Arc::new(r)), None)),
+    let loaded = once(&RERANKERS_LOADED, model.name, || {
+        let reranker = load(
+            &Entry::Reranker(model),
+            "reranking is off",
+            |dir, runtime| memory_onnx::OnnxReranker::from_catalogue(model, dir, runtime),
+        )?;
+        Ok(Arc::new(reranker) as Arc<dyn Reranker>)
+    });
+    match loaded {
+        Ok(r) => Ok((Some(r), None)),
         Err(why) => Ok((None, Some(why))),
     }
 }

@@ -141,3 +141,22 @@ async fn unknown_models_are_refused_with_the_catalogue() {
         deployment.close().await;
     }
 }
+
+/// A catalogue model is loaded once a process, however many deployments (a tenant each) ask
+/// for it: the same model, not another copy of its weights.
+#[test]
+fn a_catalogue_model_is_loaded_once_a_process() {
+    let mut config = memory_config::MemoryConfig::default();
+    config.memory.embedder = memory_config::EmbedderChoice::Model("all-MiniLM-L6-v2".into());
+    let (first, note) = memory_compose::embedder(&config).unwrap();
+    let Some(first) = first else {
+        assert!(
+            !std::env::var("MEMORY_REQUIRE_MODEL").is_ok_and(|v| v == "1"),
+            "MEMORY_REQUIRE_MODEL=1 but the int8 model is not installed: {note:?}"
+        );
+        eprintln!("skipped: {note:?}");
+        return;
+    };
+    let (again, _) = memory_compose::embedder(&config).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&first, &again.unwrap()));
+}

@@ -75,7 +75,9 @@ pub struct LongTermConfig {
     pub recency_pool: usize,
     /// How many of the best items the reranker (when one is set,
     /// [`super::MemoryService::with_reranker`]) reads and reorders (30; at least the recall's
-    /// limit). Each is one cross-encoder pass, so this bounds the stage's cost.
+    /// limit). Each is one cross-encoder pass, so this bounds the stage's cost. Above
+    /// `recency_pool`, the recency pass ranks this many items, so the order the reranker
+    /// reads (and keeps when it fails) can differ from a recall without one.
     pub rerank_depth: usize,
     /// How much a further hit from a conversation already in the results gives way to hits
     /// from other conversations (0: plain score order). Each earlier hit of the same session

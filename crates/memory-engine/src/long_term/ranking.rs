@@ -240,7 +240,8 @@ pub(super) fn pool(config: &LongTermConfig, limit: usize) -> usize {
 }
 
 /// The ids (recall ids: raw messages carry the `raw:` prefix) a recall under `config` with
-/// `limit` returns for these candidates, best first.
+/// `limit` returns for these candidates, best first, when the service has no reranker (the
+/// rerank stage reads the items' texts, which candidates do not carry).
 ///
 /// Refused when context expansion is on with another radius than the candidates were
 /// collected with.

@@ -391,16 +391,19 @@ impl Core {
             .rerank("rerank", reranker, &request.query, &texts)
             .await
         {
-            Ok(scores) if scores.len() == hits.len() => reranked(hits, &scores, request.limit),
+            Ok(scores) if scores.len() == hits.len() && scores.iter().all(|s| s.is_finite()) => {
+                reranked(hits, &scores, request.limit)
+            }
             Ok(scores) => {
                 degrade(
                     degraded,
                     "rerank",
                     format!(
-                        "{} gave {} scores for {} items; the fused order is kept",
+                        "{} gave {} scores for {} items ({} not finite); the fused order is kept",
                         reranker.model_id(),
                         scores.len(),
-                        hits.len()
+                        hits.len(),
+                        scores.iter().filter(|s| !s.is_finite()).count()
                     ),
                 );
                 hits.truncate(request.limit);

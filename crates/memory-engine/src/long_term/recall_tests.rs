@@ -1304,22 +1304,42 @@ async fn a_failing_reranker_keeps_the_fused_order_and_says_so() {
         .expect_score()
         .times(1)
         .returning(|_, _| Err(memory_core::MemoryError::transient("reranker", "down")));
-    let degraded = reranking_service(profiles, 30)
-        .with_reranker(Arc::new(reranker))
-        .recall("p", RecallRequest::new(query, 3))
-        .await
-        .unwrap();
     let ids = |r: &RecallResponse| {
         r.hits
             .iter()
             .map(|h| h.item.id().to_owned())
             .collect::<Vec<_>>()
     };
+    // The fused order, and the reason the rerank stage gave.
+    let with = |reranker: MockReranker| {
+        let service = reranking_service(profiles.clone(), 30).with_reranker(Arc::new(reranker));
+        async move {
+            let response = service
+                .recall("p", RecallRequest::new(query, 3))
+                .await
+                .unwrap();
+            let reason = response
+                .degraded
+                .iter()
+                .find(|d| d.feature == "rerank")
+                .map(|d| d.reason.clone())
+                .unwrap_or_default();
+            (response, reason)
+        }
+    };
+    let (degraded, reason) = with(reranker).await;
     assert_eq!(ids(&degraded), ids(&fused));
-    let reason = degraded
-        .degraded
-        .iter()
-        .find(|d| d.feature == "rerank")
-        .unwrap();
-    assert!(reason.reason.contains("down"), "{reason:?}");
+    assert!(reason.contains("down"), "{reason}");
+
+    // A score that is not a number is a failure too, never a hit at the top.
+    let mut reranker = MockReranker::new();
+    reranker.expect_model_id().return_const("nan".to_owned());
+    reranker.expect_score().returning(|_, documents| {
+        let mut scores = vec![0.5_f32; documents.len()];
+        scores[documents.len() - 1] = f32::NAN;
+        Ok(scores)
+    });
+    let (degraded, reason) = with(reranker).await;
+    assert_eq!(ids(&degraded), ids(&fused));
+    assert!(reason.contains("1 not finite"), "{reason}");
 }
