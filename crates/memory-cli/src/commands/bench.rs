@@ -186,6 +186,25 @@ pub struct LongTermBench {
     pub profile_page_size: Option<u32>,
 }
 
+/// Each query's recall (limit 10) through `service` on the profile `big`, timed one after
+/// another, in milliseconds.
+async fn time_recalls(
+    service: &MemoryService,
+    queries: &[String],
+    what: &str,
+) -> Result<Vec<f64>, CliError> {
+    eprintln!("timing: recall, {what}, {} queries", queries.len());
+    let mut millis = Vec::with_capacity(queries.len());
+    for q in queries {
+        let started = Instant::now();
+        service
+            .recall("big", RecallRequest::new(q.clone(), 10))
+            .await?;
+        millis.push(started.elapsed().as_secs_f64() * 1_000.0);
+    }
+    Ok(millis)
+}
+
 /// Runs the long-term memory benchmark.
 pub async fn long_term(bench: LongTermBench, json: bool) -> Result<(), CliError> {
     let postgres = bench.postgres;
@@ -466,15 +485,7 @@ async fn run_long_term(
     with_vectors
         .recall("big", RecallRequest::new(queries[0].clone(), 10))
         .await?;
-    eprintln!("timing: recall, every channel, {} queries", queries.len());
-    let mut full = Vec::new();
-    for q in &queries {
-        let started = Instant::now();
-        with_vectors
-            .recall("big", RecallRequest::new(q.clone(), 10))
-            .await?;
-        full.push(started.elapsed().as_secs_f64() * 1_000.0);
-    }
+    let full = time_recalls(&with_vectors, &queries, "every channel").await?;
     let hand_set = {
         let mut config = with_vectors.config().clone();
         config.weights.recency = 0.0;
@@ -483,34 +494,13 @@ async fn run_long_term(
         config.text_keeps_date_words = false;
         with_vectors.clone().with_config(config)
     };
-    eprintln!(
-        "timing: recall, every channel, the hand-set ranking, {} queries",
-        queries.len()
-    );
-    let mut before_fit = Vec::new();
-    for q in &queries {
-        let started = Instant::now();
-        hand_set
-            .recall("big", RecallRequest::new(q.clone(), 10))
-            .await?;
-        before_fit.push(started.elapsed().as_secs_f64() * 1_000.0);
-    }
+    let before_fit =
+        time_recalls(&hand_set, &queries, "every channel, the hand-set ranking").await?;
     let filtered = match bench.filtered {
         true => filtered_recalls(&with_vectors, &queries).await?,
         false => Vec::new(),
     };
-    eprintln!(
-        "timing: recall, text channels only, {} queries",
-        queries.len()
-    );
-    let mut text_only = Vec::new();
-    for q in &queries {
-        let started = Instant::now();
-        plain
-            .recall("big", RecallRequest::new(q.clone(), 10))
-            .await?;
-        text_only.push(started.elapsed().as_secs_f64() * 1_000.0);
-    }
+    let text_only = time_recalls(&plain, &queries, "text channels only").await?;
     progress.inc(1);
 
     // 4. The local model, when installed.
