@@ -97,12 +97,12 @@ impl EmbedderModel {
     /// The model id its vectors are recorded with: the repository, the revision's first 12
     /// characters and the graph.
     pub fn model_id(&self) -> String {
-        format!("{}@{}:{}", self.repo, short(self.revision), self.graph)
+        model_id(self.repo, self.revision, self.graph)
     }
 
-    /// Total bytes of its files.
+    /// Total bytes of its files (those of known size).
     pub fn bytes(&self) -> u64 {
-        self.files.iter().filter_map(|file| file.size).sum()
+        bytes(self.files)
     }
 }
 
@@ -110,17 +110,22 @@ impl RerankerModel {
     /// The model id it reports: the repository, the revision's first 12 characters and the
     /// graph.
     pub fn model_id(&self) -> String {
-        format!("{}@{}:{}", self.repo, short(self.revision), self.graph)
+        model_id(self.repo, self.revision, self.graph)
     }
 
-    /// Total bytes of its files.
+    /// Total bytes of its files (those of known size).
     pub fn bytes(&self) -> u64 {
-        self.files.iter().filter_map(|file| file.size).sum()
+        bytes(self.files)
     }
 }
 
-fn short(revision: &str) -> &str {
-    revision.get(..12).unwrap_or(revision)
+fn model_id(repo: &str, revision: &str, graph: &str) -> String {
+    let short = revision.get(..12).unwrap_or(revision);
+    format!("{repo}@{short}:{graph}")
+}
+
+fn bytes(files: &[PinnedFile]) -> u64 {
+    files.iter().filter_map(|file| file.size).sum()
 }
 
 /// The name of the catalogue's entry for the int8 all-MiniLM-L6-v2 the default embedder

@@ -86,11 +86,7 @@ fn memory_onnx_model_id() -> &'static str {
 fn remember(content: &str) -> RememberRequest {
     RememberRequest {
         content: content.into(),
-        session_id: None,
-        kind: None,
-        key: None,
-        metadata: Default::default(),
-        expires_at: None,
+        ..RememberRequest::default()
     }
 }
 
