@@ -2,8 +2,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::ports::{
-    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
-    MemoryRecord, MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore,
+    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryMerge, MemoryPage,
+    MemoryProfiles, MemoryRecord, MemoryRecordStore, MergeNote, RawMessage, RawMessageInsert,
+    RawMessageStore,
 };
 use memory_core::{
     MemoryError, Metadata, MetadataFilter, Result, Timestamp, validate_profile_name,
@@ -40,7 +41,7 @@ fn check_text<'a>(fields: impl IntoIterator<Item = (&'static str, &'a str)>) -> 
     }
 }
 
-const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines, metadata::text, expires_at";
+const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines, metadata::text, expires_at, merged_reason, merged_at, confirmed_at, recalled_at";
 
 fn select(rest: &str) -> sqlx::AssertSqlSafe<String> {
     sqlx::AssertSqlSafe(format!(
@@ -72,6 +73,12 @@ fn from_row(row: &PgRow) -> Result<MemoryRecord> {
         }),
         metadata: Metadata::from_stored(row.get(1), row.get::<Option<&str>, _>(14))?,
         expires_at: row.get::<Option<i64>, _>(15).map(Timestamp),
+        merged: row.get::<Option<String>, _>(16).map(|reason| MergeNote {
+            reason,
+            at: Timestamp(row.get::<Option<i64>, _>(17).unwrap_or(0)),
+        }),
+        confirmed_at: row.get::<Option<i64>, _>(18).map(Timestamp),
+        recalled_at: row.get::<Option<i64>, _>(19).map(Timestamp),
     })
 }
 
@@ -326,13 +333,19 @@ impl MemoryRecordStore for PostgresLongTermMemory {
             .chain(m.key.as_deref().map(|k| ("memory key", k)))
             .chain(m.session_id.as_deref().map(|s| ("memory session", s)))
             .chain(m.superseded_by.as_deref().map(|s| ("superseded_by", s)))
-            .chain(reason.as_deref().map(|r| ("forget reason", r))),
+            .chain(reason.as_deref().map(|r| ("forget reason", r)))
+            .chain(
+                m.merged
+                    .as_ref()
+                    .map(|n| ("merge reason", n.reason.as_str())),
+            ),
         )?;
         let result = sqlx::query(
             "INSERT INTO memories (profile_key, id, kind, content, key, questions, session_id, \
              source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, \
-             source_lines, metadata, expires_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16)",
+             source_lines, metadata, expires_at, merged_reason, merged_at, confirmed_at, recalled_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15::jsonb, $16, \
+             $17, $18, $19, $20)",
         )
         .bind(self.profile_key)
         .bind(&m.id)
@@ -350,6 +363,10 @@ impl MemoryRecordStore for PostgresLongTermMemory {
         .bind(m.source_lines.map(|l| format!("[{},{}]", l[0], l[1])))
         .bind((!m.metadata.is_empty()).then(|| m.metadata.to_json()))
         .bind(m.expires_at.map(Timestamp::millis))
+        .bind(m.merged.as_ref().map(|n| n.reason.clone()))
+        .bind(m.merged.as_ref().map(|n| n.at.millis()))
+        .bind(m.confirmed_at.map(Timestamp::millis))
+        .bind(m.recalled_at.map(Timestamp::millis))
         .execute(&self.db.pool)
         .await;
         match result {
@@ -558,6 +575,91 @@ impl MemoryRecordStore for PostgresLongTermMemory {
                 .await
                 .map_err(db)?;
                 Ok(ids)
+            })
+            .await
+    }
+
+    async fn merge(&self, merge: &MemoryMerge) -> Result<()> {
+        merge.validate()?;
+        check_text([("merge reason", merge.note.reason.as_str())])?;
+        let ids: Vec<String> = std::iter::once(&merge.survivor)
+            .chain(&merge.absorbed)
+            .cloned()
+            .collect();
+        // Read under row locks and written in one transaction: a merge planned on records
+        // that changed since is refused whole.
+        let mut tx = self.db.pool.begin().await.map_err(db)?;
+        let rows = sqlx::query(select("AND id = ANY($2) ORDER BY pos FOR UPDATE"))
+            .bind(self.profile_key)
+            .bind(&ids)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
+        let found = rows.iter().map(from_row).collect::<Result<Vec<_>>>()?;
+        let (survivor, absorbed) = merge.check_current(&found)?;
+        let absorbed: Vec<MemoryRecord> = absorbed.into_iter().cloned().collect();
+        sqlx::query(
+            "UPDATE memories SET source_message_ids = $3, confirmed_at = $4 \
+             WHERE profile_key = $1 AND id = $2",
+        )
+        .bind(self.profile_key)
+        .bind(&merge.survivor)
+        .bind(serde_json::to_string(&MemoryMerge::merged_sources(
+            survivor, &absorbed,
+        ))?)
+        .bind(MemoryMerge::merged_confirmation(survivor, &absorbed).map(Timestamp::millis))
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        sqlx::query(
+            "UPDATE memories SET superseded_by = $3, merged_reason = $4, merged_at = $5 \
+             WHERE profile_key = $1 AND id = ANY($2)",
+        )
+        .bind(self.profile_key)
+        .bind(&merge.absorbed)
+        .bind(&merge.survivor)
+        .bind(&merge.note.reason)
+        .bind(merge.note.at.millis())
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn merged_into(&self, id: &str) -> Result<Vec<MemoryRecord>> {
+        self.db
+            .idempotent(|| async {
+                let rows = sqlx::query(select(
+                    "AND superseded_by = $2 AND merged_reason IS NOT NULL ORDER BY pos",
+                ))
+                .bind(self.profile_key)
+                .bind(id)
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(db)?;
+                rows.iter().map(from_row).collect()
+            })
+            .await
+    }
+
+    async fn mark_recalled(&self, ids: &[String], at: Timestamp) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        // Repeating it changes nothing.
+        self.db
+            .idempotent(|| async {
+                sqlx::query(
+                    "UPDATE memories SET recalled_at = $3 WHERE profile_key = $1 AND id = ANY($2) \
+                     AND (recalled_at IS NULL OR recalled_at < $3)",
+                )
+                .bind(self.profile_key)
+                .bind(ids)
+                .bind(at.millis())
+                .execute(&self.db.pool)
+                .await
+                .map_err(db)?;
+                Ok(())
             })
             .await
     }

@@ -34,6 +34,7 @@ const SCHEMA: &[EmbeddedMigration] = embedded!(
     "0010_raw_metadata.sql",
     "0011_memory_expiry.sql",
     "0012_job_queue_profile_state.sql",
+    "0013_memory_consolidation.sql",
 );
 
 /// The migrator of the schema.

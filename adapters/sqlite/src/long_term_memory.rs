@@ -1,7 +1,7 @@
 use async_trait::async_trait;
 use memory_core::ports::{
-    ForgetRequest, MemoryFilter, MemoryKind, MemoryPage, MemoryRecord, MemoryRecordStore,
-    RawMessage, RawMessageInsert, RawMessageStore,
+    ForgetRequest, MemoryFilter, MemoryKind, MemoryMerge, MemoryPage, MemoryRecord,
+    MemoryRecordStore, MergeNote, RawMessage, RawMessageInsert, RawMessageStore,
 };
 use memory_core::{MemoryError, Metadata, MetadataFilter, Result, Timestamp};
 use sqlx::Row;
@@ -48,7 +48,7 @@ fn parse_kind(s: &str) -> Result<MemoryKind> {
         .ok_or_else(|| MemoryError::serialization(format!("unknown memory kind {s:?}")))
 }
 
-const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines, metadata, expires_at";
+const COLUMNS: &str = "pos, id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, superseded_by, forgotten_reason, forgotten_at, source_lines, metadata, expires_at, merged_reason, merged_at, confirmed_at, recalled_at";
 
 fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
     let reason: Option<String> = row.get(11);
@@ -74,6 +74,12 @@ fn from_row(row: &SqliteRow) -> Result<MemoryRecord> {
         }),
         metadata: Metadata::from_stored(row.get(1), row.get::<Option<&str>, _>(14))?,
         expires_at: row.get::<Option<i64>, _>(15).map(Timestamp),
+        merged: row.get::<Option<String>, _>(16).map(|reason| MergeNote {
+            reason,
+            at: Timestamp(row.get::<Option<i64>, _>(17).unwrap_or(0)),
+        }),
+        confirmed_at: row.get::<Option<i64>, _>(18).map(Timestamp),
+        recalled_at: row.get::<Option<i64>, _>(19).map(Timestamp),
     })
 }
 
@@ -273,8 +279,9 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         let search_text = format!("{}\n{}", m.content, m.questions.join("\n"));
         let result = sqlx::query(
             "INSERT INTO memories (id, kind, content, key, questions, session_id, source_message_ids, recorded_at, valid_at, \
-             superseded_by, forgotten_reason, forgotten_at, search_text, source_lines, metadata, expires_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             superseded_by, forgotten_reason, forgotten_at, search_text, source_lines, metadata, expires_at, \
+             merged_reason, merged_at, confirmed_at, recalled_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&m.id)
         .bind(m.kind.as_str())
@@ -292,6 +299,10 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         .bind(m.source_lines.map(|l| format!("[{},{}]", l[0], l[1])))
         .bind((!m.metadata.is_empty()).then(|| m.metadata.to_json()))
         .bind(m.expires_at.map(Timestamp::millis))
+        .bind(m.merged.as_ref().map(|n| n.reason.clone()))
+        .bind(m.merged.as_ref().map(|n| n.at.millis()))
+        .bind(m.confirmed_at.map(Timestamp::millis))
+        .bind(m.recalled_at.map(Timestamp::millis))
         .execute(&self.db.writer)
         .await;
         match result {
@@ -495,5 +506,71 @@ impl MemoryRecordStore for SqliteLongTermMemory {
         .await
         .map_err(db)?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
+    async fn merge(&self, merge: &MemoryMerge) -> Result<()> {
+        merge.validate()?;
+        let ids: Vec<&String> = std::iter::once(&merge.survivor)
+            .chain(&merge.absorbed)
+            .collect();
+        // Read and written in one transaction: a merge planned on records that changed
+        // since is refused whole.
+        let mut tx = self.db.write().await?;
+        let rows = sqlx::query(select("WHERE id IN (SELECT value FROM json_each(?))"))
+            .bind(serde_json::to_string(&ids)?)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db)?;
+        let found = rows.iter().map(from_row).collect::<Result<Vec<_>>>()?;
+        let (survivor, absorbed) = merge.check_current(&found)?;
+        let absorbed: Vec<MemoryRecord> = absorbed.into_iter().cloned().collect();
+        sqlx::query("UPDATE memories SET source_message_ids = ?, confirmed_at = ? WHERE id = ?")
+            .bind(serde_json::to_string(&MemoryMerge::merged_sources(
+                survivor, &absorbed,
+            ))?)
+            .bind(MemoryMerge::merged_confirmation(survivor, &absorbed).map(Timestamp::millis))
+            .bind(&merge.survivor)
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        sqlx::query(
+            "UPDATE memories SET superseded_by = ?, merged_reason = ?, merged_at = ? \
+             WHERE id IN (SELECT value FROM json_each(?))",
+        )
+        .bind(&merge.survivor)
+        .bind(&merge.note.reason)
+        .bind(merge.note.at.millis())
+        .bind(serde_json::to_string(&merge.absorbed)?)
+        .execute(&mut *tx)
+        .await
+        .map_err(db)?;
+        tx.commit().await.map_err(db)
+    }
+
+    async fn merged_into(&self, id: &str) -> Result<Vec<MemoryRecord>> {
+        let rows = sqlx::query(select(
+            "WHERE superseded_by = ? AND merged_reason IS NOT NULL ORDER BY pos",
+        ))
+        .bind(id)
+        .fetch_all(&mut *self.db.reader.acquire().await?)
+        .await
+        .map_err(db)?;
+        rows.iter().map(from_row).collect()
+    }
+
+    async fn mark_recalled(&self, ids: &[String], at: Timestamp) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(
+            "UPDATE memories SET recalled_at = ?1 WHERE id IN (SELECT value FROM json_each(?2)) \
+             AND (recalled_at IS NULL OR recalled_at < ?1)",
+        )
+        .bind(at.millis())
+        .bind(serde_json::to_string(ids)?)
+        .execute(&self.db.writer)
+        .await
+        .map_err(db)?;
+        Ok(())
     }
 }

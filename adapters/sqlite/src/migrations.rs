@@ -34,10 +34,15 @@ const FULL: &[EmbeddedMigration] = embedded!(
     "0010_raw_metadata.sql",
     "0011_memory_expiry.sql",
     "0012_job_queue_profile_state.sql",
+    "0013_memory_consolidation.sql",
 );
 
 /// `profile_migrations/`: a profile's own database, only the profile's tables.
-const PROFILE: &[EmbeddedMigration] = embedded!("profile_migrations", "0100_profile.sql");
+const PROFILE: &[EmbeddedMigration] = embedded!(
+    "profile_migrations",
+    "0100_profile.sql",
+    "0101_memory_consolidation.sql",
+);
 
 /// The migrator of the full schema.
 pub(crate) fn full() -> Migrator {

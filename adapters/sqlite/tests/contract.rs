@@ -277,6 +277,9 @@ async fn purged_text_leaves_no_trace_in_any_file() {
             forgotten: None,
             metadata: Default::default(),
             expires_at: None,
+            merged: None,
+            confirmed_at: None,
+            recalled_at: None,
         })
         .await
         .unwrap();

@@ -36,6 +36,9 @@ fn memory(id: &str, content: &str) -> MemoryRecord {
         forgotten: None,
         metadata: Default::default(),
         expires_at: None,
+        merged: None,
+        confirmed_at: None,
+        recalled_at: None,
     }
 }
 

@@ -102,9 +102,17 @@ def _smallest(schema: Any) -> Any:
 
 
 @dataclass
+def _confirm_every_group(body: dict[str, Any]) -> str:
+    """The fake model's verdict on consolidation's groups: every group shown is the same."""
+    shown = re.findall(r"^Group \d+:", str(body["messages"][-1]["content"]), re.MULTILINE)
+    groups = [{"group": i + 1, "same": True, "reason": "the same fact"} for i in range(len(shown))]
+    return json.dumps({"groups": groups})
+
+
 class FakeModel:
     """A fake OpenAI-compatible chat endpoint: a structured request gets its schema's
-    smallest instance, any other (a compaction) gets ``summary``."""
+    smallest instance (consolidation's gets every group confirmed, the digest's a fixed
+    summary drawing on the first record), any other (a compaction) gets ``summary``."""
 
     summary: str = "## Goal\nPlan a trip to Lyon by train."
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -118,10 +126,16 @@ class FakeModel:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
                 model.requests.append(body)
-                schema = ((body.get("response_format") or {}).get("json_schema") or {}).get(
-                    "schema"
-                )
-                content = json.dumps(_smallest(schema)) if schema is not None else model.summary
+                format_ = (body.get("response_format") or {}).get("json_schema") or {}
+                schema = format_.get("schema")
+                if format_.get("name") == "consolidation":
+                    content = _confirm_every_group(body)
+                elif format_.get("name") == "digest":
+                    content = json.dumps({"summary": "The user's profile in brief.", "sources": [1]})
+                elif schema is not None:
+                    content = json.dumps(_smallest(schema))
+                else:
+                    content = model.summary
                 answer = json.dumps(
                     {
                         "id": f"chatcmpl-{len(model.requests)}",

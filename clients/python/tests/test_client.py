@@ -183,6 +183,12 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
     assert other.expires_at == expires
     await r(profile.forget(other.id, reason="tour"))
     assert (await r(profile.purge(other.id, with_sources=True))).memory
+    assert (await r(profile.consolidate(dry_run=True))).dry_run
+    assert not (await r(profile.consolidate())).dry_run
+    assert isinstance(await r(profile.merged(remembered.id)), list)
+    assert len((await r(profile.block(tokens=200, top=5))).candidates) <= 5
+    assert (await r(profile.refresh_digest(force=True))).written
+    assert (await r(profile.digest())) is not None
     stop = Category(name="stop", description="A stop")
     chosen_settings = await r(
         profile.set_settings(instructions="Keep the stops", categories=[stop], language="English")
@@ -485,6 +491,42 @@ def test_profile_settings(deployment: Served) -> None:
 async def test_async_profile_settings(deployment: Served) -> None:
     async with AsyncMemoryClient(deployment.base_url) as memory:
         await settings_round_trip(memory, "settings-async")
+
+
+def test_consolidation_merges_paraphrases_and_the_block_shows_scores(
+    client: MemoryClient,
+) -> None:
+    tidy = client.profile("tidy-py")
+    said = [
+        "The user likes green tea.",
+        "the user likes green tea very much",
+        "The user likes GREEN tea!",
+    ]
+    ids = [tidy.remember(text).id for text in said]
+    tidy.remember("The user walks the dog every morning.")
+    planned = tidy.consolidate(dry_run=True)
+    assert planned.dry_run and len(planned.merges) == 1 and planned.absorbed == 2
+    assert len(tidy.list_page().memories) == 4, "a dry run writes nothing"
+    done = tidy.consolidate()
+    merge = done.merges[0]
+    assert sorted([merge.survivor.id, *(m.id for m in merge.absorbed)]) == sorted(ids)
+    merged = tidy.merged(merge.survivor.id)
+    assert [m.merged.reason for m in merged if m.merged] == [merge.reason] * 2
+    assert all(m.superseded_by == merge.survivor.id for m in merged)
+    block = tidy.block(tokens=200)
+    assert block.text is not None and "green tea" in block.text
+    assert [c.chosen for c in block.candidates] == [True, True]
+    assert all(c.score.said > 0.99 and c.score.used == 0 for c in block.candidates)
+    refreshed = tidy.refresh_digest(force=True)
+    assert refreshed.written and refreshed.reason == "asked for"
+    digest = tidy.digest()
+    assert digest is not None and digest.text == "The user's profile in brief."
+    assert len(digest.sources) == 1
+    tight = tidy.block(tokens=15)
+    assert tight.text is not None and tight.text.startswith("Summary:\nThe user's profile")
+    assert tight.digest == digest
+    assert tidy.purge(merge.survivor.id).absorbed == 2
+    tidy.delete()
 
 
 def test_the_sync_client_is_generated_from_the_async_one() -> None:

@@ -211,6 +211,53 @@ def test_profiles_chains_recall_forget_jobs_and_health(browser: Browser, seeded:
     page.close()
 
 
+def test_consolidation_merges_and_the_block_with_its_scores(
+    browser: Browser, seeded: Served
+) -> None:
+    with MemoryClient(seeded.base_url) as memory:
+        tea = memory.profile("tea")
+        for said in [
+            "The user likes green tea.",
+            "the user likes green tea",
+            "THE USER LIKES GREEN TEA!",
+        ]:
+            tea.remember(said)
+        tea.remember("The user's sister likes green tea.")
+        tea.remember("Book the dentist", kind="task")
+    page = open_page(browser, f"{seeded.base_url}/ui#/consolidate/tea")
+    planned = page.locator("ol.merges > li")
+    expect(planned).to_have_count(1)
+    expect(planned.first).to_contain_text("absorbs")
+    expect(planned.first).to_contain_text("why: consolidation")
+    expect(page.locator("main")).not_to_contain_text("sister likes green tea")
+    shot(page, "consolidation")
+    page.get_by_role("button", name="Merge these").click()
+    expect(page.locator("#consolidation-result")).to_contain_text("Merged 2 memories into 1")
+
+    page.goto(f"{seeded.base_url}/ui#/profile/tea?all=true")
+    expect(page.locator("span.badge", has_text="merged")).to_have_count(2)
+    survivor = page.locator("tr", has_text="current").filter(has_text="green tea").filter(
+        has_not_text="sister"
+    )
+    survivor.get_by_role("button", name="Chain and provenance").click()
+    expect(page.locator("ul.absorbed li")).to_have_count(2)
+    expect(page.locator("ul.absorbed")).to_contain_text("consolidation:")
+
+    page.goto(f"{seeded.base_url}/ui#/block/tea?tokens=200")
+    expect(page.locator("#block-text")).to_contain_text("Open tasks:")
+    expect(page.locator("#digest")).to_contain_text("No digest")
+    rows = page.locator("tr[data-candidate]")
+    expect(rows).to_have_count(3)
+    expect(rows.first).to_contain_text("yes")
+    with MemoryClient(seeded.base_url) as memory:
+        assert memory.profile("tea").refresh_digest(force=True).written
+    page.goto(f"{seeded.base_url}/ui#/block/tea?tokens=15")
+    expect(page.locator("#block-text")).to_contain_text("Summary:")
+    expect(page.locator("#digest")).to_contain_text("shown: the memories do not all fit")
+    shot(page, "block")
+    page.close()
+
+
 def test_under_api_keys_the_page_asks_for_one(browser: Browser) -> None:
     key = "mk_test_ui_0123456789abcdef"
     served = serve('[memory]\nembedder = "none"\n', keys=key_entry("ui", key))

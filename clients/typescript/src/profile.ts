@@ -13,6 +13,9 @@ import { MemoryError, TimeoutError } from "./errors.js";
 import { path, type RequestOptions, sleep, type Transport } from "./http.js";
 import { type Body, IMPORT_TIMEOUT_MS, lines, uploadBody } from "./streams.js";
 import type {
+  BlockChoice,
+  ConsolidationReport,
+  DigestReport,
   IngestAccepted,
   IngestJob,
   IngestLine,
@@ -21,6 +24,7 @@ import type {
   MemoryPage,
   Metadata,
   MetadataFilter,
+  ProfileDigest,
   ProfileImport,
   Purged,
   RecallResult,
@@ -193,6 +197,47 @@ export class Profile {
     return this.http.json("POST", this.path(path`/memories/${memoryId}/purge`), {
       ...options,
       query: { with_sources: options.withSources },
+    });
+  }
+
+  /**
+   * Merges memories that say the same thing: each group into one survivor that keeps the
+   * union of their sources; the others are superseded by it with the reason (nothing is
+   * deleted). With `dryRun`, only lists the planned merges.
+   */
+  consolidate(options: RequestOptions & { dryRun?: boolean } = {}): Promise<ConsolidationReport> {
+    return this.http.json("POST", this.path("/consolidate"), {
+      ...options,
+      json: { dry_run: options.dryRun ?? false },
+    });
+  }
+
+  /** The memories consolidation merged into `memoryId`, oldest first, each with its reason. */
+  async merged(memoryId: string, options: RequestOptions = {}): Promise<Memory[]> {
+    const { memories } = await this.http.json<{ memories: Memory[] }>(
+      "GET",
+      this.path(path`/memories/${memoryId}/merged`),
+      options,
+    );
+    return memories;
+  }
+
+  /** The profile's digest (`null` when none is kept). */
+  async digest(options: RequestOptions = {}): Promise<ProfileDigest | null> {
+    const { digest } = await this.http.json<{ digest: ProfileDigest | null }>("GET", this.path("/digest"), options);
+    return digest;
+  }
+
+  /** Writes the digest again when enough has changed (always with `force`); needs an `[llm]`. */
+  refreshDigest(options: RequestOptions & { force?: boolean } = {}): Promise<DigestReport> {
+    return this.http.json("POST", this.path("/digest"), { ...options, json: { force: options.force ?? false } });
+  }
+
+  /** What a bound session's profile block shows, and the scores it chose by. */
+  block(options: RequestOptions & { tokens?: number; top?: number } = {}): Promise<BlockChoice> {
+    return this.http.json("GET", this.path("/block"), {
+      ...options,
+      query: { tokens: options.tokens, top: options.top },
     });
   }
 

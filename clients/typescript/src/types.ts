@@ -134,8 +134,92 @@ export interface Memory {
   /** When it stops being current (absent when never): from then on recall and the default
    * list leave it out; a list with `all` still shows it. */
   expires_at?: Timestamp;
+  /** Set when consolidation merged it into `superseded_by`: why and when. */
+  merged?: { reason: string; at: Timestamp };
+  /** The latest time the same thing was said again (a paraphrase merged into it). */
+  confirmed_at?: Timestamp;
+  /** The latest time recall returned it (written at most once an hour). */
+  recalled_at?: Timestamp;
   /** Fields this client does not model. */
   [field: string]: unknown;
+}
+
+/** A memory of a planned merge, with its evidence against the survivor. */
+export interface MergeMember {
+  id: string;
+  content: string;
+  /** Share of rarity-weighted content words in common with the survivor (absent for it). */
+  overlap?: number;
+  /** Cosine of its vector and the survivor's, when both have one. */
+  cosine?: number;
+}
+
+/** One consolidation group: what stays, what is merged into it, and why. */
+export interface PlannedMerge {
+  kind: MemoryKind;
+  survivor: MergeMember;
+  absorbed: MergeMember[];
+  reason: string;
+}
+
+/** What a consolidation run merged (or, in a dry run, would merge). */
+export interface ConsolidationReport {
+  /** The run's job (absent for a dry run). */
+  job_id?: string;
+  dry_run: boolean;
+  considered: number;
+  truncated: boolean;
+  pairs_judged: number;
+  merges: PlannedMerge[];
+  absorbed: number;
+  /** Groups the LLM said do not say the same thing. */
+  rejected: PlannedMerge[];
+  /** Merges skipped because a memory changed meanwhile. */
+  stale: number;
+  degraded: Degradation[];
+  usage: Usage;
+}
+
+/** A memory's score in the profile block: `kind × (0.6 × said + 0.4 × used)`. */
+export interface BlockScore {
+  score: number;
+  kind: number;
+  /** Recency of recording or confirmation (half-life 30 days). */
+  said: number;
+  /** Recency of use in recall (half-life 7 days), 0 if never. */
+  used: number;
+}
+
+/** A profile's digest: a short summary the LLM wrote from its memories. */
+export interface ProfileDigest {
+  text: string;
+  /** The memories it draws on. */
+  sources: string[];
+  generated_at: Timestamp;
+  /** How many memories it was written from. */
+  read: number;
+}
+
+/** What a digest run did. */
+export interface DigestReport {
+  digest: ProfileDigest | null;
+  /** Whether this call wrote it. */
+  written: boolean;
+  reason: string;
+  usage: Usage;
+}
+
+/** What the profile block shows, and why. */
+export interface BlockChoice {
+  /** The block's text (`null` when the profile holds nothing it shows). */
+  text: string | null;
+  /** The instant the scores are of. */
+  at: Timestamp;
+  instructions: Memory[];
+  /** The digest, when the block shows it (the memories did not all fit). */
+  digest: ProfileDigest | null;
+  /** Facts and open tasks, best score first. */
+  candidates: { memory: Memory; score: BlockScore; chosen: boolean }[];
 }
 
 /** A page of memories. */
@@ -307,6 +391,8 @@ export interface Purged {
   memory: boolean;
   vectors: number;
   raw_messages: number;
+  /** Memories consolidation had merged into it, erased with it. */
+  absorbed: number;
 }
 
 /** A category the server's classifier may give a profile's memories. */

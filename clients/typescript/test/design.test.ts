@@ -315,6 +315,66 @@ test("a profile: remember, recall, list, ingest, forget, and a bound session's e
   await assert.rejects(alice.forget(seat.id), NotFoundError);
 });
 
+test("consolidation merges paraphrases into one survivor, and the block shows what matters", async () => {
+  const tidy = context.memory.profile("tidy");
+  const said = [
+    "The user likes green tea.",
+    "the user likes green tea very much",
+    "The user likes GREEN tea!",
+  ];
+  const ids: string[] = [];
+  for (const content of said) ids.push((await tidy.remember(content)).id);
+  await tidy.remember("The user does not like green tea at night.");
+  await tidy.remember("Book the dentist appointment", { kind: "task" });
+
+  const planned = await tidy.consolidate({ dryRun: true });
+  assert.equal(planned.dry_run, true);
+  assert.equal(planned.merges.length, 1, JSON.stringify(planned));
+  assert.equal(planned.absorbed, 2);
+  assert.equal((await tidy.listPage()).memories.length, 5, "a dry run writes nothing");
+
+  const done = await tidy.consolidate();
+  assert.equal(done.dry_run, false);
+  assert.ok(done.job_id);
+  const merge = done.merges[0];
+  assert.ok(merge !== undefined);
+  assert.deepEqual(
+    [merge.survivor.id, ...merge.absorbed.map((m) => m.id)].sort(),
+    [...ids].sort(),
+  );
+  const merged = await tidy.merged(merge.survivor.id);
+  assert.equal(merged.length, 2);
+  for (const m of merged) {
+    assert.equal(m.superseded_by, merge.survivor.id);
+    assert.equal(m.merged?.reason, merge.reason);
+  }
+  const current = (await tidy.listPage()).memories.map((m) => m.content);
+  assert.equal(current.length, 3, current.join(" | "));
+
+  const block = await tidy.block({ tokens: 200 });
+  assert.ok(block.text?.includes("Open tasks:\n- Book the dentist appointment"), block.text ?? "");
+  assert.equal(block.candidates.length, 3);
+  for (const c of block.candidates) {
+    assert.equal(c.chosen, true);
+    assert.ok(c.score.score > 0 && c.score.said > 0.99, JSON.stringify(c.score));
+  }
+
+  // The digest, written by the model (the fake confirms the first record), then shown by
+  // a block too small for every memory.
+  const refreshed = await tidy.refreshDigest({ force: true });
+  assert.equal(refreshed.written, true, JSON.stringify(refreshed));
+  const digest = await tidy.digest();
+  assert.equal(digest?.text, "The user's profile in brief.");
+  assert.equal(digest?.sources.length, 1);
+  const tight = await tidy.block({ tokens: 15 });
+  assert.ok(tight.text?.startsWith("Summary:\nThe user's profile in brief."), tight.text ?? "");
+  assert.equal(tight.digest?.text, digest?.text);
+
+  const purged = await tidy.purge(merge.survivor.id);
+  assert.equal(purged.absorbed, 2, "a purge of the survivor reaches what it absorbed");
+  await tidy.delete();
+});
+
 test("recall with a metadata filter returns only the memories it admits", async () => {
   const team = context.memory.profile("launches");
   const atlas = await team.remember("The Atlas launch is in May", { metadata: { project: "atlas", priority: 2 } });

@@ -110,19 +110,36 @@ export interface FakeModel {
   stop(): Promise<void>;
 }
 
+/** The fake model's verdict on consolidation's groups: every group it is shown is the same. */
+function confirmEveryGroup(body: Record<string, unknown>): string {
+  const messages = (body.messages ?? []) as { content?: unknown }[];
+  const shown = String(messages.at(-1)?.content ?? "").match(/^Group \d+:/gm) ?? [];
+  return JSON.stringify({
+    groups: shown.map((_, i) => ({ group: i + 1, same: true, reason: "the same fact" })),
+  });
+}
+
 /**
  * Starts the fake model: a structured request (a `response_format` with a JSON schema)
- * gets the schema's smallest valid instance (no memories extracted, empty query analysis);
- * any other request (a compaction) gets `summary` as the summary.
+ * gets the schema's smallest valid instance (no memories extracted, empty query analysis),
+ * except consolidation's, whose every group it confirms, and the digest's, a fixed summary
+ * drawing on the first record; any other request (a compaction)
+ * gets `summary` as the summary.
  */
 export async function fakeModel(summary = "## Goal\nPlan a trip to Lyon by train."): Promise<FakeModel> {
   const requests: Record<string, unknown>[] = [];
   const server: HttpServer = createServer((request, response) => {
     void readJson(request).then((body) => {
       requests.push(body);
-      const format = body.response_format as { json_schema?: { schema?: unknown } } | undefined;
+      const format = body.response_format as { json_schema?: { name?: string; schema?: unknown } } | undefined;
       const content =
-        format?.json_schema?.schema !== undefined ? JSON.stringify(smallest(format.json_schema.schema)) : summary;
+        format?.json_schema?.name === "consolidation"
+          ? confirmEveryGroup(body)
+          : format?.json_schema?.name === "digest"
+            ? JSON.stringify({ summary: "The user's profile in brief.", sources: [1] })
+            : format?.json_schema?.schema !== undefined
+            ? JSON.stringify(smallest(format.json_schema.schema))
+            : summary;
       response.setHeader("content-type", "application/json");
       response.end(
         JSON.stringify({

@@ -102,6 +102,12 @@ async function tour(memory: MemoryClient): Promise<void> {
   assert.equal(other.expires_at, expiresAt);
   await profile.forget(other.id, { reason: "tour" });
   await profile.purge(other.id, { withSources: true });
+  await profile.consolidate({ dryRun: true });
+  await profile.consolidate();
+  await profile.merged(remembered.id);
+  await profile.block({ tokens: 200, top: 5 });
+  await profile.refreshDigest({ force: true });
+  await profile.digest();
   const lines: string[] = [];
   for await (const line of profile.exportLines({ vectors: false })) lines.push(line);
   const settings = { instructions: "Keep the stops", categories: [{ name: "stop", description: "A stop" }], language: "English" };

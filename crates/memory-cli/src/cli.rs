@@ -763,6 +763,48 @@ pub enum ProfileCommand {
         #[command(flatten)]
         format: Format,
     },
+    /// Merge memories that say the same thing: each group into one survivor that keeps the
+    /// union of their sources, the others superseded by it with the reason (nothing is
+    /// deleted). LLM-free, confirmed by the `[llm]` when one is configured.
+    Consolidate {
+        /// Profile name.
+        profile: String,
+        /// Only list the planned merges; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// The profile's digest (a short summary the `[llm]` writes from its memories, with the
+    /// memories it draws on); `--refresh` writes it again when enough changed, `--force`
+    /// always.
+    Digest {
+        /// Profile name.
+        profile: String,
+        /// Write it again when enough has changed since it was written.
+        #[arg(long)]
+        refresh: bool,
+        /// With `--refresh`: write it even when it is current.
+        #[arg(long, requires = "refresh")]
+        force: bool,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// What the profile block of a bound session's prompt shows, and why: the instructions,
+    /// then the facts and open tasks by score (recency of recording and confirmation, of use
+    /// in recall, the kind), within the budget.
+    Block {
+        /// Profile name.
+        profile: String,
+        /// The budget in tokens (default: `[sessions] profile_block_tokens`, 1,000).
+        #[arg(long)]
+        tokens: Option<usize>,
+        /// How many of the considered facts and tasks to list with their scores.
+        #[arg(long, default_value_t = 20)]
+        top: usize,
+        #[command(flatten)]
+        format: Format,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -860,6 +902,28 @@ pub enum EvalCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
+    /// Consolidation on a seeded profile of paraphrased memories: in-group and cross-group
+    /// pairs merged, the run's time and peak memory, recall before and after.
+    Consolidation {
+        /// Memories in the profile.
+        #[arg(long, default_value_t = 20_000)]
+        memories: usize,
+        /// The share of facts restated two to six times.
+        #[arg(long, default_value_t = 0.15)]
+        grouped: f64,
+        /// Questions asked before and after.
+        #[arg(long, default_value_t = 500)]
+        queries: usize,
+        /// The generator's seed.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        /// The vectors: `hashing` (the default) or a local model (`local`, `local-int8`, a
+        /// catalogue name).
+        #[arg(long, default_value = "hashing")]
+        embedder: String,
+        #[command(flatten)]
+        format: Format,
+    },
     /// Long-term memory: recall latency on a large profile, LLM-free ingest throughput,
     /// local embedding throughput.
     LongTerm {

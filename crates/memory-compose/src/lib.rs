@@ -376,6 +376,9 @@ impl Deployment {
         if let Some(depth) = memory.rerank_depth {
             long_term.rerank_depth = depth;
         }
+        if let Some(after) = memory.consolidate_after {
+            long_term.consolidate_after = after;
+        }
         long_term.settings = ProfileSettings {
             instructions: memory.instructions.clone(),
             categories: memory

@@ -247,6 +247,9 @@ pub struct LongTermMemoryConfig {
     pub reranker: Option<String>,
     /// How many of recall's best items the reranker reads (default 30).
     pub rerank_depth: Option<usize>,
+    /// A profile is consolidated on its own once it has recorded this many memories since
+    /// its last run (default 50; 0: only on demand, `memory profile consolidate`).
+    pub consolidate_after: Option<usize>,
     /// Embedding model for `embedder = "openai"`.
     pub embedding_model: Option<String>,
     /// Its vector length.

@@ -201,6 +201,19 @@ fn routes() -> Router {
         )
         .route("/v1/profiles/{profile}/jobs", get(profiles::list_jobs))
         .route(
+            "/v1/profiles/{profile}/consolidate",
+            post(profiles::consolidate),
+        )
+        .route("/v1/profiles/{profile}/block", get(profiles::block))
+        .route(
+            "/v1/profiles/{profile}/digest",
+            get(profiles::digest).post(profiles::refresh_digest),
+        )
+        .route(
+            "/v1/profiles/{profile}/memories/{id}/merged",
+            get(profiles::merged),
+        )
+        .route(
             "/v1/profiles/{profile}/memories",
             post(profiles::remember).get(profiles::list_memories),
         )

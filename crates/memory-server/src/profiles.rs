@@ -491,6 +491,8 @@ pub struct Purged {
     pub vectors: u64,
     /// Source raw messages erased.
     pub raw_messages: u64,
+    /// Memories consolidation had merged into it, erased with it.
+    pub absorbed: u64,
 }
 
 /// Erases a memory (right to erasure): its row, index entries and vectors; the chain it
@@ -517,7 +519,93 @@ pub async fn purge(
         memory: report.memory,
         vectors: report.vectors,
         raw_messages: report.raw_messages,
+        absorbed: report.absorbed,
     }))
+}
+
+/// What `POST /v1/profiles/{profile}/consolidate` does.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct ConsolidateBody {
+    /// Only plan: list the merges, write nothing (default false).
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Merges the profile's memories that say the same thing: each group into one survivor
+/// that keeps the union of their sources; the others are superseded by it with the reason,
+/// nothing is deleted. Planned LLM-free, confirmed by the LLM when one is configured.
+#[utoipa::path(post, path = "/v1/profiles/{profile}/consolidate", tag = "long-term",
+    params(("profile" = String, Path, description = "Profile name")),
+    request_body(content = ConsolidateBody, description = "`{\"dry_run\": true}` only plans"),
+    responses(
+        (status = 200, description = "The merges written (or planned), with their reasons", body = crate::schemas::Consolidation),
+        (status = 404, description = "No such profile", body = ErrorBody)))]
+pub async fn consolidate(
+    Extension(state): Extension<AppState>,
+    Path(profile): Path<String>,
+    body: Option<Json<ConsolidateBody>>,
+) -> ApiResult<Json<memory_engine::long_term::ConsolidationReport>> {
+    let dry_run = body.map(|Json(b)| b.dry_run).unwrap_or(false);
+    Ok(Json(state.memory.consolidate(&profile, dry_run).await?))
+}
+
+/// The memories consolidation merged into one.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Merged {
+    /// Oldest first, each with its `merged` note (reason and time).
+    #[schema(value_type = Vec<Object>)]
+    pub memories: Vec<memory_core::ports::MemoryRecord>,
+}
+
+/// What consolidation merged into a memory, and why.
+#[utoipa::path(get, path = "/v1/profiles/{profile}/memories/{id}/merged", tag = "long-term",
+    params(("profile" = String, Path, description = "Profile name"),
+           ("id" = String, Path, description = "Memory id")),
+    responses(
+        (status = 200, description = "The memories merged into it", body = Merged),
+        (status = 404, description = "No such profile", body = ErrorBody)))]
+pub async fn merged(
+    Extension(state): Extension<AppState>,
+    Path((profile, id)): Path<(String, String)>,
+) -> ApiResult<Json<Merged>> {
+    Ok(Json(Merged {
+        memories: state.memory.merged_into(&profile, &id).await?,
+    }))
+}
+
+/// `GET /v1/profiles/{profile}/block`'s query.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct BlockParams {
+    /// The budget in tokens (default: the profile block's, 1,000).
+    pub tokens: Option<usize>,
+    /// How many of the considered facts and tasks to return with their scores (default 50).
+    pub top: Option<usize>,
+}
+
+/// What the profile block of a bound session's prompt shows, and why: the text, the
+/// instructions, and the best-scored facts and open tasks with their scores and whether
+/// each is shown.
+#[utoipa::path(get, path = "/v1/profiles/{profile}/block", tag = "long-term",
+    params(("profile" = String, Path, description = "Profile name"), BlockParams),
+    responses(
+        (status = 200, description = "The block and its choice", body = crate::schemas::BlockChoice),
+        (status = 404, description = "No such profile", body = ErrorBody)))]
+pub async fn block(
+    Extension(state): Extension<AppState>,
+    Path(profile): Path<String>,
+    Query(params): Query<BlockParams>,
+) -> ApiResult<Json<memory_engine::profile_link::BlockChoice>> {
+    let Some(link) = state.sessions.long_term() else {
+        return Err(memory_core::MemoryError::NotSupported {
+            operation: "the profile block",
+            backend: "a deployment without long-term memory",
+        }
+        .into());
+    };
+    let mut choice = link.block_choice(&profile, params.tokens).await?;
+    choice.candidates.truncate(params.top.unwrap_or(50));
+    Ok(Json(choice))
 }
 
 /// A profile's ingest jobs.
@@ -539,4 +627,57 @@ pub async fn list_jobs(
     Ok(Json(Jobs {
         jobs: state.memory.jobs(&profile).await?,
     }))
+}
+
+/// The profile's digest, if one is kept.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Digest {
+    /// The digest: its text, the memories it draws on (`sources`), when it was written and
+    /// from how many memories (`null` when none is kept).
+    #[schema(value_type = Option<Object>)]
+    pub digest: Option<memory_engine::long_term::ProfileDigest>,
+}
+
+/// The profile's digest: a short summary the LLM wrote from its memories, with the
+/// memories it draws on. The profile block shows it when the memories do not fit.
+#[utoipa::path(get, path = "/v1/profiles/{profile}/digest", tag = "long-term",
+    params(("profile" = String, Path, description = "Profile name")),
+    responses(
+        (status = 200, description = "The digest (`null` when none is kept)", body = Digest),
+        (status = 404, description = "No such profile", body = ErrorBody)))]
+pub async fn digest(
+    Extension(state): Extension<AppState>,
+    Path(profile): Path<String>,
+) -> ApiResult<Json<Digest>> {
+    if !state.memory.profiles().exists(&profile).await? {
+        return Err(memory_core::MemoryError::not_found("profile", profile).into());
+    }
+    Ok(Json(Digest {
+        digest: state.memory.digest(&profile).await?,
+    }))
+}
+
+/// What `POST /v1/profiles/{profile}/digest` does.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct RefreshDigestBody {
+    /// Write it even when it is current (default false: only when enough changed).
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// Writes the profile's digest again when enough has changed (or always, with `force`),
+/// as a job; needs an `[llm]` (without one, the report says so).
+#[utoipa::path(post, path = "/v1/profiles/{profile}/digest", tag = "long-term",
+    params(("profile" = String, Path, description = "Profile name")),
+    request_body(content = RefreshDigestBody, description = "`{\"force\": true}` writes it now"),
+    responses(
+        (status = 200, description = "The digest, whether this call wrote it, and why", body = crate::schemas::DigestReport),
+        (status = 404, description = "No such profile", body = ErrorBody)))]
+pub async fn refresh_digest(
+    Extension(state): Extension<AppState>,
+    Path(profile): Path<String>,
+    body: Option<Json<RefreshDigestBody>>,
+) -> ApiResult<Json<memory_engine::long_term::DigestReport>> {
+    let force = body.map(|Json(b)| b.force).unwrap_or(false);
+    Ok(Json(state.memory.refresh_digest(&profile, force).await?))
 }

@@ -28,3 +28,20 @@ pub struct Recall(pub Value);
 #[derive(ToSchema)]
 #[schema(value_type = Object)]
 pub struct Job(pub Value);
+
+/// A consolidation report: the merges (survivor, absorbed memories with their evidence,
+/// reason), the groups the LLM rejected, counts, degradations and usage.
+#[derive(ToSchema)]
+#[schema(value_type = Object)]
+pub struct Consolidation(pub Value);
+
+/// The profile block's choice: its text, the instructions shown, and the facts and open
+/// tasks considered, best score first, each with its score parts and whether it is shown.
+#[derive(ToSchema)]
+#[schema(value_type = Object)]
+pub struct BlockChoice(pub Value);
+
+/// A digest run: the digest kept, whether this call wrote it, why, and LLM usage.
+#[derive(ToSchema)]
+#[schema(value_type = Object)]
+pub struct DigestReport(pub Value);

@@ -282,6 +282,7 @@ async function profilesView() {
 
 function status(memory) {
   if (memory.forgotten) return h("span", { class: "badge forgotten" }, "forgotten");
+  if (memory.merged) return h("span", { class: "badge superseded" }, "merged");
   if (memory.superseded_by) return h("span", { class: "badge superseded" }, "superseded");
   return h("span", { class: "badge current" }, "current");
 }
@@ -311,7 +312,8 @@ async function profileView(name) {
   const detail = h("section", { id: "memory-detail", "aria-live": "polite" });
   show(
     h("h2", {}, `Profile ${name}`),
-    h("p", {}, link(`#/recall?profile=${encodeURIComponent(name)}`, "Recall in this profile"), " · ", link(`#/jobs?profile=${encodeURIComponent(name)}`, "Its jobs")),
+    h("p", {}, link(`#/recall?profile=${encodeURIComponent(name)}`, "Recall in this profile"), " · ", link(`#/jobs?profile=${encodeURIComponent(name)}`, "Its jobs"),
+      " · ", link(`#/block/${encodeURIComponent(name)}`, "Its prompt block"), " · ", link(`#/consolidate/${encodeURIComponent(name)}`, "Consolidation")),
     form,
     table(["Status", "Kind", "Key", "Content", "Recorded", ""], memories.map((m) =>
       h("tr", { "data-memory": m.id },
@@ -328,6 +330,7 @@ async function profileView(name) {
 
 async function memoryDetail(name, memory, target) {
   const base = `/v1/profiles/${encodeURIComponent(name)}`;
+  const { memories: absorbed } = await api("GET", `${base}/memories/${encodeURIComponent(memory.id)}/merged`);
   let chain = [memory];
   if (memory.key) {
     const all = [];
@@ -351,8 +354,82 @@ async function memoryDetail(name, memory, target) {
       : h("p", {}, "No session recorded (remembered directly)."),
     h("p", {}, h("strong", {}, "Search questions")),
     memory.questions.length ? h("ul", {}, memory.questions.map((q) => h("li", {}, q))) : h("p", { class: "meta" }, "none"),
+    h("p", {}, h("strong", {}, "Consolidation")),
+    memory.merged
+      ? h("p", { class: "merged-into" }, `Merged into ${memory.superseded_by} on ${time(memory.merged.at)}: ${memory.merged.reason}`)
+      : null,
+    absorbed.length
+      ? h("ul", { class: "absorbed" }, absorbed.map((m) => h("li", {}, m.content, h("span", { class: "meta" }, ` · ${m.id} · merged ${time(m.merged.at)}: ${m.merged.reason}`))))
+      : h("p", { class: "meta" }, memory.merged ? "" : "Nothing was merged into it."),
   );
   target.focus?.();
+}
+
+// ---- The prompt block and consolidation -----------------------------------------------
+
+async function blockView(name) {
+  const p = params();
+  const tokens = p.get("tokens") || undefined;
+  const choice = await api("GET", `/v1/profiles/${encodeURIComponent(name)}/block`, { query: { tokens, top: 100 } });
+  const { digest } = await api("GET", `/v1/profiles/${encodeURIComponent(name)}/digest`);
+  show(
+    h("h2", {}, `Prompt block of ${name}`),
+    h("p", {}, link(`#/profile/${encodeURIComponent(name)}`, "Back to the profile"), " · scores at ", time(choice.at),
+      " · score = kind × (0.6 × said + 0.4 × used); said halves in 30 days, used in 7"),
+    h("form", {
+      class: "controls",
+      onsubmit: (e) => { e.preventDefault(); go(`#/block/${encodeURIComponent(name)}?${new URLSearchParams({ tokens: e.target.tokens.value })}`); },
+    }, h("label", {}, "Budget (tokens)", h("input", { name: "tokens", type: "number", min: "1", value: tokens || "" })), h("button", { type: "submit" }, "Choose")),
+    h("pre", { id: "block-text" }, choice.text ?? "(empty: nothing the block shows)"),
+    h("h3", {}, "Digest"),
+    digest
+      ? h("div", { id: "digest" }, h("p", {}, digest.text),
+          h("p", { class: "meta" }, `written ${time(digest.generated_at)} from ${digest.read} memories · ${choice.digest ? "shown: the memories do not all fit" : "not shown: the memories fit"} · draws on `,
+            digest.sources.map((id) => [h("code", {}, id), " "])))
+      : h("p", { class: "meta", id: "digest" }, "No digest (written by the [llm] once the profile has memories; shown when they do not fit)."),
+    h("h3", {}, `Instructions shown: ${choice.instructions.length}`),
+    h("h3", {}, "Facts and open tasks, best first"),
+    table(["Shown", "Score", "Kind weight", "Said", "Used", "Kind", "Content"], choice.candidates.map((c) =>
+      h("tr", { "data-candidate": c.memory.id, class: c.chosen ? "chosen" : "" },
+        h("td", {}, c.chosen ? "yes" : "no"), h("td", {}, c.score.score.toFixed(3)), h("td", {}, c.score.kind.toFixed(1)),
+        h("td", {}, c.score.said.toFixed(2)), h("td", {}, c.score.used.toFixed(2)), h("td", {}, c.memory.kind),
+        h("td", { class: "content" }, c.memory.content)))),
+  );
+}
+
+function mergeList(merges, caption) {
+  return h("section", {},
+    h("h3", {}, caption),
+    merges.length ? h("ol", { class: "merges" }, merges.map((m) => h("li", { "data-survivor": m.survivor.id },
+      h("strong", {}, "keeps "), m.survivor.content, h("span", { class: "meta" }, ` · ${m.kind} · ${m.survivor.id}`),
+      h("ul", {}, m.absorbed.map((a) => h("li", {}, "absorbs ", a.content,
+        h("span", { class: "meta" }, ` · ${a.id}${a.overlap === undefined ? "" : ` · words ${a.overlap.toFixed(2)}`}${a.cosine === undefined ? "" : ` · vectors ${a.cosine.toFixed(2)}`}`)))),
+      h("p", { class: "meta" }, `why: ${m.reason}`))))
+      : h("p", { class: "meta" }, "none"));
+}
+
+async function consolidateView(name) {
+  const base = `/v1/profiles/${encodeURIComponent(name)}`;
+  const plan = await api("POST", `${base}/consolidate`, { body: { dry_run: true } });
+  const result = h("section", { id: "consolidation-result", "aria-live": "polite" });
+  show(
+    h("h2", {}, `Consolidation of ${name}`),
+    h("p", {}, link(`#/profile/${encodeURIComponent(name)}`, "Back to the profile"),
+      ` · ${plan.considered} memories read, ${plan.pairs_judged} pairs judged; ${plan.absorbed} would be merged into ${plan.merges.length} survivors (nothing is deleted: each stays, superseded, with its reason)`),
+    plan.degraded.length ? h("ul", { class: "meta" }, plan.degraded.map((d) => h("li", {}, `${d.feature}: ${d.reason}`))) : null,
+    mergeList(plan.merges, "Planned merges"),
+    plan.rejected.length ? mergeList(plan.rejected, "Not merged: the LLM disagreed") : null,
+    plan.merges.length ? h("button", {
+      type: "button",
+      "data-action": "consolidate",
+      onclick: async () => {
+        const done = await api("POST", `${base}/consolidate`, { body: { dry_run: false } });
+        result.replaceChildren(h("p", {}, `Merged ${done.absorbed} memories into ${done.merges.length} survivors${done.stale ? `; ${done.stale} skipped (changed meanwhile)` : ""}.`),
+          mergeList(done.merges, "Written"));
+      },
+    }, "Merge these") : null,
+    result,
+  );
 }
 
 async function forget(name, memory) {
@@ -468,6 +545,8 @@ async function route() {
     if (parts[0] === "session" && parts[1]) await sessionView(parts[1]);
     else if (parts[0] === "profile" && parts[1]) await profileView(parts[1]);
     else if (parts[0] === "profiles") await profilesView();
+    else if (parts[0] === "block" && parts[1]) await blockView(parts[1]);
+    else if (parts[0] === "consolidate" && parts[1]) await consolidateView(parts[1]);
     else if (parts[0] === "recall") await recallView();
     else if (parts[0] === "jobs") await jobsView();
     else if (parts[0] === "health") await healthView();

@@ -206,6 +206,9 @@ mock! {
         async fn forget(&self, id: &str, request: ForgetRequest) -> Result<()>;
         async fn purge(&self, id: &str) -> Result<bool>;
         async fn expired(&self, at: Timestamp, limit: usize) -> Result<Vec<String>>;
+        async fn merge(&self, merge: &memory_core::ports::MemoryMerge) -> Result<()>;
+        async fn merged_into(&self, id: &str) -> Result<Vec<MemoryRecord>>;
+        async fn mark_recalled(&self, ids: &[String], at: Timestamp) -> Result<()>;
     }
 }
 

@@ -26,10 +26,13 @@ from .errors import TimeoutError
 from .models import (
     About,
     AppendOutcome,
+    BlockChoice,
     Category,
     Compaction,
     CompactResult,
+    ConsolidationReport,
     ContextBlock,
+    DigestReport,
     Ended,
     IngestAccepted,
     IngestJob,
@@ -37,6 +40,7 @@ from .models import (
     Memory,
     MemoryPage,
     Message,
+    ProfileDigest,
     ProfileImport,
     ProfilePage,
     Purged,
@@ -550,6 +554,39 @@ class Profile:
             query={"with_sources": with_sources},
         )
         return Purged.model_validate(answer)
+
+    def consolidate(self, *, dry_run: bool = False) -> ConsolidationReport:
+        """Merges memories that say the same thing: each group into one survivor that keeps
+        the union of their sources; the others are superseded by it with the reason (nothing
+        is deleted). With ``dry_run``, only lists the planned merges."""
+        answer = self._http.json(
+            "POST", self._path("/consolidate"), body={"dry_run": dry_run}
+        )
+        return ConsolidationReport.model_validate(answer)
+
+    def merged(self, memory_id: str) -> builtins.list[Memory]:
+        """The memories consolidation merged into ``memory_id``, oldest first, with reasons."""
+        answer = self._http.json("GET", self._path(f"/memories/{_seg(memory_id)}/merged"))
+        return [Memory.model_validate(m) for m in answer["memories"]]
+
+    def digest(self) -> ProfileDigest | None:
+        """The profile's digest (``None`` when none is kept)."""
+        answer = self._http.json("GET", self._path("/digest"))
+        digest = answer["digest"]
+        return None if digest is None else ProfileDigest.model_validate(digest)
+
+    def refresh_digest(self, *, force: bool = False) -> DigestReport:
+        """Writes the digest again when enough has changed (always with ``force``); needs an
+        ``[llm]``."""
+        answer = self._http.json("POST", self._path("/digest"), body={"force": force})
+        return DigestReport.model_validate(answer)
+
+    def block(self, *, tokens: int | None = None, top: int | None = None) -> BlockChoice:
+        """What a bound session's profile block shows, and the scores it chose by."""
+        answer = self._http.json(
+            "GET", self._path("/block"), query={"tokens": tokens, "top": top}
+        )
+        return BlockChoice.model_validate(answer)
 
     def job(self, job_id: str) -> IngestJob:
         """One ingest job."""

@@ -127,6 +127,13 @@ class Forgotten(Model):
     at: int
 
 
+class MergeNote(Model):
+    """Why and when consolidation merged a memory into the one ``superseded_by`` names."""
+
+    reason: str
+    at: int
+
+
 class Memory(Model):
     """A typed long-term memory with its provenance."""
 
@@ -146,6 +153,12 @@ class Memory(Model):
     expires_at: int | None = None
     """When it stops being current, in milliseconds since the epoch (``None``: never); from
     then on recall and the default list leave it out, ``list(all=True)`` still shows it."""
+    merged: MergeNote | None = None
+    """Set when consolidation merged it into ``superseded_by``."""
+    confirmed_at: int | None = None
+    """The latest time the same thing was said again (a paraphrase merged into it)."""
+    recalled_at: int | None = None
+    """The latest time recall returned it (written at most once an hour)."""
 
 
 class MemoryPage(Model):
@@ -229,6 +242,95 @@ class Usage(Model):
             input_tokens=sum(s.input_tokens for s in self.stages.values()),
             output_tokens=sum(s.output_tokens for s in self.stages.values()),
         )
+
+
+class MergeMember(Model):
+    """A memory of a planned merge, with its evidence against the survivor."""
+
+    id: str
+    content: str
+    overlap: float | None = None
+    """Share of rarity-weighted content words in common with the survivor (``None`` for it)."""
+    cosine: float | None = None
+    """Cosine of its vector and the survivor's, when both have one."""
+
+
+class PlannedMerge(Model):
+    """One consolidation group: what stays, what is merged into it, and why."""
+
+    kind: Literal["fact", "event", "instruction", "task"]
+    survivor: MergeMember
+    absorbed: list[MergeMember]
+    reason: str
+
+
+class ConsolidationReport(Model):
+    """What a consolidation run merged (or, in a dry run, would merge)."""
+
+    job_id: str | None = None
+    dry_run: bool
+    considered: int
+    truncated: bool
+    pairs_judged: int
+    merges: list[PlannedMerge]
+    absorbed: int
+    rejected: list[PlannedMerge]
+    """Groups the LLM said do not say the same thing."""
+    stale: int
+    """Merges skipped because a memory changed meanwhile."""
+    degraded: list[Degradation]
+    usage: Usage
+
+
+class BlockScore(Model):
+    """A memory's score in the profile block: ``kind * (0.6 * said + 0.4 * used)``."""
+
+    score: float
+    kind: float
+    said: float
+    """Recency of recording or confirmation (half-life 30 days)."""
+    used: float
+    """Recency of use in recall (half-life 7 days), 0 if never."""
+
+
+class BlockCandidate(Model):
+    """A fact or open task the block considered, with its score and whether it is shown."""
+
+    memory: Memory
+    score: BlockScore
+    chosen: bool
+
+
+class ProfileDigest(Model):
+    """A profile's digest: a short summary the LLM wrote from its memories."""
+
+    text: str
+    sources: list[str]
+    """The memories it draws on."""
+    generated_at: int
+    read: int
+    """How many memories it was written from."""
+
+
+class DigestReport(Model):
+    """What a digest run did."""
+
+    digest: ProfileDigest | None
+    written: bool
+    reason: str
+    usage: Usage
+
+
+class BlockChoice(Model):
+    """What the profile block shows, and why."""
+
+    text: str | None
+    at: int
+    instructions: list[Memory]
+    digest: ProfileDigest | None
+    """The digest, when the block shows it (the memories did not all fit)."""
+    candidates: list[BlockCandidate]
+    """Facts and open tasks, best score first."""
 
 
 class Answer(Model):
@@ -333,6 +435,8 @@ class Purged(Model):
     memory: bool
     vectors: int
     raw_messages: int
+    absorbed: int
+    """Memories consolidation had merged into it, erased with it."""
 
 
 class IngestLine(Model):

@@ -280,6 +280,9 @@ pub(super) async fn seed_memories(
                 forgotten: None,
                 metadata: bench_metadata(i)?,
                 expires_at: None,
+                merged: None,
+                confirmed_at: None,
+                recalled_at: None,
             };
             store.insert_memory(record.clone()).await?;
             records.push(record);

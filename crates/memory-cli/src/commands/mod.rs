@@ -2,6 +2,7 @@
 
 mod backup;
 mod bench;
+mod bench_consolidation;
 mod bench_embedders;
 mod bench_profiles;
 mod bench_queries;
@@ -13,6 +14,7 @@ mod demo;
 mod eval;
 mod message;
 mod models;
+mod paraphrase_corpus;
 pub(crate) mod profile;
 mod read;
 mod reindex;
@@ -303,6 +305,33 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             open_profiles,
             postgres,
         })
+        .await;
+    }
+    if let Command::Bench(crate::cli::BenchCommand::Consolidation {
+        memories,
+        grouped,
+        queries,
+        seed,
+        embedder,
+        format,
+    }) = cli.command
+    {
+        return bench_consolidation::run(
+            bench_consolidation::ConsolidationBench {
+                memories,
+                grouped,
+                queries,
+                seed,
+                model_embedder: match embedder.as_str() {
+                    "hashing" => None,
+                    name => Some(
+                        memory_config::EmbedderChoice::try_from(name.to_owned())
+                            .map_err(CliError::Input)?,
+                    ),
+                },
+            },
+            format.json,
+        )
         .await;
     }
     if let Command::Bench(crate::cli::BenchCommand::Embedders {

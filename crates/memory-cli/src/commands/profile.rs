@@ -659,8 +659,8 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
                 return Err(MemoryError::not_found("memory", id).into());
             }
             println!(
-                "purged {id}: {} vector(s), {} source message(s)",
-                report.vectors, report.raw_messages
+                "purged {id}: {} vector(s), {} source message(s), {} memories merged into it",
+                report.vectors, report.raw_messages, report.absorbed
             );
             Ok(())
         }
@@ -711,6 +711,102 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             println!("deleted profile {profile}");
             Ok(())
         }
+        ProfileCommand::Consolidate {
+            profile,
+            dry_run,
+            format,
+        } => {
+            let report = service.consolidate(&profile, dry_run).await?;
+            if format.json {
+                return output::json(&report);
+            }
+            print_consolidation(&profile, &report);
+            Ok(())
+        }
+        ProfileCommand::Digest {
+            profile,
+            refresh,
+            force,
+            format,
+        } => {
+            let (digest, note) = if refresh {
+                let report = service.refresh_digest(&profile, force).await?;
+                if format.json {
+                    return output::json(&report);
+                }
+                let verb = if report.written {
+                    "written"
+                } else {
+                    "not written"
+                };
+                (report.digest, Some(format!("{verb}: {}", report.reason)))
+            } else {
+                if !service.profiles().exists(&profile).await? {
+                    return Err(MemoryError::not_found("profile", profile).into());
+                }
+                let digest = service.digest(&profile).await?;
+                if format.json {
+                    return output::json(&digest);
+                }
+                (digest, None)
+            };
+            if let Some(note) = note {
+                println!("{note}");
+            }
+            match digest {
+                Some(d) => {
+                    println!("{}", d.text);
+                    println!(
+                        "(written {} from {} memories; draws on {})",
+                        output::time(d.generated_at),
+                        d.read,
+                        d.sources.join(", ")
+                    );
+                }
+                None => println!("{profile} has no digest"),
+            }
+            Ok(())
+        }
+        ProfileCommand::Block {
+            profile,
+            tokens,
+            top,
+            format,
+        } => {
+            let deployment = memory_compose::Deployment::open(data_dir)?;
+            let counter = memory_compose::token_counter(deployment.config())?;
+            let tokens = tokens.unwrap_or(deployment.config().sessions.profile_block_tokens);
+            let mut choice = memory_engine::profile_link::choose_profile_block(
+                &service,
+                &profile,
+                Some(tokens),
+                counter.as_ref(),
+            )
+            .await?;
+            choice.candidates.truncate(top);
+            if format.json {
+                return output::json(&choice);
+            }
+            println!("{}", choice.text.as_deref().unwrap_or("(empty)"));
+            println!();
+            println!(
+                "{} instruction(s) shown; facts and open tasks by score (kind × (0.6 said + 0.4 used)):",
+                choice.instructions.len()
+            );
+            for c in &choice.candidates {
+                println!(
+                    "{} {:.3} (kind {:.1}, said {:.2}, used {:.2}) {} {}",
+                    if c.chosen { "+" } else { " " },
+                    c.score.score,
+                    c.score.kind,
+                    c.score.said,
+                    c.score.used,
+                    c.memory.id,
+                    one_line(&c.memory.content)
+                );
+            }
+            Ok(())
+        }
         ProfileCommand::Reembed { profile, format } => {
             let report = service.reembed(&profile).await?;
             if format.json {
@@ -722,6 +818,68 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             );
             Ok(())
         }
+    }
+}
+
+/// A text on one line, cut at 100 characters.
+fn one_line(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(100) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
+    }
+}
+
+/// A consolidation report for people: each merge with its survivor, what it absorbed and why.
+fn print_consolidation(profile: &str, report: &memory_engine::long_term::ConsolidationReport) {
+    let verb = if report.dry_run {
+        "would merge"
+    } else {
+        "merged"
+    };
+    println!(
+        "{profile}: {} memories read, {} pairs judged; {verb} {} memories into {} survivors{}",
+        report.considered,
+        report.pairs_judged,
+        report.absorbed,
+        report.merges.len(),
+        if report.truncated {
+            " (only the oldest were read: the profile holds more than a run reads)"
+        } else {
+            ""
+        }
+    );
+    for merge in &report.merges {
+        println!(
+            "- keep {} ({}): {}",
+            merge.survivor.id,
+            merge.kind.as_str(),
+            one_line(&merge.survivor.content)
+        );
+        for absorbed in &merge.absorbed {
+            println!(
+                "    absorbs {}: {}",
+                absorbed.id,
+                one_line(&absorbed.content)
+            );
+        }
+        println!("    why: {}", merge.reason);
+    }
+    for rejected in &report.rejected {
+        println!(
+            "- not merged (the LLM disagreed): {} and {} more",
+            one_line(&rejected.survivor.content),
+            rejected.absorbed.len()
+        );
+    }
+    if report.stale > 0 {
+        println!(
+            "{} planned merge(s) skipped: a memory changed meanwhile",
+            report.stale
+        );
+    }
+    for d in &report.degraded {
+        println!("note: {}: {}", d.feature, d.reason);
     }
 }
 

@@ -24,40 +24,105 @@ const EXPIRY_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(6
 /// swept whole every 100 minutes instead of opening every profile every minute.
 const EXPIRY_PROFILES_PER_SWEEP: usize = 1_000;
 
-/// Runs the expiry sweep of up to [`EXPIRY_PROFILES_PER_SWEEP`] profiles of one deployment,
-/// the ones after `after` (a job per profile with something due; another process may hold
-/// it), and moves `after` to the last one looked at; returns how many memories expired.
-async fn sweep_expired(
+/// How often `memory serve` (running jobs) and `memory worker` consolidate the profiles
+/// that recorded `[memory] consolidate_after` memories since their last run.
+const CONSOLIDATION_EVERY: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The next profiles of a round over the deployment: up to `limit` after `after` in name
+/// order, wrapping around; `after` moves to the last one. A round over 100,000 profiles
+/// looks at a slice of them each time instead of opening every profile at once.
+async fn next_profiles(
     tenant: Option<&TenantName>,
     memory: &MemoryService,
     after: &mut Option<String>,
-) -> u64 {
+    limit: usize,
+) -> Vec<String> {
     let profiles = match memory.list_profiles().await {
         Ok(profiles) => profiles,
         Err(e) => {
-            tracing::warn!(tenant = ?tenant, error = %e, "listing profiles for the expiry sweep failed");
-            return 0;
+            tracing::warn!(tenant = ?tenant, error = %e, "listing profiles for a background round failed");
+            return Vec::new();
         }
     };
     let start = after
         .as_ref()
         .map_or(0, |last| profiles.partition_point(|p| p <= last));
-    let (swept, next) = profiles.split_at(start.min(profiles.len()));
-    let mut expired = 0;
-    for profile in next.iter().chain(swept).take(EXPIRY_PROFILES_PER_SWEEP) {
+    let (done, next) = profiles.split_at(start.min(profiles.len()));
+    let round: Vec<String> = next.iter().chain(done).take(limit).cloned().collect();
+    if let Some(last) = round.last() {
+        *after = Some(last.clone());
+    }
+    round
+}
+
+/// Runs `work` on each of the next [`EXPIRY_PROFILES_PER_SWEEP`] profiles of a round (see
+/// [`next_profiles`]), logging what fails as `what`; returns the sum of what it counted.
+async fn each_in_round<F, Fut>(
+    tenant: Option<&TenantName>,
+    memory: &MemoryService,
+    after: &mut Option<String>,
+    what: &str,
+    work: F,
+) -> u64
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = memory_core::Result<u64>>,
+{
+    let mut done = 0;
+    for profile in next_profiles(tenant, memory, after, EXPIRY_PROFILES_PER_SWEEP).await {
         if memory.is_stopping() {
             break;
         }
-        *after = Some(profile.clone());
-        match memory.sweep_expired(profile).await {
-            Ok(Some(sweep)) => expired += sweep.expired,
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(tenant = ?tenant, profile, error = %e, "expiry sweep failed");
-            }
+        match work(profile.clone()).await {
+            Ok(n) => done += n,
+            Err(e) => tracing::warn!(tenant = ?tenant, profile, error = %e, "{what} failed"),
         }
     }
-    expired
+    done
+}
+
+/// The expiry sweep of the next profiles of the round (a job per profile with something
+/// due; another process may hold it); returns how many memories expired.
+async fn sweep_expired(
+    tenant: Option<&TenantName>,
+    memory: &MemoryService,
+    after: &mut Option<String>,
+) -> u64 {
+    each_in_round(
+        tenant,
+        memory,
+        after,
+        "expiry sweep",
+        |profile| async move {
+            Ok(memory
+                .sweep_expired(&profile)
+                .await?
+                .map_or(0, |sweep| sweep.expired))
+        },
+    )
+    .await
+}
+
+/// The consolidation of the next profiles of the round that recorded enough memories since
+/// their last run; returns how many memories were merged.
+async fn consolidate_due(
+    tenant: Option<&TenantName>,
+    memory: &MemoryService,
+    after: &mut Option<String>,
+) -> u64 {
+    each_in_round(
+        tenant,
+        memory,
+        after,
+        "consolidation",
+        |profile| async move {
+            Ok(memory
+                .consolidate_if_due(&profile)
+                .await?
+                .map_or(0, |report| report.absorbed))
+        },
+    )
+    .await
 }
 
 /// How often `memory serve` (running jobs) looks for jobs no request is running: those a
@@ -104,12 +169,15 @@ async fn run_claimable_jobs(
 }
 
 /// The background work of `memory serve` when it runs jobs, until jobs stop: every
-/// [`JOB_POLL_EVERY`] the claimable jobs, every [`EXPIRY_SWEEP_EVERY`] the expiry sweep.
+/// [`JOB_POLL_EVERY`] the claimable jobs, every [`EXPIRY_SWEEP_EVERY`] the expiry sweep,
+/// every [`CONSOLIDATION_EVERY`] the consolidation of the profiles due.
 fn spawn_background_jobs(memories: Vec<(Option<TenantName>, Arc<MemoryService>)>) {
     tokio::spawn(async move {
         let stopped = || memories.iter().any(|(_, m)| m.is_stopping());
         let mut swept_at = std::time::Instant::now();
         let mut swept_to: Vec<Option<String>> = vec![None; memories.len()];
+        let mut consolidated_at = std::time::Instant::now();
+        let mut consolidated_to: Vec<Option<String>> = vec![None; memories.len()];
         loop {
             tokio::time::sleep(JOB_POLL_EVERY).await;
             if stopped() {
@@ -120,6 +188,12 @@ fn spawn_background_jobs(memories: Vec<(Option<TenantName>, Arc<MemoryService>)>
                 swept_at = std::time::Instant::now();
                 for ((tenant, memory), after) in memories.iter().zip(&mut swept_to) {
                     sweep_expired(tenant.as_ref(), memory, after).await;
+                }
+            }
+            if consolidated_at.elapsed() >= CONSOLIDATION_EVERY {
+                consolidated_at = std::time::Instant::now();
+                for ((tenant, memory), after) in memories.iter().zip(&mut consolidated_to) {
+                    consolidate_due(tenant.as_ref(), memory, after).await;
                 }
             }
         }
@@ -314,8 +388,9 @@ pub async fn run(data_dir: &Path, options: ServeOptions<'_>) -> Result<(), CliEr
     result
 }
 
-/// Runs queued ingest jobs of every profile (of every tenant, with a keys file), and every
-/// minute the expiry sweep of each (see `MemoryService::sweep_expired`), until
+/// Runs queued ingest jobs of every profile (of every tenant, with a keys file), every
+/// minute the expiry sweep of each (see `MemoryService::sweep_expired`), and every ten
+/// minutes the consolidation of those due (`MemoryService::consolidate_if_due`), until
 /// Ctrl-C (or, with `once`, until the queues are empty). A stop request claims no other
 /// job and gives the one in hand back to the queue at its next stage boundary, so no job is
 /// left claimed by a worker that is gone; a worker killed outright leaves its job to the
@@ -355,6 +430,8 @@ pub async fn worker(
     let mut ran = 0usize;
     let mut swept_at: Option<std::time::Instant> = None;
     let mut swept_to: Vec<Option<String>> = vec![None; services.len()];
+    let mut consolidated_at: Option<std::time::Instant> = None;
+    let mut consolidated_to: Vec<Option<String>> = vec![None; services.len()];
     let result = loop {
         let found = run_claimable_jobs(&services, &stopped).await;
         ran += found;
@@ -362,6 +439,12 @@ pub async fn worker(
             swept_at = Some(std::time::Instant::now());
             for ((tenant, memory), after) in services.iter().zip(&mut swept_to) {
                 sweep_expired(tenant.as_ref(), memory, after).await;
+            }
+        }
+        if !stopped() && consolidated_at.is_none_or(|at| at.elapsed() >= CONSOLIDATION_EVERY) {
+            consolidated_at = Some(std::time::Instant::now());
+            for ((tenant, memory), after) in services.iter().zip(&mut consolidated_to) {
+                consolidate_due(tenant.as_ref(), memory, after).await;
             }
         }
         if stopped() || (once && found == 0) {

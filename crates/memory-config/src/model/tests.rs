@@ -158,7 +158,7 @@ fn the_memory_section_picks_the_embedder_and_stage_models() {
 #[test]
 fn the_memory_section_names_catalogue_models_and_a_reranker() {
     let config = MemoryConfig::parse(
-        "[memory]\nembedder = \"BAAI/bge-small-en-v1.5\"\nreranker = \"ms-marco-MiniLM-L-6-v2\"\nrerank_depth = 20\n",
+        "[memory]\nembedder = \"BAAI/bge-small-en-v1.5\"\nreranker = \"ms-marco-MiniLM-L-6-v2\"\nrerank_depth = 20\nconsolidate_after = 0\n",
         Path::new("/nonexistent"),
     )
     .unwrap();
@@ -171,6 +171,7 @@ fn the_memory_section_names_catalogue_models_and_a_reranker() {
         Some("ms-marco-MiniLM-L-6-v2")
     );
     assert_eq!(config.memory.rerank_depth, Some(20));
+    assert_eq!(config.memory.consolidate_after, Some(0));
     let default = MemoryConfig::parse("", Path::new("/nonexistent")).unwrap();
     assert_eq!(default.memory.reranker, None);
     let e = err("[memory]\nreranker = \"../../etc\"\n");

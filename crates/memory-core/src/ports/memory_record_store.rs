@@ -71,6 +71,18 @@ pub struct MemoryRecord {
     /// like a forgotten memory (kept for audit until purged). `None`: never.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Timestamp>,
+    /// Set when consolidation merged this memory into the one [`Self::superseded_by`] names
+    /// (why and when); `None` for an older version of a key, or a memory never merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<MergeNote>,
+    /// The latest time the same thing was said again: the newest recording among the
+    /// memories merged into this one. `None`: never confirmed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed_at: Option<Timestamp>,
+    /// The latest time recall returned it, as the engine last wrote it (it writes at most
+    /// once an hour per memory). `None`: never recalled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recalled_at: Option<Timestamp>,
 }
 
 impl MemoryRecord {
@@ -109,7 +121,124 @@ impl MemoryRecord {
             forgotten: None,
             metadata: Metadata::default(),
             expires_at: None,
+            merged: None,
+            confirmed_at: None,
+            recalled_at: None,
         }
+    }
+
+    /// The latest time it was recorded or said again: `confirmed_at` when later than
+    /// `recorded_at`.
+    pub fn last_confirmed(&self) -> Timestamp {
+        self.confirmed_at
+            .map_or(self.recorded_at, |at| at.max(self.recorded_at))
+    }
+}
+
+/// Why a memory was merged into another by consolidation, and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MergeNote {
+    /// The evidence that both say the same thing, in words.
+    pub reason: String,
+    /// When the merge was written.
+    pub at: Timestamp,
+}
+
+/// One consolidation merge: `absorbed` memories say what `survivor` says.
+///
+/// [`MemoryRecordStore::merge`] writes it in one write: the survivor takes the union of
+/// their source messages (its own first) and, as `confirmed_at`, the latest of their
+/// recording and confirmation times when later than its own; each absorbed memory is
+/// superseded by the survivor with `note`. Nothing is deleted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryMerge {
+    /// The memory that stays current.
+    pub survivor: String,
+    /// The memories merged into it (distinct, none the survivor).
+    pub absorbed: Vec<String>,
+    /// Why, and when.
+    pub note: MergeNote,
+}
+
+impl MemoryMerge {
+    /// Refuses a merge that names no absorbed memory, names one twice or names the survivor
+    /// among them ([`crate::MemoryError::InvalidInput`]).
+    pub fn validate(&self) -> Result<()> {
+        let mut seen = std::collections::HashSet::new();
+        if self.absorbed.is_empty() {
+            return Err(crate::MemoryError::invalid(
+                "a merge needs at least one absorbed memory",
+            ));
+        }
+        for id in &self.absorbed {
+            if id == &self.survivor || !seen.insert(id.as_str()) {
+                return Err(crate::MemoryError::invalid(format!(
+                    "a merge names memory {id} twice"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The survivor's sources after the merge: its own, then each absorbed memory's in the
+    /// order given, each id once. `survivor` and `absorbed` are the records before it.
+    pub fn merged_sources(survivor: &MemoryRecord, absorbed: &[MemoryRecord]) -> Vec<String> {
+        let mut seen = std::collections::HashSet::new();
+        survivor
+            .source_message_ids
+            .iter()
+            .chain(absorbed.iter().flat_map(|m| m.source_message_ids.iter()))
+            .filter(|id| seen.insert(id.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// The survivor's `confirmed_at` after the merge: the latest
+    /// [`MemoryRecord::last_confirmed`] of the absorbed memories when later than the
+    /// survivor's own, else its own `confirmed_at`.
+    pub fn merged_confirmation(
+        survivor: &MemoryRecord,
+        absorbed: &[MemoryRecord],
+    ) -> Option<Timestamp> {
+        match absorbed.iter().map(MemoryRecord::last_confirmed).max() {
+            Some(at) if at > survivor.last_confirmed() => Some(at),
+            _ => survivor.confirmed_at,
+        }
+    }
+
+    /// Checks the records a merge reads before it writes: every id found (else `NotFound`),
+    /// and every one current (not superseded, not forgotten; else `Conflict`: the plan is
+    /// stale). `found` holds the records of the survivor and the absorbed memories that
+    /// exist, in any order.
+    pub fn check_current<'a>(
+        &self,
+        found: &'a [MemoryRecord],
+    ) -> Result<(&'a MemoryRecord, Vec<&'a MemoryRecord>)> {
+        let by_id = |id: &str| {
+            found
+                .iter()
+                .find(|m| m.id == id)
+                .ok_or_else(|| crate::MemoryError::not_found("memory", id))
+        };
+        let current = |m: &'a MemoryRecord| {
+            if m.superseded_by.is_some() || m.forgotten.is_some() {
+                Err(crate::MemoryError::Conflict {
+                    message: format!(
+                        "memory {} is no longer current (superseded or forgotten); plan the merge again",
+                        m.id
+                    ),
+                })
+            } else {
+                Ok(m)
+            }
+        };
+        let survivor = current(by_id(&self.survivor)?)?;
+        let absorbed = self
+            .absorbed
+            .iter()
+            .map(|id| by_id(id).and_then(current))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((survivor, absorbed))
     }
 }
 
@@ -174,6 +303,12 @@ pub struct MemoryPage {
 /// - `expires_at` is kept as given; `list` with `current_at` leaves out what expired by then
 ///   (unless `include_forgotten`); `expired(at)` names the memories expired by `at` and not
 ///   yet forgotten, earliest expiry first.
+/// - `merge` writes a [`MemoryMerge`] in one write, or nothing: a missing id is `NotFound`,
+///   a survivor or absorbed memory that is not current is `Conflict`. `merged_into(id)`
+///   lists what was merged into `id`, oldest first.
+/// - `mark_recalled` sets `recalled_at` of the stored ids it names to `at` where that is
+///   later, and ignores ids that are not stored.
+/// - `merged`, `confirmed_at` and `recalled_at` are kept as inserted.
 #[async_trait]
 pub trait MemoryRecordStore: Send + Sync {
     /// Stores a memory.
@@ -223,4 +358,11 @@ pub trait MemoryRecordStore: Send + Sync {
     /// Up to `limit` ids of memories whose `expires_at` is at or before `at` and that are not
     /// forgotten, earliest expiry first: the expiry sweep's work list.
     async fn expired(&self, at: Timestamp, limit: usize) -> Result<Vec<String>>;
+    /// Writes a consolidation merge in one write (see [`MemoryMerge`] and the contract).
+    async fn merge(&self, merge: &MemoryMerge) -> Result<()>;
+    /// The memories merged into `id` (their `merged` is set and they point at it), oldest
+    /// first.
+    async fn merged_into(&self, id: &str) -> Result<Vec<MemoryRecord>>;
+    /// Records that recall returned these memories at `at` (see the contract).
+    async fn mark_recalled(&self, ids: &[String], at: Timestamp) -> Result<()>;
 }

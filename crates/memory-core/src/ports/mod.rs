@@ -58,7 +58,8 @@ pub use language_model::{
 };
 pub use long_term_memory_store::{LongTermMemoryStore, MemoryProfiles};
 pub use memory_record_store::{
-    ForgetRequest, MemoryFilter, MemoryKind, MemoryPage, MemoryRecord, MemoryRecordStore,
+    ForgetRequest, MemoryFilter, MemoryKind, MemoryMerge, MemoryPage, MemoryRecord,
+    MemoryRecordStore, MergeNote,
 };
 pub use message_store::{MessageStore, MessageStoreExt, StoreCapabilities};
 pub use raw_message_store::{RawMessage, RawMessageInsert, RawMessageStore};

@@ -304,6 +304,15 @@ impl LongTermBackends {
         self.outbox
             .delete(&format!("{}{profile}", super::settings::SETTINGS_PREFIX))
             .await?;
+        self.outbox
+            .delete(&format!(
+                "{}{profile}",
+                super::consolidation::LAST_RUN_PREFIX
+            ))
+            .await?;
+        self.outbox
+            .delete(&format!("{}{profile}", super::digest::DIGEST_PREFIX))
+            .await?;
         self.synced
             .lock()
             .unwrap_or_else(|p| p.into_inner())

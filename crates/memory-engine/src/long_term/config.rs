@@ -119,6 +119,18 @@ pub struct LongTermConfig {
     /// The deployment's extraction steering (instructions, categories, language), under
     /// each profile's own ([`super::ProfileSettings::layered`]).
     pub settings: super::ProfileSettings,
+    /// Consolidation runs on its own once a profile has recorded this many memories since its
+    /// last run (after an ingest job, and on the schedule of `memory serve` and `memory
+    /// worker`); 0: only on demand. 50 by default.
+    pub consolidate_after: usize,
+    /// The most current memories one consolidation run reads (100,000): a larger profile is
+    /// consolidated on its oldest ones, and the report says so.
+    pub consolidation_max_memories: usize,
+    /// The LLM-free rules' thresholds (see docs/long-term.md).
+    pub similarity: super::SimilarityThresholds,
+    /// The profile's digest is written again once this many memories were recorded since it
+    /// was (20), or when a memory it draws on is no longer current.
+    pub digest_after: usize,
 }
 
 /// How long memories of each kind stay current by default, in milliseconds (`None`: for
@@ -192,6 +204,10 @@ impl Default for LongTermConfig {
             transient_job_runs: 5,
             lifetimes: KindLifetimes::default(),
             settings: super::ProfileSettings::default(),
+            consolidate_after: 50,
+            consolidation_max_memories: 100_000,
+            similarity: super::SimilarityThresholds::default(),
+            digest_after: 20,
         }
     }
 }

@@ -10,6 +10,10 @@ use super::fusion::ChannelRank;
 /// What a recall returns for one item.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a recall holds a few dozen items, most of them memories: boxing each would add an allocation per item to save space on the raw ones"
+)]
 pub enum RecallItem {
     /// A typed memory.
     Memory(MemoryRecord),

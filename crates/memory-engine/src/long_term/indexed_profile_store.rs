@@ -466,4 +466,24 @@ impl MemoryRecordStore for IndexedProfileStore {
     async fn expired(&self, at: Timestamp, limit: usize) -> Result<Vec<String>> {
         self.inner.expired(at, limit).await
     }
+
+    async fn merge(&self, merge: &memory_core::ports::MemoryMerge) -> Result<()> {
+        let pending = Pending {
+            memories: std::iter::once(&merge.survivor)
+                .chain(&merge.absorbed)
+                .cloned()
+                .collect(),
+            ..Pending::default()
+        };
+        self.write(pending, self.inner.merge(merge)).await
+    }
+
+    async fn merged_into(&self, id: &str) -> Result<Vec<MemoryRecord>> {
+        self.inner.merged_into(id).await
+    }
+
+    async fn mark_recalled(&self, ids: &[String], at: Timestamp) -> Result<()> {
+        // No indexed field changes.
+        self.inner.mark_recalled(ids, at).await
+    }
 }

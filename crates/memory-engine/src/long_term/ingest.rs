@@ -521,6 +521,9 @@ impl Core {
             expires_at: request
                 .expires_at
                 .or_else(|| self.config.lifetimes.expiry(kind, now)),
+            merged: None,
+            confirmed_at: None,
+            recalled_at: None,
         };
         self.store_memories(profile, &meter, vec![record.clone()])
             .await?;

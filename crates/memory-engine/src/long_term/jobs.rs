@@ -510,6 +510,13 @@ impl Core {
                         queue
                             .complete(&current()?, job.status.as_str(), body, now)
                             .await?;
+                        // Enough new memories: the profile is consolidated by this worker
+                        // now. Its failure is logged; the ingest is done all the same.
+                        if job.extraction.stored > 0
+                            && let Err(e) = self.consolidate_if_due(profile).await
+                        {
+                            tracing::warn!(profile, job = %job.id, error = %e, "consolidation after an ingest failed; the schedule tries again");
+                        }
                         break;
                     }
                     let body = serde_json::to_value(&job)?;
@@ -931,6 +938,9 @@ impl Core {
                     forgotten: None,
                     metadata: shared,
                     expires_at: self.config.lifetimes.expiry(d.kind, now),
+                    merged: None,
+                    confirmed_at: None,
+                    recalled_at: None,
                 }
             })
             .collect();

@@ -22,6 +22,8 @@ pub struct PurgeReport {
     pub vectors: u64,
     /// Source raw messages erased (only when asked).
     pub raw_messages: u64,
+    /// Memories consolidation had merged into it, erased with it.
+    pub absorbed: u64,
 }
 
 /// What a re-embed rebuilt.
@@ -98,23 +100,30 @@ impl Core {
             .await
     }
 
-    /// Hides a memory from recall and list (and removes its vector); it stays for audit.
+    /// Hides a memory, and what consolidation merged into it, from recall and list (and
+    /// removes their vectors); they stay for audit.
     pub(super) async fn forget(&self, profile: &str, id: &str, reason: &str) -> Result<()> {
         let request = ForgetRequest {
             reason: reason.to_owned(),
             at: self.clock.now(),
         };
-        self.backends
-            .existing_store(profile)
-            .await?
-            .forget(id, request)
-            .await?;
+        let store = self.backends.existing_store(profile).await?;
+        store.forget(id, request.clone()).await?;
+        let absorbed = absorbed_by(store.as_ref(), id).await?;
+        for memory in &absorbed {
+            if memory.forgotten.is_none() {
+                store.forget(&memory.id, request.clone()).await?;
+            }
+        }
+        let ids: Vec<String> = std::iter::once(id.to_owned())
+            .chain(absorbed.into_iter().map(|m| m.id))
+            .collect();
         self.backends
             .vector_index(profile)
             .await?
-            .delete(MEMORY_NAMESPACE, &[id.to_owned()])
+            .delete(MEMORY_NAMESPACE, &ids)
             .await?;
-        Ok(())
+        self.drop_digest_citing(profile, &ids).await
     }
 
     /// Erases a memory and its vector and, when `with_sources`, the raw messages it was
@@ -128,6 +137,17 @@ impl Core {
         let store = self.backends.existing_store(profile).await?;
         let vectors = self.backends.vector_index(profile).await?;
         let memory = store.get_memory(id).await?;
+        // What was merged into it goes first, the most deeply merged first: each is
+        // superseded, so erasing it relinks nothing that stays.
+        let absorbed = absorbed_by(store.as_ref(), id).await?;
+        let mut absorbed_vectors = 0;
+        for merged in absorbed.iter().rev() {
+            self.scrub_jobs(profile, &[], merged).await?;
+            absorbed_vectors += vectors
+                .delete(MEMORY_NAMESPACE, std::slice::from_ref(&merged.id))
+                .await?;
+            store.purge(&merged.id).await?;
+        }
         if let Some(m) = &memory {
             let sources: &[String] = if with_sources {
                 &m.source_message_ids
@@ -138,13 +158,18 @@ impl Core {
         }
         // Vectors first: the store's erasure is the last write (adapters may compact after it).
         let mut report = PurgeReport {
-            vectors: vectors.delete(MEMORY_NAMESPACE, &[id.to_owned()]).await?,
+            vectors: absorbed_vectors + vectors.delete(MEMORY_NAMESPACE, &[id.to_owned()]).await?,
+            absorbed: absorbed.len() as u64,
             ..PurgeReport::default()
         };
         if with_sources && let Some(m) = &memory {
             report.vectors += vectors.delete(RAW_NAMESPACE, &m.source_message_ids).await?;
             report.raw_messages = store.purge_raw(&m.source_message_ids).await?;
         }
+        let erased: Vec<String> = std::iter::once(id.to_owned())
+            .chain(absorbed.iter().map(|m| m.id.clone()))
+            .collect();
+        self.drop_digest_citing(profile, &erased).await?;
         report.memory = store.purge(id).await?;
         // Erasing the current version made its predecessor current again (the store relinks
         // the chain): it gets its vector back, as a current memory has one.
@@ -211,5 +236,31 @@ impl Core {
         }
         report.usage = meter.report();
         Ok(report)
+    }
+}
+
+/// Every memory consolidation merged into `id`, and into those, breadth first (what was
+/// merged into `id` first). A memory is listed once however the merges link.
+async fn absorbed_by(
+    store: &dyn memory_core::ports::LongTermMemoryStore,
+    id: &str,
+) -> Result<Vec<MemoryRecord>> {
+    let mut seen = std::collections::HashSet::from([id.to_owned()]);
+    let mut out: Vec<MemoryRecord> = Vec::new();
+    let mut next = 0;
+    let mut current = id.to_owned();
+    loop {
+        for memory in store.merged_into(&current).await? {
+            if seen.insert(memory.id.clone()) {
+                out.push(memory);
+            }
+        }
+        match out.get(next) {
+            Some(memory) => {
+                current = memory.id.clone();
+                next += 1;
+            }
+            None => return Ok(out),
+        }
     }
 }

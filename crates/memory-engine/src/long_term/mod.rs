@@ -8,9 +8,11 @@
 mod accounting;
 mod backends;
 mod config;
+mod consolidation;
 mod content_id;
 mod core;
 mod degradation;
+mod digest;
 mod expiry;
 mod extraction;
 mod fusion;
@@ -39,8 +41,12 @@ mod vectorize;
 pub use accounting::{StageUsage, UsageReport};
 pub use backends::LongTermBackends;
 pub use config::{ChannelWeights, KindLifetimes, LongTermConfig, StageModels};
+pub use consolidation::{
+    CONSOLIDATE_KIND, ConsolidationReport, MergeMember, PlannedMerge, SimilarityThresholds,
+};
 pub use content_id::{content_id, occurrence_id};
 pub use degradation::Degradation;
+pub use digest::{DIGEST_KIND, DigestReport, ProfileDigest};
 pub use expiry::{EXPIRE_KIND, EXPIRED_REASON, ExpirySweep};
 pub use extraction::{
     Candidate, Draft, ExtractionReport, Pass, TranscriptLine, build_transcript,
@@ -84,6 +90,10 @@ fn in_memory(
     LongTermBackends::new(profiles, jobs, outbox)
 }
 
+#[cfg(test)]
+mod consolidation_tests;
+#[cfg(test)]
+mod digest_tests;
 #[cfg(test)]
 mod expiry_tests;
 #[cfg(test)]

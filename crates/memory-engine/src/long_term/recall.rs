@@ -236,6 +236,10 @@ async fn dated_channel(
     Ok(hits)
 }
 
+/// A memory's `recalled_at` is written again only when this much later (an hour): the
+/// profile block's score reads it in days, and most recalls then write nothing.
+pub const RECALLED_AT_STEP_MILLIS: i64 = 3_600_000;
+
 /// The most items one recall returns; a larger `limit` is refused (every channel is
 /// searched that deep, so an unbounded limit was an unbounded allocation).
 pub const MAX_RECALL_LIMIT: usize = 1_000;
@@ -335,6 +339,7 @@ impl Core {
             None => hits,
         };
         let hits = spread_sessions(hits, self.config.session_spread);
+        self.mark_recalled(store_ref, &hits).await;
 
         let dated: Vec<(String, Timestamp)> = hits
             .iter()
@@ -371,6 +376,32 @@ impl Core {
             degraded,
             usage: meter.report(),
         })
+    }
+
+    /// Records that recall returned the memories among `hits` (the profile block ranks by
+    /// it), at most once per [`RECALLED_AT_STEP_MILLIS`] per memory so that most recalls
+    /// write nothing. A failure is logged: recall does not depend on it.
+    async fn mark_recalled(&self, store: &dyn LongTermMemoryStore, hits: &[RecallHit]) {
+        let now = self.clock.now();
+        let due: Vec<String> = hits
+            .iter()
+            .filter_map(|h| match &h.item {
+                RecallItem::Memory(m)
+                    if m.recalled_at.is_none_or(|at| {
+                        now.millis().saturating_sub(at.millis()) >= RECALLED_AT_STEP_MILLIS
+                    }) =>
+                {
+                    Some(m.id.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        if due.is_empty() {
+            return;
+        }
+        if let Err(e) = store.mark_recalled(&due, now).await {
+            tracing::warn!(error = %e, memories = due.len(), "recording recalled memories failed");
+        }
     }
 
     /// Stage 4: `hits` reordered by the reranker's scores and cut to the request's limit; on

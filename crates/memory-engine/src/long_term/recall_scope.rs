@@ -318,6 +318,9 @@ mod tests {
                 forgotten: None,
                 metadata: serde_json::from_value(serde_json::json!({ "team": team })).unwrap(),
                 expires_at: None,
+                merged: None,
+                confirmed_at: None,
+                recalled_at: None,
             };
             store.insert_memory(memory).await.unwrap();
         }

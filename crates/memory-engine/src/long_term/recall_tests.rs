@@ -585,6 +585,9 @@ async fn fusion_orders_key_over_memory_text_over_raw_text() {
         forgotten: None,
         metadata: Default::default(),
         expires_at: None,
+        merged: None,
+        confirmed_at: None,
+        recalled_at: None,
     };
     let mut store = MockLongTermMemoryStore::new();
     let keyed = memory("keyed");
@@ -639,6 +642,12 @@ async fn fusion_orders_key_over_memory_text_over_raw_text() {
     store
         .expect_raw_neighbors_each()
         .returning(|ids, _| Ok(vec![Vec::new(); ids.len()]));
+    // The memories returned are recorded as recalled, once, at the recall's time.
+    store
+        .expect_mark_recalled()
+        .times(1)
+        .withf(|ids, at| !ids.is_empty() && *at == memory_core::Timestamp(0))
+        .returning(|_, _| Ok(()));
     let store: Arc<dyn memory_core::ports::LongTermMemoryStore> = Arc::new(store);
     let mut profiles = MockMemoryProfiles::new();
     profiles.expect_open().returning(move |_| Ok(store.clone()));

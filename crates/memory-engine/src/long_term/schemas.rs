@@ -93,6 +93,26 @@ pub(crate) fn synthesis() -> Value {
     ])
 }
 
+/// Consolidation's confirmation: `{"groups": [{group, same, reason}]}`.
+pub(crate) fn consolidation() -> Value {
+    object(&[(
+        "groups",
+        array(object(&[
+            ("group", typed("integer")),
+            ("same", typed("boolean")),
+            ("reason", typed("string")),
+        ])),
+    )])
+}
+
+/// The profile digest: `{summary, sources}`.
+pub(crate) fn digest() -> Value {
+    object(&[
+        ("summary", typed("string")),
+        ("sources", array(typed("integer"))),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use memory_core::structured::strict_schema_violations;
@@ -108,6 +128,8 @@ mod tests {
             ("classification", classification(&["travel", "health"])),
             ("query_analysis", query_analysis()),
             ("synthesis", synthesis()),
+            ("consolidation", consolidation()),
+            ("digest", digest()),
         ] {
             let problems = strict_schema_violations(&schema);
             assert!(problems.is_empty(), "{stage}: {problems:#?}");

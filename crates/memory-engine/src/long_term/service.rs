@@ -201,12 +201,14 @@ impl MemoryService {
     }
 
     /// Hides a memory from recall and list (and removes its vector); it stays for audit.
+    /// What consolidation merged into it is forgotten with it, for the same reason.
     pub async fn forget(&self, profile: &str, id: &str, reason: &str) -> Result<()> {
         self.core.forget(profile, id, reason).await
     }
 
     /// Erases a memory and its vector and, when `with_sources`, the raw messages it was
-    /// extracted from (and their vectors): the right to erasure.
+    /// extracted from (and their vectors): the right to erasure. What consolidation merged
+    /// into it is erased with it (its sources are the memory's own after the merge).
     pub async fn purge(&self, profile: &str, id: &str, with_sources: bool) -> Result<PurgeReport> {
         self.core.purge(profile, id, with_sources).await
     }
@@ -333,6 +335,54 @@ impl MemoryService {
     /// wait for it (they leave out what expired by their own clock).
     pub async fn sweep_expired(&self, profile: &str) -> Result<Option<super::ExpirySweep>> {
         self.core.sweep_expired(profile).await
+    }
+
+    /// The service's clock now (what list, recall and the profile block judge time by).
+    pub fn now(&self) -> memory_core::Timestamp {
+        self.core.clock.now()
+    }
+
+    /// Merges the profile's memories that say the same thing (see
+    /// [`super::ConsolidationReport`]): planned LLM-free, confirmed by the verification model
+    /// when one is configured, and written as a job unless `dry_run` (then only planned).
+    pub async fn consolidate(
+        &self,
+        profile: &str,
+        dry_run: bool,
+    ) -> Result<super::ConsolidationReport> {
+        self.core.consolidate(profile, dry_run).await
+    }
+
+    /// Consolidates the profile when it has recorded `consolidate_after` memories since its
+    /// last run ([`super::LongTermConfig::consolidate_after`]); `None` when not due. Workers
+    /// call it after ingest jobs and on their schedule.
+    pub async fn consolidate_if_due(
+        &self,
+        profile: &str,
+    ) -> Result<Option<super::ConsolidationReport>> {
+        self.core.consolidate_if_due(profile).await
+    }
+
+    /// The profile's digest (a short summary an LLM wrote from its memories, with the
+    /// memories it draws on), if one is kept.
+    pub async fn digest(&self, profile: &str) -> Result<Option<super::ProfileDigest>> {
+        self.core.digest(profile).await
+    }
+
+    /// Writes the profile's digest again when enough has changed since it was written (or
+    /// always, with `force`), as a job; needs the synthesis model.
+    pub async fn refresh_digest(&self, profile: &str, force: bool) -> Result<super::DigestReport> {
+        self.core.refresh_digest(profile, force).await
+    }
+
+    /// The memories consolidation merged into `id`, oldest first.
+    pub async fn merged_into(&self, profile: &str, id: &str) -> Result<Vec<MemoryRecord>> {
+        self.core
+            .backends
+            .existing_store(profile)
+            .await?
+            .merged_into(id)
+            .await
     }
 
     /// Recalls what the profile knows about `request.query`.

@@ -1,6 +1,7 @@
 //! The profile in the prompt: a read-only block with the bound profile's current
-//! instructions, keyed facts and open tasks, chosen and ordered deterministically within
-//! the block's token budget. It is read when the prompt is rendered, so it changes on a
+//! instructions, then the facts and open tasks that matter most now (by
+//! [`super::block_score`]), chosen and ordered deterministically within the block's token
+//! budget. It is read when the prompt is rendered, so it changes on a
 //! refresh and never between turns of a frozen prompt.
 
 use std::sync::Arc;
@@ -11,12 +12,24 @@ use memory_core::ports::{
 };
 use memory_core::{Result, SessionId};
 
+use serde::Serialize;
+
 use super::ProfileLink;
+use super::block_score::{BlockScore, block_score};
 use crate::context::ProfileBlocks;
 use crate::long_term::{MAX_LIST_PAGE, MemoryService};
 
-/// The most memories of one kind the block considers (the oldest first of each order).
-const MAX_PER_KIND: usize = 2_000;
+/// The most facts and open tasks the block keeps in hand while it reads the profile: the
+/// best-scored ones (see [`super::block_score`]), however many the profile holds. Far more
+/// than a block's budget shows.
+const MAX_CANDIDATES: usize = 1_000;
+
+/// The most instructions the block reads (instructions come first, all of them while they
+/// fit).
+const MAX_INSTRUCTIONS: usize = 1_000;
+
+/// Lines tried after the first that did not fit before the block is complete.
+const MISSES_BEFORE_DONE: usize = 64;
 
 /// One session's profile block.
 #[derive(Clone)]
@@ -52,29 +65,90 @@ impl ProfileBlocks for ProfileLink {
     }
 }
 
-/// Every current (not superseded, not forgotten) memory of `kind`, at most
-/// [`MAX_PER_KIND`].
-async fn current(
+/// Calls `each` with every current (not superseded, not forgotten, not expired) memory of
+/// `kind`, page by page.
+async fn each_current(
     memory: &MemoryService,
     profile: &str,
     kind: MemoryKind,
-) -> Result<Vec<MemoryRecord>> {
+    mut each: impl FnMut(MemoryRecord),
+) -> Result<()> {
     let filter = MemoryFilter {
         kind: Some(kind),
         ..MemoryFilter::default()
     };
-    let mut out = Vec::new();
     let mut cursor = None;
     loop {
         let page = memory.list(profile, &filter, cursor, MAX_LIST_PAGE).await?;
-        out.extend(page.memories);
+        page.memories.into_iter().for_each(&mut each);
         match page.next_cursor {
-            Some(next) if out.len() < MAX_PER_KIND => cursor = Some(next),
-            _ => break,
+            Some(next) => cursor = Some(next),
+            None => return Ok(()),
         }
     }
-    out.truncate(MAX_PER_KIND);
-    Ok(out)
+}
+
+/// One fact or open task the block considered, with its score.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BlockCandidate {
+    /// The memory.
+    pub memory: MemoryRecord,
+    /// Its score and the parts of it.
+    pub score: BlockScore,
+    /// Whether the block shows it.
+    pub chosen: bool,
+}
+
+/// What the block shows and why: the text, the instructions it shows, and the best-scored
+/// facts and open tasks it considered (at most [`MAX_CANDIDATES`]), best first, each marked
+/// chosen or not.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BlockChoice {
+    /// The block's text; `None` when the profile holds nothing the block shows.
+    pub text: Option<String>,
+    /// The instant the scores are of.
+    pub at: memory_core::Timestamp,
+    /// Current instructions shown (by key).
+    pub instructions: Vec<MemoryRecord>,
+    /// The profile's digest, when the block shows it (its memories did not all fit).
+    pub digest: Option<crate::long_term::ProfileDigest>,
+    /// Facts and open tasks, best score first.
+    pub candidates: Vec<BlockCandidate>,
+}
+
+/// The best-first order of candidates: score, then key, then id (the same in every process).
+fn best_first(a: &BlockCandidate, b: &BlockCandidate) -> std::cmp::Ordering {
+    b.score
+        .score
+        .total_cmp(&a.score.score)
+        .then_with(|| a.memory.key.cmp(&b.memory.key))
+        .then_with(|| a.memory.id.cmp(&b.memory.id))
+}
+
+/// Keeps the best [`MAX_CANDIDATES`] of what `each_current` reads.
+struct Best {
+    now: memory_core::Timestamp,
+    kept: Vec<BlockCandidate>,
+}
+
+impl Best {
+    fn offer(&mut self, memory: MemoryRecord) {
+        let score = block_score(&memory, self.now);
+        self.kept.push(BlockCandidate {
+            memory,
+            score,
+            chosen: false,
+        });
+        // Amortised: sort and cut when twice the bound is held.
+        if self.kept.len() >= 2 * MAX_CANDIDATES {
+            self.cut();
+        }
+    }
+
+    fn cut(&mut self) {
+        self.kept.sort_by(best_first);
+        self.kept.truncate(MAX_CANDIDATES);
+    }
 }
 
 /// One line of the block: the memory's text on one line, after its key when it has one.
@@ -90,10 +164,178 @@ fn line(memory: &MemoryRecord) -> String {
     }
 }
 
-/// The profile's block text: `Instructions`, `Facts` (keyed ones) and `Open tasks`, each
-/// sorted (instructions and facts by key, then time and id; tasks by time and id), lines
-/// added in that order while the whole stays within `max_tokens`. `None` when the profile
-/// does not exist or holds none of them.
+/// What the block is made of: the instructions shown, the digest when it is shown, and
+/// the chosen facts and tasks.
+struct Parts<'a> {
+    instructions: &'a [&'a MemoryRecord],
+    summary: Option<&'a str>,
+}
+
+impl Parts<'_> {
+    /// The block's text with these facts and tasks; sections without lines are left out.
+    fn render(&self, facts: &[&MemoryRecord], tasks: &[&MemoryRecord]) -> String {
+        let mut sections = Vec::new();
+        let lines = |memories: &[&MemoryRecord]| {
+            memories
+                .iter()
+                .map(|m| line(m))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        if !self.instructions.is_empty() {
+            sections.push(format!("Instructions:\n{}", lines(self.instructions)));
+        }
+        if let Some(summary) = self.summary {
+            let summary = summary.split_whitespace().collect::<Vec<_>>().join(" ");
+            sections.push(format!("Summary:\n{summary}"));
+        }
+        for (title, memories) in [("Facts", facts), ("Open tasks", tasks)] {
+            if !memories.is_empty() {
+                sections.push(format!("{title}:\n{}", lines(memories)));
+            }
+        }
+        sections.join("\n\n")
+    }
+
+    /// The candidates chosen best first while the whole fits (a line that does not fit is
+    /// skipped, and after [`MISSES_BEFORE_DONE`] such lines in a row the block is done).
+    fn choose(&self, candidates: &[BlockCandidate], fits: &dyn Fn(&str) -> bool) -> Vec<usize> {
+        let mut chosen: Vec<usize> = Vec::new();
+        if !fits(&self.render(&[], &[])) {
+            return chosen;
+        }
+        let mut misses = 0;
+        for i in 0..candidates.len() {
+            chosen.push(i);
+            let (facts, tasks) = split(candidates, &chosen);
+            if fits(&self.render(&facts, &tasks)) {
+                misses = 0;
+            } else {
+                chosen.pop();
+                misses += 1;
+                if misses > MISSES_BEFORE_DONE {
+                    break;
+                }
+            }
+        }
+        chosen
+    }
+}
+
+/// The profile's block and how it was chosen: every current instruction first (by key,
+/// then time and id) while they fit, then the facts and open tasks in the order of their
+/// score ([`super::block_score`]), each added when the whole still fits `max_tokens`.
+/// When they do not all fit and the profile has a digest
+/// ([`MemoryService::digest`]), the digest is shown after the instructions, under
+/// `Summary`, and the best facts and tasks fill what is left. Facts are shown under `Facts`
+/// and tasks under `Open tasks`, each best first. `None` as the text when the profile holds
+/// none of them; `NotFound` when the profile does not exist.
+pub async fn choose_profile_block(
+    memory: &MemoryService,
+    profile: &str,
+    max_tokens: Option<usize>,
+    counter: &dyn TokenCounter,
+) -> Result<BlockChoice> {
+    if !memory.profiles().exists(profile).await? {
+        return Err(memory_core::MemoryError::not_found("profile", profile));
+    }
+    let now = memory.now();
+    let mut instructions = Vec::new();
+    each_current(memory, profile, MemoryKind::Instruction, |m| {
+        if instructions.len() < MAX_INSTRUCTIONS {
+            instructions.push(m);
+        }
+    })
+    .await?;
+    instructions.sort_by(|a, b| {
+        (a.key.as_deref(), a.recorded_at, a.id.as_str()).cmp(&(
+            b.key.as_deref(),
+            b.recorded_at,
+            b.id.as_str(),
+        ))
+    });
+    let mut best = Best {
+        now,
+        kept: Vec::new(),
+    };
+    each_current(memory, profile, MemoryKind::Fact, |m| best.offer(m)).await?;
+    each_current(memory, profile, MemoryKind::Task, |m| best.offer(m)).await?;
+    best.cut();
+    let mut candidates = best.kept;
+    let fits = |text: &str| max_tokens.is_none_or(|max| counter.count(text) <= max);
+
+    let mut shown: Vec<&MemoryRecord> = Vec::new();
+    for m in &instructions {
+        shown.push(m);
+        if !fits(
+            &Parts {
+                instructions: &shown,
+                summary: None,
+            }
+            .render(&[], &[]),
+        ) {
+            shown.pop();
+            break;
+        }
+    }
+    let all_instructions = shown.len() == instructions.len();
+    let mut parts = Parts {
+        instructions: &shown,
+        summary: None,
+    };
+    let mut chosen = match all_instructions {
+        true => parts.choose(&candidates, &fits),
+        false => Vec::new(),
+    };
+    let mut digest = None;
+    if all_instructions && chosen.len() < candidates.len() {
+        let kept = memory.digest(profile).await?;
+        if let Some(d) = kept.filter(|d| !d.text.trim().is_empty()) {
+            let with = Parts {
+                instructions: &shown,
+                summary: Some(d.text.as_str()),
+            };
+            if fits(&with.render(&[], &[])) {
+                chosen = with.choose(&candidates, &fits);
+                digest = Some(d);
+            }
+        }
+    }
+    parts.summary = digest.as_ref().map(|d| d.text.as_str());
+    for &i in &chosen {
+        candidates[i].chosen = true;
+    }
+    let (facts, tasks) = split(&candidates, &chosen);
+    let text = parts.render(&facts, &tasks);
+    let instructions: Vec<MemoryRecord> = shown.iter().map(|m| (*m).clone()).collect();
+    Ok(BlockChoice {
+        text: (!text.is_empty()).then_some(text),
+        at: now,
+        instructions,
+        digest,
+        candidates,
+    })
+}
+
+/// The chosen candidates as facts and tasks, in choice (best-first) order.
+fn split<'a>(
+    candidates: &'a [BlockCandidate],
+    chosen: &[usize],
+) -> (Vec<&'a MemoryRecord>, Vec<&'a MemoryRecord>) {
+    let mut facts = Vec::new();
+    let mut tasks = Vec::new();
+    for &i in chosen {
+        let m = &candidates[i].memory;
+        match m.kind {
+            MemoryKind::Task => tasks.push(m),
+            _ => facts.push(m),
+        }
+    }
+    (facts, tasks)
+}
+
+/// The profile's block text (see [`choose_profile_block`]); `None` when the profile does
+/// not exist or holds none of what the block shows.
 pub async fn render_profile(
     memory: &MemoryService,
     profile: &str,
@@ -103,60 +345,7 @@ pub async fn render_profile(
     if !memory.profiles().exists(profile).await? {
         return Ok(None);
     }
-    let by_key = |a: &MemoryRecord, b: &MemoryRecord| {
-        (a.key.as_deref(), a.recorded_at, a.id.as_str()).cmp(&(
-            b.key.as_deref(),
-            b.recorded_at,
-            b.id.as_str(),
-        ))
-    };
-    let mut instructions = current(memory, profile, MemoryKind::Instruction).await?;
-    instructions.sort_by(by_key);
-    let mut facts: Vec<MemoryRecord> = current(memory, profile, MemoryKind::Fact)
+    Ok(choose_profile_block(memory, profile, max_tokens, counter)
         .await?
-        .into_iter()
-        .filter(|m| m.key.is_some())
-        .collect();
-    facts.sort_by(by_key);
-    let mut tasks = current(memory, profile, MemoryKind::Task).await?;
-    tasks.sort_by(|a, b| (a.recorded_at, a.id.as_str()).cmp(&(b.recorded_at, b.id.as_str())));
-    let mut out = String::new();
-    let fits = |text: &str| max_tokens.is_none_or(|max| counter.count(text) <= max);
-    'sections: for (title, memories) in [
-        ("Instructions", &instructions),
-        ("Facts", &facts),
-        ("Open tasks", &tasks),
-    ] {
-        if memories.is_empty() {
-            continue;
-        }
-        let mut section = format!("{title}:");
-        let mut any = false;
-        for memory in memories.iter() {
-            let candidate = format!("{section}\n{}", line(memory));
-            let whole = if out.is_empty() {
-                candidate.clone()
-            } else {
-                format!("{out}\n\n{candidate}")
-            };
-            if !fits(&whole) {
-                if any {
-                    out = if out.is_empty() {
-                        section
-                    } else {
-                        format!("{out}\n\n{section}")
-                    };
-                }
-                break 'sections;
-            }
-            section = candidate;
-            any = true;
-        }
-        out = if out.is_empty() {
-            section
-        } else {
-            format!("{out}\n\n{section}")
-        };
-    }
-    Ok((!out.is_empty()).then_some(out))
+        .text)
 }

@@ -4,13 +4,14 @@
 //! the [`ProfileLink`] ships history into the profile as durable ingest jobs (at compaction,
 //! at the end of the session, and on demand), adds `recall` and `remember` (and, when
 //! enabled, `forget`) to the session's tools, and renders the profile's current
-//! instructions, keyed facts and open tasks into a read-only context block of the frozen
-//! prompt. An unbound session behaves as if this module did not exist.
+//! instructions, then its facts and open tasks by score, into a read-only context block of
+//! the frozen prompt. An unbound session behaves as if this module did not exist.
 //!
 //! The session services call this module; it calls the long-term service beneath it and
 //! never the other way round.
 
 mod block;
+mod block_score;
 mod ship;
 mod tools;
 
@@ -21,7 +22,11 @@ use memory_core::{MemoryError, Result, SessionId};
 
 use crate::long_term::MemoryService;
 
-pub use block::{ProfileBlock, render_profile};
+pub use block::{BlockCandidate, BlockChoice, ProfileBlock, choose_profile_block, render_profile};
+pub use block_score::{
+    BlockScore, SAID_HALF_LIFE_DAYS, SAID_WEIGHT, USED_HALF_LIFE_DAYS, USED_WEIGHT, block_score,
+    kind_weight,
+};
 pub use ship::{ShipReport, ShipSelection};
 pub use tools::MemoryTool;
 
@@ -128,6 +133,18 @@ impl ProfileLink {
     /// The options.
     pub fn options(&self) -> &LinkOptions {
         &self.options
+    }
+
+    /// What a bound session's profile block shows of `profile` and why (see
+    /// [`choose_profile_block`]), with the link's token counter, within `max_tokens`
+    /// (default: the added block's budget, [`LinkOptions::profile_block`]).
+    pub async fn block_choice(
+        &self,
+        profile: &str,
+        max_tokens: Option<usize>,
+    ) -> Result<BlockChoice> {
+        let budget = max_tokens.or(self.options.profile_block);
+        choose_profile_block(&self.memory, profile, budget, self.counter.as_ref()).await
     }
 
     /// The same link running shipped jobs with `runner`.

@@ -479,3 +479,107 @@ async fn a_bound_session_shows_its_profile_with_no_block_declared() {
     assert!(bound.contains("MEMORY_PROFILE"), "{bound}");
     assert!(bound.contains("vegetarian"), "{bound}");
 }
+
+/// The block ranks facts and tasks by score, not list order: what recall returned lately and
+/// what was said lately come first; an older fact nobody used gives way when the budget is
+/// short; a second service over the same stores (a fresh process) chooses the same.
+#[tokio::test]
+async fn the_profile_block_chooses_by_score_the_same_in_every_process() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let kv = Arc::new(InMemoryKeyValueStore::new());
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000));
+    let service = || {
+        let backends = LongTermBackends::new(Arc::clone(&profiles), profiles.jobs(), kv.clone());
+        MemoryService::new(backends, clock.clone())
+            .with_embedder(Arc::new(HashingEmbedder::new(64)))
+    };
+    let memory = service();
+    let day = 86_400_000;
+    let fact = |content: &str, key: &str| crate::long_term::RememberRequest {
+        content: content.into(),
+        kind: Some(memory_core::ports::MemoryKind::Fact),
+        key: Some(key.into()),
+        ..crate::long_term::RememberRequest::default()
+    };
+    for n in 0..20 {
+        memory
+            .remember(
+                "gil",
+                fact(
+                    &format!("An old detail number {n} of little use."),
+                    &format!("old.{n:02}"),
+                ),
+            )
+            .await
+            .unwrap();
+    }
+    clock.advance(90 * day);
+    memory
+        .remember("gil", fact("Works at the observatory in La Palma.", "work"))
+        .await
+        .unwrap();
+    memory
+        .remember(
+            "gil",
+            crate::long_term::RememberRequest {
+                content: "Renew the telescope time application.".into(),
+                kind: Some(memory_core::ports::MemoryKind::Task),
+                ..crate::long_term::RememberRequest::default()
+            },
+        )
+        .await
+        .unwrap();
+    // Recall uses one of the old details: it comes back into the block.
+    clock.advance(day);
+    let used = memory
+        .recall(
+            "gil",
+            crate::long_term::RecallRequest::new("old detail number 7", 1),
+        )
+        .await
+        .unwrap();
+    let used_id = used.hits[0].item.id().to_owned();
+    let counter = memory_core::HeuristicTokenCounter;
+    let choice = super::choose_profile_block(&memory, "gil", Some(60), &counter)
+        .await
+        .unwrap();
+    let text = choice.text.clone().unwrap();
+    assert!(counter.count(&text) <= 60, "{text}");
+    assert!(text.contains("work: Works at the observatory"), "{text}");
+    assert!(
+        text.contains("Open tasks:\n- Renew the telescope"),
+        "{text}"
+    );
+    assert!(text.contains("old.07"), "the recalled one: {text}");
+    assert!(
+        text.matches("- old.").count() < 5,
+        "the unused old ones give way: {text}"
+    );
+    let top: Vec<&str> = choice.candidates[..3]
+        .iter()
+        .map(|c| c.memory.id.as_str())
+        .collect();
+    assert!(top.contains(&used_id.as_str()), "{top:?}");
+    let best = &choice.candidates[0];
+    assert!(best.chosen && best.score.said > 0.9, "{best:?}");
+    let recalled = choice
+        .candidates
+        .iter()
+        .find(|c| c.memory.id == used_id)
+        .unwrap();
+    assert!(recalled.score.used > 0.99, "{recalled:?}");
+    assert!(
+        choice
+            .candidates
+            .windows(2)
+            .all(|w| w[0].score.score >= w[1].score.score)
+    );
+
+    let again = super::choose_profile_block(&service(), "gil", Some(60), &counter)
+        .await
+        .unwrap();
+    assert_eq!(
+        again, choice,
+        "a fresh service over the same stores chooses the same"
+    );
+}

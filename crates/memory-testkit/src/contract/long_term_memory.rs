@@ -6,10 +6,10 @@
 //! follows every write. Other indexes are kept in step by the engine and tested there.
 
 use memory_core::ports::{
-    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryProfiles, MemoryRecord,
-    RawMessage, TextIndex, TextIndexes, TextQuery, namespaces,
+    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryMerge, MemoryProfiles,
+    MemoryRecord, MergeNote, RawMessage, TextIndex, TextIndexes, TextQuery, namespaces,
 };
-use memory_core::{SearchMode, Timestamp};
+use memory_core::{MemoryError, SearchMode, Timestamp};
 
 use super::unique;
 
@@ -47,6 +47,11 @@ pub async fn run_all(profiles: &dyn MemoryProfiles, store_written: Option<&dyn T
     .await;
     let raw_name = unique("profile");
     raw_metadata_is_kept_and_selected(profiles.open(&raw_name).await.unwrap().as_ref()).await;
+    let merge_name = unique("profile");
+    merge_is_one_write_and_keeps_provenance(profiles.open(&merge_name).await.unwrap().as_ref())
+        .await;
+    let recalled_name = unique("profile");
+    recall_times_only_move_forward(profiles.open(&recalled_name).await.unwrap().as_ref()).await;
     let fresh_name = unique("profile");
     let fresh = profiles.open(&fresh_name).await.unwrap();
     let fresh_index = match store_written {
@@ -186,6 +191,9 @@ fn memory(id: &str, kind: MemoryKind, key: Option<&str>, content: &str, at: i64)
         forgotten: None,
         metadata: Default::default(),
         expires_at: None,
+        merged: None,
+        confirmed_at: None,
+        recalled_at: None,
     }
 }
 
@@ -1001,5 +1009,183 @@ pub async fn a_filter_selecting_one_percent_of_100_000_memories(store: &dyn Long
             .collect();
         ids.sort();
         assert_eq!(ids, expected, "filter {text}");
+    }
+}
+
+/// `merge` is one write: the survivor takes the union of the sources and the latest
+/// confirmation, the absorbed memories point at it with the note, `merged_into` lists them;
+/// a merge naming a missing or no longer current memory writes nothing; a purge of an
+/// absorbed memory leaves the survivor whole; the new fields survive an insert as given.
+pub async fn merge_is_one_write_and_keeps_provenance(store: &dyn LongTermMemoryStore) {
+    let with_sources = |id: &str, at: i64, sources: &[&str]| MemoryRecord {
+        source_message_ids: sources.iter().map(|s| (*s).to_owned()).collect(),
+        ..memory(
+            id,
+            MemoryKind::Fact,
+            None,
+            &format!("likes green tea ({id})"),
+            at,
+        )
+    };
+    store
+        .insert_memory(with_sources("keep", 2_000, &["r1", "r2"]))
+        .await
+        .unwrap();
+    store
+        .insert_memory(with_sources("older", 1_000, &["r2", "r3"]))
+        .await
+        .unwrap();
+    store
+        .insert_memory(with_sources("newer", 5_000, &["r4"]))
+        .await
+        .unwrap();
+    store
+        .insert_memory(with_sources("other", 3_000, &["r9"]))
+        .await
+        .unwrap();
+    let note = MergeNote {
+        reason: "the same words".into(),
+        at: Timestamp(9_000),
+    };
+    let merge = |absorbed: &[&str]| MemoryMerge {
+        survivor: "keep".into(),
+        absorbed: absorbed.iter().map(|s| (*s).to_owned()).collect(),
+        note: note.clone(),
+    };
+
+    // Refused whole: a missing id, the survivor among the absorbed, nothing to absorb.
+    let missing = store.merge(&merge(&["older", "nonesuch"])).await;
+    assert!(
+        matches!(missing, Err(MemoryError::NotFound { .. })),
+        "{missing:?}"
+    );
+    for bad in [merge(&["keep"]), merge(&[]), merge(&["older", "older"])] {
+        let refused = store.merge(&bad).await;
+        assert!(
+            matches!(refused, Err(MemoryError::InvalidInput { .. })),
+            "{refused:?}"
+        );
+    }
+    let untouched = store.get_memory("older").await.unwrap().unwrap();
+    assert_eq!(
+        untouched.superseded_by, None,
+        "a refused merge wrote nothing"
+    );
+    assert_eq!(
+        store
+            .get_memory("keep")
+            .await
+            .unwrap()
+            .unwrap()
+            .source_message_ids,
+        ["r1", "r2"]
+    );
+
+    store.merge(&merge(&["older", "newer"])).await.unwrap();
+    let keep = store.get_memory("keep").await.unwrap().unwrap();
+    assert_eq!(keep.source_message_ids, ["r1", "r2", "r3", "r4"]);
+    assert_eq!(keep.superseded_by, None);
+    assert_eq!(keep.merged, None);
+    assert_eq!(
+        keep.confirmed_at,
+        Some(Timestamp(5_000)),
+        "the newest restatement"
+    );
+    assert_eq!(keep.last_confirmed(), Timestamp(5_000));
+    for id in ["older", "newer"] {
+        let absorbed = store.get_memory(id).await.unwrap().unwrap();
+        assert_eq!(absorbed.superseded_by.as_deref(), Some("keep"));
+        assert_eq!(absorbed.merged.as_ref(), Some(&note));
+        assert_eq!(absorbed.forgotten, None, "nothing is forgotten or deleted");
+    }
+    let into: Vec<String> = store
+        .merged_into("keep")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(into, ["older", "newer"], "oldest first");
+    assert!(store.merged_into("other").await.unwrap().is_empty());
+    let current: Vec<String> = store
+        .list(&MemoryFilter::default(), None, 10)
+        .await
+        .unwrap()
+        .memories
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(current, ["keep", "other"]);
+
+    // A stale plan: an absorbed memory that is already superseded is a conflict.
+    let stale = MemoryMerge {
+        survivor: "other".into(),
+        absorbed: vec!["older".into()],
+        note: note.clone(),
+    };
+    let conflict = store.merge(&stale).await;
+    assert!(
+        matches!(conflict, Err(MemoryError::Conflict { .. })),
+        "{conflict:?}"
+    );
+    assert_eq!(
+        store
+            .get_memory("older")
+            .await
+            .unwrap()
+            .unwrap()
+            .superseded_by
+            .as_deref(),
+        Some("keep")
+    );
+
+    // Purging an absorbed memory leaves the survivor and the other absorbed one as they were.
+    assert!(store.purge("older").await.unwrap());
+    let into: Vec<String> = store
+        .merged_into("keep")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(into, ["newer"]);
+
+    // The fields are kept as inserted.
+    let given = MemoryRecord {
+        merged: Some(note.clone()),
+        superseded_by: Some("keep".into()),
+        confirmed_at: Some(Timestamp(7_000)),
+        recalled_at: Some(Timestamp(8_000)),
+        ..memory("imported", MemoryKind::Fact, None, "imported", 6_000)
+    };
+    store.insert_memory(given.clone()).await.unwrap();
+    assert_eq!(store.get_memory("imported").await.unwrap(), Some(given));
+}
+
+/// `mark_recalled` moves `recalled_at` forward only and ignores ids that are not stored.
+pub async fn recall_times_only_move_forward(store: &dyn LongTermMemoryStore) {
+    for id in ["a", "b"] {
+        store
+            .insert_memory(memory(id, MemoryKind::Fact, None, id, 1_000))
+            .await
+            .unwrap();
+    }
+    let ids = |names: &[&str]| names.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    store
+        .mark_recalled(&ids(&["a", "nonesuch"]), Timestamp(5_000))
+        .await
+        .unwrap();
+    store
+        .mark_recalled(&ids(&["a", "b"]), Timestamp(4_000))
+        .await
+        .unwrap();
+    store.mark_recalled(&[], Timestamp(9_000)).await.unwrap();
+    for (id, expected) in [("a", 5_000), ("b", 4_000)] {
+        let recalled = store.get_memory(id).await.unwrap().unwrap().recalled_at;
+        assert_eq!(
+            recalled,
+            Some(Timestamp(expected)),
+            "{id}: never moved back"
+        );
     }
 }

@@ -3,10 +3,10 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use memory_core::ports::{
-    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryPage, MemoryProfiles,
-    MemoryRecord, MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore, TextDocument,
-    TextFields, TextHit, TextIndex, TextIndexCapabilities, TextIndexes, TextQuery, VectorIndex,
-    VectorIndexes, namespaces,
+    ForgetRequest, LongTermMemoryStore, MemoryFilter, MemoryKind, MemoryMerge, MemoryPage,
+    MemoryProfiles, MemoryRecord, MemoryRecordStore, RawMessage, RawMessageInsert, RawMessageStore,
+    TextDocument, TextFields, TextHit, TextIndex, TextIndexCapabilities, TextIndexes, TextQuery,
+    VectorIndex, VectorIndexes, namespaces,
 };
 use memory_core::{MemoryError, Result, Timestamp};
 
@@ -325,6 +325,60 @@ impl MemoryRecordStore for InMemoryLongTermMemory {
             .take(limit)
             .map(|(_, m)| m.id.clone())
             .collect())
+    }
+
+    async fn merge(&self, merge: &MemoryMerge) -> Result<()> {
+        merge.validate()?;
+        let mut inner = lock(&self.inner);
+        let found: Vec<MemoryRecord> = std::iter::once(&merge.survivor)
+            .chain(&merge.absorbed)
+            .filter_map(|id| inner.positions.get(id).and_then(|p| inner.memories.get(p)))
+            .cloned()
+            .collect();
+        let (survivor, absorbed) = merge.check_current(&found)?;
+        let absorbed: Vec<MemoryRecord> = absorbed.into_iter().cloned().collect();
+        let sources = MemoryMerge::merged_sources(survivor, &absorbed);
+        let confirmed = MemoryMerge::merged_confirmation(survivor, &absorbed);
+        let position = |id: &str| inner.positions.get(id).copied();
+        let updates: Vec<(Option<u64>, bool)> = std::iter::once((position(&merge.survivor), true))
+            .chain(merge.absorbed.iter().map(|id| (position(id), false)))
+            .collect();
+        for (position, is_survivor) in updates {
+            let Some(m) = position.and_then(|p| inner.memories.get_mut(&p)) else {
+                continue;
+            };
+            if is_survivor {
+                m.source_message_ids.clone_from(&sources);
+                m.confirmed_at = confirmed;
+            } else {
+                m.superseded_by = Some(merge.survivor.clone());
+                m.merged = Some(merge.note.clone());
+            }
+        }
+        Ok(())
+    }
+
+    async fn merged_into(&self, id: &str) -> Result<Vec<MemoryRecord>> {
+        let inner = lock(&self.inner);
+        Ok(inner
+            .memories
+            .values()
+            .filter(|m| m.merged.is_some() && m.superseded_by.as_deref() == Some(id))
+            .cloned()
+            .collect())
+    }
+
+    async fn mark_recalled(&self, ids: &[String], at: Timestamp) -> Result<()> {
+        let mut inner = lock(&self.inner);
+        for id in ids {
+            if let Some(p) = inner.positions.get(id).copied()
+                && let Some(m) = inner.memories.get_mut(&p)
+                && m.recalled_at.is_none_or(|before| before < at)
+            {
+                m.recalled_at = Some(at);
+            }
+        }
+        Ok(())
     }
 }
 

@@ -1,0 +1,7 @@
+-- Consolidation and the profile block's score: why a memory was merged into the one
+-- `superseded_by` names (NULL: not merged), the latest time the same thing was said again,
+-- and the latest time recall returned it (milliseconds since the epoch).
+ALTER TABLE memories ADD COLUMN merged_reason TEXT;
+ALTER TABLE memories ADD COLUMN merged_at BIGINT;
+ALTER TABLE memories ADD COLUMN confirmed_at BIGINT;
+ALTER TABLE memories ADD COLUMN recalled_at BIGINT;
