@@ -101,7 +101,6 @@ def _smallest(schema: Any) -> Any:
     return {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False}.get(kind)
 
 
-@dataclass
 def _confirm_every_group(body: dict[str, Any]) -> str:
     """The fake model's verdict on consolidation's groups: every group shown is the same."""
     shown = re.findall(r"^Group \d+:", str(body["messages"][-1]["content"]), re.MULTILINE)
@@ -109,6 +108,7 @@ def _confirm_every_group(body: dict[str, Any]) -> str:
     return json.dumps({"groups": groups})
 
 
+@dataclass
 class FakeModel:
     """A fake OpenAI-compatible chat endpoint: a structured request gets its schema's
     smallest instance (consolidation's gets every group confirmed, the digest's a fixed
@@ -131,7 +131,8 @@ class FakeModel:
                 if format_.get("name") == "consolidation":
                     content = _confirm_every_group(body)
                 elif format_.get("name") == "digest":
-                    content = json.dumps({"summary": "The user's profile in brief.", "sources": [1]})
+                    digest = {"summary": "The user's profile in brief.", "sources": [1]}
+                    content = json.dumps(digest)
                 elif schema is not None:
                     content = json.dumps(_smallest(schema))
                 else:

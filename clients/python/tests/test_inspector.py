@@ -236,8 +236,10 @@ def test_consolidation_merges_and_the_block_with_its_scores(
 
     page.goto(f"{seeded.base_url}/ui#/profile/tea?all=true")
     expect(page.locator("span.badge", has_text="merged")).to_have_count(2)
-    survivor = page.locator("tr", has_text="current").filter(has_text="green tea").filter(
-        has_not_text="sister"
+    survivor = (
+        page.locator("tr", has_text="current")
+        .filter(has_text="green tea")
+        .filter(has_not_text="sister")
     )
     survivor.get_by_role("button", name="Chain and provenance").click()
     expect(page.locator("ul.absorbed li")).to_have_count(2)
@@ -254,6 +256,7 @@ def test_consolidation_merges_and_the_block_with_its_scores(
     page.goto(f"{seeded.base_url}/ui#/block/tea?tokens=15")
     expect(page.locator("#block-text")).to_contain_text("Summary:")
     expect(page.locator("#digest")).to_contain_text("shown: the memories do not all fit")
+    expect(page.locator("#digest code")).to_have_count(1)
     shot(page, "block")
     page.close()
 

@@ -113,7 +113,8 @@ export interface FakeModel {
 /** The fake model's verdict on consolidation's groups: every group it is shown is the same. */
 function confirmEveryGroup(body: Record<string, unknown>): string {
   const messages = (body.messages ?? []) as { content?: unknown }[];
-  const shown = String(messages.at(-1)?.content ?? "").match(/^Group \d+:/gm) ?? [];
+  const last = messages.at(-1)?.content;
+  const shown = (typeof last === "string" ? last : "").match(/^Group \d+:/gm) ?? [];
   return JSON.stringify({
     groups: shown.map((_, i) => ({ group: i + 1, same: true, reason: "the same fact" })),
   });

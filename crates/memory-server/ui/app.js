@@ -357,7 +357,7 @@ async function memoryDetail(name, memory, target) {
     h("p", {}, h("strong", {}, "Consolidation")),
     memory.merged
       ? h("p", { class: "merged-into" }, `Merged into ${memory.superseded_by} on ${time(memory.merged.at)}: ${memory.merged.reason}`)
-      : null,
+      : "",
     absorbed.length
       ? h("ul", { class: "absorbed" }, absorbed.map((m) => h("li", {}, m.content, h("span", { class: "meta" }, ` · ${m.id} · merged ${time(m.merged.at)}: ${m.merged.reason}`))))
       : h("p", { class: "meta" }, memory.merged ? "" : "Nothing was merged into it."),
@@ -385,7 +385,7 @@ async function blockView(name) {
     digest
       ? h("div", { id: "digest" }, h("p", {}, digest.text),
           h("p", { class: "meta" }, `written ${time(digest.generated_at)} from ${digest.read} memories · ${choice.digest ? "shown: the memories do not all fit" : "not shown: the memories fit"} · draws on `,
-            digest.sources.map((id) => [h("code", {}, id), " "])))
+            digest.sources.flatMap((id) => [h("code", {}, id), " "])))
       : h("p", { class: "meta", id: "digest" }, "No digest (written by the [llm] once the profile has memories; shown when they do not fit)."),
     h("h3", {}, `Instructions shown: ${choice.instructions.length}`),
     h("h3", {}, "Facts and open tasks, best first"),
@@ -415,7 +415,7 @@ async function consolidateView(name) {
   show(
     h("h2", {}, `Consolidation of ${name}`),
     h("p", {}, link(`#/profile/${encodeURIComponent(name)}`, "Back to the profile"),
-      ` · ${plan.considered} memories read, ${plan.pairs_judged} pairs judged; ${plan.absorbed} would be merged into ${plan.merges.length} survivors (nothing is deleted: each stays, superseded, with its reason)`),
+      ` · ${plan.considered} memories read, ${plan.pairs_judged} pairs judged; ${plan.absorbed} would be merged into ${plan.merges.length} survivor(s) (nothing is deleted: each stays, superseded, with its reason)`),
     plan.degraded.length ? h("ul", { class: "meta" }, plan.degraded.map((d) => h("li", {}, `${d.feature}: ${d.reason}`))) : null,
     mergeList(plan.merges, "Planned merges"),
     plan.rejected.length ? mergeList(plan.rejected, "Not merged: the LLM disagreed") : null,
@@ -424,7 +424,7 @@ async function consolidateView(name) {
       "data-action": "consolidate",
       onclick: async () => {
         const done = await api("POST", `${base}/consolidate`, { body: { dry_run: false } });
-        result.replaceChildren(h("p", {}, `Merged ${done.absorbed} memories into ${done.merges.length} survivors${done.stale ? `; ${done.stale} skipped (changed meanwhile)` : ""}.`),
+        result.replaceChildren(h("p", {}, `Merged ${done.absorbed} memories into ${done.merges.length} survivor(s)${done.stale ? `; ${done.stale} skipped (changed meanwhile)` : ""}.`),
           mergeList(done.merges, "Written"));
       },
     }, "Merge these") : null,
