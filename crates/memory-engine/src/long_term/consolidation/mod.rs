@@ -41,8 +41,8 @@ pub(super) const LAST_RUN_PREFIX: &str = "consolidation/last-run/";
 /// Vectors read per round trip.
 const VECTOR_BATCH: usize = 512;
 
-/// Merges written between two heartbeats of the job's lease.
-const MERGES_PER_HEARTBEAT: usize = 64;
+/// Merges written at once, between two heartbeats of the job's lease.
+const MERGES_IN_FLIGHT: usize = 32;
 
 /// One memory of a planned merge, with the evidence that it says what the survivor says.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -254,10 +254,11 @@ impl Core {
         memories.truncate(limit);
         let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
         let mut vocabulary = similarity::Vocabulary::default();
-        let features: Vec<similarity::Features> = memories
+        let mut features: Vec<similarity::Features> = memories
             .iter()
             .map(|m| similarity::features(&m.content, &stemmer, &mut vocabulary))
             .collect();
+        similarity::share_names(&mut features);
         let weights = vocabulary.weights(memories.len());
         let thresholds = &self.config.similarity;
         let least = thresholds
@@ -372,39 +373,51 @@ impl Core {
             Err(e) => return Err((lease, e)),
         };
         let now = self.clock.now();
-        for (n, merge) in plan.merges.into_iter().enumerate() {
+        let store = store.as_ref();
+        // Several merges at once, so their index updates share the text index's commits (one
+        // at a time would pay a commit, and on a profile index a segment rewrite, each). A
+        // chunk ends before the lease is renewed: a merge is never left holding a connection
+        // while something else waits for one.
+        let mut merges = plan.merges.into_iter().peekable();
+        while merges.peek().is_some() {
             if self.is_stopping() {
                 break;
             }
-            let write = MemoryMerge {
-                survivor: merge.survivor.id.clone(),
-                absorbed: merge.absorbed.iter().map(|m| m.id.clone()).collect(),
-                note: MergeNote {
-                    reason: merge.reason.clone(),
-                    at: now,
-                },
-            };
-            match store.merge(&write).await {
-                Ok(()) => {
-                    report.absorbed += write.absorbed.len() as u64;
-                    report.merges.push(merge);
-                }
-                Err(MemoryError::Conflict { .. } | MemoryError::NotFound { .. }) => {
-                    report.stale += 1;
-                }
-                Err(e) => return Err((lease, e)),
-            }
-            if (n + 1) % MERGES_PER_HEARTBEAT == 0 {
-                lease = match self
-                    .backends
-                    .jobs
-                    .heartbeat(&lease, self.config.job_lease_millis, self.clock.now())
-                    .await
-                {
-                    Ok(renewed) => renewed,
-                    Err(e) => return Err((lease, e)),
+            let chunk: Vec<PlannedMerge> = merges.by_ref().take(MERGES_IN_FLIGHT).collect();
+            let written = futures::future::join_all(chunk.into_iter().map(|merge| async move {
+                let write = MemoryMerge {
+                    survivor: merge.survivor.id.clone(),
+                    absorbed: merge.absorbed.iter().map(|m| m.id.clone()).collect(),
+                    note: MergeNote {
+                        reason: merge.reason.clone(),
+                        at: now,
+                    },
                 };
+                let result = store.merge(&write).await;
+                (merge, result)
+            }))
+            .await;
+            for (merge, result) in written {
+                match result {
+                    Ok(()) => {
+                        report.absorbed += merge.absorbed.len() as u64;
+                        report.merges.push(merge);
+                    }
+                    Err(MemoryError::Conflict { .. } | MemoryError::NotFound { .. }) => {
+                        report.stale += 1;
+                    }
+                    Err(e) => return Err((lease, e)),
+                }
             }
+            lease = match self
+                .backends
+                .jobs
+                .heartbeat(&lease, self.config.job_lease_millis, self.clock.now())
+                .await
+            {
+                Ok(renewed) => renewed,
+                Err(e) => return Err((lease, e)),
+            };
         }
         Ok(lease)
     }

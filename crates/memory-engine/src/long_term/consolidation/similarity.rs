@@ -131,6 +131,24 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
+/// Gives every memory the names the profile writes with a capital inside a sentence
+/// anywhere: a name that opens one memory ("Anna likes tea") is known from another ("Tea is
+/// what Anna likes"), so it tells statements apart wherever it stands.
+pub(super) fn share_names(features: &mut [Features]) {
+    let known: HashSet<String> = features
+        .iter()
+        .flat_map(|f| f.names.iter().cloned())
+        .collect();
+    for f in features.iter_mut() {
+        f.names = f
+            .words
+            .iter()
+            .filter(|w| known.contains(*w))
+            .cloned()
+            .collect();
+    }
+}
+
 /// Reads one memory's features, adding its stems to `vocabulary`.
 pub(super) fn features(
     content: &str,
@@ -353,6 +371,27 @@ mod tests {
                 "{a} / {b}"
             );
         }
+    }
+
+    #[test]
+    fn a_name_known_anywhere_in_the_profile_tells_statements_apart_at_their_start() {
+        let texts = [
+            "Anna likes green tea.",
+            "Marco likes green tea.",
+            "Green tea is what Anna and Marco like.",
+        ];
+        let (mut f, _) = read(&texts);
+        let (a, b) = (fact(texts[0]), fact(texts[1]));
+        assert_eq!(
+            told_apart((&a, &f[0]), (&b, &f[1])),
+            None,
+            "no name is known yet"
+        );
+        share_names(&mut f);
+        assert_eq!(
+            told_apart((&a, &f[0]), (&b, &f[1])),
+            Some("a name only one mentions")
+        );
     }
 
     #[test]
