@@ -191,6 +191,8 @@ fn body_for(method: &str, template: &str) -> Option<Value> {
         ),
         ("post", "/v1/profiles/{profile}/import") => Value::String(String::new()),
         ("put", "/v1/profiles/{profile}/settings") => json!({"instructions": "bolt's own"}),
+        ("post", "/v1/profiles/{profile}/consolidate") => json!({"dry_run": false}),
+        ("post", "/v1/profiles/{profile}/digest") => json!({"force": true}),
         _ => panic!("no body for {method} {template}: add one to body_for"),
     };
     Some(body)

@@ -375,14 +375,14 @@ impl MemoryService {
         self.core.refresh_digest(profile, force).await
     }
 
-    /// The memories consolidation merged into `id`, oldest first.
+    /// The memories consolidation merged into `id`, oldest first (`NotFound` for a memory
+    /// the profile does not hold).
     pub async fn merged_into(&self, profile: &str, id: &str) -> Result<Vec<MemoryRecord>> {
-        self.core
-            .backends
-            .existing_store(profile)
-            .await?
-            .merged_into(id)
-            .await
+        let store = self.core.backends.existing_store(profile).await?;
+        if store.get_memory(id).await?.is_none() {
+            return Err(memory_core::MemoryError::not_found("memory", id));
+        }
+        store.merged_into(id).await
     }
 
     /// Recalls what the profile knows about `request.query`.
