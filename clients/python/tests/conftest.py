@@ -108,11 +108,22 @@ def _confirm_every_group(body: dict[str, Any]) -> str:
     return json.dumps({"groups": groups})
 
 
+def _flag_every_pair(body: dict[str, Any]) -> str:
+    """The fake model's verdict on contradiction candidates: every pair shown contradicts."""
+    shown = re.findall(r"^Pair \d+:", str(body["messages"][-1]["content"]), re.MULTILINE)
+    pairs = [
+        {"pair": i + 1, "contradicts": True, "reason": "cannot both hold"}
+        for i in range(len(shown))
+    ]
+    return json.dumps({"pairs": pairs})
+
+
 @dataclass
 class FakeModel:
     """A fake OpenAI-compatible chat endpoint: a structured request gets its schema's
-    smallest instance (consolidation's gets every group confirmed, the digest's a fixed
-    summary drawing on the first record), any other (a compaction) gets ``summary``."""
+    smallest instance (consolidation's gets every group confirmed, contradiction's every
+    pair flagged, the digest's a fixed summary drawing on the first record), any other (a
+    compaction) gets ``summary``."""
 
     summary: str = "## Goal\nPlan a trip to Lyon by train."
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -130,6 +141,8 @@ class FakeModel:
                 schema = format_.get("schema")
                 if format_.get("name") == "consolidation":
                     content = _confirm_every_group(body)
+                elif format_.get("name") == "contradiction":
+                    content = _flag_every_pair(body)
                 elif format_.get("name") == "digest":
                     digest = {"summary": "The user's profile in brief.", "sources": [1]}
                     content = json.dumps(digest)

@@ -186,6 +186,7 @@ async def tour(memory: MemoryClient | AsyncMemoryClient, model: FakeModel, tag: 
     assert (await r(profile.consolidate(dry_run=True))).dry_run
     assert not (await r(profile.consolidate())).dry_run
     assert isinstance(await r(profile.merged(remembered.id)), list)
+    assert isinstance(await r(profile.contradictions()), list)
     assert len((await r(profile.block(tokens=200, top=5))).candidates) <= 5
     assert (await r(profile.refresh_digest(force=True))).reason
     await r(profile.digest())
@@ -504,18 +505,25 @@ def test_consolidation_merges_paraphrases_and_the_block_shows_scores(
     ]
     ids = [tidy.remember(text).id for text in said]
     tidy.remember("The user walks the dog every morning.")
+    negated = tidy.remember("The user does not like green tea at night.")
     planned = tidy.consolidate(dry_run=True)
     assert planned.dry_run and len(planned.merges) == 1 and planned.absorbed == 2
-    assert len(tidy.list_page().memories) == 4, "a dry run writes nothing"
+    assert planned.contradictions == [], "a dry run asks nothing about contradictions"
+    assert len(tidy.list_page().memories) == 5, "a dry run writes nothing"
     done = tidy.consolidate()
     merge = done.merges[0]
+    # The fake model flags every pair it is asked about: the negation against the survivor.
+    assert [(c.first.id, c.second.id) for c in done.contradictions] == [
+        (merge.survivor.id, negated.id)
+    ]
+    assert tidy.contradictions() == done.contradictions
     assert sorted([merge.survivor.id, *(m.id for m in merge.absorbed)]) == sorted(ids)
     merged = tidy.merged(merge.survivor.id)
     assert [m.merged.reason for m in merged if m.merged] == [merge.reason] * 2
     assert all(m.superseded_by == merge.survivor.id for m in merged)
     block = tidy.block(tokens=200)
     assert block.text is not None and "green tea" in block.text.lower()
-    assert [c.chosen for c in block.candidates] == [True, True]
+    assert [c.chosen for c in block.candidates] == [True, True, True]
     assert all(c.score.said > 0.99 and c.score.used == 0 for c in block.candidates)
     refreshed = tidy.refresh_digest(force=True)
     assert refreshed.written and refreshed.reason == "asked for"
@@ -526,6 +534,7 @@ def test_consolidation_merges_paraphrases_and_the_block_shows_scores(
     assert tight.text is not None and tight.text.startswith("Summary:\nThe user's profile")
     assert tight.digest == digest
     assert tidy.purge(merge.survivor.id).absorbed == 2
+    assert tidy.contradictions() == [], "an erased memory takes its contradictions with it"
     tidy.delete()
 
 

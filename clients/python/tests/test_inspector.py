@@ -223,8 +223,10 @@ def test_consolidation_merges_and_the_block_with_its_scores(
         ]:
             tea.remember(said)
         tea.remember("The user's sister likes green tea.")
+        tea.remember("The user does not like green tea at night.")
         tea.remember("Book the dentist", kind="task")
     page = open_page(browser, f"{seeded.base_url}/ui#/consolidate/tea")
+    expect(page.locator("#contradictions")).to_contain_text("none")
     planned = page.locator("ol.merges > li")
     expect(planned).to_have_count(1)
     expect(planned.first).to_contain_text("absorbs")
@@ -233,6 +235,15 @@ def test_consolidation_merges_and_the_block_with_its_scores(
     shot(page, "consolidation")
     page.get_by_role("button", name="Merge these").click()
     expect(page.locator("#consolidation-result")).to_contain_text("Merged 2 memories into 1")
+    # The fake model flags every pair it is asked about: the negation, not the sister.
+    flagged = page.locator("#flagged-now li")
+    expect(flagged).to_have_count(1)
+    expect(flagged.first).to_contain_text("does not like green tea at night")
+    expect(flagged.first).to_contain_text("why: cannot both hold")
+    page.reload()
+    expect(page.locator("#contradictions li")).to_have_count(1)
+    expect(page.locator("#contradictions")).not_to_contain_text("sister")
+    shot(page, "contradictions")
 
     page.goto(f"{seeded.base_url}/ui#/profile/tea?all=true")
     expect(page.locator("span.badge", has_text="merged")).to_have_count(2)
@@ -240,6 +251,7 @@ def test_consolidation_merges_and_the_block_with_its_scores(
         page.locator("tr", has_text="current")
         .filter(has_text="green tea")
         .filter(has_not_text="sister")
+        .filter(has_not_text="at night")
     )
     survivor.get_by_role("button", name="Chain and provenance").click()
     expect(page.locator("ul.absorbed li")).to_have_count(2)
@@ -249,7 +261,7 @@ def test_consolidation_merges_and_the_block_with_its_scores(
     expect(page.locator("#block-text")).to_contain_text("Open tasks:")
     expect(page.locator("#digest")).to_contain_text("No digest")
     rows = page.locator("tr[data-candidate]")
-    expect(rows).to_have_count(3)
+    expect(rows).to_have_count(4)
     expect(rows.first).to_contain_text("yes")
     with MemoryClient(seeded.base_url) as memory:
         assert memory.profile("tea").refresh_digest(force=True).written

@@ -15,6 +15,7 @@ import { type Body, IMPORT_TIMEOUT_MS, lines, uploadBody } from "./streams.js";
 import type {
   BlockChoice,
   ConsolidationReport,
+  Contradiction,
   DigestReport,
   IngestAccepted,
   IngestJob,
@@ -220,6 +221,19 @@ export class Profile {
       options,
     );
     return memories;
+  }
+
+  /**
+   * Pairs of current memories that contradict each other, flagged by the LLM during
+   * consolidation runs, newest first; a pair leaves when either memory stops being current.
+   */
+  async contradictions(options: RequestOptions = {}): Promise<Contradiction[]> {
+    const { contradictions } = await this.http.json<{ contradictions: Contradiction[] }>(
+      "GET",
+      this.path("/contradictions"),
+      options,
+    );
+    return contradictions;
   }
 
   /** The profile's digest (`null` when none is kept). */

@@ -176,8 +176,26 @@ export interface ConsolidationReport {
   rejected: PlannedMerge[];
   /** Merges skipped because a memory changed meanwhile. */
   stale: number;
+  /** Contradictions the LLM flagged in this run (none without an LLM or in a dry run). */
+  contradictions: Contradiction[];
   degraded: Degradation[];
   usage: Usage;
+}
+
+/** One memory of a flagged contradiction, as it reads now. */
+export interface ContradictionMember {
+  id: string;
+  content: string;
+}
+
+/** Two current memories the verification model said cannot both be true. */
+export interface Contradiction {
+  /** The older of the two. */
+  first: ContradictionMember;
+  /** The newer. */
+  second: ContradictionMember;
+  reason: string;
+  flagged_at: Timestamp;
 }
 
 /** A memory's score in the profile block: `kind × (0.6 × said + 0.4 × used)`. */

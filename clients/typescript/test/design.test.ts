@@ -324,7 +324,7 @@ test("consolidation merges paraphrases into one survivor, and the block shows wh
   ];
   const ids: string[] = [];
   for (const content of said) ids.push((await tidy.remember(content)).id);
-  await tidy.remember("The user does not like green tea at night.");
+  const negated = await tidy.remember("The user does not like green tea at night.");
   await tidy.remember("Book the dentist appointment", { kind: "task" });
 
   const planned = await tidy.consolidate({ dryRun: true });
@@ -333,11 +333,18 @@ test("consolidation merges paraphrases into one survivor, and the block shows wh
   assert.equal(planned.absorbed, 2);
   assert.equal((await tidy.listPage()).memories.length, 5, "a dry run writes nothing");
 
+  assert.deepEqual(planned.contradictions, [], "a dry run asks nothing about contradictions");
   const done = await tidy.consolidate();
   assert.equal(done.dry_run, false);
   assert.ok(done.job_id);
   const merge = done.merges[0];
   assert.ok(merge !== undefined);
+  // The fake model flags every pair it is asked about: the negation against the survivor.
+  assert.deepEqual(
+    done.contradictions.map((c) => [c.first.id, c.second.id]),
+    [[merge.survivor.id, negated.id]],
+  );
+  assert.deepEqual(await tidy.contradictions(), done.contradictions);
   assert.deepEqual(
     [merge.survivor.id, ...merge.absorbed.map((m) => m.id)].sort(),
     [...ids].sort(),
@@ -373,6 +380,7 @@ test("consolidation merges paraphrases into one survivor, and the block shows wh
 
   const purged = await tidy.purge(merge.survivor.id);
   assert.equal(purged.absorbed, 2, "a purge of the survivor reaches what it absorbed");
+  assert.deepEqual(await tidy.contradictions(), [], "an erased memory takes its contradictions with it");
   await tidy.delete();
 });
 

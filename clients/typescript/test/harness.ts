@@ -120,10 +120,21 @@ function confirmEveryGroup(body: Record<string, unknown>): string {
   });
 }
 
+/** The fake model's verdict on contradiction candidates: every pair it is shown contradicts. */
+function flagEveryPair(body: Record<string, unknown>): string {
+  const messages = (body.messages ?? []) as { content?: unknown }[];
+  const last = messages.at(-1)?.content;
+  const shown = (typeof last === "string" ? last : "").match(/^Pair \d+:/gm) ?? [];
+  return JSON.stringify({
+    pairs: shown.map((_, i) => ({ pair: i + 1, contradicts: true, reason: "cannot both hold" })),
+  });
+}
+
 /**
  * Starts the fake model: a structured request (a `response_format` with a JSON schema)
  * gets the schema's smallest valid instance (no memories extracted, empty query analysis),
- * except consolidation's, whose every group it confirms, and the digest's, a fixed summary
+ * except consolidation's, whose every group it confirms, contradiction's, whose every pair
+ * it flags, and the digest's, a fixed summary
  * drawing on the first record; any other request (a compaction)
  * gets `summary` as the summary.
  */
@@ -136,6 +147,8 @@ export async function fakeModel(summary = "## Goal\nPlan a trip to Lyon by train
       const content =
         format?.json_schema?.name === "consolidation"
           ? confirmEveryGroup(body)
+          : format?.json_schema?.name === "contradiction"
+            ? flagEveryPair(body)
           : format?.json_schema?.name === "digest"
             ? JSON.stringify({ summary: "The user's profile in brief.", sources: [1] })
             : format?.json_schema?.schema !== undefined

@@ -105,6 +105,7 @@ async function tour(memory: MemoryClient): Promise<void> {
   await profile.consolidate({ dryRun: true });
   await profile.consolidate();
   await profile.merged(remembered.id);
+  await profile.contradictions();
   await profile.block({ tokens: 200, top: 5 });
   await profile.refreshDigest({ force: true });
   await profile.digest();

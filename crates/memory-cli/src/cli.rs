@@ -775,6 +775,14 @@ pub enum ProfileCommand {
         #[command(flatten)]
         format: Format,
     },
+    /// Pairs of current memories that contradict each other, flagged by the `[llm]` during
+    /// consolidation runs (newest first).
+    Contradictions {
+        /// Profile name.
+        profile: String,
+        #[command(flatten)]
+        format: Format,
+    },
     /// The profile's digest (a short summary the `[llm]` writes from its memories, with the
     /// memories it draws on); `--refresh` writes it again when enough changed, `--force`
     /// always.
@@ -903,7 +911,8 @@ pub enum EvalCommand {
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// Consolidation on a seeded profile of paraphrased memories: in-group and cross-group
-    /// pairs merged, the run's time and peak memory, recall before and after.
+    /// pairs merged, the run's time and peak memory, recall before and after (or, with
+    /// `--locomo`, LoCoMo recall@10 before and after).
     Consolidation {
         /// Memories in the profile.
         #[arg(long, default_value_t = 20_000)]
@@ -918,10 +927,18 @@ pub enum BenchCommand {
         /// The generator's seed.
         #[arg(long, default_value_t = 7)]
         seed: u64,
-        /// The vectors: `hashing` (the default) or a local model (`local`, `local-int8`, a
-        /// catalogue name).
-        #[arg(long, default_value = "hashing")]
+        /// The vectors: a local model (`local-int8`, the default; `local`, a catalogue
+        /// name) or `hashing` (no model; not semantic, so the vector veto merges little).
+        #[arg(long, default_value = "local-int8")]
         embedder: String,
+        /// Instead of the generator: LoCoMo (`locomo10.json`, read in place), each
+        /// conversation's observations remembered as facts, recall@10 of categories 1-4
+        /// before and after consolidation.
+        #[arg(long)]
+        locomo: Option<PathBuf>,
+        /// With `--locomo`: only the first N conversations.
+        #[arg(long, requires = "locomo")]
+        conversations: Option<usize>,
         #[command(flatten)]
         format: Format,
     },

@@ -210,6 +210,10 @@ fn routes() -> Router {
             get(profiles::digest).post(profiles::refresh_digest),
         )
         .route(
+            "/v1/profiles/{profile}/contradictions",
+            get(profiles::contradictions),
+        )
+        .route(
             "/v1/profiles/{profile}/memories/{id}/merged",
             get(profiles::merged),
         )

@@ -53,6 +53,7 @@ use utoipa::{Modify, OpenApi};
         crate::profiles::list_jobs,
         crate::profiles::consolidate,
         crate::profiles::merged,
+        crate::profiles::contradictions,
         crate::profiles::block,
         crate::profiles::digest,
         crate::profiles::refresh_digest,

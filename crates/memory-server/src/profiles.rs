@@ -573,6 +573,32 @@ pub async fn merged(
     }))
 }
 
+/// The profile's flagged contradictions.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Contradictions {
+    /// Newest first: pairs of current memories (`first` the older, `second` the newer, each
+    /// `{id, content}`) the verification model said cannot both be true, with its `reason`
+    /// and `flagged_at`.
+    #[schema(value_type = Vec<Object>)]
+    pub contradictions: Vec<memory_engine::long_term::Contradiction>,
+}
+
+/// Pairs of current memories that contradict each other, flagged by the verification model
+/// during consolidation runs; a pair leaves when either memory stops being current.
+#[utoipa::path(get, path = "/v1/profiles/{profile}/contradictions", tag = "long-term",
+    params(("profile" = String, Path, description = "Profile name")),
+    responses(
+        (status = 200, description = "The flagged contradictions, newest first", body = Contradictions),
+        (status = 404, description = "No such profile", body = ErrorBody)))]
+pub async fn contradictions(
+    Extension(state): Extension<AppState>,
+    Path(profile): Path<String>,
+) -> ApiResult<Json<Contradictions>> {
+    Ok(Json(Contradictions {
+        contradictions: state.memory.contradictions(&profile).await?,
+    }))
+}
+
 /// `GET /v1/profiles/{profile}/block`'s query.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

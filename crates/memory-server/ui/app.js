@@ -408,9 +408,21 @@ function mergeList(merges, caption) {
       : h("p", { class: "meta" }, "none"));
 }
 
+function contradictionList(list, caption, id) {
+  return h("section", { id },
+    h("h3", {}, caption),
+    list.length ? h("ol", { class: "contradictions" }, list.map((c) => h("li", { "data-first": c.first.id, "data-second": c.second.id },
+      c.first.content, h("span", { class: "meta" }, ` · ${c.first.id}`),
+      h("strong", {}, " contradicts "),
+      c.second.content, h("span", { class: "meta" }, ` · ${c.second.id}`),
+      h("p", { class: "meta" }, `why: ${c.reason} · flagged ${time(c.flagged_at)}`))))
+      : h("p", { class: "meta" }, "none"));
+}
+
 async function consolidateView(name) {
   const base = `/v1/profiles/${encodeURIComponent(name)}`;
   const plan = await api("POST", `${base}/consolidate`, { body: { dry_run: true } });
+  const { contradictions } = await api("GET", `${base}/contradictions`);
   const result = h("section", { id: "consolidation-result", "aria-live": "polite" });
   show(
     h("h2", {}, `Consolidation of ${name}`),
@@ -425,10 +437,12 @@ async function consolidateView(name) {
       onclick: async () => {
         const done = await api("POST", `${base}/consolidate`, { body: { dry_run: false } });
         result.replaceChildren(h("p", {}, `Merged ${done.absorbed} memories into ${done.merges.length} survivor(s)${done.stale ? `; ${done.stale} skipped (changed meanwhile)` : ""}.`),
-          mergeList(done.merges, "Written"));
+          mergeList(done.merges, "Written"),
+          contradictionList(done.contradictions, "Contradictions flagged by this run", "flagged-now"));
       },
     }, "Merge these") : null,
     result,
+    contradictionList(contradictions, "Contradictions flagged by earlier runs (both memories still current)", "contradictions"),
   );
 }
 

@@ -37,6 +37,7 @@ from .models import (
     CompactResult,
     ConsolidationReport,
     ContextBlock,
+    Contradiction,
     DigestReport,
     Ended,
     IngestAccepted,
@@ -573,6 +574,13 @@ class AsyncProfile:
         """The memories consolidation merged into ``memory_id``, oldest first, with reasons."""
         answer = await self._http.json("GET", self._path(f"/memories/{_seg(memory_id)}/merged"))
         return [Memory.model_validate(m) for m in answer["memories"]]
+
+    async def contradictions(self) -> builtins.list[Contradiction]:
+        """Pairs of current memories that contradict each other, flagged by the LLM during
+        consolidation runs, newest first; a pair leaves when either memory stops being
+        current."""
+        answer = await self._http.json("GET", self._path("/contradictions"))
+        return [Contradiction.model_validate(c) for c in answer["contradictions"]]
 
     async def digest(self) -> ProfileDigest | None:
         """The profile's digest (``None`` when none is kept)."""

@@ -32,6 +32,7 @@ from .models import (
     CompactResult,
     ConsolidationReport,
     ContextBlock,
+    Contradiction,
     DigestReport,
     Ended,
     IngestAccepted,
@@ -568,6 +569,13 @@ class Profile:
         """The memories consolidation merged into ``memory_id``, oldest first, with reasons."""
         answer = self._http.json("GET", self._path(f"/memories/{_seg(memory_id)}/merged"))
         return [Memory.model_validate(m) for m in answer["memories"]]
+
+    def contradictions(self) -> builtins.list[Contradiction]:
+        """Pairs of current memories that contradict each other, flagged by the LLM during
+        consolidation runs, newest first; a pair leaves when either memory stops being
+        current."""
+        answer = self._http.json("GET", self._path("/contradictions"))
+        return [Contradiction.model_validate(c) for c in answer["contradictions"]]
 
     def digest(self) -> ProfileDigest | None:
         """The profile's digest (``None`` when none is kept)."""

@@ -255,6 +255,24 @@ class MergeMember(Model):
     """Cosine of its vector and the survivor's, when both have one."""
 
 
+class ContradictionMember(Model):
+    """One memory of a flagged contradiction, as it reads now."""
+
+    id: str
+    content: str
+
+
+class Contradiction(Model):
+    """Two current memories the verification model said cannot both be true."""
+
+    first: ContradictionMember
+    """The older of the two."""
+    second: ContradictionMember
+    """The newer."""
+    reason: str
+    flagged_at: int
+
+
 class PlannedMerge(Model):
     """One consolidation group: what stays, what is merged into it, and why."""
 
@@ -278,6 +296,8 @@ class ConsolidationReport(Model):
     """Groups the LLM said do not say the same thing."""
     stale: int
     """Merges skipped because a memory changed meanwhile."""
+    contradictions: list[Contradiction] = []
+    """Contradictions the LLM flagged in this run (none without an LLM or in a dry run)."""
     degraded: list[Degradation]
     usage: Usage
 

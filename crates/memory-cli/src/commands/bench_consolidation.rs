@@ -97,6 +97,23 @@ fn rss_mb() -> f64 {
         / 1024.0
 }
 
+/// The bench's embedder and its name: hashing without a choice, else the model chosen.
+pub(super) fn bench_embedder(
+    choice: Option<&memory_config::EmbedderChoice>,
+) -> Result<(Arc<dyn Embedder>, String), CliError> {
+    match choice {
+        None => Ok((Arc::new(HashingEmbedder::new(384)), "hashing".into())),
+        Some(choice) => {
+            let mut config = memory_config::MemoryConfig::default();
+            config.memory.embedder = choice.clone();
+            match memory_compose::embedder(&config)? {
+                (Some(model), _) => Ok((model, choice.to_string())),
+                (None, why) => Err(CliError::Input(why.unwrap_or_default())),
+            }
+        }
+    }
+}
+
 /// Runs it.
 pub async fn run(options: ConsolidationBench, json: bool) -> Result<(), CliError> {
     let corpus = generate(
@@ -110,17 +127,7 @@ pub async fn run(options: ConsolidationBench, json: bool) -> Result<(), CliError
         .tempdir()
         .map_err(|e| CliError::io("creating a scratch directory", e))?;
     let backends = crate::app::scratch_long_term(scratch.path(), true, None).await?;
-    let (embedder, name): (Arc<dyn Embedder>, String) = match &options.model_embedder {
-        None => (Arc::new(HashingEmbedder::new(384)), "hashing".into()),
-        Some(choice) => {
-            let mut config = memory_config::MemoryConfig::default();
-            config.memory.embedder = choice.clone();
-            match memory_compose::embedder(&config)? {
-                (Some(model), _) => (model, choice.to_string()),
-                (None, why) => return Err(CliError::Input(why.unwrap_or_default())),
-            }
-        }
-    };
+    let (embedder, name) = bench_embedder(options.model_embedder.as_ref())?;
     let service = MemoryService::new(backends, Arc::new(memory_core::ports::SystemClock))
         .with_embedder(embedder);
     let profile = "paraphrases";

@@ -3,6 +3,7 @@
 mod backup;
 mod bench;
 mod bench_consolidation;
+mod bench_consolidation_locomo;
 mod bench_embedders;
 mod bench_profiles;
 mod bench_queries;
@@ -313,22 +314,39 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         queries,
         seed,
         embedder,
+        locomo,
+        conversations,
         format,
     }) = cli.command
     {
+        let model_embedder = match embedder.as_str() {
+            "hashing" => None,
+            name => Some(
+                memory_config::EmbedderChoice::try_from(name.to_owned())
+                    .map_err(CliError::Input)?,
+            ),
+        };
+        if let Some(data) = locomo {
+            let (embedder, embedder_name) =
+                bench_consolidation::bench_embedder(model_embedder.as_ref())?;
+            return bench_consolidation_locomo::run(
+                bench_consolidation_locomo::LocomoConsolidationBench {
+                    data,
+                    conversations,
+                    embedder_name,
+                    embedder,
+                },
+                format.json,
+            )
+            .await;
+        }
         return bench_consolidation::run(
             bench_consolidation::ConsolidationBench {
                 memories,
                 grouped,
                 queries,
                 seed,
-                model_embedder: match embedder.as_str() {
-                    "hashing" => None,
-                    name => Some(
-                        memory_config::EmbedderChoice::try_from(name.to_owned())
-                            .map_err(CliError::Input)?,
-                    ),
-                },
+                model_embedder,
             },
             format.json,
         )

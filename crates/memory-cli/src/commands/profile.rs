@@ -723,6 +723,19 @@ pub async fn run(data_dir: &Path, command: ProfileCommand) -> Result<(), CliErro
             print_consolidation(&profile, &report);
             Ok(())
         }
+        ProfileCommand::Contradictions { profile, format } => {
+            let flagged = service.contradictions(&profile).await?;
+            if format.json {
+                return output::json(&flagged);
+            }
+            if flagged.is_empty() {
+                println!("{profile}: no contradictions flagged");
+            }
+            for c in &flagged {
+                print_contradiction(&output::time(c.flagged_at), c);
+            }
+            Ok(())
+        }
         ProfileCommand::Digest {
             profile,
             refresh,
@@ -878,9 +891,23 @@ fn print_consolidation(profile: &str, report: &memory_engine::long_term::Consoli
             report.stale
         );
     }
+    for c in &report.contradictions {
+        print_contradiction("flagged", c);
+    }
     for d in &report.degraded {
         println!("note: {}: {}", d.feature, d.reason);
     }
+}
+
+fn print_contradiction(label: &str, c: &memory_engine::long_term::Contradiction) {
+    println!(
+        "- {label} {}: {}\n    against {}: {}\n    why: {}",
+        c.first.id,
+        one_line(&c.first.content),
+        c.second.id,
+        one_line(&c.second.content),
+        c.reason
+    );
 }
 
 /// Runs a job to its end in this process, or, when a worker holds it, waits for that

@@ -53,6 +53,18 @@ pub fn answer_text(value: &Value) -> String {
     }
 }
 
+/// One of the data set's observations: a fact about a speaker its authors extracted from a
+/// session, with the turns it comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// The statement.
+    pub text: String,
+    /// Normalised `dia_id`s of the turns it draws on.
+    pub dia_ids: Vec<String>,
+    /// The session's number.
+    pub session: u32,
+}
+
 /// One conversation with its questions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
@@ -60,6 +72,8 @@ pub struct Sample {
     pub id: String,
     /// Sessions in order.
     pub sessions: Vec<Session>,
+    /// The observations, session by session.
+    pub observations: Vec<Observation>,
     /// Questions (those with empty gold after normalisation are dropped).
     pub questions: Vec<Question>,
     /// Questions dropped for empty gold.
@@ -203,9 +217,47 @@ fn sample(value: &Value) -> Result<Sample, CliError> {
     Ok(Sample {
         id,
         sessions,
+        observations: observations(value),
         questions,
         skipped,
     })
+}
+
+/// The sample's `observation` map (`session_<n>_observation` → speaker → `[text, dia_id or
+/// list of them]`), session by session.
+fn observations(value: &Value) -> Vec<Observation> {
+    let mut out = Vec::new();
+    let Some(sessions) = value["observation"].as_object() else {
+        return out;
+    };
+    for (key, speakers) in sessions {
+        let Some(session) = key
+            .strip_prefix("session_")
+            .and_then(|k| k.strip_suffix("_observation"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        for said in speakers.as_object().into_iter().flat_map(|m| m.values()) {
+            for item in said.as_array().map(Vec::as_slice).unwrap_or_default() {
+                let Some(text) = item[0].as_str() else {
+                    continue;
+                };
+                let evidence: Vec<&str> = match &item[1] {
+                    Value::String(d) => vec![d.as_str()],
+                    Value::Array(ds) => ds.iter().filter_map(Value::as_str).collect(),
+                    _ => Vec::new(),
+                };
+                out.push(Observation {
+                    text: text.to_owned(),
+                    dia_ids: evidence.into_iter().flat_map(normalise_evidence).collect(),
+                    session,
+                });
+            }
+        }
+    }
+    out.sort_by_key(|o| o.session);
+    out
 }
 
 #[cfg(test)]
@@ -228,5 +280,41 @@ mod tests {
         assert_eq!(normalise_evidence("D:11:05; D2:7"), ["D11:5", "D2:7"]);
         assert_eq!(normalise_evidence("D8:6 D9:17"), ["D8:6", "D9:17"]);
         assert!(normalise_evidence("none").is_empty());
+    }
+
+    #[test]
+    fn observations_are_read_session_by_session_with_their_turns() {
+        let sample: Value = serde_json::json!({
+            "observation": {
+                "session_2_observation": {
+                    "Ann": [["Ann moved to Lisbon.", "D2:4"]]
+                },
+                "session_1_observation": {
+                    "Ann": [["Ann likes tea.", "D1:3"], ["Ann has a dog.", ["D1:5", "D:1:06"]]],
+                    "Bo": [[null, "D1:1"]]
+                },
+                "not_a_session": {}
+            }
+        });
+        let read = observations(&sample);
+        let texts: Vec<(&str, u32, Vec<&str>)> = read
+            .iter()
+            .map(|o| {
+                (
+                    o.text.as_str(),
+                    o.session,
+                    o.dia_ids.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                ("Ann likes tea.", 1, vec!["D1:3"]),
+                ("Ann has a dog.", 1, vec!["D1:5", "D1:6"]),
+                ("Ann moved to Lisbon.", 2, vec!["D2:4"]),
+            ]
+        );
+        assert!(observations(&serde_json::json!({})).is_empty());
     }
 }

@@ -313,6 +313,12 @@ impl LongTermBackends {
         self.outbox
             .delete(&format!("{}{profile}", super::digest::DIGEST_PREFIX))
             .await?;
+        self.outbox
+            .delete(&format!(
+                "{}{profile}",
+                super::consolidation::CONTRADICTIONS_PREFIX
+            ))
+            .await?;
         self.synced
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -343,3 +343,71 @@ async fn events_of_different_days_and_a_stale_plan_are_not_merged() {
         memory_core::MemoryError::not_found("profile", "nobody").to_string()
     );
 }
+
+#[tokio::test]
+async fn contradictions_are_flagged_by_the_llm_and_leave_with_their_memories() {
+    let rig = Rig::new();
+    let llm = Arc::new(ScriptedLanguageModel::new([
+        r#"{"pairs": [{"pair": 1, "contradicts": true, "reason": "one home at a time"}]}"#,
+    ]));
+    let s = rig.service().with_models(StageModels {
+        verification: Some(llm.clone()),
+        ..StageModels::default()
+    });
+    let lisbon = remember(&s, &rig, "The user lives in Lisbon.").await;
+    let berlin = remember(&s, &rig, "The user lives in Berlin.").await;
+    remember(&s, &rig, "The user likes green tea.").await;
+    remember(&s, &rig, "The user's sister does not live in Lisbon.").await;
+    let report = s.consolidate("ada", false).await.unwrap();
+    assert!(report.merges.is_empty(), "{report:#?}");
+    assert_eq!(report.contradictions.len(), 1, "{report:#?}");
+    let flagged = &report.contradictions[0];
+    assert_eq!(flagged.first.id, lisbon.id, "the older first");
+    assert_eq!(flagged.second.id, berlin.id);
+    assert_eq!(flagged.reason, "one home at a time");
+    let asked = &llm.requests()[0].messages[1].content;
+    assert!(
+        asked.contains("Pair 1:") && !asked.contains("Pair 2:"),
+        "only the pair about one thing and one person is asked: {asked}"
+    );
+    let listed = s.contradictions("ada").await.unwrap();
+    assert_eq!(listed, report.contradictions);
+    assert_eq!(listed[0].first.content, "The user lives in Lisbon.");
+
+    // Nothing new: the next run asks nothing (the script is empty) and keeps the flag.
+    rig.clock.advance(1_000);
+    let again = s.consolidate("ada", false).await.unwrap();
+    assert!(again.contradictions.is_empty());
+    assert!(
+        again.degraded.iter().all(|d| d.feature != "contradictions"),
+        "{again:#?}"
+    );
+    assert_eq!(llm.requests().len(), 1);
+    assert_eq!(s.contradictions("ada").await.unwrap().len(), 1);
+
+    // Forgetting one of the two drops the flag, reason and all.
+    s.forget("ada", &berlin.id, "moved").await.unwrap();
+    assert!(s.contradictions("ada").await.unwrap().is_empty());
+    assert_eq!(
+        s.backends().outbox.get("contradictions/ada").await.unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
+async fn without_an_llm_contradictions_are_not_looked_for_and_the_report_says_so() {
+    let rig = Rig::new();
+    let s = rig.service();
+    remember(&s, &rig, "The user lives in Lisbon.").await;
+    remember(&s, &rig, "The user lives in Berlin.").await;
+    let report = s.consolidate("ada", false).await.unwrap();
+    assert!(report.contradictions.is_empty());
+    assert!(
+        report
+            .degraded
+            .iter()
+            .any(|d| d.feature == "contradictions" && d.reason.contains("no LLM")),
+        "{report:#?}"
+    );
+    assert!(s.contradictions("ada").await.unwrap().is_empty());
+}

@@ -123,6 +123,7 @@ impl Core {
             .await?
             .delete(MEMORY_NAMESPACE, &ids)
             .await?;
+        self.drop_contradictions_citing(profile, &ids).await?;
         self.drop_digest_citing(profile, &ids).await
     }
 
@@ -170,6 +171,7 @@ impl Core {
             .chain(absorbed.iter().map(|m| m.id.clone()))
             .collect();
         self.drop_digest_citing(profile, &erased).await?;
+        self.drop_contradictions_citing(profile, &erased).await?;
         report.memory = store.purge(id).await?;
         // Erasing the current version made its predecessor current again (the store relinks
         // the chain): it gets its vector back, as a current memory has one.

@@ -42,7 +42,8 @@ pub use accounting::{StageUsage, UsageReport};
 pub use backends::LongTermBackends;
 pub use config::{ChannelWeights, KindLifetimes, LongTermConfig, StageModels};
 pub use consolidation::{
-    CONSOLIDATE_KIND, ConsolidationReport, MergeMember, PlannedMerge, SimilarityThresholds,
+    CONSOLIDATE_KIND, ConsolidationReport, Contradiction, ContradictionMember, MergeMember,
+    PlannedMerge, SimilarityThresholds,
 };
 pub use content_id::{content_id, occurrence_id};
 pub use degradation::Degradation;

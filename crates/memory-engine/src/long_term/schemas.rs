@@ -105,6 +105,18 @@ pub(crate) fn consolidation() -> Value {
     )])
 }
 
+/// Contradictions: `{"pairs": [{pair, contradicts, reason}]}`.
+pub(crate) fn contradiction() -> Value {
+    object(&[(
+        "pairs",
+        array(object(&[
+            ("pair", typed("integer")),
+            ("contradicts", typed("boolean")),
+            ("reason", typed("string")),
+        ])),
+    )])
+}
+
 /// The profile digest: `{summary, sources}`.
 pub(crate) fn digest() -> Value {
     object(&[
@@ -129,6 +141,7 @@ mod tests {
             ("query_analysis", query_analysis()),
             ("synthesis", synthesis()),
             ("consolidation", consolidation()),
+            ("contradiction", contradiction()),
             ("digest", digest()),
         ] {
             let problems = strict_schema_violations(&schema);

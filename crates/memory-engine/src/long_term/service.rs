@@ -363,6 +363,12 @@ impl MemoryService {
         self.core.consolidate_if_due(profile).await
     }
 
+    /// The profile's flagged contradictions (pairs of current memories the verification
+    /// model said cannot both be true), newest first, with their text as it reads now.
+    pub async fn contradictions(&self, profile: &str) -> Result<Vec<super::Contradiction>> {
+        self.core.contradictions(profile).await
+    }
+
     /// The profile's digest (a short summary an LLM wrote from its memories, with the
     /// memories it draws on), if one is kept.
     pub async fn digest(&self, profile: &str) -> Result<Option<super::ProfileDigest>> {

@@ -11,6 +11,7 @@
 //! after [`LongTermConfig::consolidate_after`](super::LongTermConfig) new memories.
 
 mod confirm;
+mod contradictions;
 mod plan;
 mod similarity;
 
@@ -20,6 +21,8 @@ use memory_core::ports::{
 use memory_core::{MemoryError, Result, Timestamp};
 use serde::{Deserialize, Serialize};
 
+pub(super) use contradictions::CONTRADICTIONS_PREFIX;
+pub use contradictions::{Contradiction, ContradictionMember};
 pub use plan::SimilarityThresholds;
 
 use super::accounting::UsageReport;
@@ -95,10 +98,20 @@ pub struct ConsolidationReport {
     /// Planned merges not written because a memory changed meanwhile (planned again by the
     /// next run).
     pub stale: u64,
+    /// Contradictions the verification model flagged in this run (a run without an LLM, or
+    /// a dry run, flags none); all those still current: `contradictions`.
+    #[serde(default)]
+    pub contradictions: Vec<Contradiction>,
     /// What did not run, and why.
     pub degraded: Vec<Degradation>,
-    /// LLM usage (confirmation).
+    /// LLM usage (confirmation, contradictions).
     pub usage: UsageReport,
+}
+
+/// A run's plan: the report of a dry run, and the pairs to ask about contradictions.
+struct Plan {
+    report: ConsolidationReport,
+    contradiction_candidates: Vec<(MemoryRecord, MemoryRecord)>,
 }
 
 /// When a profile was last consolidated and how many memories it had then.
@@ -120,7 +133,7 @@ impl Core {
         }
         let started = self.clock.now();
         if dry_run {
-            return self.plan_merges(profile).await;
+            return Ok(self.plan_merges(profile).await?.report);
         }
         let id = format!("consolidate-{profile}-{}", uuid::Uuid::new_v4().simple());
         let job = NewJob {
@@ -194,15 +207,7 @@ impl Core {
         if due_after == 0 || self.is_stopping() {
             return Ok(None);
         }
-        let last: Option<LastRun> = match self
-            .backends
-            .outbox
-            .get(&format!("{LAST_RUN_PREFIX}{profile}"))
-            .await?
-        {
-            Some(text) => Some(serde_json::from_str(&text)?),
-            None => None,
-        };
+        let last = self.last_run(profile).await?;
         if !self.backends.records.exists(profile).await? {
             return Ok(None);
         }
@@ -226,8 +231,21 @@ impl Core {
         Ok(Some(report))
     }
 
+    /// When the profile was last consolidated, if ever.
+    async fn last_run(&self, profile: &str) -> Result<Option<LastRun>> {
+        match self
+            .backends
+            .outbox
+            .get(&format!("{LAST_RUN_PREFIX}{profile}"))
+            .await?
+        {
+            Some(text) => Ok(Some(serde_json::from_str(&text)?)),
+            None => Ok(None),
+        }
+    }
+
     /// The plan of a run over the profile as it is now: a dry run's report.
-    async fn plan_merges(&self, profile: &str) -> Result<ConsolidationReport> {
+    async fn plan_merges(&self, profile: &str) -> Result<Plan> {
         let store = self.backends.existing_store(profile).await?;
         let limit = self.config.consolidation_max_memories;
         let mut memories: Vec<MemoryRecord> = Vec::new();
@@ -261,16 +279,52 @@ impl Core {
         similarity::share_names(&mut features);
         let weights = vocabulary.weights(memories.len());
         let thresholds = &self.config.similarity;
-        let least = thresholds
-            .overlap_with_vectors
-            .min(thresholds.overlap_without_vectors);
-        let pairs = plan::candidate_pairs(&features, &weights, least);
+        let pairs = plan::candidate_pairs(&features, &weights, thresholds.least_overlap);
         let mut degraded = Vec::new();
         let vectors = self
             .vectors_of(profile, &memories, &pairs, &mut degraded)
             .await?;
         let pairs_judged = pairs.len() as u64;
-        let groups = plan::groups(&memories, &features, &vectors, &weights, thresholds, pairs);
+        let words = plan::WordStatistics {
+            weights: &weights,
+            document_frequency: &vocabulary.document_frequency,
+        };
+        let (groups, same) = plan::groups(
+            &memories,
+            &features,
+            &vectors,
+            &words,
+            thresholds,
+            pairs.clone(),
+        );
+        let absorbed: std::collections::HashSet<usize> = groups
+            .iter()
+            .flat_map(|g| g.members[1..].iter().copied())
+            .collect();
+        let new_since = self.last_run(profile).await?.map(|l| l.at);
+        let contradiction_candidates = contradictions::candidates(
+            &contradictions::CandidateInput {
+                memories: &memories,
+                features: &features,
+                words: &words,
+                thresholds,
+                pairs: &pairs,
+                absorbed: &absorbed,
+                same: &same,
+                new_since,
+            },
+            contradictions::PAIRS_PER_RUN,
+        )
+        .into_iter()
+        .map(|(i, j)| {
+            let (a, b) = (&memories[i], &memories[j]);
+            if (a.recorded_at, &a.id) <= (b.recorded_at, &b.id) {
+                (a.clone(), b.clone())
+            } else {
+                (b.clone(), a.clone())
+            }
+        })
+        .collect();
         let planned: Vec<PlannedMerge> = groups.iter().map(|g| planned(&memories, g)).collect();
         let meter = self.meter(profile);
         let (merges, rejected) = match &self.models.verification {
@@ -292,7 +346,7 @@ impl Core {
                 (planned, Vec::new())
             }
         };
-        Ok(ConsolidationReport {
+        let report = ConsolidationReport {
             job_id: None,
             dry_run: true,
             considered: memories.len() as u64,
@@ -302,8 +356,13 @@ impl Core {
             merges,
             rejected,
             stale: 0,
+            contradictions: Vec::new(),
             degraded,
             usage: meter.report(),
+        };
+        Ok(Plan {
+            report,
+            contradiction_candidates,
         })
     }
 
@@ -357,7 +416,10 @@ impl Core {
         mut lease: JobLease,
         report: &mut ConsolidationReport,
     ) -> std::result::Result<JobLease, (JobLease, MemoryError)> {
-        let plan = match self.plan_merges(profile).await {
+        let Plan {
+            report: plan,
+            contradiction_candidates,
+        } = match self.plan_merges(profile).await {
             Ok(plan) => plan,
             Err(e) => return Err((lease, e)),
         };
@@ -419,7 +481,72 @@ impl Core {
                 Err(e) => return Err((lease, e)),
             };
         }
+        if let Err(e) = self
+            .check_contradictions(profile, contradiction_candidates, report)
+            .await
+        {
+            return Err((lease, e));
+        }
         Ok(lease)
+    }
+
+    /// Asks the verification model which `candidates` contradict and keeps those it flags;
+    /// without a model, or when the call fails, says so in `degraded`.
+    async fn check_contradictions(
+        &self,
+        profile: &str,
+        candidates: Vec<(MemoryRecord, MemoryRecord)>,
+        report: &mut ConsolidationReport,
+    ) -> Result<()> {
+        let Some(model) = &self.models.verification else {
+            report.degraded.push(Degradation {
+                feature: "contradictions".into(),
+                reason: "no LLM configured: contradictions are not looked for".into(),
+            });
+            return Ok(());
+        };
+        // A memory merged into another in this run is no longer current.
+        let merged: std::collections::HashSet<&str> = report
+            .merges
+            .iter()
+            .flat_map(|m| m.absorbed.iter().map(|a| a.id.as_str()))
+            .collect();
+        let pairs: Vec<(&MemoryRecord, &MemoryRecord)> = candidates
+            .iter()
+            .filter(|(a, b)| !merged.contains(a.id.as_str()) && !merged.contains(b.id.as_str()))
+            .map(|(a, b)| (a, b))
+            .collect();
+        if pairs.is_empty() {
+            return Ok(());
+        }
+        let meter = self.meter(profile);
+        match contradictions::ask(&meter, model.as_ref(), &pairs).await {
+            Ok(flagged) => {
+                let now = self.clock.now();
+                let member = |m: &MemoryRecord| ContradictionMember {
+                    id: m.id.clone(),
+                    content: m.content.clone(),
+                };
+                report.contradictions = flagged
+                    .into_iter()
+                    .filter_map(|(n, reason)| pairs.get(n).map(|p| (p, reason)))
+                    .map(|((a, b), reason)| Contradiction {
+                        first: member(a),
+                        second: member(b),
+                        reason,
+                        flagged_at: now,
+                    })
+                    .collect();
+                self.flag_contradictions(profile, &report.contradictions)
+                    .await?;
+            }
+            Err(e) => report.degraded.push(Degradation {
+                feature: "contradictions".into(),
+                reason: format!("failed: {e}; this run flags none"),
+            }),
+        }
+        report.usage.merge(&meter.report());
+        Ok(())
     }
 }
 
@@ -431,6 +558,7 @@ fn summary(report: &ConsolidationReport) -> serde_json::Value {
         "absorbed": report.absorbed,
         "rejected": report.rejected.len(),
         "stale": report.stale,
+        "contradictions": report.contradictions.len(),
     })
 }
 
@@ -461,21 +589,28 @@ fn reason(evidence: &[Evidence]) -> String {
     if evidence.iter().all(|e| e.same_words) {
         return "consolidation: the same words once case and punctuation are set aside".into();
     }
-    let overlap = evidence
-        .iter()
-        .map(|e| e.overlap)
-        .fold(f32::INFINITY, f32::min);
-    let cosine = evidence
-        .iter()
-        .filter_map(|e| e.cosine)
-        .fold(f32::INFINITY, f32::min);
-    if evidence.iter().all(|e| e.cosine.is_some()) {
-        format!(
-            "consolidation: says the same thing (content words in common {overlap:.2}, vector similarity {cosine:.2}, nothing that tells them apart)"
-        )
+    let weakest = |value: fn(&Evidence) -> Option<f32>| {
+        evidence
+            .iter()
+            .filter(|e| !e.same_words)
+            .filter_map(value)
+            .fold(f32::INFINITY, f32::min)
+    };
+    let overlap = weakest(|e| Some(e.overlap));
+    let mut note =
+        format!("consolidation: says the same thing (content words in common {overlap:.2}");
+    let commoner = weakest(|e| Some(e.commoner_by));
+    if commoner.is_finite() {
+        note.push_str(&format!(
+            ", what only one says at least {commoner:.1} times as common as the rarest word they share"
+        ));
     } else {
-        format!(
-            "consolidation: says the same thing (content words in common {overlap:.2}, nothing that tells them apart)"
-        )
+        note.push_str(", nothing said by only one");
     }
+    if evidence.iter().all(|e| e.same_words || e.cosine.is_some()) {
+        let cosine = weakest(|e| e.cosine);
+        note.push_str(&format!(", vector similarity {cosine:.2}"));
+    }
+    note.push_str(", nothing that tells them apart)");
+    note
 }

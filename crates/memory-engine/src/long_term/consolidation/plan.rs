@@ -3,21 +3,23 @@
 //! judged the same (never a chain: A like B and B like C does not merge A with C unless A is
 //! like C), each with its survivor.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use memory_core::ports::MemoryRecord;
 
-use super::similarity::{Features, cosine, told_apart, word_overlap};
+use super::similarity::{Features, commoner_differences, cosine, told_apart, word_overlap};
 
 /// The thresholds of the LLM-free rules (fixed defaults, documented in docs/long-term.md).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SimilarityThresholds {
-    /// The least weighted word overlap of two memories that both have vectors.
-    pub overlap_with_vectors: f32,
-    /// The least cosine of their vectors.
+    /// The least weighted word overlap (weighted Jaccard of content stems) of two memories.
+    pub least_overlap: f32,
+    /// How many times commoner in the profile than the rarest word two memories share every
+    /// word only one of them says must be (see [`commoner_differences`]).
+    pub commoner_by: f32,
+    /// The least cosine of their vectors when both have one: a veto of pairs whose words
+    /// agree but whose meaning, as the embedding model reads it, does not.
     pub cosine: f32,
-    /// The least weighted word overlap when either has no vector.
-    pub overlap_without_vectors: f32,
     /// The most memories one group may hold.
     pub max_group: usize,
 }
@@ -25,9 +27,9 @@ pub struct SimilarityThresholds {
 impl Default for SimilarityThresholds {
     fn default() -> Self {
         Self {
-            overlap_with_vectors: 0.5,
-            cosine: 0.8,
-            overlap_without_vectors: 0.75,
+            least_overlap: 0.25,
+            commoner_by: 1.5,
+            cosine: 0.7,
             max_group: 8,
         }
     }
@@ -38,6 +40,8 @@ impl Default for SimilarityThresholds {
 pub(super) struct Evidence {
     /// The weighted word overlap.
     pub overlap: f32,
+    /// How much commoner the words only one says are than the rarest they share.
+    pub commoner_by: f32,
     /// The cosine of their vectors, when both have one.
     pub cosine: Option<f32>,
     /// Whether their normalised texts are equal.
@@ -59,12 +63,20 @@ pub(super) struct Group {
 const COMMON_SHARE: usize = 50;
 const MIN_COMMON_POSTING: usize = 64;
 
+/// What the rules know of the profile: each stem's weight and how many memories hold it.
+pub(super) struct WordStatistics<'a> {
+    /// Each stem's weight, by id.
+    pub weights: &'a [f32],
+    /// How many memories hold each stem, by id.
+    pub document_frequency: &'a [u32],
+}
+
 /// Judges the pair `(i, j)`; `None` when they are not the same.
 fn judge(
     memories: &[MemoryRecord],
     features: &[Features],
     vectors: &[Option<Vec<f32>>],
-    weights: &[f32],
+    words: &WordStatistics<'_>,
     thresholds: &SimilarityThresholds,
     (i, j): (usize, usize),
 ) -> Option<Evidence> {
@@ -72,19 +84,20 @@ fn judge(
     if told_apart((&memories[i], a), (&memories[j], b)).is_some() {
         return None;
     }
-    let overlap = word_overlap(a, b, weights);
+    let overlap = word_overlap(a, b, words.weights);
+    let commoner_by = commoner_differences(a, b, words.document_frequency);
     let same_words = a.normalised == b.normalised;
     let cosine = match (&vectors[i], &vectors[j]) {
         (Some(x), Some(y)) => Some(cosine(x, y)),
         _ => None,
     };
     let same = same_words
-        || match cosine {
-            Some(c) => c >= thresholds.cosine && overlap >= thresholds.overlap_with_vectors,
-            None => overlap >= thresholds.overlap_without_vectors,
-        };
+        || (overlap >= thresholds.least_overlap
+            && commoner_by >= thresholds.commoner_by
+            && cosine.is_none_or(|c| c >= thresholds.cosine));
     same.then_some(Evidence {
         overlap,
+        commoner_by,
         cosine,
         same_words,
     })
@@ -174,19 +187,19 @@ fn survivor_rank(m: &MemoryRecord) -> impl Ord + '_ {
 
 /// The groups of the run: the candidate `pairs` judged the same, joined strongest first
 /// into groups whose every two members were judged the same, at most `max_group` each; the
-/// survivor first.
+/// survivor first ([`survivor_rank`]). Also every pair judged the same.
 pub(super) fn groups(
     memories: &[MemoryRecord],
     features: &[Features],
     vectors: &[Option<Vec<f32>>],
-    weights: &[f32],
+    words: &WordStatistics<'_>,
     thresholds: &SimilarityThresholds,
     pairs: Vec<(usize, usize)>,
-) -> Vec<Group> {
+) -> (Vec<Group>, HashSet<(usize, usize)>) {
     let mut same: Vec<((usize, usize), Evidence)> = pairs
         .into_iter()
         .filter_map(|pair| {
-            judge(memories, features, vectors, weights, thresholds, pair).map(|e| (pair, e))
+            judge(memories, features, vectors, words, thresholds, pair).map(|e| (pair, e))
         })
         .collect();
     // Strongest first; ties in index order, so the plan is deterministic.
@@ -241,5 +254,5 @@ pub(super) fn groups(
         })
         .collect();
     out.sort_by_key(|g| g.members[0]);
-    out
+    (out, evidence.into_keys().collect())
 }
