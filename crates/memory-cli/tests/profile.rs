@@ -221,22 +221,30 @@ fn background_jobs_finish_and_are_listed() {
         .stdout(predicate::str::contains("[done]"));
 }
 
+/// A one-session conversation in LoCoMo's format: Ann's greyhound Pixel, Bo's cello.
+fn tiny_conversation() -> Value {
+    json!({
+        "speaker_a": "Ann", "speaker_b": "Bo",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a greyhound called Pixel."},
+            {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely! I started learning the cello."}
+        ]
+    })
+}
+
 #[test]
 fn eval_locomo_runs_on_a_data_set_in_its_format() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let data = d.join("tiny.json");
+    let mut conversation = tiny_conversation();
+    conversation["session_1"].as_array_mut().unwrap().push(
+        json!({"speaker": "Ann", "dia_id": "D1:3", "text": "We are off to Porto next week."}),
+    );
     let sample = json!([{
         "sample_id": "tiny-1",
-        "conversation": {
-            "speaker_a": "Ann", "speaker_b": "Bo",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a greyhound called Pixel."},
-                {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely! I started learning the cello."},
-                {"speaker": "Ann", "dia_id": "D1:3", "text": "We are off to Porto next week."}
-            ]
-        },
+        "conversation": conversation,
         "qa": [
             {"question": "What is the name of Ann's dog?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},
             {"question": "Which instrument does Bo play?", "answer": "cello", "evidence": ["D:1:02"], "category": 4},
@@ -936,4 +944,92 @@ fn eval_fit_scores_the_defaults_as_the_evaluations_do_and_cross_validates() {
     fit("1")
         .failure()
         .stderr(predicate::str::contains("--folds"));
+}
+
+#[test]
+fn consolidate_lists_and_writes_merges_and_says_contradictions_need_an_llm() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("memory.toml"), "[memory]\nembedder = \"none\"\n").unwrap();
+    for text in [
+        "The user likes green tea.",
+        "the user likes green tea",
+        "The user lives in Lisbon.",
+    ] {
+        memory(d)
+            .args(["profile", "remember", "ada", text])
+            .assert()
+            .success();
+    }
+    let planned =
+        json_out(memory(d).args(["profile", "consolidate", "ada", "--dry-run", "--json"]));
+    assert_eq!(planned["dry_run"], true);
+    assert_eq!(planned["absorbed"], 1);
+    let done = memory(d)
+        .args(["profile", "consolidate", "ada"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let done = String::from_utf8(done).unwrap();
+    assert!(
+        done.contains("merged 1 memories into 1 survivors"),
+        "{done}"
+    );
+    assert!(
+        done.contains("note: contradictions: no LLM configured"),
+        "{done}"
+    );
+    memory(d)
+        .args(["profile", "contradictions", "ada"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("ada: no contradictions flagged"));
+    let listed = json_out(memory(d).args(["profile", "contradictions", "ada", "--json"]));
+    assert_eq!(listed, json!([]));
+    memory(d)
+        .args(["profile", "contradictions", "nobody"])
+        .assert()
+        .failure();
+}
+
+#[test]
+fn bench_consolidation_measures_locomo_observations_before_and_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = d.join("tiny.json");
+    let sample = json!([{
+        "sample_id": "tiny-1",
+        "conversation": tiny_conversation(),
+        "observation": {
+            "session_1_observation": {
+                "Ann": [["Ann adopted a greyhound called Pixel.", "D1:1"],
+                        ["Ann adopted a greyhound named Pixel.", "D1:1"]],
+                "Bo": [["Bo started learning the cello.", "D1:2"]]
+            }
+        },
+        "qa": [
+            {"question": "What is the name of Ann's dog?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},
+            {"question": "Which instrument does Bo play?", "answer": "cello", "evidence": ["D1:2"], "category": 4}
+        ]
+    }]);
+    std::fs::write(&data, sample.to_string()).unwrap();
+    let report = json_out(
+        memory(d)
+            .args([
+                "bench",
+                "consolidation",
+                "--embedder",
+                "hashing",
+                "--json",
+                "--locomo",
+            ])
+            .arg(&data),
+    );
+    assert_eq!(report["memories"], 3);
+    assert_eq!(report["questions"], 2);
+    assert_eq!(report["before"], 1.0);
+    assert_eq!(report["after"], 1.0);
+    assert_eq!(report["conversations"][0]["id"], "tiny-1");
 }
