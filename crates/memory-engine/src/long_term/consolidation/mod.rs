@@ -289,42 +289,41 @@ impl Core {
             weights: &weights,
             document_frequency: &vocabulary.document_frequency,
         };
-        let (groups, same) = plan::groups(
-            &memories,
-            &features,
-            &vectors,
-            &words,
-            thresholds,
-            pairs.clone(),
-        );
-        let absorbed: std::collections::HashSet<usize> = groups
-            .iter()
-            .flat_map(|g| g.members[1..].iter().copied())
-            .collect();
-        let new_since = self.last_run(profile).await?.map(|l| l.at);
-        let contradiction_candidates = contradictions::candidates(
-            &contradictions::CandidateInput {
-                memories: &memories,
-                features: &features,
-                words: &words,
-                thresholds,
-                pairs: &pairs,
-                absorbed: &absorbed,
-                same: &same,
-                new_since,
-            },
-            contradictions::PAIRS_PER_RUN,
-        )
-        .into_iter()
-        .map(|(i, j)| {
-            let (a, b) = (&memories[i], &memories[j]);
-            if (a.recorded_at, &a.id) <= (b.recorded_at, &b.id) {
-                (a.clone(), b.clone())
-            } else {
-                (b.clone(), a.clone())
-            }
-        })
-        .collect();
+        let (groups, same) =
+            plan::groups(&memories, &features, &vectors, &words, thresholds, &pairs);
+        // Contradictions are asked of the verification model: without one, none are sought.
+        let contradiction_candidates = if self.models.verification.is_some() {
+            let absorbed: std::collections::HashSet<usize> = groups
+                .iter()
+                .flat_map(|g| g.members[1..].iter().copied())
+                .collect();
+            let new_since = self.last_run(profile).await?.map(|l| l.at);
+            contradictions::candidates(
+                &contradictions::CandidateInput {
+                    memories: &memories,
+                    features: &features,
+                    words: &words,
+                    thresholds,
+                    pairs: &pairs,
+                    absorbed: &absorbed,
+                    same: &same,
+                    new_since,
+                },
+                contradictions::PAIRS_PER_RUN,
+            )
+            .into_iter()
+            .map(|(i, j)| {
+                let (a, b) = (&memories[i], &memories[j]);
+                if (a.recorded_at, &a.id) <= (b.recorded_at, &b.id) {
+                    (a.clone(), b.clone())
+                } else {
+                    (b.clone(), a.clone())
+                }
+            })
+            .collect()
+        } else {
+            Vec::new()
+        };
         let planned: Vec<PlannedMerge> = groups.iter().map(|g| planned(&memories, g)).collect();
         let meter = self.meter(profile);
         let (merges, rejected) = match &self.models.verification {

@@ -194,10 +194,11 @@ pub(super) fn groups(
     vectors: &[Option<Vec<f32>>],
     words: &WordStatistics<'_>,
     thresholds: &SimilarityThresholds,
-    pairs: Vec<(usize, usize)>,
+    pairs: &[(usize, usize)],
 ) -> (Vec<Group>, HashSet<(usize, usize)>) {
     let mut same: Vec<((usize, usize), Evidence)> = pairs
-        .into_iter()
+        .iter()
+        .copied()
         .filter_map(|pair| {
             judge(memories, features, vectors, words, thresholds, pair).map(|e| (pair, e))
         })
