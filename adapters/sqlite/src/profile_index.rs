@@ -108,8 +108,8 @@ impl SqliteProfileIndex {
             && f.from.is_none()
             && f.to.is_none();
         if unfiltered {
-            // The best few index rows by score first, joined only then; superseded and
-            // forgotten memories are dropped after, so a margin is taken. The page is whole
+            // The best few index rows by score first, joined only then; older versions of a
+            // key and forgotten memories are dropped after, so a margin is taken. The page is whole
             // when it is full, or when the index had fewer rows than were taken (every match
             // was seen); only a page cut short by dropped memories asks the full query below.
             let taken = query.limit.saturating_add(RANKED_MARGIN);
@@ -179,18 +179,19 @@ impl SqliteProfileIndex {
     }
 }
 
-/// Index rows ranked beyond the page, for superseded and forgotten memories to drop out of.
+/// Index rows ranked beyond the page, for older versions and forgotten memories to drop out of.
 const RANKED_MARGIN: usize = 32;
 
 /// Unfiltered: the best `?8` index rows by score (see the `fts` module), and how many there
-/// were (`seen`), then the current memories among them, best `?7` first (`?2`–`?6` unused;
+/// were (`seen`), then the searchable memories among them (current, or merged into another:
+/// [`memory_core::ports::MemoryRecord::is_searchable`]), best `?7` first (`?2`–`?6` unused;
 /// binds as below).
 const MEMORIES_RANKED_FIRST: &str = "SELECT m.id, m.search_text, m.session_id, m.kind, m.key, m.recorded_at, f.score, f.seen \
      FROM (SELECT rowid, score, COUNT(*) OVER () AS seen \
            FROM (SELECT rowid, bm25(memories_fts) AS score FROM memories_fts \
                  WHERE memories_fts MATCH ?1 ORDER BY score LIMIT ?8)) f \
      JOIN memories m ON m.pos = f.rowid \
-     WHERE m.superseded_by IS NULL AND m.forgotten_reason IS NULL \
+     WHERE (m.superseded_by IS NULL OR m.merged_reason IS NOT NULL) AND m.forgotten_reason IS NULL \
        AND ?2 IS NULL AND ?3 IS NULL AND ?4 IS NULL AND ?5 IS NULL AND ?6 IS NULL \
      ORDER BY f.score LIMIT ?7";
 
@@ -198,7 +199,7 @@ const MEMORIES_RANKED_FIRST: &str = "SELECT m.id, m.search_text, m.session_id, m
 /// `seen` is not counted).
 const MEMORIES_FILTERED: &str = "SELECT m.id, m.search_text, m.session_id, m.kind, m.key, m.recorded_at, f.rank, NULL \
      FROM memories_fts f JOIN memories m ON m.pos = f.rowid \
-     WHERE memories_fts MATCH ?1 AND m.superseded_by IS NULL AND m.forgotten_reason IS NULL \
+     WHERE memories_fts MATCH ?1 AND (m.superseded_by IS NULL OR m.merged_reason IS NOT NULL) AND m.forgotten_reason IS NULL \
        AND (?2 IS NULL OR m.session_id = ?2) AND (?3 IS NULL OR m.kind = ?3) \
        AND (?4 IS NULL OR m.key = ?4) AND (?5 IS NULL OR m.recorded_at >= ?5) \
        AND (?6 IS NULL OR m.recorded_at < ?6) AND ?8 IS NOT NULL \
@@ -244,7 +245,8 @@ impl TextIndex for SqliteProfileIndex {
         let sql = match namespace {
             namespaces::RAW => "SELECT COUNT(*) FROM raw_messages",
             namespaces::MEMORIES => {
-                "SELECT COUNT(*) FROM memories WHERE superseded_by IS NULL AND forgotten_reason IS NULL"
+                "SELECT COUNT(*) FROM memories \
+                 WHERE (superseded_by IS NULL OR merged_reason IS NOT NULL) AND forgotten_reason IS NULL"
             }
             other => return Err(unknown_namespace(other, &SERVED)),
         };

@@ -133,6 +133,30 @@ impl MemoryRecord {
         self.confirmed_at
             .map_or(self.recorded_at, |at| at.max(self.recorded_at))
     }
+
+    /// The memory consolidation merged this one into, while this one is not forgotten:
+    /// a search that finds this memory's wording stands for that one.
+    ///
+    /// ```
+    /// # use memory_core::{Timestamp, ports::{MemoryKind, MemoryRecord, MergeNote}};
+    /// let mut m = MemoryRecord::new("m1", MemoryKind::Fact, "enjoys green tea", Timestamp(0));
+    /// m.superseded_by = Some("m2".into());
+    /// assert_eq!(m.survivor_id(), None, "an older version of a key stands for nothing");
+    /// m.merged = Some(MergeNote { reason: "the same words".into(), at: Timestamp(1) });
+    /// assert_eq!(m.survivor_id(), Some("m2"));
+    /// ```
+    pub fn survivor_id(&self) -> Option<&str> {
+        match (&self.merged, &self.forgotten) {
+            (Some(_), None) => self.superseded_by.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Whether its wording is searched (its text document and vector are kept): when it is
+    /// current, or merged into a survivor it leads recall to; never once forgotten.
+    pub fn is_searchable(&self) -> bool {
+        self.forgotten.is_none() && (self.superseded_by.is_none() || self.survivor_id().is_some())
+    }
 }
 
 /// Why a memory was merged into another by consolidation, and when.

@@ -411,3 +411,98 @@ async fn without_an_llm_contradictions_are_not_looked_for_and_the_report_says_so
     );
     assert!(s.contradictions("ada").await.unwrap().is_empty());
 }
+
+/// `store`-written and engine-written text indexes alike: a merged memory's wording still
+/// finds what it said, and recall (and `rank` over its candidates) returns the survivor in
+/// its place, once; forgetting the survivor takes both out.
+async fn a_merged_wording_leads_recall_to_its_survivor(s: &MemoryService, clock: &ManualClock) {
+    let mut remembered = Vec::new();
+    for content in [
+        "The user drinks matcha every morning.",
+        "The user likes green tea.",
+        "The user walks the dog in the park.",
+    ] {
+        clock.advance(1_000);
+        let request = RememberRequest {
+            content: content.into(),
+            kind: Some(MemoryKind::Fact),
+            ..RememberRequest::default()
+        };
+        remembered.push(s.remember("ada", request).await.unwrap().id);
+    }
+    let (absorbed, survivor) = (&remembered[0], &remembered[1]);
+    let found = |query: &'static str| async move {
+        let hits = s
+            .recall("ada", RecallRequest::new(query, 10))
+            .await
+            .unwrap()
+            .hits;
+        let ids: Vec<String> = hits.iter().map(|h| h.item.id().to_owned()).collect();
+        let candidates = s
+            .recall_candidates("ada", &RecallRequest::new(query, 10))
+            .await
+            .unwrap();
+        assert_eq!(rank(&candidates, s.config(), 10).unwrap(), ids, "{query}");
+        ids
+    };
+    assert_eq!(found("matcha").await.first(), Some(absorbed));
+
+    let store = s.backends().existing_store("ada").await.unwrap();
+    store
+        .merge(&memory_core::ports::MemoryMerge {
+            survivor: survivor.clone(),
+            absorbed: vec![absorbed.clone()],
+            note: memory_core::ports::MergeNote {
+                reason: "the same drink".into(),
+                at: clock.now(),
+            },
+        })
+        .await
+        .unwrap();
+    for query in ["matcha", "matcha green tea", "green tea"] {
+        let ids = found(query).await;
+        assert_eq!(ids.first(), Some(survivor), "{query}: {ids:?}");
+        assert_eq!(ids.iter().filter(|id| *id == survivor).count(), 1, "{ids:?}");
+        assert!(!ids.contains(absorbed), "{query}: {ids:?}");
+    }
+    // Rebuilt from the records, an engine-written index keeps the merged wording.
+    s.backends().reindex("ada").await.unwrap();
+    assert_eq!(found("matcha").await.first(), Some(survivor));
+    // So is a vector index rebuilt with the embedder.
+    s.reembed("ada").await.unwrap();
+    let vectors = s.backends().vector_index("ada").await.unwrap();
+    let kept = vectors
+        .get(MEMORY_NAMESPACE, std::slice::from_ref(absorbed))
+        .await
+        .unwrap();
+    assert_eq!(kept.len(), 1, "a merged memory keeps its vector");
+
+    s.forget("ada", survivor, "user asked").await.unwrap();
+    let ids = found("matcha").await;
+    assert!(
+        !ids.contains(survivor) && !ids.contains(absorbed),
+        "{ids:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_merged_wording_leads_recall_to_its_survivor_on_a_store_written_index() {
+    let rig = Rig::new();
+    a_merged_wording_leads_recall_to_its_survivor(&rig.service(), &rig.clock).await;
+}
+
+#[tokio::test]
+async fn a_merged_wording_leads_recall_to_its_survivor_on_an_engine_written_index() {
+    let profiles = Arc::new(InMemoryProfiles::new());
+    let clock = Arc::new(ManualClock::new(1_000));
+    let backends = LongTermBackends::from_parts(
+        profiles.clone(),
+        Arc::new(memory_testkit::in_memory::InMemoryTextIndexes::new()),
+        profiles.clone(),
+        profiles.jobs(),
+        Arc::new(memory_testkit::in_memory::InMemoryKeyValueStore::new()),
+    );
+    let s = MemoryService::new(backends, clock.clone())
+        .with_embedder(Arc::new(HashingEmbedder::new(512)));
+    a_merged_wording_leads_recall_to_its_survivor(&s, &clock).await;
+}

@@ -170,25 +170,14 @@ impl Core {
             });
         }
         let now = self.clock.now();
-        let id = format!("digest-{profile}-{}", uuid::Uuid::new_v4().simple());
         let job = NewJob {
-            id: id.clone(),
+            id: format!("digest-{profile}-{}", uuid::Uuid::new_v4().simple()),
             kind: DIGEST_KIND.to_owned(),
             profile: profile.to_owned(),
             stage: STAGE.to_owned(),
             body: serde_json::json!({ "reason": reason }),
         };
-        self.backends.jobs.enqueue(job, now).await?;
-        let Some((_, lease)) = self
-            .backends
-            .jobs
-            .claim_id(&id, &self.worker, self.config.job_lease_millis, now)
-            .await?
-        else {
-            return Err(MemoryError::Conflict {
-                message: format!("digest job {id} was claimed by another worker"),
-            });
-        };
+        let lease = self.start_fresh_job(job).await?;
         let meter = self.meter(profile);
         let user = memories
             .iter()
@@ -212,14 +201,7 @@ impl Core {
             Ok(reply) => reply.value,
             Err(e) => {
                 let body = serde_json::json!({ "reason": reason, "error": e.to_string() });
-                if let Err(fail) = self
-                    .backends
-                    .jobs
-                    .fail(&lease, STAGE, body, false, self.clock.now())
-                    .await
-                {
-                    tracing::warn!(profile, job = %id, error = %fail, "recording a failed digest failed");
-                }
+                self.record_job_failure(&lease, STAGE, body).await;
                 return Err(e);
             }
         };

@@ -74,17 +74,7 @@ impl Core {
             stage: STAGE.to_owned(),
             body: serde_json::json!({ "expired": 0 }),
         };
-        match self.backends.jobs.enqueue(job, now).await {
-            Ok(_) | Err(MemoryError::AlreadyExists { .. }) => {}
-            Err(e) => return Err(e),
-        }
-        let lease_millis = self.config.job_lease_millis;
-        let Some((record, lease)) = self
-            .backends
-            .jobs
-            .claim_id(&id, &self.worker, lease_millis, now)
-            .await?
-        else {
+        let Some((record, lease)) = self.start_one_stage_job(job).await? else {
             return Ok(None);
         };
         let done_before = record
@@ -99,14 +89,7 @@ impl Core {
         let result = self.sweep(profile, now, lease, &mut sweep).await;
         if let Err((lease, e)) = result {
             let body = serde_json::json!({ "expired": sweep.expired, "error": e.to_string() });
-            if let Err(fail) = self
-                .backends
-                .jobs
-                .fail(&lease, STAGE, body, false, self.clock.now())
-                .await
-            {
-                tracing::warn!(profile, job = %sweep.job_id, error = %fail, "recording a failed expiry sweep failed");
-            }
+            self.record_job_failure(&lease, STAGE, body).await;
             return Err(e);
         }
         tracing::info!(profile, job = %sweep.job_id, expired = sweep.expired, "expiry sweep");

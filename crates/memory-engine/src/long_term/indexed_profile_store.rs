@@ -40,9 +40,10 @@ pub(crate) fn raw_document(m: &RawMessage) -> TextDocument {
 }
 
 /// The `memories` document of a memory: content and search questions; `None` unless the
-/// memory is current (the namespace holds current memories only).
+/// memory is searchable (the namespace holds current memories, and those consolidation merged
+/// into another, whose wording leads recall to the survivor: [`MemoryRecord::is_searchable`]).
 pub(crate) fn memory_document(m: &MemoryRecord) -> Option<TextDocument> {
-    if m.superseded_by.is_some() || m.forgotten.is_some() {
+    if !m.is_searchable() {
         return None;
     }
     Some(
@@ -259,8 +260,8 @@ impl IndexedProfileStore {
         Ok(Documents::of(ids, docs, str::to_owned))
     }
 
-    /// The documents the index must hold for these memories, read now (superseded and
-    /// forgotten ones have none).
+    /// The documents the index must hold for these memories, read now (forgotten ones and
+    /// older versions of a key have none).
     async fn memory_documents(&self, ids: &[String]) -> Result<Documents> {
         let present = self.inner.get_memories(ids).await?;
         let docs = present.iter().filter_map(memory_document).collect();
@@ -300,10 +301,15 @@ impl IndexedProfileStore {
             progress.raw = next.or(progress.raw);
             self.sync.rebuild.save(&progress).await?;
         }
+        // Superseded memories too: those merged into another keep their documents.
+        let every_version = MemoryFilter {
+            include_superseded: true,
+            ..MemoryFilter::default()
+        };
         loop {
             let page = self
                 .inner
-                .list(&MemoryFilter::default(), progress.memories.clone(), PAGE)
+                .list(&every_version, progress.memories.clone(), PAGE)
                 .await?;
             let ids = page.memories.iter().map(|m| m.id.clone()).collect();
             let docs = page.memories.iter().filter_map(memory_document).collect();

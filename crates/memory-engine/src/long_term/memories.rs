@@ -227,7 +227,12 @@ impl Core {
         }
         let mut cursor = None;
         loop {
-            let page = store.list(&MemoryFilter::default(), cursor, 512).await?;
+            // Superseded ones too: a memory merged into another keeps its vector.
+            let filter = MemoryFilter {
+                include_superseded: true,
+                ..MemoryFilter::default()
+            };
+            let page = store.list(&filter, cursor, 512).await?;
             let memories: Vec<MemoryRecord> =
                 page.memories.into_iter().filter(is_vectorized).collect();
             report.memories += vectorizer.memories(&memories).await? as u64;

@@ -7,7 +7,7 @@
 //! `memory eval fit` can score thousands of ranking settings over candidates collected once,
 //! and each score is the one a recall with that setting would get.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use memory_core::{MemoryError, Result, Timestamp};
 
@@ -26,6 +26,10 @@ pub struct CandidateItem {
     pub time: Timestamp,
     /// The conversation it came from, when known.
     pub session: Option<String>,
+    /// For a memory consolidation merged into another: the survivor recall returns in its
+    /// place (its time and session are the survivor's). `None` for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub survivor: Option<String>,
 }
 
 /// What one recall's channels found, with what the stages after fusion need to rank it:
@@ -250,7 +254,7 @@ pub(super) fn pool(config: &LongTermConfig, limit: usize) -> usize {
 /// use std::collections::HashMap;
 /// use memory_core::Timestamp;
 /// use memory_engine::long_term::{CandidateItem, Candidates, LongTermConfig, rank};
-/// let item = |at| CandidateItem { time: Timestamp(at), session: None };
+/// let item = |at| CandidateItem { time: Timestamp(at), session: None, survivor: None };
 /// let candidates = Candidates {
 ///     channels: vec![
 ///         ("raw_fts", vec![("raw:a".into(), 2.0), ("raw:b".into(), 1.0)]),
@@ -287,13 +291,19 @@ pub fn rank(candidates: &Candidates, config: &LongTermConfig, limit: usize) -> R
         lend_context(&mut fused, &top, &neighbours, config.context_weight);
     }
     let pool = pool(config, limit);
+    // A merged memory's survivor is returned once, at the best score either reached.
+    let mut returned = HashSet::new();
     let mut hits: Vec<RecallHit> = fused
         .into_iter()
         .filter_map(|f| {
             let item = candidates.items.get(&f.id)?;
+            let id = item.survivor.clone().unwrap_or(f.id);
+            if !returned.insert(id.clone()) {
+                return None;
+            }
             Some(RecallHit {
                 item: RecallItem::Raw {
-                    id: f.id,
+                    id,
                     session_id: item.session.clone().unwrap_or_default(),
                     role: String::new(),
                     content: String::new(),
@@ -413,6 +423,7 @@ mod tests {
         let item = |at: i64, session: &str| CandidateItem {
             time: Timestamp(at),
             session: Some(session.to_owned()),
+            survivor: None,
         };
         Candidates {
             channels: vec![
@@ -458,6 +469,41 @@ mod tests {
         let config = LongTermConfig::default();
         assert_eq!(rank(&candidates, &config, 10).unwrap(), ["raw:c", "raw:b"]);
         assert_eq!(rank(&candidates, &config, 1).unwrap(), ["raw:c"]);
+    }
+
+    #[test]
+    fn merged_memories_give_their_survivor_one_place_at_the_best_rank() {
+        let item = |survivor: Option<&str>| CandidateItem {
+            time: Timestamp(5),
+            session: None,
+            survivor: survivor.map(str::to_owned),
+        };
+        let candidates = Candidates {
+            channels: vec![(
+                "memory_fts",
+                vec![
+                    ("absorbed-1".into(), 4.0),
+                    ("other".into(), 3.0),
+                    ("survivor".into(), 2.0),
+                    ("absorbed-2".into(), 1.0),
+                ],
+            )],
+            items: HashMap::from([
+                ("absorbed-1".into(), item(Some("survivor"))),
+                ("absorbed-2".into(), item(Some("survivor"))),
+                ("survivor".into(), item(None)),
+                ("other".into(), item(None)),
+            ]),
+            neighbours: HashMap::new(),
+            radius: 0,
+        };
+        let mut config = LongTermConfig::default();
+        config.context_weight = 0.0;
+        assert_eq!(
+            rank(&candidates, &config, 10).unwrap(),
+            ["survivor", "other"]
+        );
+        assert_eq!(rank(&candidates, &config, 1).unwrap(), ["survivor"]);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! concurrently, weighted reciprocal-rank fusion, conversational context for raw hits, ties
 //! broken by recency, date facts, and an optional synthesized answer.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -27,6 +27,7 @@ use super::ranking::{
     sort_hits, spread_sessions, top_raw, weighted, with_recency,
 };
 use super::recall_scope::{RAW_PREFIX, Scope, nearest};
+use super::survivors::{stands_for, survivors};
 use super::synthesis::{SynthesizedAnswer, synthesize};
 use super::temporal::temporal_facts;
 use super::vectorize::{MEMORY_NAMESPACE, RAW_NAMESPACE};
@@ -790,18 +791,26 @@ impl Core {
                     CandidateItem {
                         time: m.created_at,
                         session: Some(m.session_id.clone()),
+                        survivor: None,
                     },
                 );
             }
         }
+        let survivors = survivors(store, &memories).await?;
         for m in memories {
-            if recallable(&m, now, scope) {
-                let item = RecallItem::Memory(m);
+            let id = m.id.clone();
+            let Some(stood_for) = stands_for(m, &survivors) else {
+                continue;
+            };
+            if recallable(&stood_for, now, scope) {
+                let survivor = (stood_for.id != id).then(|| stood_for.id.clone());
+                let item = RecallItem::Memory(stood_for);
                 items.insert(
-                    item.id().to_owned(),
+                    id,
                     CandidateItem {
                         time: item.time(),
                         session: item.session_id().map(str::to_owned),
+                        survivor,
                     },
                 );
             }
@@ -828,7 +837,9 @@ impl Core {
     }
 
     /// Loads the best `limit` items, skipping anything forgotten, expired (whether or not the
-    /// sweep has reached it), superseded or purged, with equal scores ordered newest first.
+    /// sweep has reached it), superseded or purged, with equal scores ordered newest first. A
+    /// memory merged into another stands for its survivor, which is returned once, at the
+    /// best score either reached ([`super::survivors`]).
     async fn materialize(
         &self,
         store: &dyn LongTermMemoryStore,
@@ -838,6 +849,7 @@ impl Core {
     ) -> Result<Vec<RecallHit>> {
         let now = self.clock.now();
         let mut hits: Vec<RecallHit> = Vec::with_capacity(limit);
+        let mut returned: HashSet<String> = HashSet::new();
         let mut pending = fused.into_iter().peekable();
         while hits.len() < limit && pending.peek().is_some() {
             let batch: Vec<_> = pending.by_ref().take(limit - hits.len()).collect();
@@ -856,6 +868,7 @@ impl Core {
             )
             .await?;
             let raw: HashMap<String, _> = raw.into_iter().map(|m| (m.id.clone(), m)).collect();
+            let survivors = survivors(store, &memories).await?;
             let mut memories: HashMap<String, MemoryRecord> =
                 memories.into_iter().map(|m| (m.id.clone(), m)).collect();
             for f in batch {
@@ -872,8 +885,13 @@ impl Core {
                         }
                         _ => continue,
                     },
-                    None => match memories.remove(&f.id) {
-                        Some(m) if recallable(&m, now, scope) => RecallItem::Memory(m),
+                    None => match memories
+                        .remove(&f.id)
+                        .and_then(|m| stands_for(m, &survivors))
+                    {
+                        Some(m) if recallable(&m, now, scope) && returned.insert(m.id.clone()) => {
+                            RecallItem::Memory(m)
+                        }
                         _ => continue,
                     },
                 };

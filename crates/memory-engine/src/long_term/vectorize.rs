@@ -2,9 +2,11 @@
 //!
 //! A memory is embedded as its search questions prepended to its content, which bridges
 //! declarative writes ("prefers dark mode") and interrogative reads ("what theme?"). Tasks are
-//! never embedded (full text only); superseded and forgotten memories lose their vectors. Every
-//! vector records its model, and a namespace never mixes two models: after a model change,
-//! [`super::MemoryService::reembed`] rebuilds the index.
+//! never embedded (full text only). Forgotten memories and older versions of a key lose their
+//! vectors; a memory consolidation merged into another keeps its own, which leads recall to
+//! the survivor ([`MemoryRecord::is_searchable`]). Every vector records its model, and a
+//! namespace never mixes two models: after a model change, [`super::MemoryService::reembed`]
+//! rebuilds the index.
 
 use memory_core::ports::{
     Embedder, MemoryKind, MemoryRecord, RawMessage, VectorFields, VectorIndex, VectorRecord,
@@ -28,9 +30,10 @@ pub fn memory_embedding_text(memory: &MemoryRecord) -> String {
     text
 }
 
-/// True if a memory gets a vector: not a task, current and not forgotten.
+/// True if a memory gets a vector: not a task, and searchable (current, or merged into a
+/// survivor; never forgotten).
 pub fn is_vectorized(memory: &MemoryRecord) -> bool {
-    memory.kind != MemoryKind::Task && memory.superseded_by.is_none() && memory.forgotten.is_none()
+    memory.kind != MemoryKind::Task && memory.is_searchable()
 }
 
 /// The filterable fields of a memory's vector: its kind, session and recording time (as its

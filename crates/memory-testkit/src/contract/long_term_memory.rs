@@ -48,8 +48,15 @@ pub async fn run_all(profiles: &dyn MemoryProfiles, store_written: Option<&dyn T
     let raw_name = unique("profile");
     raw_metadata_is_kept_and_selected(profiles.open(&raw_name).await.unwrap().as_ref()).await;
     let merge_name = unique("profile");
-    merge_is_one_write_and_keeps_provenance(profiles.open(&merge_name).await.unwrap().as_ref())
-        .await;
+    let merge_index = match store_written {
+        Some(indexes) => Some(indexes.text_index(&merge_name).await.unwrap()),
+        None => None,
+    };
+    merge_is_one_write_and_keeps_provenance(
+        profiles.open(&merge_name).await.unwrap().as_ref(),
+        merge_index.as_deref(),
+    )
+    .await;
     let recalled_name = unique("profile");
     recall_times_only_move_forward(profiles.open(&recalled_name).await.unwrap().as_ref()).await;
     let fresh_name = unique("profile");
@@ -1015,8 +1022,13 @@ pub async fn a_filter_selecting_one_percent_of_100_000_memories(store: &dyn Long
 /// `merge` is one write: the survivor takes the union of the sources and the latest
 /// confirmation, the absorbed memories point at it with the note, `merged_into` lists them;
 /// a merge naming a missing or no longer current memory writes nothing; a purge of an
-/// absorbed memory leaves the survivor whole; the new fields survive an insert as given.
-pub async fn merge_is_one_write_and_keeps_provenance(store: &dyn LongTermMemoryStore) {
+/// absorbed memory leaves the survivor whole; the new fields survive an insert as given. A
+/// store-written index keeps searching the absorbed memories (their wording leads recall to
+/// the survivor: [`MemoryRecord::is_searchable`]) until they are purged.
+pub async fn merge_is_one_write_and_keeps_provenance(
+    store: &dyn LongTermMemoryStore,
+    index: Option<&dyn TextIndex>,
+) {
     let with_sources = |id: &str, at: i64, sources: &[&str]| MemoryRecord {
         source_message_ids: sources.iter().map(|s| (*s).to_owned()).collect(),
         ..memory(
@@ -1116,6 +1128,10 @@ pub async fn merge_is_one_write_and_keeps_provenance(store: &dyn LongTermMemoryS
         .map(|m| m.id)
         .collect();
     assert_eq!(current, ["keep", "other"]);
+    if let Some(mut found) = any_word_ids(index, namespaces::MEMORIES, "green tea").await {
+        found.sort();
+        assert_eq!(found, ["keep", "newer", "older", "other"], "merged, still searched");
+    }
 
     // A stale plan: an absorbed memory that is already superseded is a conflict.
     let stale = MemoryMerge {
@@ -1149,6 +1165,10 @@ pub async fn merge_is_one_write_and_keeps_provenance(store: &dyn LongTermMemoryS
         .map(|m| m.id)
         .collect();
     assert_eq!(into, ["newer"]);
+    if let Some(mut found) = any_word_ids(index, namespaces::MEMORIES, "green tea").await {
+        found.sort();
+        assert_eq!(found, ["keep", "newer", "other"], "the purged one is not");
+    }
 
     // The fields are kept as inserted.
     let given = MemoryRecord {

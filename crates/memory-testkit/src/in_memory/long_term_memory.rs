@@ -413,7 +413,7 @@ impl InMemoryProfileIndex {
             namespaces::MEMORIES => Ok(inner
                 .memories
                 .values()
-                .filter(|m| m.superseded_by.is_none() && m.forgotten.is_none())
+                .filter(|m| m.is_searchable())
                 .map(|m| {
                     TextDocument::new(&m.id, format!("{}\n{}", m.content, m.questions.join("\n")))
                         .with_fields(TextFields {

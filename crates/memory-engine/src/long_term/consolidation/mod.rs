@@ -143,17 +143,7 @@ impl Core {
             stage: STAGE.to_owned(),
             body: serde_json::json!({}),
         };
-        self.backends.jobs.enqueue(job, started).await?;
-        let Some((_, lease)) = self
-            .backends
-            .jobs
-            .claim_id(&id, &self.worker, self.config.job_lease_millis, started)
-            .await?
-        else {
-            return Err(MemoryError::Conflict {
-                message: format!("consolidation job {id} was claimed by another worker"),
-            });
-        };
+        let lease = self.start_fresh_job(job).await?;
         let mut report = ConsolidationReport {
             job_id: Some(id.clone()),
             ..ConsolidationReport::default()
@@ -183,14 +173,7 @@ impl Core {
             Err((lease, e)) => {
                 let mut body = summary(&report);
                 body["error"] = serde_json::Value::String(e.to_string());
-                if let Err(fail) = self
-                    .backends
-                    .jobs
-                    .fail(&lease, STAGE, body, false, self.clock.now())
-                    .await
-                {
-                    tracing::warn!(profile, job = %id, error = %fail, "recording a failed consolidation failed");
-                }
+                self.record_job_failure(&lease, STAGE, body).await;
                 Err(e)
             }
         }
