@@ -462,7 +462,11 @@ async fn a_merged_wording_leads_recall_to_its_survivor(s: &MemoryService, clock:
     for query in ["matcha", "matcha green tea", "green tea"] {
         let ids = found(query).await;
         assert_eq!(ids.first(), Some(survivor), "{query}: {ids:?}");
-        assert_eq!(ids.iter().filter(|id| *id == survivor).count(), 1, "{ids:?}");
+        assert_eq!(
+            ids.iter().filter(|id| *id == survivor).count(),
+            1,
+            "{ids:?}"
+        );
         assert!(!ids.contains(absorbed), "{query}: {ids:?}");
     }
     // Rebuilt from the records, an engine-written index keeps the merged wording.

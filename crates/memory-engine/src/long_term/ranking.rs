@@ -497,8 +497,10 @@ mod tests {
             neighbours: HashMap::new(),
             radius: 0,
         };
-        let mut config = LongTermConfig::default();
-        config.context_weight = 0.0;
+        let config = LongTermConfig {
+            context_weight: 0.0,
+            ..LongTermConfig::default()
+        };
         assert_eq!(
             rank(&candidates, &config, 10).unwrap(),
             ["survivor", "other"]

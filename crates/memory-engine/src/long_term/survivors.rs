@@ -80,7 +80,12 @@ mod tests {
     use memory_testkit::in_memory::InMemoryLongTermMemory;
 
     fn fact(id: &str) -> MemoryRecord {
-        MemoryRecord::new(id, MemoryKind::Fact, format!("likes tea ({id})"), Timestamp(1))
+        MemoryRecord::new(
+            id,
+            MemoryKind::Fact,
+            format!("likes tea ({id})"),
+            Timestamp(1),
+        )
     }
 
     async fn merge(store: &InMemoryLongTermMemory, survivor: &str, absorbed: &[&str]) {
@@ -157,17 +162,17 @@ mod tests {
             ..fact("x")
         };
         store.insert_memory(orphan).await.unwrap();
-        let loaded = store
-            .get_memories(&["a".into(), "x".into()])
-            .await
-            .unwrap();
+        let loaded = store.get_memories(&["a".into(), "x".into()]).await.unwrap();
         let found = survivors(&store, &loaded).await.unwrap();
         assert_eq!(
             found.get("a").map(|m| m.forgotten.is_some()),
             Some(true),
             "the forgotten survivor is returned as stored, for the caller to skip"
         );
-        assert!(!found.contains_key("x"), "a missing survivor stands for nothing");
+        assert!(
+            !found.contains_key("x"),
+            "a missing survivor stands for nothing"
+        );
         let x = loaded.into_iter().find(|m| m.id == "x").unwrap();
         assert_eq!(stands_for(x, &found), None);
     }

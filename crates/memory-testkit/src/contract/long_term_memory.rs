@@ -1130,7 +1130,11 @@ pub async fn merge_is_one_write_and_keeps_provenance(
     assert_eq!(current, ["keep", "other"]);
     if let Some(mut found) = any_word_ids(index, namespaces::MEMORIES, "green tea").await {
         found.sort();
-        assert_eq!(found, ["keep", "newer", "older", "other"], "merged, still searched");
+        assert_eq!(
+            found,
+            ["keep", "newer", "older", "other"],
+            "merged, still searched"
+        );
     }
 
     // A stale plan: an absorbed memory that is already superseded is a conflict.
